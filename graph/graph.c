@@ -1,0 +1,388 @@
+/* graph/graph.c: building the IR (tensors by name, nodes, attributes), dtype and op-kind names,
+ * and linking: producers, dangling names, duplicate producers, cycles, topological order. */
+#include "graph/graph.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- dtypes ---- */
+int pp_dtype_size(int32_t dt)
+{
+    switch (dt) {
+    case PP_DT_FLOAT: case PP_DT_INT32: case PP_DT_UINT32: return 4;
+    case PP_DT_UINT8: case PP_DT_INT8: case PP_DT_BOOL: return 1;
+    case PP_DT_UINT16: case PP_DT_INT16: case PP_DT_FLOAT16: case PP_DT_BFLOAT16: return 2;
+    case PP_DT_INT64: case PP_DT_DOUBLE: case PP_DT_UINT64: case PP_DT_COMPLEX64: return 8;
+    case PP_DT_COMPLEX128: return 16;
+    default: return 0;
+    }
+}
+
+int pp_dtype_is_float(int32_t dt)
+{
+    return dt == PP_DT_FLOAT || dt == PP_DT_FLOAT16 || dt == PP_DT_DOUBLE || dt == PP_DT_BFLOAT16;
+}
+
+const char *pp_dtype_name(int32_t dt)
+{
+    static const char *names[] = {"undefined", "float32", "uint8", "int8", "uint16", "int16",
+                                  "int32", "int64", "string", "bool", "float16", "float64",
+                                  "uint32", "uint64", "complex64", "complex128", "bfloat16"};
+    return (dt >= 0 && dt <= 16) ? names[dt] : "undefined";
+}
+
+/* ---- op kinds ---- */
+static const char *const kind_names[PP_OPK__COUNT] = {
+    "unknown", "conv", "dwconv", "convt", "linear", "bmm", "pool", "globalpool",
+    "elemwise", "norm", "softmax", "reduce", "datamove", "reshape", "shape"};
+
+const char *pp_op_kind_name(pp_op_kind k)
+{
+    return (k >= 0 && k < PP_OPK__COUNT) ? kind_names[k] : "unknown";
+}
+
+int pp_op_kind_from_name(const char *name)
+{
+    for (int i = 0; i < PP_OPK__COUNT; i++)
+        if (name && strcmp(name, kind_names[i]) == 0) return i;
+    return -1;
+}
+
+/* ---- name index: open addressing, FNV-1a; slots hold tensor index + 1 ---- */
+typedef struct name_index {
+    int *slots;
+    size_t cap;     /* power of two */
+} name_index;
+
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static int index_grow(pp_graph *g)
+{
+    name_index *ix = g->index;
+    size_t ncap = ix->cap ? ix->cap * 2 : 256;
+    int *ns = calloc(ncap, sizeof *ns);
+    if (!ns) return -1;
+    for (int i = 0; i < g->n_tensors; i++) {
+        size_t h = fnv1a(g->tensors[i].name) & (ncap - 1);
+        while (ns[h]) h = (h + 1) & (ncap - 1);
+        ns[h] = i + 1;
+    }
+    free(ix->slots);
+    ix->slots = ns;
+    ix->cap = ncap;
+    return 0;
+}
+
+pp_graph *pp_graph_new(const char *path)
+{
+    pp_graph *g = calloc(1, sizeof *g);
+    if (!g) return NULL;
+    g->arena = pp_arena_new();
+    g->index = calloc(1, sizeof(name_index));
+    if (!g->arena || !g->index) {
+        pp_graph_free(g);
+        return NULL;
+    }
+    g->path = pp_arena_strdup(g->arena, path ? path : "<memory>");
+    g->totals.peak_node = -1;
+    return g;
+}
+
+void pp_graph_free(pp_graph *g)
+{
+    if (!g) return;
+    name_index *ix = g->index;
+    if (ix) free(ix->slots);
+    free(ix);
+    free(g->tensors);
+    free(g->nodes);
+    pp_arena_free(g->arena);
+    free(g);
+}
+
+int pp_graph_find(const pp_graph *g, const char *name)
+{
+    const name_index *ix = g->index;
+    if (!name || !ix->cap) return -1;
+    size_t h = fnv1a(name) & (ix->cap - 1);
+    while (ix->slots[h]) {
+        int i = ix->slots[h] - 1;
+        if (strcmp(g->tensors[i].name, name) == 0) return i;
+        h = (h + 1) & (ix->cap - 1);
+    }
+    return -1;
+}
+
+int pp_graph_tensor(pp_graph *g, const char *name)
+{
+    int i = pp_graph_find(g, name);
+    if (i >= 0) return i;
+    name_index *ix = g->index;
+    if ((size_t)(g->n_tensors + 1) * 2 > ix->cap && index_grow(g)) return -1;
+    if (g->n_tensors == g->cap_tensors) {
+        int nc = g->cap_tensors ? g->cap_tensors * 2 : 64;
+        pp_tensor *nt = realloc(g->tensors, (size_t)nc * sizeof *nt);
+        if (!nt) return -1;
+        g->tensors = nt;
+        g->cap_tensors = nc;
+    }
+    pp_tensor *t = &g->tensors[g->n_tensors];
+    memset(t, 0, sizeof *t);
+    t->name = pp_arena_strdup(g->arena, name);
+    if (!t->name) return -1;
+    t->rank = -1;
+    t->producer = -1;
+    for (int d = 0; d < PP_MAX_RANK; d++) t->dims[d] = -1;
+    i = g->n_tensors++;
+    size_t h = fnv1a(name) & (ix->cap - 1);
+    while (ix->slots[h]) h = (h + 1) & (ix->cap - 1);
+    ix->slots[h] = i + 1;
+    return i;
+}
+
+int pp_graph_add_node(pp_graph *g, const char *name, const char *op_type, const char *domain,
+                      const char *const *inputs, int n_inputs, const char *const *outputs,
+                      int n_outputs)
+{
+    if (n_inputs < 0 || n_outputs < 0) return -1;
+    if (g->n_nodes == g->cap_nodes) {
+        int nc = g->cap_nodes ? g->cap_nodes * 2 : 64;
+        pp_node *nn = realloc(g->nodes, (size_t)nc * sizeof *nn);
+        if (!nn) return -1;
+        g->nodes = nn;
+        g->cap_nodes = nc;
+    }
+    int idx = g->n_nodes;
+    pp_node *n = &g->nodes[idx];
+    memset(n, 0, sizeof *n);
+    n->op_type = pp_arena_strdup(g->arena, op_type ? op_type : "");
+    n->domain = pp_arena_strdup(g->arena, domain ? domain : "");
+    if (name && *name) {
+        n->name = pp_arena_strdup(g->arena, name);
+    } else {
+        char buf[128];
+        snprintf(buf, sizeof buf, "%s_%d", op_type ? op_type : "node", idx);
+        n->name = pp_arena_strdup(g->arena, buf);
+    }
+    n->inputs = pp_arena_array(g->arena, (size_t)n_inputs + 1, sizeof(int));
+    n->outputs = pp_arena_array(g->arena, (size_t)n_outputs + 1, sizeof(int));
+    if (!n->op_type || !n->domain || !n->name || !n->inputs || !n->outputs) return -1;
+    for (int i = 0; i < n_inputs; i++) {
+        if (!inputs[i] || !inputs[i][0]) {
+            n->inputs[i] = -1;
+            continue;
+        }
+        int t = pp_graph_tensor(g, inputs[i]);
+        if (t < 0) return -1;
+        n = &g->nodes[idx];
+        n->inputs[i] = t;
+    }
+    for (int i = 0; i < n_outputs; i++) {
+        int t = (outputs[i] && outputs[i][0]) ? pp_graph_tensor(g, outputs[i]) : -1;
+        if (outputs[i] && outputs[i][0] && t < 0) return -1;
+        n = &g->nodes[idx];
+        n->outputs[i] = t;
+    }
+    n->n_inputs = n_inputs;
+    n->n_outputs = n_outputs;
+    g->n_nodes++;
+    return idx;
+}
+
+pp_attr *pp_node_add_attr(pp_graph *g, int node, const char *name, int type)
+{
+    pp_node *n = &g->nodes[node];
+    pp_attr *na = pp_arena_array(g->arena, (size_t)n->n_attrs + 1, sizeof *na);
+    if (!na) return NULL;
+    if (n->n_attrs) memcpy(na, n->attrs, (size_t)n->n_attrs * sizeof *na);
+    n->attrs = na;
+    pp_attr *a = &na[n->n_attrs++];
+    a->name = pp_arena_strdup(g->arena, name);
+    a->type = type;
+    a->t.n = -1;
+    return a->name ? a : NULL;
+}
+
+const pp_attr *pp_node_attr(const pp_node *n, const char *name)
+{
+    for (int i = 0; i < n->n_attrs; i++)
+        if (strcmp(n->attrs[i].name, name) == 0) return &n->attrs[i];
+    return NULL;
+}
+
+int64_t pp_node_attr_i(const pp_node *n, const char *name, int64_t dflt)
+{
+    const pp_attr *a = pp_node_attr(n, name);
+    return (a && a->type == PP_ATTR_INT) ? a->i : dflt;
+}
+
+double pp_node_attr_f(const pp_node *n, const char *name, double dflt)
+{
+    const pp_attr *a = pp_node_attr(n, name);
+    return (a && a->type == PP_ATTR_FLOAT) ? a->f : dflt;
+}
+
+const char *pp_node_attr_s(const pp_node *n, const char *name, const char *dflt)
+{
+    const pp_attr *a = pp_node_attr(n, name);
+    return (a && a->type == PP_ATTR_STRING && a->s) ? a->s : dflt;
+}
+
+void pp_tensor_set_shape(pp_tensor *t, int32_t dtype, int rank, const int64_t *dims)
+{
+    PP_ASSERT(rank >= 0 && rank <= PP_MAX_RANK);
+    if (dtype != PP_DT_UNDEFINED) t->dtype = dtype;
+    t->rank = rank;
+    int known = 1;
+    for (int d = 0; d < PP_MAX_RANK; d++) {
+        t->dims[d] = d < rank ? dims[d] : -1;
+        if (d < rank && dims[d] < 0) known = 0;
+    }
+    if (known) t->flags |= PP_T_SHAPE_KNOWN;
+    else t->flags &= ~(uint32_t)PP_T_SHAPE_KNOWN;
+}
+
+int64_t pp_tensor_elems(const pp_tensor *t)
+{
+    if (t->rank < 0) return -1;
+    int64_t n = 1;
+    for (int d = 0; d < t->rank; d++) {
+        if (t->dims[d] < 0 || pp_mul_overflow_i64(n, t->dims[d], &n)) return -1;
+    }
+    return n;
+}
+
+int64_t pp_tensor_bytes(const pp_tensor *t)
+{
+    int64_t n = pp_tensor_elems(t), b;
+    int sz = pp_dtype_size(t->dtype);
+    if (n < 0 || sz == 0 || pp_mul_overflow_i64(n, sz, &b)) return -1;
+    return b;
+}
+
+/* ---- linking and topological sort (Kahn; ready nodes taken in file order) ---- */
+perfpred_status pp_graph_link(pp_graph *g, pp_err *err)
+{
+    int nt = g->n_tensors, nn = g->n_nodes;
+    for (int i = 0; i < nt; i++) {
+        g->tensors[i].producer = -1;
+        g->tensors[i].n_consumers = 0;
+    }
+    for (int i = 0; i < nn; i++) {
+        const pp_node *n = &g->nodes[i];
+        for (int o = 0; o < n->n_outputs; o++) {
+            int t = n->outputs[o];
+            if (t < 0) continue;
+            pp_tensor *T = &g->tensors[t];
+            if (T->producer >= 0)
+                return pp_err_set(err, PERFPRED_ERR_GRAPH,
+                                  "%s: node '%s': tensor '%s' is already produced by node '%s'",
+                                  g->path, n->name, T->name, g->nodes[T->producer].name);
+            if (T->flags & PP_T_INITIALIZER)
+                return pp_err_set(err, PERFPRED_ERR_GRAPH,
+                                  "%s: node '%s': output '%s' overwrites an initializer", g->path,
+                                  n->name, T->name);
+            T->producer = i;
+        }
+    }
+    int *indeg = calloc((size_t)nn + 1, sizeof *indeg);
+    int *order = malloc(((size_t)nn + 1) * sizeof *order);
+    int *queue = malloc(((size_t)nn + 1) * sizeof *queue);
+    /* CSR of node -> consumer nodes */
+    int *off = calloc((size_t)nn + 2, sizeof *off);
+    perfpred_status st = PERFPRED_OK;
+    int *adj = NULL;
+    if (!indeg || !order || !queue || !off) {
+        st = pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory while sorting", g->path);
+        goto done;
+    }
+    for (int i = 0; i < nn; i++) {
+        const pp_node *n = &g->nodes[i];
+        for (int k = 0; k < n->n_inputs; k++) {
+            int t = n->inputs[k];
+            if (t < 0) continue;
+            pp_tensor *T = &g->tensors[t];
+            T->n_consumers++;
+            if (T->producer < 0) {
+                if (!(T->flags & (PP_T_GRAPH_INPUT | PP_T_INITIALIZER | PP_T_CONST))) {
+                    st = pp_err_set(err, PERFPRED_ERR_GRAPH,
+                                    "%s: node '%s' (%s): input '%s' is produced by no node and is "
+                                    "neither a graph input nor an initializer",
+                                    g->path, n->name, n->op_type, T->name);
+                    goto done;
+                }
+                continue;
+            }
+            off[T->producer + 1]++;
+            indeg[i]++;
+        }
+    }
+    for (int i = 0; i < nn; i++) off[i + 1] += off[i];
+    adj = malloc(((size_t)off[nn] + 1) * sizeof *adj);
+    if (!adj) {
+        st = pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory while sorting", g->path);
+        goto done;
+    }
+    {
+        int *fill = calloc((size_t)nn + 1, sizeof *fill);
+        if (!fill) {
+            st = pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory while sorting", g->path);
+            goto done;
+        }
+        for (int i = 0; i < nn; i++) {
+            const pp_node *n = &g->nodes[i];
+            for (int k = 0; k < n->n_inputs; k++) {
+                int t = n->inputs[k];
+                if (t < 0 || g->tensors[t].producer < 0) continue;
+                int p = g->tensors[t].producer;
+                adj[off[p] + fill[p]++] = i;
+            }
+        }
+        free(fill);
+    }
+    /* Kahn with a min-heap on file index would be exact file order; a FIFO seeded in file order
+     * keeps exported (already sorted) graphs in their original order, which is what we need. */
+    int qh = 0, qt = 0, no = 0;
+    for (int i = 0; i < nn; i++)
+        if (indeg[i] == 0) queue[qt++] = i;
+    while (qh < qt) {
+        int v = queue[qh++];
+        order[no++] = v;
+        for (int e = off[v]; e < off[v + 1]; e++)
+            if (--indeg[adj[e]] == 0) queue[qt++] = adj[e];
+    }
+    if (no != nn) {
+        int culprit = -1;
+        for (int i = 0; i < nn && culprit < 0; i++)
+            if (indeg[i] > 0) culprit = i;
+        st = pp_err_set(err, PERFPRED_ERR_GRAPH, "%s: node '%s' (%s) is part of a cycle", g->path,
+                        g->nodes[culprit].name, g->nodes[culprit].op_type);
+        goto done;
+    }
+    /* permute nodes into topological order and renumber producers */
+    {
+        pp_node *sorted = malloc(((size_t)nn + 1) * sizeof *sorted);
+        if (!sorted) {
+            st = pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory while sorting", g->path);
+            goto done;
+        }
+        for (int i = 0; i < nn; i++) sorted[i] = g->nodes[order[i]];
+        if (nn) memcpy(g->nodes, sorted, (size_t)nn * sizeof *sorted);
+        free(sorted);
+        for (int i = 0; i < nn; i++)
+            for (int o = 0; o < g->nodes[i].n_outputs; o++)
+                if (g->nodes[i].outputs[o] >= 0) g->tensors[g->nodes[i].outputs[o]].producer = i;
+    }
+done:
+    free(indeg);
+    free(order);
+    free(queue);
+    free(off);
+    free(adj);
+    return st;
+}

@@ -1,0 +1,223 @@
+/* graph/: the model IR. A graph owns one arena; tensors and nodes live in growable arrays inside it.
+ * The ONNX loader fills it (graph inputs, initializers, nodes, small constant values), shape inference
+ * resolves every tensor's dims and folds shape arithmetic, features and liveness fill pp_node_feat and
+ * pp_graph_totals. Weight payloads are never kept: only shapes, and values of small tensors. */
+#ifndef PP_GRAPH_H
+#define PP_GRAPH_H
+
+#include <stdint.h>
+
+#include "perfpred.h"
+#include "util/util.h"
+
+#define PP_MAX_RANK PERFPRED_MAX_RANK
+/* Tensors with at most this many elements keep their values (shape arithmetic, Resize scales,
+ * ConstantOfShape fills); larger ones (weights) keep only dtype and dims. */
+#define PP_CONST_MAX_ELEMS 4096
+
+/* ONNX TensorProto.DataType values (kept numerically identical to onnx.proto). */
+enum {
+    PP_DT_UNDEFINED = 0, PP_DT_FLOAT = 1, PP_DT_UINT8 = 2, PP_DT_INT8 = 3, PP_DT_UINT16 = 4,
+    PP_DT_INT16 = 5, PP_DT_INT32 = 6, PP_DT_INT64 = 7, PP_DT_STRING = 8, PP_DT_BOOL = 9,
+    PP_DT_FLOAT16 = 10, PP_DT_DOUBLE = 11, PP_DT_UINT32 = 12, PP_DT_UINT64 = 13,
+    PP_DT_COMPLEX64 = 14, PP_DT_COMPLEX128 = 15, PP_DT_BFLOAT16 = 16
+};
+int pp_dtype_size(int32_t dtype);        /* bytes per element; 0 for unknown/string */
+int pp_dtype_is_float(int32_t dtype);
+const char *pp_dtype_name(int32_t dtype);
+
+/* A (small) tensor value. Exactly one of ival / fval is set when n >= 0 and the value is known:
+ * integer and bool dtypes use ival, floating dtypes use fval (doubles). */
+typedef struct pp_value {
+    int32_t dtype;
+    int rank;
+    int64_t dims[PP_MAX_RANK];
+    int64_t n;          /* element count */
+    int64_t *ival;
+    double *fval;
+} pp_value;
+
+enum {
+    PP_T_INITIALIZER = 1u << 0,  /* listed in graph.initializer */
+    PP_T_GRAPH_INPUT = 1u << 1,  /* listed in graph.input */
+    PP_T_GRAPH_OUTPUT = 1u << 2, /* listed in graph.output */
+    PP_T_WEIGHT = 1u << 3,       /* initializer, or graph input used as a weight (export_params=False) */
+    PP_T_CONST = 1u << 4,        /* value known (t->val valid) */
+    PP_T_EXTERNAL = 1u << 5,     /* initializer with external data (shape only) */
+    PP_T_SHAPE_KNOWN = 1u << 6   /* rank and every dim known (>= 0) */
+};
+
+typedef struct pp_tensor {
+    const char *name;
+    int32_t dtype;                        /* PP_DT_*; PP_DT_UNDEFINED until known */
+    int rank;                             /* -1 until known */
+    int64_t dims[PP_MAX_RANK];            /* -1 for an unknown dim */
+    const char *dim_param[PP_MAX_RANK];   /* symbolic dim names from the file, or NULL */
+    uint32_t flags;                       /* PP_T_* */
+    int producer;                         /* index of the producing node, -1 for none */
+    int n_consumers;                      /* filled by pp_graph_link */
+    pp_value val;                         /* valid when flags & PP_T_CONST */
+} pp_tensor;
+
+/* ONNX AttributeProto.AttributeType values. */
+enum {
+    PP_ATTR_UNDEFINED = 0, PP_ATTR_FLOAT = 1, PP_ATTR_INT = 2, PP_ATTR_STRING = 3,
+    PP_ATTR_TENSOR = 4, PP_ATTR_GRAPH = 5, PP_ATTR_FLOATS = 6, PP_ATTR_INTS = 7,
+    PP_ATTR_STRINGS = 8, PP_ATTR_TENSORS = 9, PP_ATTR_GRAPHS = 10
+};
+
+typedef struct pp_attr {
+    const char *name;
+    int type;               /* PP_ATTR_* */
+    int64_t i;              /* INT */
+    double f;               /* FLOAT */
+    const char *s;          /* STRING (NUL-terminated copy) */
+    int64_t n;              /* element count of INTS / FLOATS / STRINGS */
+    int64_t *ints;
+    double *floats;
+    const char **strings;
+    pp_value t;             /* TENSOR (dims always; values when small) */
+} pp_attr;
+
+/* Coarse op kinds: what a per-kind regressor or roofline term is chosen by. */
+typedef enum pp_op_kind {
+    PP_OPK_UNKNOWN = 0,
+    PP_OPK_CONV,        /* Conv with group == 1 (or grouped, not depthwise) */
+    PP_OPK_DWCONV,      /* Conv with group == C_in == C_out/multiplier */
+    PP_OPK_CONVT,       /* ConvTranspose */
+    PP_OPK_LINEAR,      /* Gemm, or MatMul whose B is a weight */
+    PP_OPK_BMM,         /* MatMul of two activations */
+    PP_OPK_POOL,        /* MaxPool, AveragePool, LpPool */
+    PP_OPK_GLOBALPOOL,  /* GlobalAveragePool, GlobalMaxPool, AdaptiveAvg exported as such */
+    PP_OPK_ELEMWISE,    /* Add, Mul, Relu, Sigmoid, Erf, Where, Cast, Clip, ... */
+    PP_OPK_NORM,        /* BatchNormalization, LayerNormalization, InstanceNorm, GroupNorm */
+    PP_OPK_SOFTMAX,     /* Softmax, LogSoftmax */
+    PP_OPK_REDUCE,      /* ReduceMean, ReduceSum, ReduceMax, ... */
+    PP_OPK_DATAMOVE,    /* Transpose, Concat, Slice, Split, Gather, Pad, Resize, Expand, Tile */
+    PP_OPK_RESHAPE,     /* Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout: views, no kernel */
+    PP_OPK_SHAPE,       /* Shape, Constant, ConstantOfShape, Range folded at load: no runtime cost */
+    PP_OPK__COUNT
+} pp_op_kind;
+const char *pp_op_kind_name(pp_op_kind k);           /* "conv", "dwconv", "linear", ... */
+int pp_op_kind_from_name(const char *name);          /* -1 if unknown */
+
+/* Per-node features: the one description shared by real model nodes and benchmark-plan layers. */
+typedef struct pp_node_feat {
+    pp_op_kind kind;
+    int folded;                 /* output computed at load (constant): no runtime kernel */
+    double macs;                /* multiply-accumulates (Conv, ConvTranspose, Gemm, MatMul) */
+    double flops;               /* 2*macs + element-wise/normalization/reduction work */
+    double params;              /* elements of weight inputs */
+    double param_bytes;
+    double in_bytes;            /* non-weight input activation bytes read */
+    double out_bytes;           /* output bytes written */
+    double arith_intensity;     /* flops / (in_bytes + out_bytes + param_bytes) */
+    int64_t out_elems;
+    /* conv / pool attributes (2-D; 1-D ops use index 0, 3-D keep the first two) */
+    int64_t kernel[2], stride[2], dilation[2], pads[4], group;
+    int64_t n, cin, hin, win, cout, hout, wout;
+    /* gemm/matmul: out = [b] x (m x n), reduction k */
+    int64_t b, m, nn, k;
+} pp_node_feat;
+
+typedef struct pp_node {
+    const char *name;        /* never NULL: "<op_type>_<index>" when the file has none */
+    const char *op_type;
+    const char *domain;      /* "" for the default ONNX domain */
+    int n_inputs, n_outputs;
+    int *inputs;             /* tensor indices; -1 for an omitted optional input ("") */
+    int *outputs;
+    int n_attrs;
+    pp_attr *attrs;
+    int unknown_op;          /* treated as element-wise under allow_unknown */
+    pp_node_feat feat;
+} pp_node;
+
+typedef struct pp_graph_totals {
+    int64_t params, param_bytes, macs, flops;
+    int64_t activation_bytes, peak_activation_bytes, input_bytes;
+    int peak_node;           /* node index after which the peak is reached, -1 if none */
+    int n_unknown_ops;
+} pp_graph_totals;
+
+typedef struct pp_graph {
+    pp_arena *arena;
+    const char *path;        /* for error messages: "model.onnx" */
+    int64_t ir_version;
+    int64_t opset;           /* default-domain opset version */
+    const char *producer_name;
+    int n_tensors, cap_tensors;
+    pp_tensor *tensors;
+    int n_nodes, cap_nodes;
+    pp_node *nodes;          /* topological order once pp_graph_link succeeded */
+    int n_inputs;            /* graph inputs that are not weights, in file order */
+    int *inputs;
+    int n_outputs;
+    int *outputs;
+    pp_graph_totals totals;
+    void *index;             /* name -> tensor hash table (graph.c) */
+} pp_graph;
+
+/* ---- building (graph.c) ---- */
+pp_graph *pp_graph_new(const char *path);
+void pp_graph_free(pp_graph *g);
+/* Returns the index of the tensor called name, creating it (rank -1, dtype undefined) if new;
+ * -1 on OOM. Creating a tensor or node may move g->tensors / g->nodes: hold indices, not pointers,
+ * across these calls (and never write g->tensors[pp_graph_tensor(g, ..)]). */
+int pp_graph_tensor(pp_graph *g, const char *name);
+int pp_graph_find(const pp_graph *g, const char *name);  /* -1 if absent */
+/* Appends a node; inputs/outputs are tensor names (NULL or "" = omitted optional input).
+ * Attributes are added with pp_node_add_attr. Returns node index or -1 on OOM. */
+int pp_graph_add_node(pp_graph *g, const char *name, const char *op_type, const char *domain,
+                      const char *const *inputs, int n_inputs, const char *const *outputs,
+                      int n_outputs);
+pp_attr *pp_node_add_attr(pp_graph *g, int node, const char *name, int type);
+const pp_attr *pp_node_attr(const pp_node *n, const char *name); /* NULL if absent */
+int64_t pp_node_attr_i(const pp_node *n, const char *name, int64_t dflt);
+double pp_node_attr_f(const pp_node *n, const char *name, double dflt);
+const char *pp_node_attr_s(const pp_node *n, const char *name, const char *dflt);
+/* Sets a tensor's shape; rank <= PP_MAX_RANK. */
+void pp_tensor_set_shape(pp_tensor *t, int32_t dtype, int rank, const int64_t *dims);
+int64_t pp_tensor_elems(const pp_tensor *t);   /* -1 if any dim unknown */
+int64_t pp_tensor_bytes(const pp_tensor *t);   /* -1 if unknown */
+/* Sets producers, checks dangling names (an input no one produces that is neither graph input nor
+ * initializer), duplicate producers and cycles, and sorts nodes topologically (stable: file order
+ * among ready nodes). Errors name g->path and the node. */
+perfpred_status pp_graph_link(pp_graph *g, pp_err *err);
+
+/* ---- ONNX (onnx_load.c) ---- */
+/* Parses an ONNX ModelProto file into a new graph and links it. Weight payloads are skipped
+ * before they are copied. Errors name the file and, where one is involved, the node. */
+perfpred_status pp_onnx_load(const char *path, pp_graph **out, pp_err *err);
+perfpred_status pp_onnx_load_buffer(const char *path_for_errors, const uint8_t *buf, size_t len,
+                                    pp_graph **out, pp_err *err);
+
+/* ---- shape inference (shape.c, ops_*.c) ---- */
+typedef struct pp_shape_opts {
+    int64_t batch;                               /* 0 = none */
+    const perfpred_input_override *inputs;
+    int n_inputs;
+    int allow_unknown;
+} pp_shape_opts;
+/* Applies overrides to graph inputs, then infers dtype and dims of every tensor in topological
+ * order, folding constant shape arithmetic. Every tensor ends PP_T_SHAPE_KNOWN or it is an error
+ * naming the node. */
+perfpred_status pp_graph_infer_shapes(pp_graph *g, const pp_shape_opts *opts, pp_err *err);
+
+/* ---- features and liveness (features.c, liveness.c) ---- */
+/* Fills every node's feat and g->totals (params, macs, flops, bytes). */
+perfpred_status pp_graph_features(pp_graph *g, pp_err *err);
+/* Peak live activation bytes over the topological order: a tensor is live from its producer until its
+ * last consumer; graph inputs live from the start, graph outputs to the end; weights excluded. */
+perfpred_status pp_graph_liveness(pp_graph *g, pp_err *err);
+/* Fixed-length numeric feature vector for regressors (log-scaled sizes + attributes), identical for a
+ * benchmark-plan layer and a real node. Returns PP_FEATVEC_LEN. */
+#define PP_FEATVEC_LEN 24
+int pp_feat_vector(const pp_node_feat *f, float out[PP_FEATVEC_LEN]);
+const char *pp_feat_vector_name(int i);
+
+/* Load + shapes + features + liveness in one call. */
+perfpred_status pp_graph_load_full(const char *path, const pp_shape_opts *opts, pp_graph **out,
+                                   pp_err *err);
+
+#endif

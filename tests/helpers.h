@@ -1,0 +1,17 @@
+/* tests/helpers.h: what every cmocka test executable shares. */
+#ifndef PP_TEST_HELPERS_H
+#define PP_TEST_HELPERS_H
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+/* |a - b| <= rel * max(|a|, |b|) (or both tiny); fails the test with both values printed. */
+#define assert_rel_close(a, b, rel) pp_test_assert_rel_close((a), (b), (rel), __FILE__, __LINE__)
+void pp_test_assert_rel_close(double a, double b, double rel, const char *file, int line);
+/* Path under the source tree: pp_test_path("tests/fixtures/x.onnx") (static buffer, one at a time). */
+const char *pp_test_path(const char *rel);
+/* Writes bytes to a temporary file and returns its path (static buffer). */
+const char *pp_test_tmpfile(const void *data, size_t len, const char *suffix);
+#endif

@@ -1,0 +1,137 @@
+/* tests/test_graph_core.c: IR building, name lookup, linking (dangling names, cycles, order). */
+#include "tests/helpers.h"
+
+#include <string.h>
+
+#include "graph/graph.h"
+
+static pp_graph *chain(void)
+{
+    pp_graph *g = pp_graph_new("chain.onnx");
+    int x = pp_graph_tensor(g, "x");
+    g->tensors[x].flags |= PP_T_GRAPH_INPUT;
+    /* added out of order: c consumes b's output, b consumes a's */
+    const char *ci[] = {"b_out"}, *co[] = {"c_out"};
+    const char *bi[] = {"a_out"}, *bo[] = {"b_out"};
+    const char *ai[] = {"x"}, *ao[] = {"a_out"};
+    pp_graph_add_node(g, "c", "Relu", "", ci, 1, co, 1);
+    pp_graph_add_node(g, "b", "Relu", "", bi, 1, bo, 1);
+    pp_graph_add_node(g, "a", "Relu", "", ai, 1, ao, 1);
+    return g;
+}
+
+static void link_should_sort_nodes_topologically(void **state)
+{
+    pp_graph *g = chain();
+    pp_err err = {0};
+    assert_int_equal(pp_graph_link(g, &err), PERFPRED_OK);
+    assert_string_equal(g->nodes[0].name, "a");
+    assert_string_equal(g->nodes[1].name, "b");
+    assert_string_equal(g->nodes[2].name, "c");
+    assert_int_equal(g->tensors[pp_graph_find(g, "b_out")].producer, 1);
+    assert_int_equal(g->tensors[pp_graph_find(g, "a_out")].n_consumers, 1);
+    pp_graph_free(g);
+}
+
+static void link_should_reject_dangling_input_naming_node(void **state)
+{
+    pp_graph *g = pp_graph_new("d.onnx");
+    const char *in[] = {"nowhere"}, *out[] = {"y"};
+    pp_graph_add_node(g, "lonely", "Relu", "", in, 1, out, 1);
+    pp_err err = {0};
+    assert_int_equal(pp_graph_link(g, &err), PERFPRED_ERR_GRAPH);
+    assert_non_null(strstr(err.msg, "d.onnx"));
+    assert_non_null(strstr(err.msg, "lonely"));
+    assert_non_null(strstr(err.msg, "nowhere"));
+    pp_graph_free(g);
+}
+
+static void link_should_reject_cycles(void **state)
+{
+    pp_graph *g = pp_graph_new("cyc.onnx");
+    const char *i1[] = {"t2"}, *o1[] = {"t1"}, *i2[] = {"t1"}, *o2[] = {"t2"};
+    pp_graph_add_node(g, "n1", "Relu", "", i1, 1, o1, 1);
+    pp_graph_add_node(g, "n2", "Relu", "", i2, 1, o2, 1);
+    pp_err err = {0};
+    assert_int_equal(pp_graph_link(g, &err), PERFPRED_ERR_GRAPH);
+    assert_non_null(strstr(err.msg, "cycle"));
+    pp_graph_free(g);
+}
+
+static void link_should_reject_two_producers(void **state)
+{
+    pp_graph *g = pp_graph_new("dup.onnx");
+    int x = pp_graph_tensor(g, "x");
+    g->tensors[x].flags |= PP_T_GRAPH_INPUT;
+    const char *i[] = {"x"}, *o[] = {"y"};
+    pp_graph_add_node(g, "p1", "Relu", "", i, 1, o, 1);
+    pp_graph_add_node(g, "p2", "Relu", "", i, 1, o, 1);
+    pp_err err = {0};
+    assert_int_equal(pp_graph_link(g, &err), PERFPRED_ERR_GRAPH);
+    assert_non_null(strstr(err.msg, "p2"));
+    pp_graph_free(g);
+}
+
+static void tensor_lookup_should_survive_many_names(void **state)
+{
+    pp_graph *g = pp_graph_new(NULL);
+    char name[32];
+    for (int i = 0; i < 5000; i++) {
+        snprintf(name, sizeof name, "t%d", i);
+        assert_int_equal(pp_graph_tensor(g, name), i);
+    }
+    for (int i = 4999; i >= 0; i--) {
+        snprintf(name, sizeof name, "t%d", i);
+        assert_int_equal(pp_graph_find(g, name), i);
+    }
+    assert_int_equal(pp_graph_find(g, "t5000"), -1);
+    pp_graph_free(g);
+}
+
+static void tensor_bytes_should_be_unknown_until_all_dims_are(void **state)
+{
+    pp_graph *g = pp_graph_new(NULL);
+    int ia = pp_graph_tensor(g, "a");
+    pp_tensor *t = &g->tensors[ia];
+    int64_t d[] = {2, -1, 4};
+    pp_tensor_set_shape(t, PP_DT_FLOAT, 3, d);
+    assert_int_equal(pp_tensor_bytes(t), -1);
+    assert_false(t->flags & PP_T_SHAPE_KNOWN);
+    d[1] = 3;
+    pp_tensor_set_shape(t, PP_DT_FLOAT16, 3, d);
+    assert_int_equal(pp_tensor_bytes(t), 2 * 3 * 4 * 2);
+    assert_true(t->flags & PP_T_SHAPE_KNOWN);
+    pp_graph_free(g);
+}
+
+static void parse_dims_should_be_strict(void **state)
+{
+    int64_t d[8];
+    assert_int_equal(pp_parse_dims("1x3x224x224", d, 8), 4);
+    assert_int_equal(d[2], 224);
+    assert_int_equal(pp_parse_dims("1x3x", d, 8), -1);
+    assert_int_equal(pp_parse_dims("1xx3", d, 8), -1);
+    assert_int_equal(pp_parse_dims("0x3", d, 8), -1);
+    assert_int_equal(pp_parse_dims("1x-3", d, 8), -1);
+    int64_t v;
+    assert_int_equal(pp_parse_i64("12a", &v), -1);
+    assert_int_equal(pp_parse_i64("", &v), -1);
+    double f;
+    assert_int_equal(pp_parse_double("nan", &f), -1);
+    assert_int_equal(pp_parse_double("1.5e3", &f), 0);
+    assert_rel_close(f, 1500.0, 1e-12);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(link_should_sort_nodes_topologically),
+        cmocka_unit_test(link_should_reject_dangling_input_naming_node),
+        cmocka_unit_test(link_should_reject_cycles),
+        cmocka_unit_test(link_should_reject_two_producers),
+        cmocka_unit_test(tensor_lookup_should_survive_many_names),
+        cmocka_unit_test(tensor_bytes_should_be_unknown_until_all_dims_are),
+        cmocka_unit_test(parse_dims_should_be_strict),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,268 @@
+/* util/util.c: arena, errors, strict number parsing, atomic file writes, logging hook. */
+#include "util/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void pp_assert_fail(const char *file, int line, const char *expr)
+{
+    fprintf(stderr, "perfpred: internal invariant failed at %s:%d: %s\n", file, line, expr);
+    abort();
+}
+
+/* ---- arena ---- */
+typedef struct pp_chunk {
+    struct pp_chunk *next;
+    size_t cap, used;
+    _Alignas(16) unsigned char data[];
+} pp_chunk;
+
+struct pp_arena {
+    pp_chunk *head;
+    size_t total;
+};
+
+pp_arena *pp_arena_new(void) { return calloc(1, sizeof(pp_arena)); }
+
+void pp_arena_free(pp_arena *a)
+{
+    if (!a) return;
+    for (pp_chunk *c = a->head, *n; c; c = n) {
+        n = c->next;
+        free(c);
+    }
+    free(a);
+}
+
+void *pp_arena_alloc(pp_arena *a, size_t n)
+{
+    if (!a) return NULL;
+    if (n == 0) n = 1;
+    if (n > SIZE_MAX - 15) return NULL;
+    n = (n + 15) & ~(size_t)15;
+    pp_chunk *c = a->head;
+    if (!c || c->cap - c->used < n) {
+        size_t cap = n > 65536 ? n : 65536;
+        if (cap > SIZE_MAX - sizeof(pp_chunk)) return NULL;
+        pp_chunk *nc = malloc(sizeof(pp_chunk) + cap);
+        if (!nc) return NULL;
+        nc->cap = cap;
+        nc->used = 0;
+        /* big one-off blocks go behind the current chunk so its free space is not wasted */
+        if (c && n > 65536) {
+            nc->next = c->next;
+            c->next = nc;
+        } else {
+            nc->next = c;
+            a->head = nc;
+        }
+        c = nc;
+    }
+    void *p = c->data + c->used;
+    c->used += n;
+    a->total += n;
+    memset(p, 0, n);
+    return p;
+}
+
+void *pp_arena_array(pp_arena *a, size_t n, size_t sz)
+{
+    if (sz && n > SIZE_MAX / sz) return NULL;
+    return pp_arena_alloc(a, n * sz);
+}
+
+char *pp_arena_strndup(pp_arena *a, const char *s, size_t n)
+{
+    if (!s) return NULL;
+    char *d = pp_arena_alloc(a, n + 1);
+    if (!d) return NULL;
+    memcpy(d, s, n);
+    d[n] = '\0';
+    return d;
+}
+
+char *pp_arena_strdup(pp_arena *a, const char *s)
+{
+    return s ? pp_arena_strndup(a, s, strlen(s)) : NULL;
+}
+
+size_t pp_arena_used(const pp_arena *a) { return a ? a->total : 0; }
+
+/* ---- errors ---- */
+perfpred_status pp_err_set(pp_err *err, perfpred_status status, const char *fmt, ...)
+{
+    if (err) {
+        err->status = status;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return status;
+}
+
+void pp_err_clear(pp_err *err)
+{
+    if (err) {
+        err->status = PERFPRED_OK;
+        err->msg[0] = '\0';
+    }
+}
+
+const char *perfpred_status_str(perfpred_status s)
+{
+    switch (s) {
+    case PERFPRED_OK: return "ok";
+    case PERFPRED_ERR_INVALID_ARG: return "invalid argument";
+    case PERFPRED_ERR_IO: return "i/o error";
+    case PERFPRED_ERR_PARSE: return "malformed input";
+    case PERFPRED_ERR_UNSUPPORTED: return "unsupported";
+    case PERFPRED_ERR_SHAPE: return "shape error";
+    case PERFPRED_ERR_GRAPH: return "invalid graph";
+    case PERFPRED_ERR_DEVICE: return "device error";
+    case PERFPRED_ERR_MODEL: return "trained model error";
+    case PERFPRED_ERR_NOMEM: return "out of memory";
+    case PERFPRED_ERR_INTERNAL: return "internal error";
+    }
+    return "unknown status";
+}
+
+const char *perfpred_version(void) { return PERFPRED_VERSION; }
+
+/* ---- strict parsing ---- */
+int pp_parse_i64(const char *s, int64_t *out)
+{
+    if (!s || !*s) return -1;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end != '\0' || end == s) return -1;
+    *out = (int64_t)v;
+    return 0;
+}
+
+int pp_parse_double(const char *s, double *out)
+{
+    if (!s || !*s) return -1;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || *end != '\0' || end == s || !isfinite(v)) return -1;
+    *out = v;
+    return 0;
+}
+
+int pp_parse_dims(const char *s, int64_t *dims, int max_rank)
+{
+    if (!s || !*s) return -1;
+    int rank = 0;
+    const char *p = s;
+    for (;;) {
+        if (rank >= max_rank) return -1;
+        char *end;
+        if (*p < '0' || *p > '9') return -1;
+        errno = 0;
+        long long v = strtoll(p, &end, 10);
+        if (errno || end == p || v <= 0) return -1;
+        dims[rank++] = (int64_t)v;
+        if (*end == '\0') break;
+        if (*end != 'x' && *end != 'X' && *end != ',') return -1;
+        p = end + 1;
+    }
+    return rank;
+}
+
+int pp_mul_overflow_i64(int64_t a, int64_t b, int64_t *out)
+{
+    return __builtin_mul_overflow(a, b, out);
+}
+
+/* ---- files ---- */
+perfpred_status pp_read_file(const char *path, uint8_t **buf, size_t *len, pp_err *err)
+{
+    *buf = NULL;
+    *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return pp_err_set(err, PERFPRED_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = 1 << 16, n = 0;
+    uint8_t *b = malloc(cap);
+    if (!b) {
+        fclose(f);
+        return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", path);
+    }
+    for (;;) {
+        if (n == cap) {
+            if (cap > SIZE_MAX / 2) break;
+            uint8_t *nb = realloc(b, cap * 2);
+            if (!nb) {
+                free(b);
+                fclose(f);
+                return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", path);
+            }
+            b = nb;
+            cap *= 2;
+        }
+        size_t r = fread(b + n, 1, cap - n, f);
+        n += r;
+        if (r == 0) break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(b);
+        return pp_err_set(err, PERFPRED_ERR_IO, "%s: read error", path);
+    }
+    *buf = b;
+    *len = n;
+    return PERFPRED_OK;
+}
+
+perfpred_status pp_write_file_atomic(const char *path, const void *data, size_t len, pp_err *err)
+{
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: path too long", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) return pp_err_set(err, PERFPRED_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
+    const unsigned char *p = data;
+    size_t left = len;
+    while (left) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            int e = errno;
+            close(fd);
+            unlink(tmp);
+            return pp_err_set(err, PERFPRED_ERR_IO, "%s: write failed: %s", tmp, strerror(e));
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    if (fsync(fd) != 0 || close(fd) != 0) {
+        unlink(tmp);
+        return pp_err_set(err, PERFPRED_ERR_IO, "%s: cannot flush: %s", tmp, strerror(errno));
+    }
+    if (rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return pp_err_set(err, PERFPRED_ERR_IO, "%s: cannot rename into place: %s", path, strerror(e));
+    }
+    return PERFPRED_OK;
+}
+
+/* ---- logging ---- */
+void pp_log(const pp_logger *lg, perfpred_log_level lvl, const char *fmt, ...)
+{
+    if (!lg || !lg->fn) return;
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    lg->fn(lvl, buf, lg->user);
+}

@@ -1,0 +1,63 @@
+/* util/: what every module shares: the arena that owns a loaded model, the per-handle
+ * error record, strict number parsing and the logging hook. Nothing here prints or exits. */
+#ifndef PP_UTIL_H
+#define PP_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "perfpred.h"
+
+/* Invariant check that never compiles away (NDEBUG does not disable it). */
+#define PP_ASSERT(x)                                                              \
+    do {                                                                          \
+        if (!(x)) pp_assert_fail(__FILE__, __LINE__, #x);                         \
+    } while (0)
+void pp_assert_fail(const char *file, int line, const char *expr);
+
+/* ---- arena: bump allocator in chunks; everything is freed by one pp_arena_free ---- */
+typedef struct pp_arena pp_arena;
+pp_arena *pp_arena_new(void);
+void pp_arena_free(pp_arena *a);                 /* NULL is a no-op */
+void *pp_arena_alloc(pp_arena *a, size_t n);     /* 16-byte aligned, zeroed; NULL on OOM */
+void *pp_arena_array(pp_arena *a, size_t n, size_t sz); /* overflow-checked n*sz */
+char *pp_arena_strdup(pp_arena *a, const char *s);
+char *pp_arena_strndup(pp_arena *a, const char *s, size_t n);
+size_t pp_arena_used(const pp_arena *a);         /* bytes handed out, for tests */
+
+/* ---- errors: a status plus a message with context, owned by the caller ---- */
+#define PP_ERR_MSG 1024
+typedef struct pp_err {
+    perfpred_status status;
+    char msg[PP_ERR_MSG];
+} pp_err;
+/* Sets err (if not NULL) and returns status, so callers can `return pp_err_set(...)`. */
+perfpred_status pp_err_set(pp_err *err, perfpred_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void pp_err_clear(pp_err *err);
+
+/* ---- strict parsing: whole string must be a number; no silent defaults ---- */
+int pp_parse_i64(const char *s, int64_t *out);   /* 0 ok, -1 bad */
+int pp_parse_double(const char *s, double *out); /* 0 ok, -1 bad (also rejects nan/inf) */
+/* "1x3x224x224" -> dims; returns rank or -1 */
+int pp_parse_dims(const char *s, int64_t *dims, int max_rank);
+
+/* ---- checked size arithmetic ---- */
+int pp_mul_overflow_i64(int64_t a, int64_t b, int64_t *out); /* 1 if overflow */
+
+/* ---- files ---- */
+/* Reads a whole file into a malloc'd buffer (caller frees). */
+perfpred_status pp_read_file(const char *path, uint8_t **buf, size_t *len, pp_err *err);
+/* Writes data to path atomically: path.tmp.<pid>, fsync, rename. */
+perfpred_status pp_write_file_atomic(const char *path, const void *data, size_t len, pp_err *err);
+
+/* ---- logging hook ---- */
+typedef struct pp_logger {
+    perfpred_log_fn fn;
+    void *user;
+} pp_logger;
+void pp_log(const pp_logger *lg, perfpred_log_level lvl, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif
