@@ -191,6 +191,11 @@ perfpred_status pp_graph_link(pp_graph *g, pp_err *err);
 perfpred_status pp_onnx_load(const char *path, pp_graph **out, pp_err *err);
 perfpred_status pp_onnx_load_buffer(const char *path_for_errors, const uint8_t *buf, size_t len,
                                     pp_graph **out, pp_err *err);
+/* The loader's pre-pass, exposed for tests and tools: copies the ModelProto in buf without the
+ * payloads of tensors of more than PP_CONST_MAX_ELEMS elements (and without training_info); the
+ * copy (*out, malloc'd, caller frees) is never longer than buf. */
+perfpred_status pp_onnx_strip_payloads(const char *path_for_errors, const uint8_t *buf, size_t len,
+                                       uint8_t **out, size_t *out_len, pp_err *err);
 
 /* ---- shape inference (shape.c, ops_*.c) ---- */
 typedef struct pp_shape_opts {
@@ -215,6 +220,9 @@ perfpred_status pp_graph_liveness(pp_graph *g, pp_err *err);
 #define PP_FEATVEC_LEN 24
 int pp_feat_vector(const pp_node_feat *f, float out[PP_FEATVEC_LEN]);
 const char *pp_feat_vector_name(int i);
+
+/* The graph behind a public model handle (graph/model.c). */
+const pp_graph *pp_model_graph(const perfpred_model *m);
 
 /* Load + shapes + features + liveness in one call. */
 perfpred_status pp_graph_load_full(const char *path, const pp_shape_opts *opts, pp_graph **out,
