@@ -1,0 +1,62 @@
+/* cli/: the perfpred command line, a thin layer over include/perfpred.h. Only the CLI prints and
+ * chooses exit codes; they are documented in usage() and the README. */
+#ifndef PP_CLI_H
+#define PP_CLI_H
+
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "perfpred.h"
+
+/* Exit codes (documented in --help and README). */
+enum {
+    EXIT_OK_ = 0,
+    EXIT_USAGE = 1,     /* bad command line */
+    EXIT_INPUT = 2,     /* a file is missing, unreadable or malformed (model, CSV, descriptor) */
+    EXIT_MODEL = 3,     /* the model uses an unsupported op or has an impossible shape */
+    EXIT_DEVICE = 4,    /* unknown device or bad device descriptor */
+    EXIT_INTERNAL = 5   /* trained artifact broken, out of memory, internal error */
+};
+
+#define CLI_MAX_INPUTS 16
+#define CLI_MAX_LIST 64
+
+typedef struct cli_opts {
+    const char *model;
+    const char *devices[CLI_MAX_LIST];
+    int n_devices;
+    int64_t batches[CLI_MAX_LIST];
+    int n_batches;
+    perfpred_input_override inputs[CLI_MAX_INPUTS];
+    int n_inputs;
+    int json;
+    int allow_unknown;
+    int layers;           /* --layers [N]: top-N kernels; 0 = off */
+    int all;              /* inspect --all: folded shape nodes too */
+    double slo_ms;
+    const char *config_dir;
+    const char *positional[4];
+    int n_positional;
+} cli_opts;
+
+int cli_exit_code(perfpred_status st);
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Human formatting into a caller buffer: 11.7M, 1.82G; bytes as KiB/MiB/GiB. */
+const char *cli_fmt_count(double v, char *buf, size_t n);
+const char *cli_fmt_bytes(double v, char *buf, size_t n);
+void cli_print_json(cJSON *root); /* prints and deletes */
+
+perfpred_model *cli_load_model(const cli_opts *o, int64_t batch, int *exit_code);
+perfpred_ctx *cli_open_ctx(const cli_opts *o, int *exit_code);
+
+int cmd_inspect(const cli_opts *o);
+int cmd_predict(const cli_opts *o);
+int cmd_compare(const cli_opts *o);
+int cmd_mig(const cli_opts *o);
+int cmd_devices(const cli_opts *o);
+
+cJSON *cli_json_prediction(const perfpred_prediction *p);
+cJSON *cli_json_device(const perfpred_device_info *d);
+
+#endif

@@ -1,0 +1,689 @@
+/* cli/commands.c: inspect, predict, compare, mig and devices: load through the public API, print
+ * a table or one JSON object (schema: docs/json.md). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+/* ---------------------------------------------------------------- formatting ---- */
+
+const char *cli_fmt_count(double v, char *buf, size_t n)
+{
+    if (!isfinite(v)) snprintf(buf, n, "-");
+    else if (fabs(v) >= 1e12) snprintf(buf, n, "%.2fT", v / 1e12);
+    else if (fabs(v) >= 1e9) snprintf(buf, n, "%.2fG", v / 1e9);
+    else if (fabs(v) >= 1e6) snprintf(buf, n, "%.2fM", v / 1e6);
+    else if (fabs(v) >= 1e3) snprintf(buf, n, "%.2fK", v / 1e3);
+    else snprintf(buf, n, "%.0f", v);
+    return buf;
+}
+
+const char *cli_fmt_bytes(double v, char *buf, size_t n)
+{
+    if (!isfinite(v)) snprintf(buf, n, "-");
+    else if (v >= 1073741824.0) snprintf(buf, n, "%.2f GiB", v / 1073741824.0);
+    else if (v >= 1048576.0) snprintf(buf, n, "%.2f MiB", v / 1048576.0);
+    else if (v >= 1024.0) snprintf(buf, n, "%.1f KiB", v / 1024.0);
+    else snprintf(buf, n, "%.0f B", v);
+    return buf;
+}
+
+static const char *fmt_dims(int rank, const int64_t *dims, char *buf, size_t n)
+{
+    size_t off = 0;
+    buf[0] = '\0';
+    for (int d = 0; d < rank && off < n; d++)
+        off += (size_t)snprintf(buf + off, n - off, "%s%lld", d ? "x" : "", (long long)dims[d]);
+    if (rank == 0) snprintf(buf, n, "scalar");
+    return buf;
+}
+
+void cli_print_json(cJSON *root)
+{
+    char *s = cJSON_Print(root);
+    if (s) {
+        puts(s);
+        free(s);
+    }
+    cJSON_Delete(root);
+}
+
+/* ------------------------------------------------------------------ loading ---- */
+
+perfpred_model *cli_load_model(const cli_opts *o, int64_t batch, int *exit_code)
+{
+    perfpred_model_params p = perfpred_model_default_params();
+    /* a symbolic batch dim defaults to 1 when --batch is not given (documented in --help) */
+    p.batch = batch > 0 ? batch : 1;
+    p.inputs = o->inputs;
+    p.n_inputs = o->n_inputs;
+    p.allow_unknown = o->allow_unknown;
+    char err[1024];
+    perfpred_status st;
+    perfpred_model *m = perfpred_model_load(o->model, &p, &st, err, sizeof err);
+    if (!m) {
+        cli_error("%s", err);
+        *exit_code = cli_exit_code(st);
+    }
+    return m;
+}
+
+perfpred_ctx *cli_open_ctx(const cli_opts *o, int *exit_code)
+{
+    perfpred_ctx_params p = perfpred_ctx_default_params();
+    p.config_dir = o->config_dir;
+    char err[1024];
+    perfpred_status st;
+    perfpred_ctx *ctx = perfpred_ctx_open(&p, &st, err, sizeof err);
+    if (!ctx) {
+        cli_error("%s", err);
+        *exit_code = cli_exit_code(st);
+    }
+    return ctx;
+}
+
+/* ------------------------------------------------------------------ inspect ---- */
+
+static cJSON *json_dims(int rank, const int64_t *dims)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int d = 0; d < rank; d++) cJSON_AddItemToArray(a, cJSON_CreateNumber((double)dims[d]));
+    return a;
+}
+
+static void list_unknown_ops(const perfpred_model *m, FILE *f)
+{
+    int n = perfpred_model_n_layers(m), first = 1;
+    for (int i = 0; i < n; i++) {
+        perfpred_layer_info L = perfpred_model_layer(m, i);
+        if (!L.unknown_op) continue;
+        fprintf(f, "%s%s (%s)", first ? "note: unknown ops treated as element-wise: " : ", ",
+                L.name, L.op_type);
+        first = 0;
+    }
+    if (!first) fputc('\n', f);
+}
+
+int cmd_inspect(const cli_opts *o)
+{
+    int rc = 0;
+    perfpred_model *m = cli_load_model(o, o->n_batches ? o->batches[0] : 0, &rc);
+    if (!m) return rc;
+    perfpred_model_totals T = perfpred_model_get_totals(m);
+    int n = perfpred_model_n_layers(m);
+    if (o->json) {
+        cJSON *root = cJSON_CreateObject();
+        cJSON_AddStringToObject(root, "model", o->model);
+        cJSON *ins = cJSON_AddArrayToObject(root, "inputs");
+        for (int i = 0; i < perfpred_model_n_inputs(m); i++) {
+            int rank;
+            int64_t dims[PERFPRED_MAX_RANK];
+            const char *name = perfpred_model_input(m, i, &rank, dims);
+            cJSON *in = cJSON_CreateObject();
+            cJSON_AddStringToObject(in, "name", name);
+            cJSON_AddItemToObject(in, "shape", json_dims(rank, dims));
+            cJSON_AddItemToArray(ins, in);
+        }
+        cJSON *t = cJSON_AddObjectToObject(root, "totals");
+        cJSON_AddNumberToObject(t, "nodes", (double)T.n_nodes);
+        cJSON_AddNumberToObject(t, "params", (double)T.params);
+        cJSON_AddNumberToObject(t, "param_bytes", (double)T.param_bytes);
+        cJSON_AddNumberToObject(t, "macs", (double)T.macs);
+        cJSON_AddNumberToObject(t, "flops", (double)T.flops);
+        cJSON_AddNumberToObject(t, "activation_bytes", (double)T.activation_bytes);
+        cJSON_AddNumberToObject(t, "peak_activation_bytes", (double)T.peak_activation_bytes);
+        cJSON_AddNumberToObject(t, "input_bytes", (double)T.input_bytes);
+        cJSON_AddNumberToObject(t, "unknown_ops", T.n_unknown_ops);
+        cJSON *layers = cJSON_AddArrayToObject(root, "layers");
+        for (int i = 0; i < n; i++) {
+            perfpred_layer_info L = perfpred_model_layer(m, i);
+            if (L.folded && !o->all) continue;
+            cJSON *l = cJSON_CreateObject();
+            cJSON_AddStringToObject(l, "name", L.name);
+            cJSON_AddStringToObject(l, "op", L.op_type);
+            cJSON_AddStringToObject(l, "kind", L.kind);
+            cJSON_AddItemToObject(l, "output_shape", json_dims(L.out_rank, L.out_dims));
+            cJSON_AddNumberToObject(l, "macs", (double)L.macs);
+            cJSON_AddNumberToObject(l, "flops", (double)L.flops);
+            cJSON_AddNumberToObject(l, "params", (double)L.params);
+            cJSON_AddNumberToObject(l, "in_bytes", (double)L.in_bytes);
+            cJSON_AddNumberToObject(l, "out_bytes", (double)L.out_bytes);
+            cJSON_AddNumberToObject(l, "arith_intensity", L.arith_intensity);
+            cJSON_AddBoolToObject(l, "folded", L.folded);
+            cJSON_AddBoolToObject(l, "unknown_op", L.unknown_op);
+            cJSON_AddItemToArray(layers, l);
+        }
+        cli_print_json(root);
+    } else {
+        char b1[32], b2[32], b3[32], b4[32], sh[96];
+        printf("model: %s\n", o->model);
+        for (int i = 0; i < perfpred_model_n_inputs(m); i++) {
+            int rank;
+            int64_t dims[PERFPRED_MAX_RANK];
+            const char *name = perfpred_model_input(m, i, &rank, dims);
+            printf("input: %s %s\n", name, fmt_dims(rank, dims, sh, sizeof sh));
+        }
+        printf("\n%-4s %-36s %-20s %-10s %-18s %10s %10s %10s\n", "#", "name", "op", "kind",
+               "output", "MACs", "params", "out bytes");
+        int shown = 0;
+        for (int i = 0; i < n; i++) {
+            perfpred_layer_info L = perfpred_model_layer(m, i);
+            if (L.folded && !o->all) continue;
+            printf("%-4d %-36.36s %-20.20s %-10s %-18.18s %10s %10s %10s\n", shown++, L.name,
+                   L.op_type, L.kind, fmt_dims(L.out_rank, L.out_dims, sh, sizeof sh),
+                   cli_fmt_count((double)L.macs, b1, sizeof b1),
+                   cli_fmt_count((double)L.params, b2, sizeof b2),
+                   cli_fmt_bytes((double)L.out_bytes, b3, sizeof b3));
+        }
+        printf("\n%d layers (%lld nodes, %d folded shape-arithmetic nodes hidden%s)\n", shown,
+               (long long)T.n_nodes, n - shown, o->all ? ", shown with --all" : "; --all shows them");
+        printf("params:           %s (%s)\n", cli_fmt_count((double)T.params, b1, sizeof b1),
+               cli_fmt_bytes((double)T.param_bytes, b2, sizeof b2));
+        printf("MACs:             %s\n", cli_fmt_count((double)T.macs, b1, sizeof b1));
+        printf("FLOPs:            %s\n", cli_fmt_count((double)T.flops, b1, sizeof b1));
+        printf("activations:      %s written, peak live %s\n",
+               cli_fmt_bytes((double)T.activation_bytes, b3, sizeof b3),
+               cli_fmt_bytes((double)T.peak_activation_bytes, b4, sizeof b4));
+        list_unknown_ops(m, stdout);
+    }
+    perfpred_model_free(m);
+    return EXIT_OK_;
+}
+
+/* ------------------------------------------------------------------ predict ---- */
+
+cJSON *cli_json_device(const perfpred_device_info *d)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", d->name);
+    cJSON_AddStringToObject(o, "description", d->description ? d->description : "");
+    cJSON_AddStringToObject(o, "kind", d->kind);
+    if (d->parent) cJSON_AddStringToObject(o, "mig_parent", d->parent);
+    if (d->mig_profile) {
+        cJSON_AddStringToObject(o, "mig_profile", d->mig_profile);
+        cJSON_AddNumberToObject(o, "mig_compute_slices", d->mig_compute_slices);
+        cJSON_AddNumberToObject(o, "mig_memory_slices", d->mig_memory_slices);
+        cJSON_AddNumberToObject(o, "mig_max_instances", d->mig_max_instances);
+    }
+    cJSON_AddNumberToObject(o, "memory_gb", d->memory_gb);
+    cJSON_AddNumberToObject(o, "peak_tflops", d->peak_tflops);
+    cJSON_AddNumberToObject(o, "memory_bandwidth_gbs", d->memory_bandwidth_gbs);
+    cJSON_AddStringToObject(o, "runtime", d->runtime ? d->runtime : "");
+    cJSON_AddStringToObject(o, "precision", d->precision ? d->precision : "");
+    cJSON_AddBoolToObject(o, "calibrated_latency", d->calibrated_latency);
+    cJSON_AddBoolToObject(o, "calibrated_energy", d->calibrated_energy);
+    cJSON_AddBoolToObject(o, "calibrated_memory", d->calibrated_memory);
+    if (d->calibration_source)
+        cJSON_AddStringToObject(o, "calibration_source", d->calibration_source);
+    return o;
+}
+
+static cJSON *json_figure(const perfpred_figure *f, const char *unit)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (isfinite(f->value)) cJSON_AddNumberToObject(o, "value", f->value);
+    else cJSON_AddNullToObject(o, "value");
+    cJSON_AddStringToObject(o, "unit", unit);
+    cJSON_AddStringToObject(o, "provenance", perfpred_provenance_str(f->prov));
+    cJSON_AddStringToObject(o, "source", f->source ? f->source : "");
+    return o;
+}
+
+cJSON *cli_json_prediction(const perfpred_prediction *p)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "device", p->device);
+    cJSON_AddNumberToObject(o, "batch", (double)p->batch);
+    cJSON_AddItemToObject(o, "latency", json_figure(&p->latency_ms, "ms"));
+    cJSON_AddItemToObject(o, "energy", json_figure(&p->energy_mj, "mJ"));
+    cJSON_AddItemToObject(o, "peak_memory", json_figure(&p->peak_memory_bytes, "bytes"));
+    cJSON *mb = cJSON_AddObjectToObject(o, "memory_breakdown");
+    cJSON_AddNumberToObject(mb, "weights_bytes", p->weights_bytes);
+    cJSON_AddNumberToObject(mb, "activations_bytes", p->activations_bytes);
+    cJSON_AddNumberToObject(mb, "workspace_bytes", p->workspace_bytes);
+    cJSON_AddNumberToObject(mb, "runtime_bytes", p->runtime_bytes);
+    cJSON_AddNumberToObject(o, "memory_capacity_bytes", p->memory_capacity_bytes);
+    cJSON_AddBoolToObject(o, "fits_in_memory", p->fits_in_memory);
+    cJSON_AddNumberToObject(o, "kernels", p->n_kernels);
+    cJSON_AddNumberToObject(o, "calibrated_kernels", p->n_calibrated_kernels);
+    return o;
+}
+
+static int cmp_kernel_time(const void *a, const void *b)
+{
+    const perfpred_kernel *x = a, *y = b;
+    return (x->latency_ms < y->latency_ms) - (x->latency_ms > y->latency_ms);
+}
+
+static void print_figure_line(const char *label, const char *value, const perfpred_figure *f)
+{
+    printf("  %-12s %-14s [%s: %s]\n", label, value, perfpred_provenance_str(f->prov),
+           f->source ? f->source : "");
+}
+
+static void print_prediction(const perfpred_prediction *p, const perfpred_device_info *d)
+{
+    char v[64], b1[32], b2[32], b3[32], b4[32];
+    if (isfinite(p->latency_ms.value)) snprintf(v, sizeof v, "%.3f ms", p->latency_ms.value);
+    else snprintf(v, sizeof v, "-");
+    print_figure_line("latency", v, &p->latency_ms);
+    if (isfinite(p->energy_mj.value)) snprintf(v, sizeof v, "%.3f mJ", p->energy_mj.value);
+    else snprintf(v, sizeof v, "-");
+    print_figure_line("energy", v, &p->energy_mj);
+    print_figure_line("peak memory", cli_fmt_bytes(p->peak_memory_bytes.value, v, sizeof v),
+                      &p->peak_memory_bytes);
+    printf("  %-12s weights %s + activations %s + workspace %s + runtime %s\n", "",
+           cli_fmt_bytes(p->weights_bytes, b1, sizeof b1),
+           cli_fmt_bytes(p->activations_bytes, b2, sizeof b2),
+           cli_fmt_bytes(p->workspace_bytes, b3, sizeof b3),
+           cli_fmt_bytes(p->runtime_bytes, b4, sizeof b4));
+    if (d->memory_gb > 0)
+        printf("  %-12s %s %.2f GiB of device memory\n", "", p->fits_in_memory ? "fits in" : "DOES NOT FIT in",
+               d->memory_gb);
+    printf("  %-12s %d kernels, %d calibrated\n", "kernels", p->n_kernels, p->n_calibrated_kernels);
+}
+
+static int mig_parent_of(const perfpred_device_info *d, char *buf, size_t n)
+{
+    if (d->parent) {
+        snprintf(buf, n, "%s", d->parent);
+        return 1;
+    }
+    return 0;
+}
+
+static void print_mig_advice(const perfpred_mig_advice *a, const char *gpu);
+static cJSON *json_mig_advice(const perfpred_mig_advice *a, const char *gpu);
+
+int cmd_predict(const cli_opts *o)
+{
+    int rc = 0;
+    perfpred_ctx *ctx = cli_open_ctx(o, &rc);
+    if (!ctx) return rc;
+    perfpred_device_info dev;
+    if (perfpred_device_find(ctx, o->devices[0], &dev) != PERFPRED_OK) {
+        cli_error("unknown device '%s' (perfpred devices lists them)", o->devices[0]);
+        perfpred_ctx_close(ctx);
+        return EXIT_DEVICE;
+    }
+    perfpred_model *m = cli_load_model(o, o->n_batches ? o->batches[0] : 0, &rc);
+    if (!m) {
+        perfpred_ctx_close(ctx);
+        return rc;
+    }
+    int cap = perfpred_model_n_layers(m) + 1;
+    perfpred_kernel *ks = calloc((size_t)cap, sizeof *ks);
+    int nk = 0;
+    perfpred_predict_params pp = perfpred_predict_default_params();
+    pp.kernels = ks;
+    pp.kernels_cap = cap;
+    pp.n_kernels = &nk;
+    perfpred_prediction p;
+    char err[1024];
+    perfpred_status st = ks ? perfpred_predict(ctx, m, o->devices[0], &pp, &p, err, sizeof err)
+                            : PERFPRED_ERR_NOMEM;
+    if (st) {
+        cli_error("%s", ks ? err : "out of memory");
+        rc = cli_exit_code(st);
+        goto out;
+    }
+    /* MIG advice when the device is an A100/H100 or one of its slices */
+    char gpu[128] = "";
+    perfpred_mig_advice adv;
+    int have_adv = 0;
+    if (mig_parent_of(&dev, gpu, sizeof gpu) || dev.kind[0] == 'g') {
+        if (!gpu[0]) snprintf(gpu, sizeof gpu, "%s", dev.name);
+        have_adv = perfpred_mig_advise(ctx, m, gpu, 0, &adv, err, sizeof err) == PERFPRED_OK;
+    }
+    if (nk > cap) nk = cap;
+    double total = p.latency_ms.value;
+    if (o->json) {
+        cJSON *root = cJSON_CreateObject();
+        cJSON_AddStringToObject(root, "model", o->model);
+        cJSON_AddItemToObject(root, "device", cli_json_device(&dev));
+        cJSON_AddItemToObject(root, "prediction", cli_json_prediction(&p));
+        if (o->layers) {
+            cJSON *arr = cJSON_AddArrayToObject(root, "kernels");
+            for (int i = 0; i < nk; i++) {
+                cJSON *k = cJSON_CreateObject();
+                perfpred_layer_info L = perfpred_model_layer(m, ks[i].first_node);
+                cJSON_AddStringToObject(k, "name", L.name);
+                cJSON_AddStringToObject(k, "ops", ks[i].ops);
+                cJSON_AddStringToObject(k, "kind", ks[i].kind);
+                cJSON_AddNumberToObject(k, "latency_ms", ks[i].latency_ms);
+                cJSON_AddNumberToObject(k, "share", total > 0 ? ks[i].latency_ms / total : 0);
+                cJSON_AddNumberToObject(k, "flops", ks[i].flops);
+                cJSON_AddNumberToObject(k, "bytes", ks[i].bytes);
+                cJSON_AddStringToObject(k, "bound", ks[i].memory_bound ? "memory" : "compute");
+                cJSON_AddStringToObject(k, "provenance", perfpred_provenance_str(ks[i].prov));
+                cJSON_AddItemToArray(arr, k);
+            }
+        }
+        if (have_adv) cJSON_AddItemToObject(root, "mig", json_mig_advice(&adv, gpu));
+        cli_print_json(root);
+    } else {
+        printf("%s on %s (%s), batch %lld, runtime %s %s\n", o->model, dev.name,
+               dev.description ? dev.description : "", (long long)p.batch,
+               dev.runtime ? dev.runtime : "-", dev.precision ? dev.precision : "");
+        print_prediction(&p, &dev);
+        list_unknown_ops(m, stdout);
+        if (o->layers) {
+            qsort(ks, (size_t)nk, sizeof *ks, cmp_kernel_time);
+            int top = o->layers < nk ? o->layers : nk;
+            printf("\ntop %d of %d kernels by time:\n", top, nk);
+            printf("  %-36s %-24s %-9s %10s %7s %-7s %s\n", "first node", "ops", "kind", "ms",
+                   "share", "bound", "provenance");
+            for (int i = 0; i < top; i++) {
+                perfpred_layer_info L = perfpred_model_layer(m, ks[i].first_node);
+                printf("  %-36.36s %-24.24s %-9s %10.4f %6.1f%% %-7s %s\n", L.name, ks[i].ops,
+                       ks[i].kind, ks[i].latency_ms,
+                       total > 0 ? 100.0 * ks[i].latency_ms / total : 0,
+                       ks[i].memory_bound ? "memory" : "compute", perfpred_provenance_str(ks[i].prov));
+            }
+        }
+        if (have_adv) {
+            printf("\n");
+            print_mig_advice(&adv, gpu);
+        }
+    }
+out:
+    free(ks);
+    perfpred_model_free(m);
+    perfpred_ctx_close(ctx);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ compare ---- */
+
+typedef struct cmp_row {
+    perfpred_device_info dev;
+    perfpred_prediction p;
+    int pareto;
+} cmp_row;
+
+/* a dominates b when it is no worse on every figure both have and better on one; a row without a
+ * latency neither dominates nor is Pareto-optimal */
+static int dominates(const cmp_row *a, const cmp_row *b)
+{
+    if (!isfinite(a->p.latency_ms.value)) return 0;
+    double av[3] = {a->p.latency_ms.value, a->p.energy_mj.value, a->p.peak_memory_bytes.value};
+    double bv[3] = {b->p.latency_ms.value, b->p.energy_mj.value, b->p.peak_memory_bytes.value};
+    int better = 0;
+    for (int k = 0; k < 3; k++) {
+        if (!isfinite(av[k]) || !isfinite(bv[k])) continue;
+        if (av[k] > bv[k]) return 0;
+        if (av[k] < bv[k]) better = 1;
+    }
+    return better;
+}
+
+/* by latency; rows without one (uncalibrated device lacking figures) last */
+static int cmp_rows(const void *a, const void *b)
+{
+    const cmp_row *x = a, *y = b;
+    int fx = isfinite(x->p.latency_ms.value), fy = isfinite(y->p.latency_ms.value);
+    if (fx != fy) return fy - fx;
+    if (!fx) return strcmp(x->dev.name, y->dev.name);
+    return (x->p.latency_ms.value > y->p.latency_ms.value) -
+           (x->p.latency_ms.value < y->p.latency_ms.value);
+}
+
+int cmd_compare(const cli_opts *o)
+{
+    int rc = 0;
+    perfpred_ctx *ctx = cli_open_ctx(o, &rc);
+    if (!ctx) return rc;
+    for (int d = 0; d < o->n_devices; d++) {
+        perfpred_device_info info;
+        if (perfpred_device_find(ctx, o->devices[d], &info) != PERFPRED_OK) {
+            cli_error("unknown device '%s' (perfpred devices lists them)", o->devices[d]);
+            perfpred_ctx_close(ctx);
+            return EXIT_DEVICE;
+        }
+    }
+    int nb = o->n_batches ? o->n_batches : 1;
+    cmp_row *rows = calloc((size_t)nb * (size_t)o->n_devices, sizeof *rows);
+    int nr = 0;
+    if (!rows) {
+        perfpred_ctx_close(ctx);
+        return EXIT_INTERNAL;
+    }
+    for (int b = 0; b < nb && rc == 0; b++) {
+        perfpred_model *m = cli_load_model(o, o->n_batches ? o->batches[b] : 0, &rc);
+        if (!m) break;
+        for (int d = 0; d < o->n_devices && rc == 0; d++) {
+            char err[1024];
+            cmp_row *r = &rows[nr];
+            perfpred_device_find(ctx, o->devices[d], &r->dev);
+            perfpred_status st = perfpred_predict(ctx, m, o->devices[d], NULL, &r->p, err, sizeof err);
+            if (st) {
+                cli_error("%s", err);
+                rc = cli_exit_code(st);
+            } else {
+                nr++;
+            }
+        }
+        perfpred_model_free(m);
+    }
+    if (rc) {
+        free(rows);
+        perfpred_ctx_close(ctx);
+        return rc;
+    }
+    for (int i = 0; i < nr; i++) {
+        rows[i].pareto = isfinite(rows[i].p.latency_ms.value);
+        for (int j = 0; j < nr && rows[i].pareto; j++)
+            if (j != i && dominates(&rows[j], &rows[i])) rows[i].pareto = 0;
+    }
+    qsort(rows, (size_t)nr, sizeof *rows, cmp_rows);
+    if (o->json) {
+        cJSON *root = cJSON_CreateObject();
+        cJSON_AddStringToObject(root, "model", o->model);
+        cJSON *arr = cJSON_AddArrayToObject(root, "rows");
+        for (int i = 0; i < nr; i++) {
+            cJSON *r = cJSON_CreateObject();
+            cJSON_AddItemToObject(r, "device", cli_json_device(&rows[i].dev));
+            cJSON_AddItemToObject(r, "prediction", cli_json_prediction(&rows[i].p));
+            if (isfinite(rows[i].p.latency_ms.value) && rows[i].p.latency_ms.value > 0)
+                cJSON_AddNumberToObject(r, "throughput_per_s",
+                                        1e3 * (double)rows[i].p.batch / rows[i].p.latency_ms.value);
+            else cJSON_AddNullToObject(r, "throughput_per_s");
+            cJSON_AddBoolToObject(r, "pareto", rows[i].pareto);
+            cJSON_AddItemToArray(arr, r);
+        }
+        cli_print_json(root);
+    } else {
+        char b1[32], e[32];
+        printf("%s: %d predictions, sorted by latency; * = Pareto-optimal in (latency, energy, "
+               "memory)\n\n", o->model, nr);
+        printf("  %-34s %6s %11s %11s %12s %11s %-4s %-11s\n", "device", "batch", "latency ms",
+               "items/s", "energy mJ", "peak mem", "fits", "latency is");
+        for (int i = 0; i < nr; i++) {
+            const cmp_row *r = &rows[i];
+            if (isfinite(r->p.energy_mj.value)) snprintf(e, sizeof e, "%.3f", r->p.energy_mj.value);
+            else snprintf(e, sizeof e, "-");
+            char lat[32], thr[32];
+            if (isfinite(r->p.latency_ms.value) && r->p.latency_ms.value > 0) {
+                snprintf(lat, sizeof lat, "%.3f", r->p.latency_ms.value);
+                snprintf(thr, sizeof thr, "%.1f", 1e3 * (double)r->p.batch / r->p.latency_ms.value);
+            } else {
+                snprintf(lat, sizeof lat, "-");
+                snprintf(thr, sizeof thr, "-");
+            }
+            printf("%c %-34.34s %6lld %11s %11s %12s %11s %-4s %-11s\n", r->pareto ? '*' : ' ',
+                   r->dev.name, (long long)r->p.batch, lat, thr,
+                   e, cli_fmt_bytes(r->p.peak_memory_bytes.value, b1, sizeof b1),
+                   r->p.fits_in_memory ? "yes" : "NO", perfpred_provenance_str(r->p.latency_ms.prov));
+        }
+        printf("\nenergy and memory are uncalibrated estimates; '-' = not available (the descriptor "
+               "lacks the figures: see perfpred devices show NAME)\n");
+    }
+    free(rows);
+    perfpred_ctx_close(ctx);
+    return EXIT_OK_;
+}
+
+/* ---------------------------------------------------------------------- mig ---- */
+
+static cJSON *json_mig_advice(const perfpred_mig_advice *a, const char *gpu)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "gpu", gpu);
+    if (a->slo_ms > 0) cJSON_AddNumberToObject(root, "slo_ms", a->slo_ms);
+    else cJSON_AddNullToObject(root, "slo_ms");
+    cJSON *arr = cJSON_AddArrayToObject(root, "profiles");
+    for (int i = 0; i < a->n_options; i++) {
+        const perfpred_mig_option *op = &a->options[i];
+        cJSON *r = cJSON_CreateObject();
+        cJSON_AddItemToObject(r, "device", cli_json_device(&op->device));
+        cJSON_AddItemToObject(r, "prediction", cli_json_prediction(&op->pred));
+        cJSON_AddBoolToObject(r, "fits", op->fits);
+        cJSON_AddBoolToObject(r, "meets_slo", op->meets_slo);
+        cJSON_AddNumberToObject(r, "instances", op->instances);
+        cJSON_AddItemToArray(arr, r);
+    }
+    if (a->dippm_choice >= 0)
+        cJSON_AddStringToObject(root, "memory_rule_choice", a->options[a->dippm_choice].device.name);
+    else cJSON_AddNullToObject(root, "memory_rule_choice");
+    if (a->slo_choice >= 0)
+        cJSON_AddStringToObject(root, "slo_choice", a->options[a->slo_choice].device.name);
+    else cJSON_AddNullToObject(root, "slo_choice");
+    cJSON_AddNumberToObject(root, "max_instances_under_slo", a->max_instances_under_slo);
+    return root;
+}
+
+static void print_mig_advice(const perfpred_mig_advice *a, const char *gpu)
+{
+    char b1[32], e[32];
+    printf("MIG profiles of %s%s:\n", gpu, a->slo_ms > 0 ? "" : " (no --slo-ms given)");
+    printf("  %-16s %5s %9s %11s %11s %12s %-5s %-4s %9s\n", "profile", "g/7", "memory", "latency ms",
+           "energy mJ", "peak mem", "fits", "SLO", "instances");
+    for (int i = 0; i < a->n_options; i++) {
+        const perfpred_mig_option *op = &a->options[i];
+        if (isfinite(op->pred.energy_mj.value)) snprintf(e, sizeof e, "%.3f", op->pred.energy_mj.value);
+        else snprintf(e, sizeof e, "-");
+        char mem[32];
+        snprintf(mem, sizeof mem, "%.2f GiB", op->device.memory_gb);
+        printf("  %-16s %5d %9s %11.3f %11s %12s %-5s %-4s %9d\n",
+               op->device.mig_profile ? op->device.mig_profile : op->device.name,
+               op->device.mig_compute_slices, mem, op->pred.latency_ms.value, e,
+               cli_fmt_bytes(op->pred.peak_memory_bytes.value, b1, sizeof b1),
+               op->fits ? "yes" : "no", a->slo_ms > 0 ? (op->meets_slo ? "yes" : "no") : "-",
+               op->instances);
+    }
+    if (a->dippm_choice >= 0)
+        printf("memory rule (DIPPM): smallest profile that holds the predicted peak memory: %s\n",
+               a->options[a->dippm_choice].device.name);
+    else printf("memory rule (DIPPM): no profile holds the predicted peak memory\n");
+    if (a->slo_ms > 0) {
+        if (a->slo_choice >= 0)
+            printf("latency SLO %.3f ms: smallest profile that meets it: %s; one GPU hosts up to %d "
+                   "instances under the SLO\n",
+                   a->slo_ms, a->options[a->slo_choice].device.name, a->max_instances_under_slo);
+        else printf("latency SLO %.3f ms: no profile meets it\n", a->slo_ms);
+    } else if (a->dippm_choice >= 0) {
+        printf("one GPU hosts up to %d instances of the model (memory rule)\n",
+               a->max_instances_under_slo);
+    }
+}
+
+int cmd_mig(const cli_opts *o)
+{
+    int rc = 0;
+    if (o->n_devices > 1) {
+        cli_error("mig: one GPU with --device (default a100)");
+        return EXIT_USAGE;
+    }
+    perfpred_ctx *ctx = cli_open_ctx(o, &rc);
+    if (!ctx) return rc;
+    const char *gpu = o->n_devices ? o->devices[0] : "a100";
+    perfpred_model *m = cli_load_model(o, o->n_batches ? o->batches[0] : 0, &rc);
+    if (!m) {
+        perfpred_ctx_close(ctx);
+        return rc;
+    }
+    perfpred_mig_advice a;
+    char err[1024];
+    perfpred_status st = perfpred_mig_advise(ctx, m, gpu, o->slo_ms, &a, err, sizeof err);
+    if (st) {
+        cli_error("%s", err);
+        rc = cli_exit_code(st);
+    } else if (o->json) {
+        cJSON *root = json_mig_advice(&a, gpu);
+        cJSON_AddStringToObject(root, "model", o->model);
+        cli_print_json(root);
+    } else {
+        printf("%s, batch %lld\n", o->model, a.n_options ? (long long)a.options[0].pred.batch : 0LL);
+        print_mig_advice(&a, gpu);
+        printf("latency: %s; energy and memory: uncalibrated estimates\n",
+               a.n_options ? perfpred_provenance_str(a.options[0].pred.latency_ms.prov) : "-");
+    }
+    perfpred_model_free(m);
+    perfpred_ctx_close(ctx);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ devices ---- */
+
+int cmd_devices(const cli_opts *o)
+{
+    int rc = 0;
+    perfpred_ctx *ctx = cli_open_ctx(o, &rc);
+    if (!ctx) return rc;
+    if (o->n_positional >= 1 && strcmp(o->positional[0], "show") == 0) {
+        if (o->n_positional != 2) {
+            cli_error("devices show: expected one device name");
+            perfpred_ctx_close(ctx);
+            return EXIT_USAGE;
+        }
+        perfpred_device_info d;
+        if (perfpred_device_find(ctx, o->positional[1], &d) != PERFPRED_OK) {
+            cli_error("unknown device '%s' (perfpred devices lists them)", o->positional[1]);
+            perfpred_ctx_close(ctx);
+            return EXIT_DEVICE;
+        }
+        if (o->json) {
+            cli_print_json(cli_json_device(&d));
+        } else {
+            char *y = perfpred_device_describe(ctx, o->positional[1]);
+            if (y) fputs(y, stdout);
+            perfpred_free(y);
+        }
+        perfpred_ctx_close(ctx);
+        return EXIT_OK_;
+    }
+    if (o->n_positional) {
+        cli_error("devices: unknown argument '%s' (devices [show NAME])", o->positional[0]);
+        perfpred_ctx_close(ctx);
+        return EXIT_USAGE;
+    }
+    int n = perfpred_device_count(ctx);
+    if (o->json) {
+        cJSON *arr = cJSON_CreateArray();
+        for (int i = 0; i < n; i++) {
+            perfpred_device_info d;
+            perfpred_device_at(ctx, i, &d);
+            cJSON_AddItemToArray(arr, cli_json_device(&d));
+        }
+        cli_print_json(arr);
+    } else {
+        printf("%-38s %-8s %9s %10s %10s %-22s %s\n", "name", "kind", "memory", "peak TF/s",
+               "BW GB/s", "runtime", "calibrated");
+        for (int i = 0; i < n; i++) {
+            perfpred_device_info d;
+            perfpred_device_at(ctx, i, &d);
+            char mem[32];
+            if (d.memory_gb > 0) snprintf(mem, sizeof mem, "%.1f GiB", d.memory_gb);
+            else snprintf(mem, sizeof mem, "-");
+            char rt[64];
+            snprintf(rt, sizeof rt, "%s %s", d.runtime ? d.runtime : "-", d.precision ? d.precision : "");
+            printf("%-38s %-8s %9s %10.2f %10.1f %-22.22s %s\n", d.name, d.kind, mem, d.peak_tflops,
+                   d.memory_bandwidth_gbs, rt,
+                   d.calibrated_latency ? "latency" : "no (roofline estimate)");
+        }
+        printf("\n%d devices; `perfpred devices show NAME` prints one resolved descriptor\n", n);
+    }
+    perfpred_ctx_close(ctx);
+    return EXIT_OK_;
+}

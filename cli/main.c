@@ -1,0 +1,287 @@
+/* cli/main.c: command dispatch, option parsing, usage and exit codes of the perfpred CLI.
+ * `perfpred --device D model.onnx` predicts; subcommands inspect, compare, mig, devices. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static const char usage_text[] =
+    "perfpred " PERFPRED_VERSION " - predict inference latency, energy and peak memory of an ONNX\n"
+    "model on a device, before deploying it.\n"
+    "\n"
+    "usage:\n"
+    "  perfpred --device DEV model.onnx [--batch N] [--input NAME=1x3x224x224] [--layers [N]]\n"
+    "  perfpred inspect model.onnx [--batch N] [--input NAME=DIMS] [--all]\n"
+    "  perfpred compare --device DEV1,DEV2,... model.onnx [--batch 1,8,32]\n"
+    "  perfpred mig model.onnx [--device a100|a100-80gb|h100|...] [--slo-ms X] [--batch N]\n"
+    "  perfpred devices [show NAME]\n"
+    "  perfpred calibrate plan|fit ...   (see perfpred calibrate --help)\n"
+    "  perfpred eval --device DEV --layers|--networks FILE.csv [--plot out.png]\n"
+    "\n"
+    "options:\n"
+    "  --device LIST       device name or alias (a100, a100-mig-3g, jetson-orin-nano, rpi4, ...);\n"
+    "                      compare takes a comma-separated list\n"
+    "  --batch N[,N..]     value for the symbolic batch dim of the inputs (default 1;\n"
+    "                      compare: a list)\n"
+    "  --input NAME=DIMS   shape of one graph input, e.g. input_ids=1x128 (repeatable)\n"
+    "  --layers [N]        add the per-kernel breakdown (top N by time, default 15)\n"
+    "  --slo-ms X          latency objective for `mig`\n"
+    "  --allow-unknown     treat unknown ops as memory-bound element-wise ops (listed)\n"
+    "  --json              machine-readable output (schema in docs/json.md)\n"
+    "  --config-dir DIR    device descriptors and artifacts (default: $PERFPRED_CONFIG_DIR,\n"
+    "                      else the source tree's or the installed configs/)\n"
+    "  --all               inspect: list folded shape-arithmetic nodes too\n"
+    "  -h, --help          this text;  --version  the version\n"
+    "\n"
+    "Every figure says where it comes from: 'calibrated' (trained layer models, data named) or\n"
+    "'estimate' (roofline / power model from the descriptor, uncalibrated).\n"
+    "\n"
+    "exit codes:\n"
+    "  0 ok   1 usage error   2 input file missing, unreadable or malformed\n"
+    "  3 model unsupported (op, shape, graph)   4 unknown device or bad descriptor\n"
+    "  5 trained artifact broken, out of memory or internal error\n";
+
+void cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("perfpred: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+int cli_exit_code(perfpred_status st)
+{
+    switch (st) {
+    case PERFPRED_OK: return EXIT_OK_;
+    case PERFPRED_ERR_INVALID_ARG: return EXIT_USAGE;
+    case PERFPRED_ERR_IO:
+    case PERFPRED_ERR_PARSE: return EXIT_INPUT;
+    case PERFPRED_ERR_UNSUPPORTED:
+    case PERFPRED_ERR_SHAPE:
+    case PERFPRED_ERR_GRAPH: return EXIT_MODEL;
+    case PERFPRED_ERR_DEVICE: return EXIT_DEVICE;
+    default: return EXIT_INTERNAL;
+    }
+}
+
+static int parse_i64_list(const char *s, int64_t *out, int cap, const char *what)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", s);
+    int n = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(tok, &end, 10);
+        if (errno || *end || end == tok || v <= 0 || n == cap) {
+            cli_error("%s: '%s' is not a positive integer (or too many values)", what, tok);
+            return -1;
+        }
+        out[n++] = v;
+    }
+    if (n == 0) cli_error("%s: empty list", what);
+    return n ? n : -1;
+}
+
+static int parse_devices(const char *s, cli_opts *o)
+{
+    static char store[4096];
+    size_t used = strlen(store);
+    if (used + strlen(s) + 2 > sizeof store) {
+        cli_error("--device: list too long");
+        return -1;
+    }
+    char *buf = store + used + (used ? 1 : 0);
+    strcpy(buf, s);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (o->n_devices == CLI_MAX_LIST) {
+            cli_error("--device: at most %d devices", CLI_MAX_LIST);
+            return -1;
+        }
+        o->devices[o->n_devices++] = tok;
+    }
+    return 0;
+}
+
+static int parse_input(const char *s, cli_opts *o)
+{
+    const char *eq = strrchr(s, '=');
+    if (!eq || eq == s || o->n_inputs == CLI_MAX_INPUTS) {
+        cli_error("--input: expected NAME=DIMS (e.g. input=1x3x224x224), got '%s'", s);
+        return -1;
+    }
+    perfpred_input_override *in = &o->inputs[o->n_inputs];
+    in->name = strndup(s, (size_t)(eq - s));
+    int rank = 0;
+    const char *p = eq + 1;
+    while (*p) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(p, &end, 10);
+        if (errno || end == p || v <= 0 || rank == PERFPRED_MAX_RANK) {
+            cli_error("--input: bad dims '%s' (want positive integers joined by x)", eq + 1);
+            return -1;
+        }
+        in->dims[rank++] = v;
+        if (*end == 'x' || *end == 'X') end++;
+        else if (*end) {
+            cli_error("--input: bad dims '%s' (want positive integers joined by x)", eq + 1);
+            return -1;
+        }
+        p = end;
+    }
+    if (rank == 0) {
+        cli_error("--input: no dims in '%s'", s);
+        return -1;
+    }
+    in->rank = rank;
+    o->n_inputs++;
+    return 0;
+}
+
+/* Options take their value as the next argument or after '='. */
+static const char *opt_value(int argc, char **argv, int *i, const char *arg, const char *name)
+{
+    size_t n = strlen(name);
+    if (arg[n] == '=') return arg + n + 1;
+    if (*i + 1 >= argc) {
+        cli_error("%s needs a value", name);
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+static int is_opt(const char *arg, const char *name)
+{
+    size_t n = strlen(name);
+    return strncmp(arg, name, n) == 0 && (arg[n] == '\0' || arg[n] == '=');
+}
+
+static int parse_opts(int argc, char **argv, int start, cli_opts *o)
+{
+    for (int i = start; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (is_opt(a, "--device")) {
+            if (!(v = opt_value(argc, argv, &i, a, "--device")) || parse_devices(v, o)) return -1;
+        } else if (is_opt(a, "--batch")) {
+            if (!(v = opt_value(argc, argv, &i, a, "--batch"))) return -1;
+            int n = parse_i64_list(v, o->batches, CLI_MAX_LIST, "--batch");
+            if (n < 0) return -1;
+            o->n_batches = n;
+        } else if (is_opt(a, "--input")) {
+            if (!(v = opt_value(argc, argv, &i, a, "--input")) || parse_input(v, o)) return -1;
+        } else if (is_opt(a, "--slo-ms")) {
+            if (!(v = opt_value(argc, argv, &i, a, "--slo-ms"))) return -1;
+            char *end;
+            errno = 0;
+            o->slo_ms = strtod(v, &end);
+            if (errno || *end || end == v || !(o->slo_ms > 0)) {
+                cli_error("--slo-ms: '%s' is not a positive number of milliseconds", v);
+                return -1;
+            }
+        } else if (is_opt(a, "--config-dir")) {
+            if (!(v = opt_value(argc, argv, &i, a, "--config-dir"))) return -1;
+            o->config_dir = v;
+        } else if (strcmp(a, "--layers") == 0) {
+            o->layers = 15;
+            if (i + 1 < argc && argv[i + 1][0] >= '0' && argv[i + 1][0] <= '9') {
+                int64_t n[1];
+                if (parse_i64_list(argv[++i], n, 1, "--layers") < 0) return -1;
+                o->layers = (int)(n[0] > 100000 ? 100000 : n[0]);
+            }
+        } else if (strncmp(a, "--layers=", 9) == 0) {
+            int64_t n[1];
+            if (parse_i64_list(a + 9, n, 1, "--layers") < 0) return -1;
+            o->layers = (int)(n[0] > 100000 ? 100000 : n[0]);
+        } else if (strcmp(a, "--json") == 0) {
+            o->json = 1;
+        } else if (strcmp(a, "--allow-unknown") == 0) {
+            o->allow_unknown = 1;
+        } else if (strcmp(a, "--all") == 0) {
+            o->all = 1;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            cli_error("unknown option '%s' (perfpred --help lists them)", a);
+            return -1;
+        } else {
+            if (o->n_positional == 4) {
+                cli_error("too many arguments ('%s')", a);
+                return -1;
+            }
+            o->positional[o->n_positional++] = a;
+        }
+    }
+    return 0;
+}
+
+static int need_model(cli_opts *o, const char *cmd)
+{
+    if (o->n_positional != 1) {
+        cli_error("%s: expected exactly one model file (got %d arguments)", cmd, o->n_positional);
+        return -1;
+    }
+    o->model = o->positional[0];
+    return 0;
+}
+
+int cli_calibrate_main(int argc, char **argv);
+int cli_eval_main(int argc, char **argv);
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(usage_text, stderr);
+        return EXIT_USAGE;
+    }
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            if (i > 1 && (strcmp(argv[1], "calibrate") == 0 || strcmp(argv[1], "eval") == 0)) break;
+            fputs(usage_text, stdout);
+            return EXIT_OK_;
+        }
+        if (strcmp(argv[i], "--version") == 0) {
+            printf("perfpred %s\n", perfpred_version());
+            return EXIT_OK_;
+        }
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "calibrate") == 0) return cli_calibrate_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "eval") == 0) return cli_eval_main(argc - 1, argv + 1);
+
+    cli_opts o;
+    memset(&o, 0, sizeof o);
+    int known = strcmp(cmd, "inspect") == 0 || strcmp(cmd, "compare") == 0 ||
+                strcmp(cmd, "mig") == 0 || strcmp(cmd, "devices") == 0 ||
+                strcmp(cmd, "predict") == 0;
+    if (!known && cmd[0] != '-' && !strstr(cmd, ".onnx") && argc == 2) {
+        cli_error("unknown command '%s' (perfpred --help lists them)", cmd);
+        return EXIT_USAGE;
+    }
+    if (parse_opts(argc, argv, known ? 2 : 1, &o)) return EXIT_USAGE;
+
+    if (strcmp(cmd, "devices") == 0) return cmd_devices(&o);
+    if (strcmp(cmd, "inspect") == 0) return need_model(&o, "inspect") ? EXIT_USAGE : cmd_inspect(&o);
+    if (strcmp(cmd, "compare") == 0) {
+        if (need_model(&o, "compare")) return EXIT_USAGE;
+        if (o.n_devices == 0) {
+            cli_error("compare: --device DEV1,DEV2,... is required");
+            return EXIT_USAGE;
+        }
+        return cmd_compare(&o);
+    }
+    if (strcmp(cmd, "mig") == 0) return need_model(&o, "mig") ? EXIT_USAGE : cmd_mig(&o);
+    /* predict (explicit or implied) */
+    if (need_model(&o, "predict")) return EXIT_USAGE;
+    if (o.n_devices != 1) {
+        cli_error("predict: give one device with --device (or use `perfpred compare`)");
+        return EXIT_USAGE;
+    }
+    if (o.n_batches > 1) {
+        cli_error("predict: one --batch value (use `perfpred compare` for several)");
+        return EXIT_USAGE;
+    }
+    return cmd_predict(&o);
+}

@@ -1,0 +1,116 @@
+/* devices/: device descriptors from YAML (libyaml, strict, errors at file:line:col), inheritance
+ * through `base:`, MIG profiles as derived descriptors, short-name resolution. A pp_device is fully
+ * resolved (inherited fields filled, MIG scaling applied) and owned by its pp_device_db. */
+#ifndef PP_DEVICES_H
+#define PP_DEVICES_H
+
+#include <stdint.h>
+
+#include "perfpred.h"
+#include "util/util.h"
+
+#define PP_DEV_MAX_FUSION 32      /* fusion rules per runtime */
+#define PP_DEV_MAX_FUSION_LEN 6   /* ops per rule */
+#define PP_DEV_MAX_ALIASES 8
+
+typedef enum pp_device_kind {
+    PP_DEV_GPU = 0,      /* datacenter / desktop GPU */
+    PP_DEV_EDGE_GPU,     /* Jetson-class SoC with a GPU */
+    PP_DEV_CPU,          /* server / desktop / board CPU (Raspberry Pi, Xeon, host-cpu) */
+    PP_DEV_PHONE,        /* phone SoC (CPU or GPU path, see runtime) */
+    PP_DEV_ACCEL         /* other accelerators (VPU, NPU) */
+} pp_device_kind;
+const char *pp_device_kind_name(pp_device_kind k);
+
+typedef enum pp_precision {
+    PP_PREC_FP32 = 0, PP_PREC_TF32, PP_PREC_FP16, PP_PREC_BF16, PP_PREC_INT8, PP_PREC__COUNT
+} pp_precision;
+const char *pp_precision_name(pp_precision p);
+int pp_precision_from_name(const char *s);  /* -1 if unknown */
+
+typedef struct pp_fusion_rule {
+    int len;
+    const char *ops[PP_DEV_MAX_FUSION_LEN];  /* ONNX op_type sequence, producer first */
+} pp_fusion_rule;
+
+/* One MIG GPU-instance profile offered by a parent GPU (resolved: memory_gb stated or derived). */
+typedef struct pp_mig_profile {
+    const char *name;          /* "3g.20gb" */
+    int compute_slices;        /* g */
+    int memory_slices;         /* m */
+    double memory_gb;          /* usable GiB of the instance */
+    int compute_units;         /* SMs of the instance */
+} pp_mig_profile;
+
+typedef struct pp_device {
+    const char *name;          /* canonical: "a100-sxm4-40gb", "a100-sxm4-40gb-mig-3g.20gb" */
+    const char *aliases[PP_DEV_MAX_ALIASES];
+    int n_aliases;
+    const char *description;   /* "NVIDIA A100 SXM4 40GB" */
+    const char *vendor;
+    pp_device_kind kind;
+    const char *source_file;   /* descriptor path */
+    const char *base;          /* name of the parent descriptor, or NULL */
+
+    /* vendor figures (0 = not stated by the vendor / not applicable) */
+    double peak_tflops[PP_PREC__COUNT];  /* dense, per precision (tensor cores where used) */
+    double memory_bandwidth_gbs;
+    double memory_gb;
+    int compute_units;         /* SMs for NVIDIA GPUs, cores for CPUs */
+    double clock_mhz;          /* boost clock */
+    double l2_mb;              /* L2 / last-level cache */
+    double idle_power_w;
+    double max_power_w;        /* board power (TDP) */
+
+    /* MIG: a derived descriptor of a parent GPU (is_mig = 0 for whole devices) */
+    int is_mig;
+    int mig_compute_slices;    /* g of mig_total_compute */
+    int mig_memory_slices;     /* m of mig_total_memory */
+    int mig_total_compute;     /* 7 on A100/H100 */
+    int mig_total_memory;      /* 8 on A100/H100 */
+    const char *mig_profile;   /* "3g.20gb" */
+    const struct pp_device *parent;   /* resolved parent for MIG profiles (scaling source) */
+
+    /* runtime stack this descriptor stands for */
+    const char *runtime_framework;     /* "pytorch-eager", "tensorrt", "onnxruntime", "tflite" */
+    pp_precision runtime_precision;
+    double launch_overhead_us;         /* per kernel */
+    double runtime_memory_overhead_mb; /* context, allocator, libraries */
+    double workspace_mb;               /* cuDNN/cuBLAS workspace held during inference */
+    int n_fusion;
+    pp_fusion_rule fusion[PP_DEV_MAX_FUSION];
+
+    const char *artifacts_dir; /* where trained artifacts live (relative to configs/), or NULL */
+    /* a calibrated descriptor whose layer models answer for this one, scaled by Habitat's rule
+     * (e.g. a100-sxm4-40gb from a100-pcie-40gb); never inherited; NULL when none */
+    const char *calibration_from;
+    int hostable;              /* 1 if the descriptor may be measured by the host runner */
+
+    /* On a MIG-capable parent GPU: the profiles it offers (each also exists as a derived device
+     * "<name>-mig-<profile>"); mig_total_compute/mig_total_memory are set on the parent too.
+     * NULL / 0 elsewhere. Owned by the db. */
+    const pp_mig_profile *mig_profiles;
+    int n_mig_profiles;
+} pp_device;
+
+typedef struct pp_device_db pp_device_db;
+
+/* Loads every *.yaml under dir (sorted by name), resolves inheritance and MIG profiles.
+ * Errors name file:line:col (unknown key, bad number, missing field, wrong unit, base cycle). */
+perfpred_status pp_devices_load_dir(const char *dir, pp_device_db **out, pp_err *err);
+/* Loads one file (for tests); inheritance may refer only to descriptors in the same file set. */
+perfpred_status pp_devices_load_files(const char *const *paths, int n, pp_device_db **out,
+                                      pp_err *err);
+void pp_devices_free(pp_device_db *db);
+int pp_devices_count(const pp_device_db *db);
+const pp_device *pp_devices_at(const pp_device_db *db, int i);      /* sorted by name */
+/* Canonical name or alias ("a100", "a100-mig-3g", "a100-80gb-mig-1g"), case-insensitive. */
+const pp_device *pp_devices_find(const pp_device_db *db, const char *name);
+/* malloc'd YAML text of the resolved descriptor (every field, inherited ones included). */
+char *pp_device_to_yaml(const pp_device *d);
+
+/* Default configs directory: $PERFPRED_CONFIG_DIR, else the source tree's configs/ if present,
+ * else the installed share/perfpred/configs. */
+const char *pp_default_config_dir(void);
+
+#endif

@@ -1,0 +1,796 @@
+/* graph_gnn/gnn.c: the model (flat parameter layout, initialization), its forward and backward pass
+ * over one graph, and training (standardization, shuffled minibatches, Adam in one loop, early
+ * stopping on a validation split). The equations are in graph_gnn.h and above each function. */
+#include "graph_gnn/graph_gnn.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ADAM_B1 0.9
+#define ADAM_B2 0.999
+#define ADAM_EPS 1e-8
+
+pp_gnn_params pp_gnn_default_params(void)
+{
+    pp_gnn_params p;
+    memset(&p, 0, sizeof p);
+    p.layers = 3;
+    p.hidden = 32;
+    p.lr = 1e-3;
+    p.weight_decay = 0.0;
+    p.epochs = 300;
+    p.batch = 16;
+    p.patience = 30;
+    p.seed = 1;
+    p.nthreads = 1;
+    return p;
+}
+
+perfpred_status pp_gnn_check_params(const pp_gnn_params *p, pp_err *err)
+{
+    if (!p) return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "gnn: params is NULL");
+    if (p->layers < 1 || p->layers > PP_GNN_MAX_LAYERS)
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "gnn: layers = %d, want 1..%d", p->layers,
+                          PP_GNN_MAX_LAYERS);
+    if (p->hidden < 1 || p->hidden > PP_GNN_MAX_HIDDEN)
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "gnn: hidden = %d, want 1..%d", p->hidden,
+                          PP_GNN_MAX_HIDDEN);
+    if (!(p->lr > 0.0) || !isfinite(p->lr))
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "gnn: lr = %g, want > 0", p->lr);
+    if (!(p->weight_decay >= 0.0) || !isfinite(p->weight_decay))
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "gnn: weight_decay = %g, want >= 0",
+                          p->weight_decay);
+    if (p->epochs < 1)
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "gnn: epochs = %d, want >= 1", p->epochs);
+    if (p->batch < 1)
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "gnn: batch = %d, want >= 1", p->batch);
+    if (p->patience < 1)
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "gnn: patience = %d, want >= 1",
+                          p->patience);
+    if (p->nthreads < 0 || p->nthreads > 1024)
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "gnn: nthreads = %d, want 0..1024",
+                          p->nthreads);
+    return PERFPRED_OK;
+}
+
+/* Offsets of every block of the flat parameter array, in the order documented in graph_gnn.h. */
+static size_t gnn_layout(pp_gnn *m)
+{
+    int L = m->params.layers, H = m->params.hidden;
+    size_t off = 0;
+    for (int l = 0; l < L; l++) {
+        pp_gnn_layer_off *lo = &m->layer[l];
+        lo->din = l == 0 ? m->n_feat : H;
+        lo->dg = l == 0 ? m->n_globals : H;
+        lo->we = off;
+        off += (size_t)H * (size_t)(lo->din + m->n_edge_feat + 1);
+        lo->be = off;
+        off += (size_t)H;
+        lo->w = off;
+        off += (size_t)H * (size_t)(lo->din + 2 * H + lo->dg);
+        lo->b = off;
+        off += (size_t)H;
+        lo->wg = off;
+        off += (size_t)H * (size_t)(lo->dg + 2 * H);
+        lo->bg = off;
+        off += (size_t)H;
+    }
+    for (int t = 0; t < m->n_targets; t++) {
+        pp_gnn_head_off *ho = &m->head[t];
+        ho->w1 = off;
+        off += (size_t)H * (size_t)(3 * H);
+        ho->b1 = off;
+        off += (size_t)H;
+        ho->w2 = off;
+        off += (size_t)H;
+        ho->b2 = off;
+        off += 1;
+    }
+    return off;
+}
+
+/* U(-a, a) with a = sqrt(gain / fan_in): He-uniform (gain 6) before a relu or a max,
+ * gain 3 for the linear output of a head; biases 0. */
+static void fill_uniform(float *w, int rows, int cols, double gain, pp_gnn_rng *r)
+{
+    double a = cols > 0 ? sqrt(gain / cols) : 0.0;
+    for (size_t i = 0; i < (size_t)rows * (size_t)cols; i++)
+        w[i] = (float)((2.0 * pp_gnn_rng_uniform(r) - 1.0) * a);
+}
+
+void pp_gnn_init_weights(pp_gnn *m, uint64_t seed)
+{
+    pp_gnn_rng r;
+    pp_gnn_rng_seed(&r, seed);
+    int H = m->params.hidden;
+    memset(m->w, 0, m->n_params * sizeof(float));
+    for (int l = 0; l < m->params.layers; l++) {
+        const pp_gnn_layer_off *lo = &m->layer[l];
+        fill_uniform(m->w + lo->we, H, lo->din + m->n_edge_feat + 1, 6.0, &r);
+        fill_uniform(m->w + lo->w, H, lo->din + 2 * H + lo->dg, 6.0, &r);
+        fill_uniform(m->w + lo->wg, H, lo->dg + 2 * H, 6.0, &r);
+    }
+    for (int t = 0; t < m->n_targets; t++) {
+        fill_uniform(m->w + m->head[t].w1, H, 3 * H, 6.0, &r);
+        fill_uniform(m->w + m->head[t].w2, 1, H, 3.0, &r);
+    }
+    memset(m->grad, 0, m->n_params * sizeof(float));
+    memset(m->adam_m, 0, m->n_params * sizeof(float));
+    memset(m->adam_v, 0, m->n_params * sizeof(float));
+    m->adam_t = 0;
+}
+
+void pp_gnn_free(pp_gnn *m)
+{
+    if (!m) return;
+    free(m->w);
+    free(m->grad);
+    free(m->adam_m);
+    free(m->adam_v);
+    free(m->x_mean);
+    free(m->x_std);
+    free(m->e_mean);
+    free(m->e_std);
+    free(m->u_mean);
+    free(m->u_std);
+    free(m);
+}
+
+static float *alloc_floats(size_t n, float fill)
+{
+    float *p = malloc((n ? n : 1) * sizeof(float));
+    if (p)
+        for (size_t i = 0; i < n; i++) p[i] = fill;
+    return p;
+}
+
+perfpred_status pp_gnn_new(int n_feat, int n_edge_feat, int n_globals, int n_targets,
+                           const pp_gnn_params *params, pp_gnn **out, pp_err *err)
+{
+    *out = NULL;
+    pp_gnn_params p = params ? *params : pp_gnn_default_params();
+    perfpred_status st = pp_gnn_check_params(&p, err);
+    if (st) return st;
+    if (n_feat < 1 || n_feat > PP_GNN_MAX_FEAT || n_edge_feat < 0 ||
+        n_edge_feat > PP_GNN_MAX_FEAT || n_globals < 0 || n_globals > PP_GNN_MAX_FEAT)
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                          "gnn: feature widths F=%d Fe=%d G=%d out of range "
+                          "(F 1..%d, Fe and G 0..%d)",
+                          n_feat, n_edge_feat, n_globals, PP_GNN_MAX_FEAT, PP_GNN_MAX_FEAT);
+    if (n_targets < 1 || n_targets > PP_GNN_MAX_TARGETS)
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "gnn: n_targets = %d, want 1..%d",
+                          n_targets, PP_GNN_MAX_TARGETS);
+    pp_gnn *m = calloc(1, sizeof *m);
+    if (!m) return pp_err_set(err, PERFPRED_ERR_NOMEM, "gnn: out of memory");
+    m->n_feat = n_feat;
+    m->n_edge_feat = n_edge_feat;
+    m->n_globals = n_globals;
+    m->n_targets = n_targets;
+    m->params = p;
+    m->n_params = gnn_layout(m);
+    m->w = alloc_floats(m->n_params, 0.0f);
+    m->grad = alloc_floats(m->n_params, 0.0f);
+    m->adam_m = alloc_floats(m->n_params, 0.0f);
+    m->adam_v = alloc_floats(m->n_params, 0.0f);
+    m->x_mean = alloc_floats((size_t)n_feat, 0.0f);
+    m->x_std = alloc_floats((size_t)n_feat, 1.0f);
+    m->e_mean = alloc_floats((size_t)n_edge_feat, 0.0f);
+    m->e_std = alloc_floats((size_t)n_edge_feat, 1.0f);
+    m->u_mean = alloc_floats((size_t)n_globals, 0.0f);
+    m->u_std = alloc_floats((size_t)n_globals, 1.0f);
+    if (!m->w || !m->grad || !m->adam_m || !m->adam_v || !m->x_mean || !m->x_std || !m->e_mean ||
+        !m->e_std || !m->u_mean || !m->u_std) {
+        pp_gnn_free(m);
+        return pp_err_set(err, PERFPRED_ERR_NOMEM, "gnn: out of memory for %zu parameters",
+                          m->n_params);
+    }
+    for (int t = 0; t < PP_GNN_MAX_TARGETS; t++) {
+        m->y_mean[t] = 0.0f;
+        m->y_std[t] = 1.0f;
+    }
+    pp_gnn_init_weights(m, p.seed);
+    *out = m;
+    return PERFPRED_OK;
+}
+
+/* ------------------------------------------------------------------ workspace ---- */
+
+/* Scratch for one graph of up to cap_n nodes and cap_e edges: the activations every backward
+ * needs (C^l = [h^l | m^l | g^l] per layer, argmaxes, pooled vectors, head activations). */
+typedef struct gnn_ws {
+    pp_arena *arena;
+    int cap_n, cap_e;
+    int n, S;                            /* current graph: nodes, message slots (2E) */
+    int *slot_ptr, *slot_nb, *slot_edge, *cursor;
+    float *Z;                            /* [S][Fe+1]: standardized edge features, direction */
+    float *C[PP_GNN_MAX_LAYERS], *dC[PP_GNN_MAX_LAYERS];
+    int *am[PP_GNN_MAX_LAYERS];          /* [n][H] aggregate argmax slots */
+    float *cg[PP_GNN_MAX_LAYERS], *dcg[PP_GNN_MAX_LAYERS]; /* [g^l ; mean h^{l+1} ; max h^{l+1}] */
+    int *pam[PP_GNN_MAX_LAYERS];         /* [H] pool argmax nodes */
+    float *hL, *dhL;                     /* [n][H] */
+    float *gL, *dgL;                     /* [H] */
+    float *r, *dr;                       /* [3H] */
+    float *a[PP_GNN_MAX_TARGETS], *da[PP_GNN_MAX_TARGETS];
+    float o[PP_GNN_MAX_TARGETS], d_o[PP_GNN_MAX_TARGETS];
+    float *P, *dP, *Q, *dQ;              /* [n][H], [S][H] */
+} gnn_ws;
+
+static void ws_free(gnn_ws *ws)
+{
+    if (ws) pp_arena_free(ws->arena);
+}
+
+static int kc_of(const pp_gnn *m, int l)
+{
+    return m->layer[l].din + 2 * m->params.hidden + m->layer[l].dg;
+}
+
+static size_t at_least_1(size_t n) { return n > 0 ? n : 1; }
+#define WS_F(n) ((float *)pp_arena_array(ws->arena, at_least_1(n), sizeof(float)))
+#define WS_I(n) ((int *)pp_arena_array(ws->arena, at_least_1(n), sizeof(int)))
+
+static perfpred_status ws_init(gnn_ws *ws, const pp_gnn *m, int cap_n, int cap_e, pp_err *err)
+{
+    memset(ws, 0, sizeof *ws);
+    ws->arena = pp_arena_new();
+    if (!ws->arena) return pp_err_set(err, PERFPRED_ERR_NOMEM, "gnn: out of memory");
+    size_t N = (size_t)cap_n, S = 2 * (size_t)cap_e, H = (size_t)m->params.hidden;
+    ws->cap_n = cap_n;
+    ws->cap_e = cap_e;
+    ws->slot_ptr = WS_I(N + 1);
+    ws->cursor = WS_I(N + 1);
+    ws->slot_nb = WS_I(S);
+    ws->slot_edge = WS_I(S);
+    ws->Z = WS_F(S * (size_t)(m->n_edge_feat + 1));
+    int ok = ws->slot_ptr && ws->cursor && ws->slot_nb && ws->slot_edge && ws->Z;
+    for (int l = 0; l < m->params.layers && ok; l++) {
+        size_t kc = (size_t)kc_of(m, l), ncg = (size_t)m->layer[l].dg + 2 * H;
+        ws->C[l] = WS_F(N * kc);
+        ws->dC[l] = WS_F(N * kc);
+        ws->am[l] = WS_I(N * H);
+        ws->cg[l] = WS_F(ncg);
+        ws->dcg[l] = WS_F(ncg);
+        ws->pam[l] = WS_I(H);
+        ok = ws->C[l] && ws->dC[l] && ws->am[l] && ws->cg[l] && ws->dcg[l] && ws->pam[l];
+    }
+    ws->hL = WS_F(N * H);
+    ws->dhL = WS_F(N * H);
+    ws->gL = WS_F(H);
+    ws->dgL = WS_F(H);
+    ws->r = WS_F(3 * H);
+    ws->dr = WS_F(3 * H);
+    ws->P = WS_F(N * H);
+    ws->dP = WS_F(N * H);
+    ws->Q = WS_F(S * H);
+    ws->dQ = WS_F(S * H);
+    ok = ok && ws->hL && ws->dhL && ws->gL && ws->dgL && ws->r && ws->dr && ws->P && ws->dP &&
+         ws->Q && ws->dQ;
+    for (int t = 0; t < m->n_targets && ok; t++) {
+        ws->a[t] = WS_F(H);
+        ws->da[t] = WS_F(H);
+        ok = ws->a[t] && ws->da[t];
+    }
+    if (!ok) {
+        ws_free(ws);
+        ws->arena = NULL;
+        return pp_err_set(err, PERFPRED_ERR_NOMEM,
+                          "gnn: out of memory for a graph of %d nodes and %d edges", cap_n, cap_e);
+    }
+    return PERFPRED_OK;
+}
+
+/* Message slots of every node: its in-edges (neighbour = producer, d = 0) in CSR order, then its
+ * out-edges (neighbour = consumer, d = 1) in consumer order; Z_s = [std(e_k) ; d]. */
+static void ws_prepare(gnn_ws *ws, const pp_gnn *m, const pp_gnn_graph *s)
+{
+    int N = s->n_nodes, E = s->n_edges, Fe = m->n_edge_feat;
+    PP_ASSERT(N <= ws->cap_n && E <= ws->cap_e);
+    ws->n = N;
+    ws->S = 2 * E;
+    int *outdeg = ws->cursor;
+    memset(outdeg, 0, (size_t)(N + 1) * sizeof(int));
+    for (int k = 0; k < E; k++) outdeg[s->col_idx[k]]++;
+    ws->slot_ptr[0] = 0;
+    for (int i = 0; i < N; i++) {
+        int indeg = s->row_ptr[i + 1] - s->row_ptr[i];
+        ws->slot_ptr[i + 1] = ws->slot_ptr[i] + indeg + outdeg[i];
+    }
+    for (int i = 0; i < N; i++) {
+        int at = ws->slot_ptr[i];
+        for (int k = s->row_ptr[i]; k < s->row_ptr[i + 1]; k++, at++) {
+            ws->slot_nb[at] = s->col_idx[k];
+            ws->slot_edge[at] = k;
+        }
+        ws->cursor[i] = at; /* next free out-edge slot of node i */
+    }
+    for (int c = 0; c < N; c++)
+        for (int k = s->row_ptr[c]; k < s->row_ptr[c + 1]; k++) {
+            int j = s->col_idx[k], at = ws->cursor[j]++;
+            ws->slot_nb[at] = c;
+            ws->slot_edge[at] = k;
+        }
+    int ldz = Fe + 1;
+    for (int sl = 0; sl < ws->S; sl++) {
+        float *z = ws->Z + (size_t)sl * ldz;
+        if (Fe > 0) {
+            const float *e = s->edge_feat + (size_t)ws->slot_edge[sl] * Fe;
+            for (int c = 0; c < Fe; c++) z[c] = (e[c] - m->e_mean[c]) / m->e_std[c];
+        }
+        z[Fe] = 0.0f;
+    }
+    for (int i = 0; i < N; i++) {
+        int first_out = ws->slot_ptr[i] + (s->row_ptr[i + 1] - s->row_ptr[i]);
+        for (int sl = first_out; sl < ws->slot_ptr[i + 1]; sl++) ws->Z[(size_t)sl * ldz + Fe] = 1.0f;
+    }
+}
+
+/* Forward over one prepared graph; leaves the standardized outputs in ws->o.
+ *   C^0[:, 0:F] = (X - x_mean) / x_std,  g^0 = (u - u_mean) / u_std
+ *   per layer: P = h^l W_e[:, :din]^T,  Q = Z W_e[:, din:]^T + b_e,  m = aggregate(P, Q),
+ *              h^{l+1} = relu([h^l | m | g^l] W^T + b),
+ *              g^{l+1} = relu(W_g [g^l ; mean h^{l+1} ; max h^{l+1}] + b_g)
+ *   r = [mean h^L ; max h^L ; g^L],  o_t = w2_t . relu(W1_t r + b1_t) + b2_t */
+static void gnn_forward_ws(const pp_gnn *m, gnn_ws *ws, const pp_gnn_graph *s)
+{
+    int N = ws->n, S = ws->S, H = m->params.hidden, L = m->params.layers, F = m->n_feat;
+    int Fe = m->n_edge_feat, G = m->n_globals;
+    const float *W = m->w;
+    int kc0 = kc_of(m, 0);
+    for (int i = 0; i < N; i++) {
+        const float *xi = s->x + (size_t)i * F;
+        float *ci = ws->C[0] + (size_t)i * kc0;
+        for (int c = 0; c < F; c++) ci[c] = (xi[c] - m->x_mean[c]) / m->x_std[c];
+    }
+    for (int c = 0; c < G; c++) ws->cg[0][c] = (s->globals[c] - m->u_mean[c]) / m->u_std[c];
+    for (int l = 0; l < L; l++) {
+        const pp_gnn_layer_off *lo = &m->layer[l];
+        int din = lo->din, dg = lo->dg, kc = kc_of(m, l), ke = din + Fe + 1;
+        float *C = ws->C[l];
+        pp_gnn_op_linear(0, N, din, H, C, NULL, kc, W + lo->we, NULL, ke, NULL, NULL, ws->P, NULL, H);
+        pp_gnn_op_linear(0, S, Fe + 1, H, ws->Z, NULL, Fe + 1, W + lo->we + din, NULL, ke,
+                         W + lo->be, NULL, ws->Q, NULL, H);
+        pp_gnn_op_aggregate(0, N, H, ws->slot_ptr, ws->slot_nb, ws->P, NULL, ws->Q, NULL, C + din,
+                            NULL, kc, ws->am[l]);
+        pp_gnn_op_broadcast(0, N, dg, ws->cg[l], NULL, C + din + 2 * H, NULL, kc);
+        float *out = l + 1 < L ? ws->C[l + 1] : ws->hL;
+        int ldo = l + 1 < L ? kc_of(m, l + 1) : H;
+        pp_gnn_op_linear(0, N, kc, H, C, NULL, kc, W + lo->w, NULL, kc, W + lo->b, NULL, out, NULL,
+                         ldo);
+        pp_gnn_op_relu(0, N, H, out, NULL, ldo);
+        float *cg = ws->cg[l];
+        pp_gnn_op_pool(0, N, H, out, NULL, ldo, cg + dg, NULL, ws->pam[l]);
+        float *gnext = l + 1 < L ? ws->cg[l + 1] : ws->gL;
+        pp_gnn_op_linear(0, 1, dg + 2 * H, H, cg, NULL, dg + 2 * H, W + lo->wg, NULL, dg + 2 * H,
+                         W + lo->bg, NULL, gnext, NULL, H);
+        pp_gnn_op_relu(0, 1, H, gnext, NULL, H);
+    }
+    int dgl = m->layer[L - 1].dg;
+    memcpy(ws->r, ws->cg[L - 1] + dgl, (size_t)2 * H * sizeof(float));
+    memcpy(ws->r + 2 * H, ws->gL, (size_t)H * sizeof(float));
+    for (int t = 0; t < m->n_targets; t++) {
+        const pp_gnn_head_off *ho = &m->head[t];
+        pp_gnn_op_linear(0, 1, 3 * H, H, ws->r, NULL, 3 * H, W + ho->w1, NULL, 3 * H, W + ho->b1,
+                         NULL, ws->a[t], NULL, H);
+        pp_gnn_op_relu(0, 1, H, ws->a[t], NULL, H);
+        pp_gnn_op_linear(0, 1, H, 1, ws->a[t], NULL, H, W + ho->w2, NULL, H, W + ho->b2, NULL,
+                         &ws->o[t], NULL, 1);
+    }
+}
+
+/* Backward of gnn_forward_ws for dL/do = ws->d_o, accumulating into m->grad, in reverse order:
+ *   heads: dw2, db2 -> da (gated by relu) -> dW1, db1, dr;  dr = d[mean h^L ; max h^L ; g^L]
+ *   for l = L-1..0:  dg^{l+1} (gated) -> dW_g, db_g, d[g^l ; mean h^{l+1} ; max h^{l+1}]
+ *                    pool backward -> dh^{l+1} (gated) -> dW, db, dC^l = d[h^l | m^l | g^l]
+ *                    dg^l += sum_i dC^l[i, g block];  aggregate backward -> dP, dQ
+ *                    dW_e += [dP^T h^l | dQ^T Z],  db_e += sum_s dQ_s,  dh^l += dP W_e[:, :din] */
+static void gnn_backward_ws(pp_gnn *m, gnn_ws *ws)
+{
+    int N = ws->n, S = ws->S, H = m->params.hidden, L = m->params.layers, Fe = m->n_edge_feat;
+    const float *W = m->w;
+    float *D = m->grad;
+    for (int l = 0; l < L; l++) {
+        memset(ws->dC[l], 0, (size_t)N * (size_t)kc_of(m, l) * sizeof(float));
+        memset(ws->dcg[l], 0, (size_t)(m->layer[l].dg + 2 * H) * sizeof(float));
+    }
+    memset(ws->dhL, 0, (size_t)N * H * sizeof(float));
+    memset(ws->dgL, 0, (size_t)H * sizeof(float));
+    memset(ws->dr, 0, (size_t)3 * H * sizeof(float));
+    for (int t = 0; t < m->n_targets; t++) {
+        const pp_gnn_head_off *ho = &m->head[t];
+        memset(ws->da[t], 0, (size_t)H * sizeof(float));
+        pp_gnn_op_linear(1, 1, H, 1, ws->a[t], ws->da[t], H, W + ho->w2, D + ho->w2, H, NULL,
+                         D + ho->b2, NULL, &ws->d_o[t], 1);
+        pp_gnn_op_relu(1, 1, H, ws->a[t], ws->da[t], H);
+        pp_gnn_op_linear(1, 1, 3 * H, H, ws->r, ws->dr, 3 * H, W + ho->w1, D + ho->w1, 3 * H, NULL,
+                         D + ho->b1, NULL, ws->da[t], H);
+    }
+    {
+        int dgl = m->layer[L - 1].dg;
+        float *dpool = ws->dcg[L - 1] + dgl;
+        for (int c = 0; c < 2 * H; c++) dpool[c] += ws->dr[c];
+        for (int c = 0; c < H; c++) ws->dgL[c] += ws->dr[2 * H + c];
+    }
+    for (int l = L - 1; l >= 0; l--) {
+        const pp_gnn_layer_off *lo = &m->layer[l];
+        int din = lo->din, dg = lo->dg, kc = kc_of(m, l), ke = din + Fe + 1;
+        float *gnext = l + 1 < L ? ws->cg[l + 1] : ws->gL;
+        float *dgnext = l + 1 < L ? ws->dcg[l + 1] : ws->dgL;
+        /* g^{l+1} = relu(W_g cg + b_g) */
+        pp_gnn_op_relu(1, 1, H, gnext, dgnext, H);
+        pp_gnn_op_linear(1, 1, dg + 2 * H, H, ws->cg[l], ws->dcg[l], dg + 2 * H, W + lo->wg,
+                         D + lo->wg, dg + 2 * H, NULL, D + lo->bg, NULL, dgnext, H);
+        /* pooled h^{l+1} */
+        float *out = l + 1 < L ? ws->C[l + 1] : ws->hL;
+        float *dout = l + 1 < L ? ws->dC[l + 1] : ws->dhL;
+        int ldo = l + 1 < L ? kc_of(m, l + 1) : H;
+        pp_gnn_op_pool(1, N, H, out, dout, ldo, NULL, ws->dcg[l] + dg, ws->pam[l]);
+        /* h^{l+1} = relu(C^l W^T + b) */
+        pp_gnn_op_relu(1, N, H, out, dout, ldo);
+        float *C = ws->C[l], *dC = ws->dC[l];
+        pp_gnn_op_linear(1, N, kc, H, C, dC, kc, W + lo->w, D + lo->w, kc, NULL, D + lo->b, NULL,
+                         dout, ldo);
+        /* g^l broadcast into C^l */
+        pp_gnn_op_broadcast(1, N, dg, NULL, ws->dcg[l], NULL, dC + din + 2 * H, kc);
+        /* aggregate -> P, Q -> W_e */
+        memset(ws->dP, 0, (size_t)N * H * sizeof(float));
+        memset(ws->dQ, 0, (size_t)S * H * sizeof(float));
+        pp_gnn_op_aggregate(1, N, H, ws->slot_ptr, ws->slot_nb, NULL, ws->dP, NULL, ws->dQ, NULL,
+                            dC + din, kc, ws->am[l]);
+        pp_gnn_op_linear(1, S, Fe + 1, H, ws->Z, NULL, Fe + 1, W + lo->we + din, D + lo->we + din,
+                         ke, NULL, D + lo->be, NULL, ws->dQ, H);
+        pp_gnn_op_linear(1, N, din, H, C, l > 0 ? dC : NULL, kc, W + lo->we, D + lo->we, ke, NULL,
+                         NULL, NULL, ws->dP, H);
+    }
+}
+
+/* --------------------------------------------------------------- sample checks ---- */
+
+static perfpred_status check_sample_dims(const pp_gnn *m, const pp_gnn_graph *s, int idx,
+                                         pp_err *err)
+{
+    char what[64];
+    if (idx >= 0)
+        snprintf(what, sizeof what, "gnn sample %d", idx);
+    else
+        snprintf(what, sizeof what, "gnn sample");
+    perfpred_status st = pp_gnn_graph_check(s, what, err);
+    if (st) return st;
+    if (s->n_feat != m->n_feat || s->n_edge_feat != m->n_edge_feat || s->n_globals != m->n_globals)
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                          "%s: widths F=%d Fe=%d G=%d, the model wants F=%d Fe=%d G=%d", what,
+                          s->n_feat, s->n_edge_feat, s->n_globals, m->n_feat, m->n_edge_feat,
+                          m->n_globals);
+    return PERFPRED_OK;
+}
+
+perfpred_status pp_gnn_forward(const pp_gnn *m, const pp_gnn_graph *s, double *out, pp_err *err)
+{
+    if (!m || !s || !out) return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "gnn: NULL argument");
+    perfpred_status st = check_sample_dims(m, s, -1, err);
+    if (st) return st;
+    gnn_ws ws;
+    if ((st = ws_init(&ws, m, s->n_nodes, s->n_edges, err))) return st;
+    ws_prepare(&ws, m, s);
+    gnn_forward_ws(m, &ws, s);
+    for (int t = 0; t < m->n_targets; t++)
+        out[t] = (double)m->y_mean[t] + (double)m->y_std[t] * (double)ws.o[t];
+    ws_free(&ws);
+    return PERFPRED_OK;
+}
+
+/* Standardized targets: ytil_t = (y_t - y_mean_t) / y_std_t. */
+static void std_targets(const pp_gnn *m, const pp_gnn_graph *s, float *ytil)
+{
+    for (int t = 0; t < m->n_targets; t++) ytil[t] = (s->y[t] - m->y_mean[t]) / m->y_std[t];
+}
+
+static int count_present(const pp_gnn *m, const pp_gnn_graph *samples, const int *idx, int n)
+{
+    int c = 0;
+    for (int b = 0; b < n; b++) {
+        const pp_gnn_graph *s = &samples[idx ? idx[b] : b];
+        for (int t = 0; t < m->n_targets; t++) c += s->mask[t] != 0;
+    }
+    return c;
+}
+
+/* Zeroes m->grad, then for each sample: forward, d_o = dL/do of
+ * L = (1/count) sum_b sum_t mask (o - ytil)^2, backward. Returns L. */
+static double batch_loss_grad(pp_gnn *m, gnn_ws *ws, const pp_gnn_graph *samples, const int *idx,
+                              int n)
+{
+    memset(m->grad, 0, m->n_params * sizeof(float));
+    int count = count_present(m, samples, idx, n);
+    if (count == 0) return 0.0;
+    double scale = 1.0 / count, loss = 0.0;
+    for (int b = 0; b < n; b++) {
+        const pp_gnn_graph *s = &samples[idx ? idx[b] : b];
+        int any = 0;
+        for (int t = 0; t < m->n_targets; t++) any |= s->mask[t] != 0;
+        if (!any) continue;
+        ws_prepare(ws, m, s);
+        gnn_forward_ws(m, ws, s);
+        float ytil[PP_GNN_MAX_TARGETS];
+        std_targets(m, s, ytil);
+        memset(ws->d_o, 0, sizeof ws->d_o);
+        loss += pp_gnn_op_mse(1, m->n_targets, ws->o, ws->d_o, ytil, s->mask, scale);
+        gnn_backward_ws(m, ws);
+    }
+    return loss;
+}
+
+static void max_sizes(const pp_gnn_graph *samples, const int *idx, int n, int *max_n, int *max_e)
+{
+    for (int b = 0; b < n; b++) {
+        const pp_gnn_graph *s = &samples[idx ? idx[b] : b];
+        if (s->n_nodes > *max_n) *max_n = s->n_nodes;
+        if (s->n_edges > *max_e) *max_e = s->n_edges;
+    }
+}
+
+perfpred_status pp_gnn_loss_grad(pp_gnn *m, const pp_gnn_graph *samples, const int *idx, int n,
+                                 double *loss, pp_err *err)
+{
+    if (!m || !samples || n < 1 || !loss)
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "gnn: bad arguments to loss_grad");
+    perfpred_status st;
+    for (int b = 0; b < n; b++)
+        if ((st = check_sample_dims(m, &samples[idx ? idx[b] : b], idx ? idx[b] : b, err)))
+            return st;
+    int max_n = 1, max_e = 0;
+    max_sizes(samples, idx, n, &max_n, &max_e);
+    gnn_ws ws;
+    if ((st = ws_init(&ws, m, max_n, max_e, err))) return st;
+    if (m->params.nthreads > 0) openblas_set_num_threads(m->params.nthreads);
+    *loss = batch_loss_grad(m, &ws, samples, idx, n);
+    ws_free(&ws);
+    return PERFPRED_OK;
+}
+
+/* ------------------------------------------------------------------- training ---- */
+
+/* w -= lr (mhat / (sqrt(vhat) + eps) + wd w), with m, v the Adam moments of the gradient */
+static void adam_step(pp_gnn *m)
+{
+    m->adam_t++;
+    const float b1 = (float)ADAM_B1, b2 = (float)ADAM_B2;
+    const float c1 = (float)(1.0 / (1.0 - pow(ADAM_B1, (double)m->adam_t)));
+    const float c2 = (float)(1.0 / (1.0 - pow(ADAM_B2, (double)m->adam_t)));
+    const float lr = (float)m->params.lr, wd = (float)m->params.weight_decay;
+    const float eps = (float)ADAM_EPS;
+    for (size_t i = 0; i < m->n_params; i++) {
+        float g = m->grad[i];
+        m->adam_m[i] = b1 * m->adam_m[i] + (1.0f - b1) * g;
+        m->adam_v[i] = b2 * m->adam_v[i] + (1.0f - b2) * g * g;
+        float mh = m->adam_m[i] * c1, vh = m->adam_v[i] * c2;
+        m->w[i] -= lr * (mh / (sqrtf(vh) + eps) + wd * m->w[i]);
+    }
+}
+
+/* mean and (population) std from a sum and a sum of squared deviations; std 1 when the values
+ * do not vary, so a constant feature standardizes to 0 */
+static void mean_std(double sum, double sumsq_dev, long n, float *mean, float *std)
+{
+    if (n <= 0) {
+        *mean = 0.0f;
+        *std = 1.0f;
+        return;
+    }
+    double mu = sum / (double)n, sd = n > 1 ? sqrt(sumsq_dev / (double)n) : 0.0;
+    *mean = (float)mu;
+    *std = (sd > 1e-6 && isfinite(sd)) ? (float)sd : 1.0f;
+}
+
+/* Standardization statistics from the training split (two passes per column, in double). */
+static void fit_standardization(pp_gnn *m, const pp_gnn_graph *samples, const int *idx, int n)
+{
+    for (int c = 0; c < m->n_feat; c++) {
+        double sum = 0.0, dev = 0.0;
+        long cnt = 0;
+        for (int b = 0; b < n; b++) {
+            const pp_gnn_graph *s = &samples[idx[b]];
+            for (int i = 0; i < s->n_nodes; i++) sum += s->x[(size_t)i * s->n_feat + c];
+            cnt += s->n_nodes;
+        }
+        double mu = cnt ? sum / (double)cnt : 0.0;
+        for (int b = 0; b < n; b++) {
+            const pp_gnn_graph *s = &samples[idx[b]];
+            for (int i = 0; i < s->n_nodes; i++) {
+                double d = s->x[(size_t)i * s->n_feat + c] - mu;
+                dev += d * d;
+            }
+        }
+        mean_std(sum, dev, cnt, &m->x_mean[c], &m->x_std[c]);
+    }
+    for (int c = 0; c < m->n_edge_feat; c++) {
+        double sum = 0.0, dev = 0.0;
+        long cnt = 0;
+        for (int b = 0; b < n; b++) {
+            const pp_gnn_graph *s = &samples[idx[b]];
+            for (int k = 0; k < s->n_edges; k++) sum += s->edge_feat[(size_t)k * s->n_edge_feat + c];
+            cnt += s->n_edges;
+        }
+        double mu = cnt ? sum / (double)cnt : 0.0;
+        for (int b = 0; b < n; b++) {
+            const pp_gnn_graph *s = &samples[idx[b]];
+            for (int k = 0; k < s->n_edges; k++) {
+                double d = s->edge_feat[(size_t)k * s->n_edge_feat + c] - mu;
+                dev += d * d;
+            }
+        }
+        mean_std(sum, dev, cnt, &m->e_mean[c], &m->e_std[c]);
+    }
+    for (int c = 0; c < m->n_globals; c++) {
+        double sum = 0.0, dev = 0.0;
+        for (int b = 0; b < n; b++) sum += samples[idx[b]].globals[c];
+        double mu = sum / n;
+        for (int b = 0; b < n; b++) {
+            double d = samples[idx[b]].globals[c] - mu;
+            dev += d * d;
+        }
+        mean_std(sum, dev, n, &m->u_mean[c], &m->u_std[c]);
+    }
+    for (int t = 0; t < m->n_targets; t++) {
+        double sum = 0.0, dev = 0.0;
+        long cnt = 0;
+        for (int b = 0; b < n; b++)
+            if (samples[idx[b]].mask[t]) {
+                sum += samples[idx[b]].y[t];
+                cnt++;
+            }
+        double mu = cnt ? sum / (double)cnt : 0.0;
+        for (int b = 0; b < n; b++)
+            if (samples[idx[b]].mask[t]) {
+                double d = samples[idx[b]].y[t] - mu;
+                dev += d * d;
+            }
+        mean_std(sum, dev, cnt, &m->y_mean[t], &m->y_std[t]);
+    }
+}
+
+/* Masked MSE in target units over samples[idx[..]]; per-target RMSE into rmse (-1 if none). */
+static double eval_mse(const pp_gnn *m, gnn_ws *ws, const pp_gnn_graph *samples, const int *idx,
+                       int n, double *rmse)
+{
+    double sum[PP_GNN_MAX_TARGETS] = {0}, tot = 0.0;
+    long cnt[PP_GNN_MAX_TARGETS] = {0}, totc = 0;
+    for (int b = 0; b < n; b++) {
+        const pp_gnn_graph *s = &samples[idx[b]];
+        ws_prepare(ws, m, s);
+        gnn_forward_ws(m, ws, s);
+        for (int t = 0; t < m->n_targets; t++) {
+            if (!s->mask[t]) continue;
+            double pred = (double)m->y_mean[t] + (double)m->y_std[t] * (double)ws->o[t];
+            double r = pred - (double)s->y[t];
+            sum[t] += r * r;
+            cnt[t]++;
+        }
+    }
+    for (int t = 0; t < m->n_targets; t++) {
+        tot += sum[t];
+        totc += cnt[t];
+        if (rmse) rmse[t] = cnt[t] ? sqrt(sum[t] / (double)cnt[t]) : -1.0;
+    }
+    return totc ? tot / (double)totc : -1.0;
+}
+
+static perfpred_status check_split(const pp_gnn *m, const pp_gnn_graph *samples, int n_samples,
+                                   const int *idx, int n, const char *name, pp_err *err)
+{
+    if (n > 0 && !idx)
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "gnn: %s split indices are NULL", name);
+    for (int b = 0; b < n; b++) {
+        if (idx[b] < 0 || idx[b] >= n_samples)
+            return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                              "gnn: %s split entry %d = %d is not a sample index (0..%d)", name, b,
+                              idx[b], n_samples - 1);
+        perfpred_status st = check_sample_dims(m, &samples[idx[b]], idx[b], err);
+        if (st) return st;
+    }
+    return PERFPRED_OK;
+}
+
+perfpred_status pp_gnn_train(pp_gnn *m, const pp_gnn_graph *samples, int n_samples,
+                             const int *train_idx, int n_train, const int *val_idx, int n_val,
+                             pp_gnn_report *report, pp_err *err)
+{
+    if (!m || !samples || n_samples < 1 || n_train < 1 || n_val < 0)
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                          "gnn: training needs a model, samples and a non-empty training split");
+    const pp_gnn_params *p = &m->params;
+    perfpred_status st = pp_gnn_check_params(p, err);
+    if (st) return st;
+    if ((st = check_split(m, samples, n_samples, train_idx, n_train, "training", err))) return st;
+    if ((st = check_split(m, samples, n_samples, val_idx, n_val, "validation", err))) return st;
+    if (count_present(m, samples, train_idx, n_train) == 0)
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                          "gnn: no training sample has a target present");
+    if (n_val > 0 && count_present(m, samples, val_idx, n_val) == 0)
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                          "gnn: no validation sample has a target present");
+
+    int max_n = 1, max_e = 0;
+    max_sizes(samples, train_idx, n_train, &max_n, &max_e);
+    max_sizes(samples, val_idx, n_val, &max_n, &max_e);
+    gnn_ws ws;
+    if ((st = ws_init(&ws, m, max_n, max_e, err))) return st;
+    int *order = malloc((size_t)n_train * sizeof(int));
+    float *best = malloc(m->n_params * sizeof(float));
+    if (!order || !best) {
+        free(order);
+        free(best);
+        ws_free(&ws);
+        return pp_err_set(err, PERFPRED_ERR_NOMEM, "gnn: out of memory");
+    }
+    if (p->nthreads > 0) openblas_set_num_threads(p->nthreads);
+    pp_logger lg = {p->log, p->log_user};
+
+    fit_standardization(m, samples, train_idx, n_train);
+    pp_gnn_init_weights(m, p->seed);
+    pp_gnn_rng rng;
+    pp_gnn_rng_seed(&rng, p->seed ^ 0x5eed5eed5eed5eedULL); /* shuffling stream, apart from init */
+    memcpy(order, train_idx, (size_t)n_train * sizeof(int));
+
+    pp_gnn_report rep;
+    memset(&rep, 0, sizeof rep);
+    rep.n_train = n_train;
+    rep.n_val = n_val;
+    double best_val = INFINITY;
+    int since_best = 0;
+    for (int epoch = 1; epoch <= p->epochs; epoch++) {
+        for (int i = n_train - 1; i > 0; i--) { /* Fisher-Yates */
+            int j = pp_gnn_rng_below(&rng, i + 1), tmp = order[i];
+            order[i] = order[j];
+            order[j] = tmp;
+        }
+        double epoch_loss = 0.0;
+        int n_batches = 0;
+        for (int b0 = 0; b0 < n_train; b0 += p->batch) {
+            int nb = n_train - b0 < p->batch ? n_train - b0 : p->batch;
+            if (count_present(m, samples, order + b0, nb) == 0) continue;
+            epoch_loss += batch_loss_grad(m, &ws, samples, order + b0, nb);
+            n_batches++;
+            adam_step(m);
+        }
+        rep.epochs_run = epoch;
+        if (n_val > 0) {
+            double v = eval_mse(m, &ws, samples, val_idx, n_val, NULL);
+            pp_log(&lg, PERFPRED_LOG_DEBUG,
+                   "gnn epoch %d: train loss %.6g (standardized), val mse %.6g", epoch,
+                   n_batches ? epoch_loss / n_batches : 0.0, v);
+            if (v < best_val) {
+                best_val = v;
+                rep.best_epoch = epoch;
+                memcpy(best, m->w, m->n_params * sizeof(float));
+                since_best = 0;
+            } else if (++since_best >= p->patience) {
+                break;
+            }
+        } else {
+            pp_log(&lg, PERFPRED_LOG_DEBUG, "gnn epoch %d: train loss %.6g (standardized)", epoch,
+                   n_batches ? epoch_loss / n_batches : 0.0);
+            rep.best_epoch = epoch;
+        }
+    }
+    if (n_val > 0 && rep.best_epoch > 0) memcpy(m->w, best, m->n_params * sizeof(float));
+    rep.train_mse = eval_mse(m, &ws, samples, train_idx, n_train, NULL);
+    if (n_val > 0) {
+        rep.val_mse = eval_mse(m, &ws, samples, val_idx, n_val, rep.val_rmse);
+    } else {
+        rep.val_mse = -1.0;
+        for (int t = 0; t < PP_GNN_MAX_TARGETS; t++) rep.val_rmse[t] = -1.0;
+    }
+    for (int t = m->n_targets; t < PP_GNN_MAX_TARGETS; t++) rep.val_rmse[t] = -1.0;
+    pp_log(&lg, PERFPRED_LOG_INFO,
+           "gnn: %d epochs, kept epoch %d, train mse %.6g, validation mse %.6g", rep.epochs_run,
+           rep.best_epoch, rep.train_mse, rep.val_mse);
+    m->report = rep;
+    m->trained = 1;
+    if (report) *report = rep;
+    free(order);
+    free(best);
+    ws_free(&ws);
+    return PERFPRED_OK;
+}

@@ -1,0 +1,184 @@
+/* graph_gnn/gnn_sample.c: GNN samples: the structural check every sample passes before the model
+ * reads it, and the conversion of a featurized model graph (graph/) into a sample: runtime nodes
+ * with their feature vectors and per-layer predictions, producer->consumer edges in CSR. */
+#include "graph_gnn/graph_gnn.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+perfpred_status pp_gnn_graph_check(const pp_gnn_graph *s, const char *what, pp_err *err)
+{
+    if (!what) what = "gnn sample";
+    if (!s) return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: NULL", what);
+    if (s->n_nodes < 1 || s->n_feat < 1 || s->n_edges < 0 || s->n_edge_feat < 0 ||
+        s->n_globals < 0 || s->n_feat > PP_GNN_MAX_FEAT || s->n_edge_feat > PP_GNN_MAX_FEAT ||
+        s->n_globals > PP_GNN_MAX_FEAT || s->n_edges > INT32_MAX / 2)
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                          "%s: bad sizes (nodes %d, F %d, edges %d, Fe %d, G %d)", what, s->n_nodes,
+                          s->n_feat, s->n_edges, s->n_edge_feat, s->n_globals);
+    if (!s->x || !s->row_ptr || (s->n_edges > 0 && !s->col_idx) ||
+        ((size_t)s->n_edges * (size_t)s->n_edge_feat > 0 && !s->edge_feat) ||
+        (s->n_globals > 0 && !s->globals))
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: missing array", what);
+    if (s->row_ptr[0] != 0 || s->row_ptr[s->n_nodes] != s->n_edges)
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                          "%s: row_ptr must start at 0 and end at the edge count %d (got %d..%d)",
+                          what, s->n_edges, s->row_ptr[0], s->row_ptr[s->n_nodes]);
+    for (int i = 0; i < s->n_nodes; i++)
+        if (s->row_ptr[i + 1] < s->row_ptr[i])
+            return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: row_ptr decreases at node %d",
+                              what, i);
+    for (int k = 0; k < s->n_edges; k++)
+        if (s->col_idx[k] < 0 || s->col_idx[k] >= s->n_nodes)
+            return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                              "%s: edge %d names node %d of %d", what, k, s->col_idx[k], s->n_nodes);
+    size_t nx = (size_t)s->n_nodes * (size_t)s->n_feat;
+    for (size_t i = 0; i < nx; i++)
+        if (!isfinite(s->x[i]))
+            return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                              "%s: node %zu feature %zu is not finite", what, i / (size_t)s->n_feat,
+                              i % (size_t)s->n_feat);
+    size_t ne = (size_t)s->n_edges * (size_t)s->n_edge_feat;
+    for (size_t i = 0; i < ne; i++)
+        if (!isfinite(s->edge_feat[i]))
+            return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: edge %zu feature is not finite",
+                              what, i / (size_t)s->n_edge_feat);
+    for (int c = 0; c < s->n_globals; c++)
+        if (!isfinite(s->globals[c]))
+            return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: global %d is not finite", what, c);
+    for (int t = 0; t < PP_GNN_MAX_TARGETS; t++)
+        if (s->mask[t] && !isfinite(s->y[t]))
+            return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: target %d is not finite", what, t);
+    return PERFPRED_OK;
+}
+
+void pp_gnn_graph_clear(pp_gnn_graph *s)
+{
+    if (!s) return;
+    free(s->mem);
+    memset(s, 0, sizeof *s);
+}
+
+/* A runtime node: one that launches work (not folded at load, not shape arithmetic). */
+static int is_runtime(const pp_node *n) { return !n->feat.folded && n->feat.kind != PP_OPK_SHAPE; }
+
+static size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+perfpred_status pp_gnn_sample_from_graph(const pp_graph *g, const double *per_node_pred_ms,
+                                         const double *globals, int n_globals, pp_gnn_graph *out,
+                                         pp_err *err)
+{
+    if (!out) return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "gnn sample: out is NULL");
+    memset(out, 0, sizeof *out);
+    if (!g || !per_node_pred_ms || n_globals < 0 || n_globals > PP_GNN_MAX_FEAT ||
+        (n_globals > 0 && !globals))
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                          "gnn sample: needs a graph, per-node predictions and %d globals",
+                          n_globals);
+    const char *path = g->path ? g->path : "<graph>";
+    /* compact numbering of runtime nodes */
+    int *id = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof(int));
+    if (!id) return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", path);
+    int N = 0;
+    for (int i = 0; i < g->n_nodes; i++) id[i] = is_runtime(&g->nodes[i]) ? N++ : -1;
+    if (N == 0) {
+        free(id);
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: no runtime nodes (all folded)", path);
+    }
+    /* edges: for each runtime consumer, each distinct input tensor made by a runtime producer */
+    long E = 0;
+    for (int c = 0; c < g->n_nodes; c++) {
+        const pp_node *n = &g->nodes[c];
+        if (id[c] < 0) continue;
+        for (int i = 0; i < n->n_inputs; i++) {
+            int t = n->inputs[i], dup = 0;
+            if (t < 0 || g->tensors[t].producer < 0 || id[g->tensors[t].producer] < 0) continue;
+            for (int j = 0; j < i; j++) dup |= n->inputs[j] == t;
+            if (!dup) E++;
+        }
+    }
+    if (E > INT32_MAX / 2) {
+        free(id);
+        return pp_err_set(err, PERFPRED_ERR_UNSUPPORTED, "%s: %ld edges is too many", path, E);
+    }
+    const int F = PP_GNN_GRAPH_NODE_FEAT, Fe = PP_GNN_GRAPH_EDGE_FEAT;
+    size_t sz_x = align16((size_t)N * F * sizeof(float));
+    size_t sz_rp = align16((size_t)(N + 1) * sizeof(int));
+    size_t sz_ci = align16((size_t)(E ? E : 1) * sizeof(int));
+    size_t sz_ef = align16((size_t)(E ? E : 1) * Fe * sizeof(float));
+    size_t sz_u = align16((size_t)(n_globals ? n_globals : 1) * sizeof(float));
+    unsigned char *mem = calloc(1, sz_x + sz_rp + sz_ci + sz_ef + sz_u);
+    if (!mem) {
+        free(id);
+        return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", path);
+    }
+    float *x = (float *)mem;
+    int *row_ptr = (int *)(mem + sz_x);
+    int *col_idx = (int *)(mem + sz_x + sz_rp);
+    float *ef = (float *)(mem + sz_x + sz_rp + sz_ci);
+    float *u = (float *)(mem + sz_x + sz_rp + sz_ci + sz_ef);
+    perfpred_status st = PERFPRED_OK;
+    int k = 0;
+    for (int c = 0; c < g->n_nodes && !st; c++) {
+        const pp_node *n = &g->nodes[c];
+        int ic = id[c];
+        if (ic < 0) continue;
+        double ms = per_node_pred_ms[c];
+        if (!isfinite(ms) || ms < 0.0) {
+            st = pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                            "%s: node '%s': per-node prediction %g ms is not a finite value >= 0",
+                            path, n->name, ms);
+            break;
+        }
+        float *xi = x + (size_t)ic * F;
+        pp_feat_vector(&n->feat, xi);
+        if ((int)n->feat.kind >= 0 && n->feat.kind < PP_OPK__COUNT)
+            xi[PP_FEATVEC_LEN + n->feat.kind] = 1.0f;
+        xi[PP_FEATVEC_LEN + PP_OPK__COUNT] = (float)log1p(1000.0 * ms);
+        row_ptr[ic] = k;
+        for (int i = 0; i < n->n_inputs; i++) {
+            int t = n->inputs[i], dup = 0;
+            if (t < 0 || g->tensors[t].producer < 0 || id[g->tensors[t].producer] < 0) continue;
+            for (int j = 0; j < i; j++) dup |= n->inputs[j] == t;
+            if (dup) continue;
+            int64_t bytes = pp_tensor_bytes(&g->tensors[t]);
+            if (bytes < 0) {
+                st = pp_err_set(err, PERFPRED_ERR_SHAPE,
+                                "%s: node '%s': input tensor '%s' has an unknown size", path,
+                                n->name, g->tensors[t].name);
+                break;
+            }
+            col_idx[k] = id[g->tensors[t].producer];
+            ef[k] = (float)log2(1.0 + (double)bytes);
+            k++;
+        }
+    }
+    free(id);
+    if (st) {
+        free(mem);
+        return st;
+    }
+    PP_ASSERT(k == E);
+    row_ptr[N] = k;
+    for (int c = 0; c < n_globals; c++) {
+        if (!isfinite(globals[c])) {
+            free(mem);
+            return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: global feature %d is not finite",
+                              path, c);
+        }
+        u[c] = (float)globals[c];
+    }
+    out->n_nodes = N;
+    out->n_feat = F;
+    out->n_edges = (int)E;
+    out->n_edge_feat = Fe;
+    out->n_globals = n_globals;
+    out->x = x;
+    out->row_ptr = row_ptr;
+    out->col_idx = col_idx;
+    out->edge_feat = ef;
+    out->globals = u;
+    out->mem = mem;
+    return PERFPRED_OK;
+}

@@ -1,0 +1,227 @@
+/* graph_gnn/: a graph-level GNN that predicts the log-ratio between a measured whole-network figure
+ * and the sum of per-layer predictions (latency, energy, memory), after SeerNet/PerfSeer: edge-aware
+ * messages with mean+max aggregation (SynMM), a global node read by every node update (GNPB), a
+ * mean+max+global readout and one small MLP head per target. Written in the manner of kann: flat
+ * parameter, gradient and Adam arrays; every op one function doing forward and backward; CSR
+ * adjacency; an explicit seeded RNG; OpenBLAS sgemm for the dense products.
+ *
+ * The network (L layers, hidden width H; h^0 = standardized node features, g^0 = standardized
+ * global features; messages travel both ways along every producer->consumer edge, marked by a
+ * direction flag d: 0 = from a producer (in-neighbour), 1 = from a consumer (out-neighbour)):
+ *   msg_{j->i}  = W_e^l [h_j^l ; e_ji ; d_ji] + b_e^l          (e = standardized edge features)
+ *   m_i^l       = [ mean_{j in N(i)} msg_{j->i} ; max_{j in N(i)} msg_{j->i} ]  (0 if N(i) empty)
+ *   h_i^{l+1}   = relu(W^l [h_i^l ; m_i^l ; g^l] + b^l)
+ *   g^{l+1}     = relu(W_g^l [g^l ; mean_i h_i^{l+1} ; max_i h_i^{l+1}] + b_g^l)
+ *   r           = [ mean_i h_i^L ; max_i h_i^L ; g^L ]
+ *   o_t         = w2_t . relu(W1_t r + b1_t) + b2_t          (standardized target t)
+ *   prediction_t = y_mean_t + y_std_t * o_t
+ *   loss        = sum_{graphs b, targets t present} (o_bt - (y_bt - y_mean_t) / y_std_t)^2
+ *                 / (number of present (b, t))
+ *
+ * Flat parameter layout (float32, matrices row-major [out][in]); din_0 = F, dg_0 = G, and
+ * din_l = dg_l = H for l >= 1:
+ *   for l in 0..L-1:  W_e^l [H][din_l+Fe+1], b_e^l [H], W^l [H][din_l+2H+dg_l], b^l [H],
+ *                     W_g^l [H][dg_l+2H], b_g^l [H]
+ *   for t in 0..T-1:  W1_t [H][3H], b1_t [H], w2_t [H], b2_t [1]
+ * tests/gnn_reference.py builds the same network in PyTorch from this layout.
+ *
+ * Ownership: pp_gnn_new / pp_gnn_load return a model the caller frees with pp_gnn_free (NULL is a
+ * no-op). A pp_gnn_graph points at arrays its creator owns; pp_gnn_sample_from_graph allocates one
+ * block that pp_gnn_graph_clear frees. pp_gnn_forward only reads the model and allocates its own
+ * scratch: concurrent forwards on one model are safe. pp_gnn_train and pp_gnn_loss_grad write the
+ * model and set OpenBLAS's (process-wide) thread count. */
+#ifndef PP_GRAPH_GNN_H
+#define PP_GRAPH_GNN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "graph/graph.h"
+#include "util/util.h"
+
+#define PP_GNN_MAX_TARGETS 3   /* latency, energy, memory */
+#define PP_GNN_MAX_LAYERS 8
+#define PP_GNN_MAX_HIDDEN 1024
+#define PP_GNN_MAX_FEAT 4096   /* bound on F, Fe and G */
+/* Node features of pp_gnn_sample_from_graph: [pp_feat_vector | one-hot op kind |
+ * log(1 + per-node prediction in microseconds)]. */
+#define PP_GNN_GRAPH_NODE_FEAT (PP_FEATVEC_LEN + PP_OPK__COUNT + 1)
+#define PP_GNN_GRAPH_EDGE_FEAT 1 /* log2(1 + tensor bytes) */
+
+typedef struct pp_gnn_params {
+    int layers;          /* L, message-passing layers: default 3 */
+    int hidden;          /* H: default 32 */
+    double lr;           /* Adam step size: default 1e-3 (beta1 0.9, beta2 0.999, eps 1e-8) */
+    double weight_decay; /* decoupled (AdamW) decay per step, times lr: default 0 */
+    int epochs;          /* maximum passes over the training split: default 300 */
+    int batch;           /* graphs per minibatch: default 16 */
+    int patience;        /* stop after this many epochs without a better validation error: 30 */
+    uint64_t seed;       /* initialization and minibatch shuffling: default 1 */
+    int nthreads;        /* OpenBLAS threads during training: default 1 (0 = leave as set) */
+    perfpred_log_fn log; /* per-epoch progress at PERFPRED_LOG_DEBUG; NULL = silent */
+    void *log_user;
+} pp_gnn_params;
+
+pp_gnn_params pp_gnn_default_params(void);
+/* Rejects out-of-range values, naming the field. */
+perfpred_status pp_gnn_check_params(const pp_gnn_params *p, pp_err *err);
+
+/* One sample: a whole network. Edges are stored by consumer (CSR): the producers of node i are
+ * col_idx[row_ptr[i] .. row_ptr[i+1]-1], and edge k has features edge_feat[k*n_edge_feat ..]. */
+typedef struct pp_gnn_graph {
+    int n_nodes, n_feat;         /* N >= 1, F */
+    int n_edges, n_edge_feat;    /* E >= 0, Fe */
+    int n_globals;               /* G */
+    const float *x;              /* [N][F] node features */
+    const int *row_ptr;          /* [N+1], row_ptr[0] = 0, nondecreasing, row_ptr[N] = E */
+    const int *col_idx;          /* [E] producer node of each edge, 0 <= j < N */
+    const float *edge_feat;      /* [E][Fe] (may be NULL when E*Fe = 0) */
+    const float *globals;        /* [G] (may be NULL when G = 0) */
+    float y[PP_GNN_MAX_TARGETS];         /* targets: log(measured / layer-sum) */
+    unsigned char mask[PP_GNN_MAX_TARGETS]; /* 1 where y[t] is present */
+    void *mem;                   /* block owned by the sample (pp_gnn_graph_clear), or NULL */
+} pp_gnn_graph;
+
+/* Builds a sample from a shape-inferred, featurized graph: one GNN node per runtime node (folded
+ * and shape-kind nodes skipped, the rest numbered in g->nodes order), features pp_feat_vector(node),
+ * a one-hot of its pp_op_kind, then log(1 + 1000 * per_node_pred_ms[node]) (per_node_pred_ms
+ * indexes g->nodes; each runtime node's prediction must be finite and >= 0); one edge per
+ * (producer, distinct input tensor, consumer) between runtime nodes with feature
+ * log2(1 + tensor bytes); globals copied (n_globals may be 0). Targets are left absent (mask 0)
+ * for the caller to set. Free with pp_gnn_graph_clear. */
+perfpred_status pp_gnn_sample_from_graph(const pp_graph *g, const double *per_node_pred_ms,
+                                         const double *globals, int n_globals, pp_gnn_graph *out,
+                                         pp_err *err);
+void pp_gnn_graph_clear(pp_gnn_graph *s); /* frees s->mem and zeroes s; NULL is a no-op */
+/* Structural check: sizes, CSR order and bounds, finite values. `what` names it in errors. */
+perfpred_status pp_gnn_graph_check(const pp_gnn_graph *s, const char *what, pp_err *err);
+
+/* What training achieved; errors are in target units (log-ratios), over present targets only. */
+typedef struct pp_gnn_report {
+    int n_train, n_val;
+    int epochs_run;                  /* epochs completed */
+    int best_epoch;                  /* 1-based epoch whose weights were kept */
+    double train_mse;                /* masked MSE of the kept weights on the training split */
+    double val_mse;                  /* same on the validation split; -1 without one */
+    double val_rmse[PP_GNN_MAX_TARGETS]; /* per target; -1 where no validation value is present */
+} pp_gnn_report;
+
+typedef struct pp_gnn_layer_off {
+    int din, dg;                 /* input widths of h^l and g^l */
+    size_t we, be, w, b, wg, bg; /* offsets into the flat parameter array */
+} pp_gnn_layer_off;
+
+typedef struct pp_gnn_head_off {
+    size_t w1, b1, w2, b2;
+} pp_gnn_head_off;
+
+/* The model. Fields are readable by the module and its tests; change them only through the API
+ * (tests write w directly to load reference weights). */
+typedef struct pp_gnn {
+    int n_feat, n_edge_feat, n_globals, n_targets;  /* F, Fe, G, T */
+    pp_gnn_params params;                           /* layers, hidden and the training settings */
+    size_t n_params;
+    float *w, *grad, *adam_m, *adam_v;              /* [n_params] each */
+    long adam_t;                                    /* Adam steps taken */
+    pp_gnn_layer_off layer[PP_GNN_MAX_LAYERS];
+    pp_gnn_head_off head[PP_GNN_MAX_TARGETS];
+    /* standardization: z = (v - mean) / std; identity (0, 1) until training sets them */
+    float *x_mean, *x_std;                          /* [F] */
+    float *e_mean, *e_std;                          /* [Fe] */
+    float *u_mean, *u_std;                          /* [G] */
+    float y_mean[PP_GNN_MAX_TARGETS], y_std[PP_GNN_MAX_TARGETS];
+    int trained;                                    /* report is valid */
+    pp_gnn_report report;
+} pp_gnn;
+
+/* Allocates a model for F node, Fe edge and G global features and T targets (1..3) and initializes
+ * its weights from params->seed (He-uniform, biases 0). NULL params = defaults. */
+perfpred_status pp_gnn_new(int n_feat, int n_edge_feat, int n_globals, int n_targets,
+                           const pp_gnn_params *params, pp_gnn **out, pp_err *err);
+void pp_gnn_free(pp_gnn *gnn);
+/* Re-initializes weights (and clears Adam state) from seed. */
+void pp_gnn_init_weights(pp_gnn *gnn, uint64_t seed);
+
+/* Predicts every target of one sample (in target units: log-ratios). */
+perfpred_status pp_gnn_forward(const pp_gnn *gnn, const pp_gnn_graph *s, double *out, pp_err *err);
+
+/* Zeroes gnn->grad, then accumulates the gradient of the masked MSE over samples[idx[0..n-1]]
+ * (idx NULL: samples 0..n-1) and stores that loss (standardized units) in *loss. */
+perfpred_status pp_gnn_loss_grad(pp_gnn *gnn, const pp_gnn_graph *samples, const int *idx, int n,
+                                 double *loss, pp_err *err);
+
+/* Trains on samples[train_idx[..]] with early stopping on samples[val_idx[..]] (n_val may be 0:
+ * then all epochs run and the last weights are kept). Standardization statistics come from the
+ * training split; weights are re-initialized from gnn->params.seed, so the result depends only on
+ * the data, the params and the OpenBLAS thread count. Fills gnn->report (and *report if given). */
+perfpred_status pp_gnn_train(pp_gnn *gnn, const pp_gnn_graph *samples, int n_samples,
+                             const int *train_idx, int n_train, const int *val_idx, int n_val,
+                             pp_gnn_report *report, pp_err *err);
+
+/* ---- save / load (gnn_io.c) ----
+ * Weights file, little-endian:
+ *   0   char[8]  magic "PPGNNWTS"
+ *   8   u32      version (1)
+ *   12  u32      header bytes (48)
+ *   16  u32 F, 20 u32 Fe, 24 u32 G, 28 u32 T, 32 u32 L, 36 u32 H, 40 u32 n_params
+ *   44  u32      flags (bit 0: trained)
+ *   48  f32      x_mean[F] x_std[F] e_mean[Fe] e_std[Fe] u_mean[G] u_std[G] y_mean[T] y_std[T]
+ *       f32      params[n_params] (layout above)
+ *   end u64      FNV-1a 64 of every preceding byte
+ * Manifest (JSON): format "perfpred-gnn", version 1, the weights file's name, size and FNV-1a,
+ * architecture (dims, layers, hidden, n_params), training settings, the data and split
+ * descriptions and the report (epochs, best epoch, train/validation errors). */
+typedef struct pp_gnn_provenance {
+    const char *data;   /* where the training measurements come from (device, runtime, files) */
+    const char *split;  /* how train/validation were chosen */
+    const char *target_names[PP_GNN_MAX_TARGETS]; /* e.g. "latency"; NULL entries are omitted */
+} pp_gnn_provenance;
+
+/* Writes weights_path and (if not NULL) manifest_path, each atomically. prov may be NULL: the
+ * manifest then records empty data and split descriptions. */
+perfpred_status pp_gnn_save(const pp_gnn *gnn, const char *weights_path, const char *manifest_path,
+                            const pp_gnn_provenance *prov, pp_err *err);
+/* Reads a weights file; with a manifest, also checks that it describes this file (name, size,
+ * checksum, dims) and restores params and report from it. */
+perfpred_status pp_gnn_load(const char *weights_path, const char *manifest_path, pp_gnn **out,
+                            pp_err *err);
+
+/* ---- ops (gnn_ops.c), exposed for gradient checks ----
+ * Each op does forward (backward = 0) or backward (backward = 1). Backward passes accumulate (+=)
+ * into the gradients of their inputs unless noted; matrices are row-major with the given leading
+ * dimensions, so ops read and write column blocks of wider buffers in place. */
+
+/* y[m][n] = x[m][k] w[n][k]^T + b   (b may be NULL)
+ * backward: dw += dy^T x, db += sum_rows dy, dx += dy w   (dx, db may be NULL) */
+void pp_gnn_op_linear(int backward, int m, int k, int n, const float *x, float *dx, int ldx,
+                      const float *w, float *dw, int ldw, const float *b, float *db, float *y,
+                      const float *dy, int ldy);
+/* y = max(y, 0) in place; backward: dy *= [y > 0] in place (dL/dy becomes dL/dpre) */
+void pp_gnn_op_relu(int backward, int m, int n, float *y, float *dy, int ld);
+/* m_i = [mean_{s in slots(i)} (P[nb_s] + Q_s) ; max_s (P[nb_s] + Q_s)], 0 for a node without
+ * slots; argmax[i*h + c] keeps the winning slot (-1 when none).
+ * backward: dQ_s += dM_mean[i]/deg_i + [s = argmax] dM_max[i]; dP[nb_s] += the same. */
+void pp_gnn_op_aggregate(int backward, int n_nodes, int h, const int *slot_ptr, const int *slot_nb,
+                         const float *P, float *dP, const float *Q, float *dQ, float *M,
+                         const float *dM, int ldm, int *argmax);
+/* out = [mean_i X[i] ; max_i X[i]] over n rows of width h; argmax[c] keeps the winning row.
+ * backward: dX[i] += dout_mean/n + [i = argmax] dout_max. */
+void pp_gnn_op_pool(int backward, int n, int h, const float *X, float *dX, int ldx, float *out,
+                    const float *dout, int *argmax);
+/* C[i][0..d) = g for n rows; backward: dg += sum_i dC[i][0..d). */
+void pp_gnn_op_broadcast(int backward, int n, int d, const float *g, float *dg, float *C,
+                         const float *dC, int ldc);
+/* returns scale * sum_t mask_t (o_t - y_t)^2; backward: do_t += 2 scale mask_t (o_t - y_t) */
+double pp_gnn_op_mse(int backward, int t, const float *o, float *d_o, const float *y,
+                     const unsigned char *mask, double scale);
+
+/* xoshiro256** seeded through splitmix64: the only randomness in the module. */
+typedef struct pp_gnn_rng {
+    uint64_t s[4];
+} pp_gnn_rng;
+void pp_gnn_rng_seed(pp_gnn_rng *r, uint64_t seed);
+uint64_t pp_gnn_rng_next(pp_gnn_rng *r);
+double pp_gnn_rng_uniform(pp_gnn_rng *r);  /* [0, 1) with 53 random bits */
+int pp_gnn_rng_below(pp_gnn_rng *r, int n); /* uniform in [0, n), n >= 1, unbiased */
+
+#endif

@@ -1,0 +1,102 @@
+/* predictor/calib.c: the calibrated side of a prediction: loads each descriptor's layer models
+ * (configs/<artifacts>/manifest.json + .ubj regressors) once at context open, and answers which
+ * device's models stand for a given device (itself, its MIG parent, or its calibration_from). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "layer_models/layer_models.h"
+#include "predictor/calib.h"
+
+typedef struct calib_entry {
+    const pp_device *dev;
+    pp_layer_models *lm;
+} calib_entry;
+
+struct pp_calib {
+    const pp_device_db *db;
+    int n;
+    calib_entry *e;
+};
+
+perfpred_status pp_calib_open(const pp_device_db *db, const char *config_dir, pp_calib **out,
+                              pp_err *err)
+{
+    *out = NULL;
+    pp_calib *c = calloc(1, sizeof *c);
+    int nd = pp_devices_count(db);
+    if (!c || !(c->e = calloc((size_t)nd + 1, sizeof *c->e))) {
+        free(c);
+        return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+    }
+    c->db = db;
+    for (int i = 0; i < nd; i++) {
+        const pp_device *d = pp_devices_at(db, i);
+        if (!d->artifacts_dir) continue;
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s/%s", config_dir, d->artifacts_dir);
+        pp_layer_models *lm = NULL;
+        perfpred_status st = pp_layer_models_load(dir, &lm, err);
+        if (st == PERFPRED_ERR_IO) {
+            /* a descriptor may name the folder before anything was calibrated into it */
+            pp_err_clear(err);
+            continue;
+        }
+        if (st) {
+            pp_calib_close(c);
+            return st;
+        }
+        c->e[c->n].dev = d;
+        c->e[c->n].lm = lm;
+        c->n++;
+    }
+    *out = c;
+    return PERFPRED_OK;
+}
+
+void pp_calib_close(pp_calib *c)
+{
+    if (!c) return;
+    for (int i = 0; i < c->n; i++) pp_layer_models_free(c->e[i].lm);
+    free(c->e);
+    free(c);
+}
+
+static const calib_entry *entry_of(const pp_calib *c, const pp_device *d)
+{
+    for (int i = 0; c && d && i < c->n; i++)
+        if (c->e[i].dev == d) return &c->e[i];
+    return NULL;
+}
+
+const pp_device *pp_calib_source_device(const pp_calib *c, const pp_device *d, const char **source)
+{
+    if (!c || !d) return NULL;
+    const pp_device *cand[3] = {d, NULL, NULL};
+    int n = 1;
+    if (d->is_mig && d->parent) {
+        cand[n++] = d->parent;
+        if (d->parent->calibration_from)
+            cand[n++] = pp_devices_find(c->db, d->parent->calibration_from);
+    } else if (d->calibration_from) {
+        cand[n++] = pp_devices_find(c->db, d->calibration_from);
+    }
+    for (int i = 0; i < n; i++) {
+        const calib_entry *e = entry_of(c, cand[i]);
+        if (e) {
+            if (source) *source = pp_layer_models_source(e->lm);
+            return e->dev;
+        }
+    }
+    return NULL;
+}
+
+int pp_calib_node_ms(const pp_calib *c, const pp_device *d, const pp_node_feat *f, double *ms)
+{
+    const calib_entry *e = entry_of(c, d);
+    if (!e) return 0;
+    pp_err err = {0};
+    double v = 0;
+    if (pp_layer_models_predict(e->lm, f, PP_LM_LATENCY, &v, &err) != PP_LM_OK) return 0;
+    *ms = v;
+    return 1;
+}

@@ -1,0 +1,26 @@
+/* predictor/calib.h: the calibrated side of a prediction: which devices have trained layer
+ * models (their own, or through the device they derive from) and the per-kernel answers. */
+#ifndef PP_CALIB_H
+#define PP_CALIB_H
+
+#include "devices/devices.h"
+#include "graph/graph.h"
+
+typedef struct pp_calib pp_calib;
+
+/* Loads the layer models of every descriptor in db that names an artifacts directory under
+ * config_dir. A descriptor without artifacts is not an error; a corrupt artifact is. */
+perfpred_status pp_calib_open(const pp_device_db *db, const char *config_dir, pp_calib **out,
+                              pp_err *err);
+void pp_calib_close(pp_calib *c);
+
+/* The device whose layer models answer for d: d itself, its MIG parent, or the descriptor it is
+ * scaled from; NULL when none is calibrated. *source names the models' training data. */
+const pp_device *pp_calib_source_device(const pp_calib *c, const pp_device *d,
+                                        const char **source);
+
+/* Latency in ms of a node on calibrated device d (d must have models: pp_calib_source_device(d)
+ * == d). Returns 1 when a model for the node's op kind answered, 0 otherwise. Thread-safe. */
+int pp_calib_node_ms(const pp_calib *c, const pp_device *d, const pp_node_feat *f, double *ms);
+
+#endif

@@ -1,0 +1,471 @@
+/* predictor/predictor.c: the public prediction API. A context owns the device descriptors and the
+ * calibrated layer models; a prediction groups a model's nodes into kernels by the runtime's
+ * fusion rules, times each kernel (calibrated where a layer model answers, roofline otherwise,
+ * scaled from the source device for MIG slices), and adds memory and energy. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "predictor/calib.h"
+#include "predictor/predictor.h"
+
+struct perfpred_ctx {
+    pp_device_db *db;
+    pp_calib *calib;
+    char *config_dir;
+    pp_logger log;
+};
+
+perfpred_ctx_params perfpred_ctx_default_params(void)
+{
+    perfpred_ctx_params p = {0};
+    return p;
+}
+
+static void copy_err(const pp_err *e, char *buf, size_t len)
+{
+    if (buf && len) snprintf(buf, len, "%s", e->msg);
+}
+
+perfpred_ctx *perfpred_ctx_open(const perfpred_ctx_params *params, perfpred_status *status,
+                                char *errbuf, size_t errbuf_len)
+{
+    perfpred_ctx_params p = params ? *params : perfpred_ctx_default_params();
+    pp_err err = {0};
+    perfpred_ctx *ctx = calloc(1, sizeof *ctx);
+    perfpred_status st = PERFPRED_OK;
+    if (!ctx) {
+        st = pp_err_set(&err, PERFPRED_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    ctx->log.fn = p.log;
+    ctx->log.user = p.log_user;
+    const char *dir = p.config_dir ? p.config_dir : pp_default_config_dir();
+    ctx->config_dir = strdup(dir);
+    if (!ctx->config_dir) {
+        st = pp_err_set(&err, PERFPRED_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    char devdir[4096];
+    snprintf(devdir, sizeof devdir, "%s/devices", dir);
+    st = pp_devices_load_dir(devdir, &ctx->db, &err);
+    if (st) goto fail;
+    st = pp_calib_open(ctx->db, dir, &ctx->calib, &err);
+    if (st) goto fail;
+    pp_log(&ctx->log, PERFPRED_LOG_INFO, "loaded %d device descriptors from %s",
+           pp_devices_count(ctx->db), devdir);
+    if (status) *status = PERFPRED_OK;
+    return ctx;
+fail:
+    if (status) *status = st;
+    copy_err(&err, errbuf, errbuf_len);
+    perfpred_ctx_close(ctx);
+    return NULL;
+}
+
+void perfpred_ctx_close(perfpred_ctx *ctx)
+{
+    if (!ctx) return;
+    pp_calib_close(ctx->calib);
+    pp_devices_free(ctx->db);
+    free(ctx->config_dir);
+    free(ctx);
+}
+
+void perfpred_free(void *p) { free(p); }
+
+const char *perfpred_provenance_str(perfpred_provenance p)
+{
+    switch (p) {
+    case PERFPRED_PROV_ESTIMATE: return "estimate";
+    case PERFPRED_PROV_CALIBRATED: return "calibrated";
+    case PERFPRED_PROV_MIXED: return "mixed";
+    default: return "unavailable";
+    }
+}
+
+perfpred_predict_params perfpred_predict_default_params(void)
+{
+    perfpred_predict_params p = {0};
+    return p;
+}
+
+/* ------------------------------------------------------------------ devices ---- */
+
+static int mig_max_instances(const pp_device *d)
+{
+    if (!d->is_mig || d->mig_compute_slices <= 0 || d->mig_memory_slices <= 0) return 0;
+    int a = d->mig_total_compute / d->mig_compute_slices;
+    int b = d->mig_total_memory / d->mig_memory_slices;
+    return a < b ? a : b;
+}
+
+static void fill_info(const perfpred_ctx *ctx, const pp_device *d, perfpred_device_info *o)
+{
+    memset(o, 0, sizeof *o);
+    o->name = d->name;
+    o->description = d->description;
+    o->kind = pp_device_kind_name(d->kind);
+    o->parent = d->parent ? d->parent->name : NULL;
+    o->mig_profile = d->mig_profile;
+    o->mig_compute_slices = d->mig_compute_slices;
+    o->mig_memory_slices = d->mig_memory_slices;
+    o->mig_max_instances = mig_max_instances(d);
+    o->memory_gb = d->memory_gb;
+    double tf = d->peak_tflops[d->runtime_precision];
+    o->peak_tflops = tf > 0 ? tf : d->peak_tflops[PP_PREC_FP32];
+    o->memory_bandwidth_gbs = d->memory_bandwidth_gbs;
+    o->runtime = d->runtime_framework;
+    o->precision = pp_precision_name(d->runtime_precision);
+    const char *src = NULL;
+    o->calibrated_latency = pp_calib_source_device(ctx->calib, d, &src) != NULL;
+    o->calibration_source = o->calibrated_latency ? src : NULL;
+}
+
+int perfpred_device_count(const perfpred_ctx *ctx) { return ctx ? pp_devices_count(ctx->db) : 0; }
+
+perfpred_status perfpred_device_at(const perfpred_ctx *ctx, int i, perfpred_device_info *out)
+{
+    if (!ctx || !out || i < 0 || i >= pp_devices_count(ctx->db)) return PERFPRED_ERR_INVALID_ARG;
+    fill_info(ctx, pp_devices_at(ctx->db, i), out);
+    return PERFPRED_OK;
+}
+
+perfpred_status perfpred_device_find(const perfpred_ctx *ctx, const char *name,
+                                     perfpred_device_info *out)
+{
+    if (!ctx || !name || !out) return PERFPRED_ERR_INVALID_ARG;
+    const pp_device *d = pp_devices_find(ctx->db, name);
+    if (!d) return PERFPRED_ERR_DEVICE;
+    fill_info(ctx, d, out);
+    return PERFPRED_OK;
+}
+
+char *perfpred_device_describe(const perfpred_ctx *ctx, const char *name)
+{
+    if (!ctx || !name) return NULL;
+    const pp_device *d = pp_devices_find(ctx->db, name);
+    return d ? pp_device_to_yaml(d) : NULL;
+}
+
+/* ------------------------------------------------------------------ kernels ---- */
+
+/* Consumers of each tensor in CSR form, built once per prediction. */
+typedef struct consumers {
+    int *off, *idx;
+} consumers;
+
+static int consumers_build(const pp_graph *g, consumers *c)
+{
+    c->off = calloc((size_t)g->n_tensors + 1, sizeof *c->off);
+    if (!c->off) return -1;
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int k = 0; k < g->nodes[i].n_inputs; k++)
+            if (g->nodes[i].inputs[k] >= 0) c->off[g->nodes[i].inputs[k] + 1]++;
+    for (int t = 0; t < g->n_tensors; t++) c->off[t + 1] += c->off[t];
+    c->idx = malloc(((size_t)c->off[g->n_tensors] + 1) * sizeof *c->idx);
+    int *fill = calloc((size_t)g->n_tensors + 1, sizeof *fill);
+    if (!c->idx || !fill) {
+        free(fill);
+        return -1;
+    }
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int k = 0; k < g->nodes[i].n_inputs; k++) {
+            int t = g->nodes[i].inputs[k];
+            if (t >= 0) c->idx[c->off[t] + fill[t]++] = i;
+        }
+    free(fill);
+    return 0;
+}
+
+static void consumers_free(consumers *c)
+{
+    free(c->off);
+    free(c->idx);
+}
+
+static int runs_no_kernel(const pp_node *n)
+{
+    return n->feat.folded || n->feat.kind == PP_OPK_SHAPE || n->feat.kind == PP_OPK_RESHAPE;
+}
+
+/* Length of the longest fusion rule that matches a chain starting at node i: each next node is
+ * the single consumer of the previous node's first output and has the rule's op type. */
+static int match_fusion(const pp_graph *g, const consumers *c, const pp_device *d,
+                        const unsigned char *taken, int i, int *chain)
+{
+    int best = 1;
+    chain[0] = i;
+    for (int r = 0; r < d->n_fusion; r++) {
+        const pp_fusion_rule *rule = &d->fusion[r];
+        if (rule->len <= best || strcmp(rule->ops[0], g->nodes[i].op_type) != 0) continue;
+        int tmp[PP_DEV_MAX_FUSION_LEN], cur = i, ok = 1;
+        tmp[0] = i;
+        for (int s = 1; s < rule->len && ok; s++) {
+            int t = g->nodes[cur].n_outputs > 0 ? g->nodes[cur].outputs[0] : -1;
+            if (t < 0 || (g->tensors[t].flags & PP_T_GRAPH_OUTPUT) ||
+                c->off[t + 1] - c->off[t] != 1) {
+                ok = 0;
+                break;
+            }
+            int nx = c->idx[c->off[t]];
+            if (taken[nx] || strcmp(g->nodes[nx].op_type, rule->ops[s]) != 0) ok = 0;
+            tmp[s] = cur = nx;
+        }
+        if (ok) {
+            best = rule->len;
+            memcpy(chain, tmp, (size_t)best * sizeof *chain);
+        }
+    }
+    return best;
+}
+
+typedef struct kernel_acc {
+    double flops, bytes, ai, blocks;
+    pp_op_kind kind;
+} kernel_acc;
+
+/* Figures of a fused chain: flops add up; bytes are what the chain reads and writes outside
+ * itself (the intermediate tensors stay on chip). */
+static void chain_figures(const pp_graph *g, const int *chain, int len, double byte_factor,
+                          kernel_acc *k)
+{
+    memset(k, 0, sizeof *k);
+    const pp_node_feat *f0 = &g->nodes[chain[0]].feat;
+    k->kind = f0->kind;
+    k->blocks = pp_kernel_blocks(f0);
+    for (int s = 0; s < len; s++) {
+        const pp_node_feat *f = &g->nodes[chain[s]].feat;
+        k->flops += f->flops;
+        k->bytes += f->in_bytes + f->out_bytes + f->param_bytes;
+        if (s > 0) {
+            int t = g->nodes[chain[s - 1]].outputs[0];
+            double tb = (double)pp_tensor_bytes(&g->tensors[t]);
+            if (tb > 0) k->bytes -= 2 * tb;
+        }
+    }
+    k->bytes *= byte_factor;
+    if (k->bytes < 0) k->bytes = 0;
+    k->ai = k->bytes > 0 ? k->flops / k->bytes : 0;
+}
+
+/* Energy of one kernel under the board power model: P = idle + (max - idle) * u, with u the
+ * kernel's busy fraction (roofline time over predicted time, at most 1). */
+static double kernel_energy_mj(const pp_device *d, double t_ms, double roof_ms)
+{
+    double u = t_ms > 0 ? fmin(1.0, roof_ms / t_ms) : 0;
+    double p = d->idle_power_w + (d->max_power_w - d->idle_power_w) * u;
+    return p * t_ms; /* W * ms = mJ */
+}
+
+static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
+                                     const pp_device *d, const perfpred_predict_params *pp,
+                                     perfpred_prediction *out, pp_err *err)
+{
+    memset(out, 0, sizeof *out);
+    out->device = d->name;
+    out->batch = 1;
+    if (g->n_inputs > 0 && g->tensors[g->inputs[0]].rank > 0)
+        out->batch = g->tensors[g->inputs[0]].dims[0];
+
+    const char *calib_src = NULL;
+    const pp_device *src = pp_calib_source_device(ctx->calib, d, &calib_src);
+    /* kernels are timed on the device whose figures or models we trust most, then scaled */
+    const pp_device *timed_on = src ? src : (d->is_mig && d->parent ? d->parent : d);
+    double bf = pp_precision_byte_factor(d);
+
+    consumers c = {0};
+    unsigned char *taken = calloc((size_t)g->n_nodes + 1, 1);
+    if (!taken || consumers_build(g, &c)) {
+        free(taken);
+        consumers_free(&c);
+        return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+    }
+    double total_ms = 0, energy_mj = 0;
+    int nk = 0, ncal = 0, untimed = 0;
+    /* a roofline needs both figures of the device the kernels are timed on */
+    int can_roof = timed_on->peak_tflops[PP_PREC_FP32] > 0 && timed_on->memory_bandwidth_gbs > 0 &&
+                   d->peak_tflops[PP_PREC_FP32] > 0 && d->memory_bandwidth_gbs > 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (taken[i] || runs_no_kernel(&g->nodes[i])) continue;
+        int chain[PP_DEV_MAX_FUSION_LEN];
+        int len = match_fusion(g, &c, d, taken, i, chain);
+        for (int s = 0; s < len; s++) taken[chain[s]] = 1;
+        kernel_acc k;
+        chain_figures(g, chain, len, bf, &k);
+
+        int mb = 0;
+        double roof_src = pp_roofline_ms(timed_on, k.kind, k.flops, k.bytes, &mb);
+        double t = roof_src, cal_ms = 0;
+        int calibrated = 0;
+        if (src && pp_calib_node_ms(ctx->calib, src, &g->nodes[chain[0]].feat, &cal_ms)) {
+            /* fused followers of a calibrated kernel ride along in its epilogue */
+            t = cal_ms;
+            calibrated = 1;
+        }
+        if (!calibrated && !can_roof) untimed++;
+        if (timed_on != d) {
+            /* scale the kernel's work, not its launch: each device adds its own overhead */
+            double launch_src = timed_on->launch_overhead_us * 1e-3;
+            double work = t > launch_src ? t - launch_src : 0;
+            t = pp_scale_kernel_time(work, timed_on, d, k.ai, k.blocks) +
+                d->launch_overhead_us * 1e-3;
+        }
+        double roof_d = pp_roofline_ms(d, k.kind, k.flops, k.bytes, &mb);
+        total_ms += t;
+        if (d->max_power_w > 0) energy_mj += kernel_energy_mj(d, t, roof_d);
+        if (pp->kernels && nk < pp->kernels_cap) {
+            perfpred_kernel *K = &pp->kernels[nk];
+            memset(K, 0, sizeof *K);
+            K->first_node = chain[0];
+            K->n_nodes = len;
+            size_t off = 0;
+            for (int s = 0; s < len && off < sizeof K->ops - 1; s++)
+                off += (size_t)snprintf(K->ops + off, sizeof K->ops - off, "%s%s", s ? "+" : "",
+                                        g->nodes[chain[s]].op_type);
+            K->kind = pp_op_kind_name(k.kind);
+            K->latency_ms = t;
+            K->flops = k.flops;
+            K->bytes = k.bytes;
+            K->memory_bound = mb;
+            K->prov = calibrated ? PERFPRED_PROV_CALIBRATED : PERFPRED_PROV_ESTIMATE;
+        }
+        nk++;
+        ncal += calibrated;
+    }
+    free(taken);
+    consumers_free(&c);
+    if (pp->n_kernels) *pp->n_kernels = nk;
+
+    out->n_kernels = nk;
+    out->n_calibrated_kernels = ncal;
+    out->latency_ms.value = total_ms;
+    if (untimed) {
+        out->latency_ms.value = NAN;
+        out->latency_ms.prov = PERFPRED_PROV_UNAVAILABLE;
+        out->latency_ms.source = "the device is not calibrated and its descriptor lacks "
+                                 "peak_tflops.fp32 or memory_bandwidth_gbs for a roofline";
+    } else if (ncal == 0) {
+        out->latency_ms.prov = PERFPRED_PROV_ESTIMATE;
+        out->latency_ms.source = "roofline estimate from the device descriptor (uncalibrated)";
+    } else if (ncal == nk) {
+        out->latency_ms.prov = PERFPRED_PROV_CALIBRATED;
+        out->latency_ms.source = calib_src;
+    } else {
+        out->latency_ms.prov = PERFPRED_PROV_MIXED;
+        out->latency_ms.source = calib_src;
+    }
+
+    if (d->max_power_w > 0 && !untimed) {
+        out->energy_mj.value = energy_mj;
+        out->energy_mj.prov = PERFPRED_PROV_ESTIMATE;
+        out->energy_mj.source = "board power model idle + (max - idle) x roofline utilisation "
+                                "(uncalibrated)";
+    } else {
+        out->energy_mj.value = NAN;
+        out->energy_mj.prov = PERFPRED_PROV_UNAVAILABLE;
+        out->energy_mj.source = untimed ? "no latency to integrate power over"
+                                        : "the descriptor states no board power";
+    }
+
+    out->weights_bytes = (double)g->totals.param_bytes * bf;
+    out->activations_bytes = (double)g->totals.peak_activation_bytes * bf;
+    out->workspace_bytes = d->workspace_mb * 1048576.0;
+    out->runtime_bytes = d->runtime_memory_overhead_mb * 1048576.0;
+    out->peak_memory_bytes.value =
+        out->weights_bytes + out->activations_bytes + out->workspace_bytes + out->runtime_bytes;
+    out->peak_memory_bytes.prov = PERFPRED_PROV_ESTIMATE;
+    out->peak_memory_bytes.source =
+        "weights + peak live activations + runtime workspace and overhead (uncalibrated)";
+    out->memory_capacity_bytes = d->memory_gb * 1073741824.0; /* descriptors state GiB */
+    out->fits_in_memory =
+        d->memory_gb <= 0 || out->peak_memory_bytes.value <= out->memory_capacity_bytes;
+    return PERFPRED_OK;
+}
+
+perfpred_status perfpred_predict(const perfpred_ctx *ctx, const perfpred_model *m,
+                                 const char *device, const perfpred_predict_params *params,
+                                 perfpred_prediction *out, char *errbuf, size_t errbuf_len)
+{
+    pp_err err = {0};
+    perfpred_status st;
+    if (!ctx || !m || !device || !out) {
+        st = pp_err_set(&err, PERFPRED_ERR_INVALID_ARG, "perfpred_predict: NULL argument");
+    } else {
+        const pp_device *d = pp_devices_find(ctx->db, device);
+        if (!d) {
+            st = pp_err_set(&err, PERFPRED_ERR_DEVICE,
+                            "unknown device '%s' (perfpred devices lists them)", device);
+        } else {
+            perfpred_predict_params p = params ? *params : perfpred_predict_default_params();
+            st = predict_graph(ctx, pp_model_graph(m), d, &p, out, &err);
+        }
+    }
+    if (st) copy_err(&err, errbuf, errbuf_len);
+    return st;
+}
+
+/* ---------------------------------------------------------------------- MIG ---- */
+
+static int cmp_profiles(const void *a, const void *b)
+{
+    const perfpred_mig_option *x = a, *y = b;
+    if (x->device.memory_gb != y->device.memory_gb)
+        return x->device.memory_gb < y->device.memory_gb ? -1 : 1;
+    if (x->device.mig_compute_slices != y->device.mig_compute_slices)
+        return x->device.mig_compute_slices < y->device.mig_compute_slices ? -1 : 1;
+    return strcmp(x->device.name, y->device.name);
+}
+
+perfpred_status perfpred_mig_advise(const perfpred_ctx *ctx, const perfpred_model *m,
+                                    const char *gpu, double slo_ms, perfpred_mig_advice *out,
+                                    char *errbuf, size_t errbuf_len)
+{
+    pp_err err = {0};
+    perfpred_status st = PERFPRED_OK;
+    if (!ctx || !m || !gpu || !out) {
+        st = pp_err_set(&err, PERFPRED_ERR_INVALID_ARG, "perfpred_mig_advise: NULL argument");
+        goto done;
+    }
+    memset(out, 0, sizeof *out);
+    out->dippm_choice = out->slo_choice = -1;
+    out->slo_ms = slo_ms > 0 ? slo_ms : 0;
+    const pp_device *parent = pp_devices_find(ctx->db, gpu);
+    if (!parent) {
+        st = pp_err_set(&err, PERFPRED_ERR_DEVICE, "unknown device '%s'", gpu);
+        goto done;
+    }
+    if (parent->is_mig) parent = parent->parent;
+    for (int i = 0; i < pp_devices_count(ctx->db); i++) {
+        const pp_device *d = pp_devices_at(ctx->db, i);
+        if (!d->is_mig || d->parent != parent) continue;
+        if (out->n_options == (int)(sizeof out->options / sizeof out->options[0])) break;
+        perfpred_mig_option *o = &out->options[out->n_options];
+        fill_info(ctx, d, &o->device);
+        perfpred_predict_params p = perfpred_predict_default_params();
+        st = predict_graph(ctx, pp_model_graph(m), d, &p, &o->pred, &err);
+        if (st) goto done;
+        o->fits = o->pred.fits_in_memory;
+        o->meets_slo = o->fits && (slo_ms <= 0 || o->pred.latency_ms.value <= slo_ms);
+        o->instances = o->fits ? mig_max_instances(d) : 0;
+        out->n_options++;
+    }
+    if (out->n_options == 0) {
+        st = pp_err_set(&err, PERFPRED_ERR_DEVICE, "device '%s' has no MIG profiles", gpu);
+        goto done;
+    }
+    qsort(out->options, (size_t)out->n_options, sizeof out->options[0], cmp_profiles);
+    for (int i = 0; i < out->n_options; i++) {
+        if (out->dippm_choice < 0 && out->options[i].fits) out->dippm_choice = i;
+        if (slo_ms > 0 && out->slo_choice < 0 && out->options[i].meets_slo) out->slo_choice = i;
+    }
+    int pick = slo_ms > 0 ? out->slo_choice : out->dippm_choice;
+    /* the most instances of any single profile that meets the SLO (or fits, without one) */
+    for (int i = 0; i < out->n_options; i++)
+        if (out->options[i].meets_slo && out->options[i].instances > out->max_instances_under_slo)
+            out->max_instances_under_slo = out->options[i].instances;
+    if (pick < 0) out->max_instances_under_slo = 0;
+done:
+    if (st) copy_err(&err, errbuf, errbuf_len);
+    return st;
+}

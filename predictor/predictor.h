@@ -1,0 +1,33 @@
+/* predictor/: the one prediction path for every device. A model's nodes are grouped into kernels
+ * by the runtime's fusion rules; each kernel gets a calibrated time (layer models of the device or
+ * of the device it derives from) or a roofline estimate; MIG slices and derived descriptors scale
+ * kernel times from their source device by memory-boundness (Habitat's rule). */
+#ifndef PP_PREDICTOR_H
+#define PP_PREDICTOR_H
+
+#include "devices/devices.h"
+#include "graph/graph.h"
+
+/* Memory-boundness g in [0,1] of a kernel with arithmetic intensity ai on a device whose ridge
+ * point is ridge (FLOP/byte): g = ridge / (ridge + ai). g -> 1 for ai << ridge (bandwidth bound),
+ * 0.5 at the ridge, -> 0 for ai >> ridge. */
+double pp_memory_boundness(double ai, double ridge);
+
+/* Habitat scaling of a kernel time t measured/predicted on device `from` to device `to`:
+ * t' = t * (BW/BW')^g * (SM/SM')^(1-g); when the kernel has no more thread blocks than `to` has
+ * compute units (less than one wave), the SM term is 1. */
+double pp_scale_kernel_time(double t, const pp_device *from, const pp_device *to, double ai,
+                            double blocks);
+
+/* Thread blocks a kernel launches, estimated from its shape (128x128 output tiles for GEMM-like
+ * kernels, 1024 elements per block otherwise). */
+double pp_kernel_blocks(const pp_node_feat *f);
+
+/* Roofline time in ms of flops and bytes on device d for op kind k, plus launch overhead. */
+double pp_roofline_ms(const pp_device *d, pp_op_kind k, double flops, double bytes,
+                      int *memory_bound);
+
+/* Bytes per element at the device runtime's precision relative to fp32 (1, 0.5, 0.25). */
+double pp_precision_byte_factor(const pp_device *d);
+
+#endif

@@ -1,0 +1,96 @@
+/* predictor/roofline.c: the analytic parts of a prediction: roofline kernel times, thread-block
+ * estimates, memory-boundness and Habitat's cross-device scaling rule. Pure functions of a device
+ * descriptor and a kernel's figures. */
+#include <math.h>
+
+#include "predictor/predictor.h"
+
+double pp_precision_byte_factor(const pp_device *d)
+{
+    switch (d->runtime_precision) {
+    case PP_PREC_FP16:
+    case PP_PREC_BF16: return 0.5;
+    case PP_PREC_INT8: return 0.25;
+    default: return 1.0;
+    }
+}
+
+static int is_matrix_kind(pp_op_kind k)
+{
+    return k == PP_OPK_CONV || k == PP_OPK_DWCONV || k == PP_OPK_CONVT || k == PP_OPK_LINEAR ||
+           k == PP_OPK_BMM;
+}
+
+/* Peak FLOP/s a kernel of kind k can reach: matrix kernels run at the runtime's precision (tensor
+ * cores where the descriptor states them); everything else at the fp32 vector rate (fp16 for
+ * half-precision runtimes when stated). Depthwise convolutions do not use tensor cores. */
+static double peak_flops(const pp_device *d, pp_op_kind k)
+{
+    double tf = 0;
+    if (is_matrix_kind(k) && k != PP_OPK_DWCONV) tf = d->peak_tflops[d->runtime_precision];
+    if (tf <= 0) tf = d->peak_tflops[PP_PREC_FP32];
+    return tf * 1e12;
+}
+
+double pp_roofline_ms(const pp_device *d, pp_op_kind k, double flops, double bytes,
+                      int *memory_bound)
+{
+    double peak = peak_flops(d, k);
+    double bw = d->memory_bandwidth_gbs * 1e9;
+    double tc = peak > 0 ? flops / peak : 0;
+    double tm = bw > 0 ? bytes / bw : 0;
+    if (memory_bound) *memory_bound = tm >= tc;
+    return fmax(tc, tm) * 1e3 + d->launch_overhead_us * 1e-3;
+}
+
+double pp_memory_boundness(double ai, double ridge)
+{
+    if (!(ridge > 0)) return 1.0;
+    if (!(ai >= 0)) ai = 0;
+    return ridge / (ridge + ai);
+}
+
+double pp_kernel_blocks(const pp_node_feat *f)
+{
+    switch (f->kind) {
+    case PP_OPK_CONV:
+    case PP_OPK_CONVT:
+        /* implicit GEMM: M = N*Hout*Wout rows, N = Cout columns, 128x128 tiles */
+        return ceil((double)(f->n * f->hout * (f->wout > 0 ? f->wout : 1)) / 128.0) *
+               ceil((double)f->cout / 128.0);
+    case PP_OPK_LINEAR:
+    case PP_OPK_BMM:
+        return (double)(f->b > 0 ? f->b : 1) * ceil((double)f->m / 128.0) *
+               ceil((double)f->nn / 128.0);
+    default:
+        return ceil((double)f->out_elems / 1024.0);
+    }
+}
+
+double pp_scale_kernel_time(double t, const pp_device *from, const pp_device *to, double ai,
+                            double blocks)
+{
+    double peak = from->peak_tflops[PP_PREC_FP32] * 1e12;
+    double bw = from->memory_bandwidth_gbs * 1e9;
+    double ridge = bw > 0 ? peak / bw : 0;
+    double g = pp_memory_boundness(ai, ridge);
+    double bw_ratio = (to->memory_bandwidth_gbs > 0 && from->memory_bandwidth_gbs > 0)
+                          ? from->memory_bandwidth_gbs / to->memory_bandwidth_gbs
+                          : 1.0;
+    /* compute side: SM count times clock (a slice keeps the clock; another GPU may not) */
+    double cu_from = from->compute_units * (from->clock_mhz > 0 ? from->clock_mhz : 1);
+    double cu_to = to->compute_units * (to->clock_mhz > 0 ? to->clock_mhz : 1);
+    double sm_ratio = (cu_from > 0 && cu_to > 0) ? cu_from / cu_to : 1.0;
+    if (to->clock_mhz <= 0 || from->clock_mhz <= 0) {
+        sm_ratio = (from->compute_units > 0 && to->compute_units > 0)
+                       ? (double)from->compute_units / to->compute_units
+                       : 1.0;
+    }
+    /* less than one wave on the target: the kernel does not fill the smaller device either, so
+     * fewer SMs do not slow it down (only the clock would) */
+    if (blocks <= to->compute_units && to->compute_units > 0) {
+        double clk = (from->clock_mhz > 0 && to->clock_mhz > 0) ? from->clock_mhz / to->clock_mhz : 1;
+        sm_ratio = clk;
+    }
+    return t * pow(bw_ratio, g) * pow(sm_ratio, 1.0 - g);
+}

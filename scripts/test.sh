@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# scripts/test.sh: the second command of the README, and what CI runs. Installs what is missing,
+# builds with warnings as errors, runs the whole cmocka suite (ctest) and the runners' Python tests,
+# then builds again under AddressSanitizer + UndefinedBehaviorSanitizer and runs the suite again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh
+jobs="$(nproc)"
+
+echo "== build (warnings are errors)"
+cmake -S . -B build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPERFPRED_WERROR=ON >/dev/null
+cmake --build build-test -j"$jobs"
+echo "== cmocka suite"
+(cd build-test && ctest --output-on-failure -j"$jobs")
+
+echo "== runners (Python unittest)"
+if [ -d tests/runners ]; then
+  /usr/bin/python3 -m unittest discover -s tests/runners -t . -v
+fi
+
+echo "== build under ASan + UBSan"
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DPERFPRED_WERROR=ON -DPERFPRED_SANITIZE=ON >/dev/null
+cmake --build build-asan -j"$jobs"
+echo "== cmocka suite under ASan + UBSan"
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --output-on-failure -j"$jobs")
