@@ -223,6 +223,9 @@ const char *pp_feat_vector_name(int i);
 
 /* The graph behind a public model handle (graph/model.c). */
 const pp_graph *pp_model_graph(const perfpred_model *m);
+/* A public handle that takes ownership of g (shapes, features and liveness already computed);
+ * for graphs built in memory (benchmark layers, tests). NULL on OOM (g is then still the caller's). */
+perfpred_model *pp_model_wrap(pp_graph *g);
 
 /* Load + shapes + features + liveness in one call. */
 perfpred_status pp_graph_load_full(const char *path, const pp_shape_opts *opts, pp_graph **out,

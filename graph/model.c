@@ -12,6 +12,14 @@ struct perfpred_model {
 
 const pp_graph *pp_model_graph(const perfpred_model *m) { return m ? m->g : NULL; }
 
+perfpred_model *pp_model_wrap(pp_graph *g)
+{
+    if (!g) return NULL;
+    perfpred_model *m = calloc(1, sizeof *m);
+    if (m) m->g = g;
+    return m;
+}
+
 perfpred_model_params perfpred_model_default_params(void)
 {
     perfpred_model_params p;

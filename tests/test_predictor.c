@@ -1,0 +1,316 @@
+/* tests/test_predictor.c: the prediction path on toy descriptors with round figures, so every
+ * expected value below is worked out by hand: roofline, fusion, memory, energy, Habitat scaling,
+ * MIG advice, unavailable figures, and identical results from concurrent threads. */
+#include "tests/helpers.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "graph/graph.h"
+#include "predictor/predictor.h"
+
+static perfpred_ctx *open_toy(void)
+{
+    perfpred_ctx_params p = perfpred_ctx_default_params();
+    p.config_dir = pp_test_path("tests/fixtures/predictor");
+    char err[1024];
+    perfpred_status st;
+    perfpred_ctx *ctx = perfpred_ctx_open(&p, &st, err, sizeof err);
+    if (!ctx) print_error("%s\n", err);
+    assert_non_null(ctx);
+    return ctx;
+}
+
+/* x[1,K] -> MatMul(W[K,N]) -> y[1,N] */
+static perfpred_model *matmul_model(int64_t k, int64_t n)
+{
+    pp_graph *g = pp_graph_new("matmul.onnx");
+    int x = pp_graph_tensor(g, "x"), w = pp_graph_tensor(g, "W");
+    int64_t dx[] = {1, k}, dw[] = {k, n};
+    pp_tensor_set_shape(&g->tensors[x], PP_DT_FLOAT, 2, dx);
+    g->tensors[x].flags |= PP_T_GRAPH_INPUT;
+    pp_tensor_set_shape(&g->tensors[w], PP_DT_FLOAT, 2, dw);
+    g->tensors[w].flags |= PP_T_INITIALIZER | PP_T_WEIGHT;
+    const char *in[] = {"x", "W"}, *out[] = {"y"};
+    pp_graph_add_node(g, "mm", "MatMul", "", in, 2, out, 1);
+    g->inputs = pp_arena_array(g->arena, 1, sizeof(int));
+    g->inputs[0] = x;
+    g->n_inputs = 1;
+    int y = pp_graph_find(g, "y");
+    g->tensors[y].flags |= PP_T_GRAPH_OUTPUT;
+    pp_err err = {0};
+    pp_shape_opts so = {0};
+    assert_int_equal(pp_graph_link(g, &err), PERFPRED_OK);
+    assert_int_equal(pp_graph_infer_shapes(g, &so, &err), PERFPRED_OK);
+    assert_int_equal(pp_graph_features(g, &err), PERFPRED_OK);
+    assert_int_equal(pp_graph_liveness(g, &err), PERFPRED_OK);
+    perfpred_model *m = pp_model_wrap(g);
+    assert_non_null(m);
+    return m;
+}
+
+/* x[1,3,8,8] -> Conv(W[4,3,3,3], pads 1) -> c -> Relu -> y */
+static perfpred_model *conv_relu_model(void)
+{
+    pp_graph *g = pp_graph_new("convrelu.onnx");
+    int x = pp_graph_tensor(g, "x"), w = pp_graph_tensor(g, "W");
+    int64_t dx[] = {1, 3, 8, 8}, dw[] = {4, 3, 3, 3};
+    pp_tensor_set_shape(&g->tensors[x], PP_DT_FLOAT, 4, dx);
+    g->tensors[x].flags |= PP_T_GRAPH_INPUT;
+    pp_tensor_set_shape(&g->tensors[w], PP_DT_FLOAT, 4, dw);
+    g->tensors[w].flags |= PP_T_INITIALIZER | PP_T_WEIGHT;
+    const char *ci[] = {"x", "W"}, *co[] = {"c"}, *ri[] = {"c"}, *ro[] = {"y"};
+    int conv = pp_graph_add_node(g, "conv", "Conv", "", ci, 2, co, 1);
+    pp_attr *a = pp_node_add_attr(g, conv, "pads", PP_ATTR_INTS);
+    a->n = 4;
+    a->ints = pp_arena_array(g->arena, 4, sizeof(int64_t));
+    for (int i = 0; i < 4; i++) a->ints[i] = 1;
+    a = pp_node_add_attr(g, conv, "kernel_shape", PP_ATTR_INTS);
+    a->n = 2;
+    a->ints = pp_arena_array(g->arena, 2, sizeof(int64_t));
+    a->ints[0] = a->ints[1] = 3;
+    pp_graph_add_node(g, "relu", "Relu", "", ri, 1, ro, 1);
+    g->inputs = pp_arena_array(g->arena, 1, sizeof(int));
+    g->inputs[0] = x;
+    g->n_inputs = 1;
+    g->tensors[pp_graph_find(g, "y")].flags |= PP_T_GRAPH_OUTPUT;
+    pp_err err = {0};
+    pp_shape_opts so = {0};
+    assert_int_equal(pp_graph_link(g, &err), PERFPRED_OK);
+    assert_int_equal(pp_graph_infer_shapes(g, &so, &err), PERFPRED_OK);
+    assert_int_equal(pp_graph_features(g, &err), PERFPRED_OK);
+    assert_int_equal(pp_graph_liveness(g, &err), PERFPRED_OK);
+    return pp_model_wrap(g);
+}
+
+static void roofline_should_match_hand_computation(void **state)
+{
+    perfpred_ctx *ctx = open_toy();
+    perfpred_model *m = matmul_model(1024, 1024);
+    perfpred_prediction p;
+    char err[512];
+    assert_int_equal(perfpred_predict(ctx, m, "toy-gpu", NULL, &p, err, sizeof err), PERFPRED_OK);
+    /* flops = 2*1*1024*1024 = 2,097,152 -> 0.2097 us at 10 TFLOP/s;
+     * bytes = x 4096 + W 4,194,304 + y 4096 = 4,202,496 -> 4.202496 us at 1000 GB/s (bound);
+     * + 5 us launch = 9.202496 us */
+    assert_rel_close(p.latency_ms.value, 9.202496e-3, 1e-9);
+    assert_int_equal(p.latency_ms.prov, PERFPRED_PROV_ESTIMATE);
+    assert_int_equal(p.n_kernels, 1);
+    /* busy fraction = roofline / predicted = 1: P = max power 250 W; 250 W x 9.202496 us */
+    assert_rel_close(p.energy_mj.value, 250.0 * 9.202496e-3, 1e-9);
+    assert_int_equal(p.energy_mj.prov, PERFPRED_PROV_ESTIMATE);
+    /* weights 4 MiB + live x and y 8192 B + workspace 10 MiB + runtime 100 MiB */
+    assert_rel_close(p.peak_memory_bytes.value, 4194304.0 + 8192.0 + 110.0 * 1048576.0, 1e-12);
+    assert_rel_close(p.memory_capacity_bytes, 16.0 * 1073741824.0, 1e-12);
+    assert_true(p.fits_in_memory);
+    perfpred_model_free(m);
+    perfpred_ctx_close(ctx);
+}
+
+static void fusion_rule_should_merge_conv_and_relu(void **state)
+{
+    perfpred_ctx *ctx = open_toy();
+    perfpred_model *m = conv_relu_model();
+    perfpred_kernel ks[4];
+    int nk = 0;
+    perfpred_predict_params pp = perfpred_predict_default_params();
+    pp.kernels = ks;
+    pp.kernels_cap = 4;
+    pp.n_kernels = &nk;
+    perfpred_prediction fused, plain;
+    assert_int_equal(perfpred_predict(ctx, m, "toy-gpu", &pp, &fused, NULL, 0), PERFPRED_OK);
+    assert_int_equal(nk, 1);
+    assert_string_equal(ks[0].ops, "Conv+Relu");
+    /* the fused kernel reads x (768 B) and W (432 B) and writes y (1024 B): c stays on chip */
+    assert_rel_close(ks[0].bytes, 768.0 + 432.0 + 1024.0, 1e-12);
+    assert_int_equal(perfpred_predict(ctx, m, "toy-gpu-nofuse", &pp, &plain, NULL, 0), PERFPRED_OK);
+    assert_int_equal(nk, 2);
+    assert_string_equal(ks[0].ops, "Conv");
+    assert_string_equal(ks[1].ops, "Relu");
+    /* one launch fewer and less traffic */
+    assert_true(fused.latency_ms.value < plain.latency_ms.value);
+    perfpred_model_free(m);
+    perfpred_ctx_close(ctx);
+}
+
+static void habitat_scaling_should_follow_bandwidth_and_sms(void **state)
+{
+    perfpred_ctx *ctx = open_toy();
+    (void)ctx;
+    pp_device big = {0}, small = {0};
+    big.peak_tflops[PP_PREC_FP32] = 10;
+    big.memory_bandwidth_gbs = 1000;
+    big.compute_units = 70;
+    big.clock_mhz = 1000;
+    small = big;
+    small.memory_bandwidth_gbs = 125; /* m = 1 of 8 */
+    small.compute_units = 10;         /* g = 1 of 7 */
+    /* ai = 0: g = 1, pure bandwidth ratio 8 */
+    assert_rel_close(pp_scale_kernel_time(1.0, &big, &small, 0.0, 1e6), 8.0, 1e-12);
+    /* ridge = 10e12 / 1e12 = 10 FLOP/B; ai = 10: g = 0.5 -> 8^0.5 * 7^0.5 */
+    assert_rel_close(pp_scale_kernel_time(1.0, &big, &small, 10.0, 1e6), sqrt(8.0 * 7.0), 1e-12);
+    /* less than one wave on the slice (5 blocks <= 10 SMs): the SM term is 1 */
+    assert_rel_close(pp_scale_kernel_time(1.0, &big, &small, 10.0, 5), sqrt(8.0), 1e-12);
+    /* memory-boundness at the ridge is one half, and falls with intensity */
+    assert_rel_close(pp_memory_boundness(10, 10), 0.5, 1e-12);
+    assert_true(pp_memory_boundness(100, 10) < pp_memory_boundness(1, 10));
+    perfpred_ctx_close(ctx);
+}
+
+static void mig_latency_should_be_monotone_in_slices(void **state)
+{
+    perfpred_ctx *ctx = open_toy();
+    perfpred_model *m = matmul_model(4096, 4096);
+    const char *order[] = {"toy-gpu-mig-1g.2gb", "toy-gpu-mig-1g.4gb", "toy-gpu-mig-2g.4gb",
+                           "toy-gpu-mig-7g.16gb"};
+    double prev = INFINITY;
+    for (int i = 0; i < 4; i++) {
+        perfpred_prediction p;
+        char err[512];
+        perfpred_status st = perfpred_predict(ctx, m, order[i], NULL, &p, err, sizeof err);
+        if (st) print_error("%s\n", err);
+        assert_int_equal(st, PERFPRED_OK);
+        assert_true(p.latency_ms.value <= prev);
+        prev = p.latency_ms.value;
+    }
+    /* the 7g slice has every SM and all bandwidth of the toy: same time as the whole GPU */
+    perfpred_prediction whole;
+    assert_int_equal(perfpred_predict(ctx, m, "toy-gpu", NULL, &whole, NULL, 0), PERFPRED_OK);
+    assert_rel_close(prev, whole.latency_ms.value, 1e-12);
+    perfpred_model_free(m);
+    perfpred_ctx_close(ctx);
+}
+
+static void mig_advice_should_pick_smallest_fitting_and_slo_profiles(void **state)
+{
+    perfpred_ctx *ctx = open_toy();
+    /* W = 32768 x 16384 fp32 = 2 GiB: too big for 1g.2gb, fits the 4 GiB profiles */
+    perfpred_model *m = matmul_model(32768, 16384);
+    perfpred_mig_advice a;
+    char err[512];
+    assert_int_equal(perfpred_mig_advise(ctx, m, "toy-gpu", 0, &a, err, sizeof err), PERFPRED_OK);
+    assert_int_equal(a.n_options, 4);
+    assert_string_equal(a.options[0].device.name, "toy-gpu-mig-1g.2gb");
+    assert_false(a.options[0].fits);
+    assert_int_equal(a.options[0].instances, 0);
+    assert_int_equal(a.dippm_choice, 1);
+    assert_string_equal(a.options[1].device.name, "toy-gpu-mig-1g.4gb");
+    /* 1g.4gb: min(7/1, 8/2) = 4 instances */
+    assert_int_equal(a.options[1].instances, 4);
+    assert_int_equal(a.slo_choice, -1);
+    /* an SLO equal to the 2g.4gb latency: the first profile that meets it is 2g.4gb */
+    double slo = a.options[2].pred.latency_ms.value;
+    assert_string_equal(a.options[2].device.name, "toy-gpu-mig-2g.4gb");
+    assert_true(a.options[1].pred.latency_ms.value > slo);
+    assert_int_equal(perfpred_mig_advise(ctx, m, "toy-gpu", slo, &a, err, sizeof err), PERFPRED_OK);
+    assert_int_equal(a.slo_choice, 2);
+    /* 2g.4gb: min(7/2, 8/2) = 3 instances; 7g.16gb meets it too but hosts 1 */
+    assert_int_equal(a.max_instances_under_slo, 3);
+    /* an impossible SLO */
+    assert_int_equal(perfpred_mig_advise(ctx, m, "toy-gpu", 1e-9, &a, err, sizeof err), PERFPRED_OK);
+    assert_int_equal(a.slo_choice, -1);
+    assert_int_equal(a.max_instances_under_slo, 0);
+    perfpred_model_free(m);
+    perfpred_ctx_close(ctx);
+}
+
+static void missing_figures_should_make_latency_unavailable(void **state)
+{
+    perfpred_ctx *ctx = open_toy();
+    perfpred_model *m = matmul_model(64, 64);
+    perfpred_prediction p;
+    assert_int_equal(perfpred_predict(ctx, m, "toy-board", NULL, &p, NULL, 0), PERFPRED_OK);
+    assert_true(isnan(p.latency_ms.value));
+    assert_int_equal(p.latency_ms.prov, PERFPRED_PROV_UNAVAILABLE);
+    assert_int_equal(p.energy_mj.prov, PERFPRED_PROV_UNAVAILABLE);
+    /* memory needs no rates: still estimated */
+    assert_int_equal(p.peak_memory_bytes.prov, PERFPRED_PROV_ESTIMATE);
+    perfpred_model_free(m);
+    perfpred_ctx_close(ctx);
+}
+
+static void unknown_device_should_be_named_in_error(void **state)
+{
+    perfpred_ctx *ctx = open_toy();
+    perfpred_model *m = matmul_model(8, 8);
+    perfpred_prediction p;
+    char err[512] = "";
+    assert_int_equal(perfpred_predict(ctx, m, "no-such-gpu", NULL, &p, err, sizeof err),
+                     PERFPRED_ERR_DEVICE);
+    assert_non_null(strstr(err, "no-such-gpu"));
+    assert_int_equal(perfpred_mig_advise(ctx, m, "toy-board", 0, NULL, err, sizeof err),
+                     PERFPRED_ERR_INVALID_ARG);
+    perfpred_mig_advice a;
+    assert_int_equal(perfpred_mig_advise(ctx, m, "toy-board", 0, &a, err, sizeof err),
+                     PERFPRED_ERR_DEVICE);
+    perfpred_model_free(m);
+    perfpred_ctx_close(ctx);
+}
+
+typedef struct thread_job {
+    perfpred_ctx *ctx;
+    perfpred_model *m;
+    double lat[8];
+    int failures;
+} thread_job;
+
+static const char *const thread_devices[8] = {
+    "toy-gpu", "toy-gpu-nofuse", "toy-gpu-mig-1g.2gb", "toy-gpu-mig-1g.4gb",
+    "toy-gpu-mig-2g.4gb", "toy-gpu-mig-7g.16gb", "toy-gpu", "toy-gpu-mig-2g.4gb"};
+
+static void *thread_main(void *arg)
+{
+    thread_job *j = arg;
+    for (int rep = 0; rep < 50; rep++)
+        for (int d = 0; d < 8; d++) {
+            perfpred_prediction p;
+            perfpred_kernel ks[8];
+            int nk;
+            perfpred_predict_params pp = perfpred_predict_default_params();
+            pp.kernels = ks;
+            pp.kernels_cap = 8;
+            pp.n_kernels = &nk;
+            if (perfpred_predict(j->ctx, j->m, thread_devices[d], &pp, &p, NULL, 0)) j->failures++;
+            else if (rep == 0) j->lat[d] = p.latency_ms.value;
+            else if (memcmp(&j->lat[d], &p.latency_ms.value, sizeof(double)) != 0) j->failures++;
+        }
+    return NULL;
+}
+
+static void concurrent_predictions_should_be_identical(void **state)
+{
+    perfpred_ctx *ctx = open_toy();
+    perfpred_model *m = conv_relu_model();
+    thread_job base = {ctx, m, {0}, 0};
+    thread_main(&base);
+    assert_int_equal(base.failures, 0);
+    pthread_t th[4];
+    thread_job jobs[4];
+    for (int i = 0; i < 4; i++) {
+        jobs[i] = (thread_job){ctx, m, {0}, 0};
+        assert_int_equal(pthread_create(&th[i], NULL, thread_main, &jobs[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(jobs[i].failures, 0);
+        assert_memory_equal(jobs[i].lat, base.lat, sizeof base.lat);
+    }
+    perfpred_model_free(m);
+    perfpred_ctx_close(ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(roofline_should_match_hand_computation),
+        cmocka_unit_test(fusion_rule_should_merge_conv_and_relu),
+        cmocka_unit_test(habitat_scaling_should_follow_bandwidth_and_sms),
+        cmocka_unit_test(mig_latency_should_be_monotone_in_slices),
+        cmocka_unit_test(mig_advice_should_pick_smallest_fitting_and_slo_profiles),
+        cmocka_unit_test(missing_figures_should_make_latency_unavailable),
+        cmocka_unit_test(unknown_device_should_be_named_in_error),
+        cmocka_unit_test(concurrent_predictions_should_be_identical),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
