@@ -31,9 +31,12 @@ perfpred_status pp_calib_open(const pp_device_db *db, const char *config_dir, pp
     c->db = db;
     for (int i = 0; i < nd; i++) {
         const pp_device *d = pp_devices_at(db, i);
-        if (!d->artifacts_dir) continue;
+        if (d->is_mig) continue; /* slices answer through their parent */
+        /* the descriptor's artifacts folder, else where `perfpred calibrate fit` writes:
+         * configs/artifacts/<canonical name>/ */
         char dir[4096];
-        snprintf(dir, sizeof dir, "%s/%s", config_dir, d->artifacts_dir);
+        if (d->artifacts_dir) snprintf(dir, sizeof dir, "%s/%s", config_dir, d->artifacts_dir);
+        else snprintf(dir, sizeof dir, "%s/artifacts/%s", config_dir, d->name);
         pp_layer_models *lm = NULL;
         perfpred_status st = pp_layer_models_load(dir, &lm, err);
         if (st == PERFPRED_ERR_IO) {

@@ -1,0 +1,202 @@
+/* tests/test_cli.c: the perfpred command line as a user runs it: documented exit codes, error
+ * messages that name the file, and the JSON schema of every command (docs/json.md). */
+#include "tests/helpers.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+static char out_buf[1 << 20];
+
+/* Runs the CLI with args (shell words), captures stdout+stderr into out_buf, returns exit code. */
+static int run_cli(const char *args)
+{
+    char out_path[4096], cmd[8192];
+    snprintf(out_path, sizeof out_path, "%s/test_cli_out.txt", PP_BINARY_DIR);
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s >'%s' 2>&1", PP_SOURCE_DIR, PP_CLI_PATH, args,
+             out_path);
+    int rc = system(cmd);
+    FILE *f = fopen(out_path, "rb");
+    size_t n = f ? fread(out_buf, 1, sizeof out_buf - 1, f) : 0;
+    if (f) fclose(f);
+    out_buf[n] = '\0';
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static cJSON *run_json(const char *args)
+{
+    int rc = run_cli(args);
+    if (rc != 0) print_error("exit %d: %s\n", rc, out_buf);
+    assert_int_equal(rc, 0);
+    cJSON *j = cJSON_Parse(out_buf);
+    if (!j) print_error("not JSON: %s\n", out_buf);
+    assert_non_null(j);
+    return j;
+}
+
+#define CONTROL "tests/fixtures/malformed/control.onnx"
+
+static void help_should_list_exit_codes(void **state)
+{
+    assert_int_equal(run_cli("--help"), 0);
+    assert_non_null(strstr(out_buf, "exit codes"));
+    assert_int_equal(run_cli("--version"), 0);
+    assert_non_null(strstr(out_buf, "perfpred "));
+}
+
+static void usage_errors_should_exit_1(void **state)
+{
+    assert_int_equal(run_cli(""), 1);
+    assert_int_equal(run_cli("inspect"), 1);
+    assert_int_equal(run_cli("frobnicate"), 1);
+    assert_int_equal(run_cli("inspect " CONTROL " --no-such-option"), 1);
+    assert_non_null(strstr(out_buf, "--no-such-option"));
+    assert_int_equal(run_cli("inspect " CONTROL " --batch zero"), 1);
+    assert_int_equal(run_cli("inspect " CONTROL " --batch 0"), 1);
+    assert_int_equal(run_cli("inspect " CONTROL " --input x=1xq"), 1);
+    assert_int_equal(run_cli(CONTROL), 1); /* predict without --device */
+    assert_int_equal(run_cli("compare " CONTROL), 1);
+    assert_int_equal(run_cli("mig " CONTROL " --slo-ms -3"), 1);
+}
+
+static void bad_model_files_should_exit_2_or_3_naming_the_file(void **state)
+{
+    assert_int_equal(run_cli("inspect tests/fixtures/does-not-exist.onnx"), 2);
+    assert_non_null(strstr(out_buf, "does-not-exist.onnx"));
+    assert_int_equal(run_cli("inspect tests/fixtures/malformed/truncated.onnx"), 2);
+    assert_non_null(strstr(out_buf, "truncated.onnx"));
+    assert_int_equal(run_cli("inspect tests/fixtures/malformed/text.onnx"), 2);
+    assert_int_equal(run_cli("inspect tests/fixtures/malformed/cycle.onnx"), 3);
+    assert_non_null(strstr(out_buf, "cycle"));
+    assert_int_equal(run_cli("inspect tests/fixtures/malformed/opset6.onnx"), 3);
+}
+
+static void unknown_device_should_exit_4(void **state)
+{
+    assert_int_equal(run_cli("--device no-such-gpu " CONTROL), 4);
+    assert_non_null(strstr(out_buf, "no-such-gpu"));
+    assert_int_equal(run_cli("compare --device a100,no-such-gpu " CONTROL), 4);
+    assert_int_equal(run_cli("devices show no-such-gpu"), 4);
+}
+
+static void inspect_json_should_carry_totals_and_layers(void **state)
+{
+    /* control.onnx (tools/make_malformed_onnx.py): x[1,4] -> MatMul(W[4,4]) -> Add(b[4]) -> Relu */
+    cJSON *j = run_json("inspect " CONTROL " --json");
+    cJSON *t = cJSON_GetObjectItem(j, "totals");
+    assert_non_null(t);
+    assert_int_equal((int)cJSON_GetObjectItem(t, "params")->valuedouble, 20);
+    assert_int_equal((int)cJSON_GetObjectItem(t, "macs")->valuedouble, 16);
+    assert_true(cJSON_IsNumber(cJSON_GetObjectItem(t, "flops")));
+    assert_true(cJSON_IsNumber(cJSON_GetObjectItem(t, "peak_activation_bytes")));
+    cJSON *layers = cJSON_GetObjectItem(j, "layers");
+    assert_int_equal(cJSON_GetArraySize(layers), 3);
+    cJSON *l0 = cJSON_GetArrayItem(layers, 0);
+    assert_string_equal(cJSON_GetObjectItem(l0, "op")->valuestring, "MatMul");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(l0, "output_shape")), 2);
+    cJSON_Delete(j);
+}
+
+static int is_provenance(const cJSON *fig)
+{
+    const cJSON *p = cJSON_GetObjectItem(fig, "provenance");
+    if (!cJSON_IsString(p)) return 0;
+    const char *s = p->valuestring;
+    return !strcmp(s, "estimate") || !strcmp(s, "calibrated") || !strcmp(s, "mixed") ||
+           !strcmp(s, "unavailable");
+}
+
+static void predict_json_should_label_every_figure(void **state)
+{
+    cJSON *j = run_json("--device a100-mig-3g " CONTROL " --json --layers 2");
+    cJSON *dev = cJSON_GetObjectItem(j, "device");
+    assert_string_equal(cJSON_GetObjectItem(dev, "name")->valuestring, "a100-sxm4-40gb-mig-3g.20gb");
+    assert_string_equal(cJSON_GetObjectItem(dev, "mig_profile")->valuestring, "3g.20gb");
+    cJSON *p = cJSON_GetObjectItem(j, "prediction");
+    const char *figs[] = {"latency", "energy", "peak_memory"};
+    for (int i = 0; i < 3; i++) {
+        cJSON *f = cJSON_GetObjectItem(p, figs[i]);
+        assert_non_null(f);
+        assert_true(is_provenance(f));
+        assert_true(cJSON_IsString(cJSON_GetObjectItem(f, "source")));
+    }
+    assert_true(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "latency"), "value")->valuedouble > 0);
+    cJSON *ks = cJSON_GetObjectItem(j, "kernels");
+    assert_true(cJSON_GetArraySize(ks) >= 2);
+    /* MIG advice comes with an A100 slice */
+    cJSON *mig = cJSON_GetObjectItem(j, "mig");
+    assert_non_null(mig);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(mig, "profiles")), 6);
+    cJSON_Delete(j);
+}
+
+static void compare_json_should_sort_and_mark_pareto(void **state)
+{
+    cJSON *j = run_json("compare --device a100,a100-mig-1g,jetson-orin-nano,rpi4 " CONTROL
+                        " --batch 1,8 --json");
+    cJSON *rows = cJSON_GetObjectItem(j, "rows");
+    assert_int_equal(cJSON_GetArraySize(rows), 8);
+    double prev = -1;
+    int pareto = 0;
+    for (int i = 0; i < 8; i++) {
+        cJSON *r = cJSON_GetArrayItem(rows, i);
+        cJSON *lat = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "prediction"),
+                                                             "latency"), "value");
+        if (cJSON_IsNumber(lat)) {
+            assert_true(lat->valuedouble >= prev);
+            prev = lat->valuedouble;
+        }
+        pareto += cJSON_IsTrue(cJSON_GetObjectItem(r, "pareto"));
+    }
+    assert_true(pareto >= 1);
+    cJSON_Delete(j);
+}
+
+static void mig_json_should_apply_memory_rule(void **state)
+{
+    cJSON *j = run_json("mig " CONTROL " --json --slo-ms 1000");
+    cJSON *profiles = cJSON_GetObjectItem(j, "profiles");
+    assert_int_equal(cJSON_GetArraySize(profiles), 6);
+    /* a 20-parameter model fits the smallest A100 profile */
+    assert_string_equal(cJSON_GetObjectItem(j, "memory_rule_choice")->valuestring,
+                        "a100-sxm4-40gb-mig-1g.5gb");
+    assert_string_equal(cJSON_GetObjectItem(j, "slo_choice")->valuestring,
+                        "a100-sxm4-40gb-mig-1g.5gb");
+    assert_int_equal((int)cJSON_GetObjectItem(j, "max_instances_under_slo")->valuedouble, 7);
+    cJSON_Delete(j);
+}
+
+static void devices_should_list_and_show(void **state)
+{
+    cJSON *j = run_json("devices --json");
+    assert_true(cJSON_GetArraySize(j) > 100);
+    int found = 0;
+    cJSON *d;
+    cJSON_ArrayForEach(d, j)
+    {
+        if (!strcmp(cJSON_GetObjectItem(d, "name")->valuestring, "a100-sxm4-40gb-mig-3g.20gb"))
+            found = 1;
+    }
+    assert_true(found);
+    cJSON_Delete(j);
+    assert_int_equal(run_cli("devices show a100-mig-3g"), 0);
+    assert_non_null(strstr(out_buf, "a100-sxm4-40gb-mig-3g.20gb"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(help_should_list_exit_codes),
+        cmocka_unit_test(usage_errors_should_exit_1),
+        cmocka_unit_test(bad_model_files_should_exit_2_or_3_naming_the_file),
+        cmocka_unit_test(unknown_device_should_exit_4),
+        cmocka_unit_test(inspect_json_should_carry_totals_and_layers),
+        cmocka_unit_test(predict_json_should_label_every_figure),
+        cmocka_unit_test(compare_json_should_sort_and_mark_pareto),
+        cmocka_unit_test(mig_json_should_apply_memory_rule),
+        cmocka_unit_test(devices_should_list_and_show),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
