@@ -914,6 +914,15 @@ static perfpred_status read_opsets(ld *L)
         L->g->opset = o->version;
         found = 1;
     }
+    int default_nodes = 0;
+    for (size_t i = 0; m->graph && i < m->graph->n_node; i++)
+        default_nodes += is_default_domain(m->graph->node[i]->domain);
+    if (!found && !default_nodes && m->n_opset_import > 0 && m->opset_import[0]->domain)
+        /* a valid model of another operator set only (e.g. ai.onnx.preview.training) */
+        return pp_err_set(L->err, PERFPRED_ERR_UNSUPPORTED,
+                          "%s: the model imports no default ONNX opset (only domain '%s'); "
+                          "perfpred models default-domain graphs",
+                          L->path, m->opset_import[0]->domain);
     if (!found)
         return pp_err_set(L->err, PERFPRED_ERR_PARSE,
                           "%s: not a valid ONNX model (no opset_import for the default domain)",

@@ -1189,7 +1189,14 @@ static void onnx_load_should_check_opsets(void **state)
     /* no default-domain opset at all; the default domain twice */
     b = mb_new(13);
     b->ops[0]->domain = tstr("com.example");
-    mb_load_fails(b, "noop.onnx", PERFPRED_ERR_PARSE, "opset_import", NULL);
+    /* nothing in the default domain: a model of another operator set, which perfpred does not model */
+    mb_load_fails(b, "noop.onnx", PERFPRED_ERR_UNSUPPORTED, "com.example", NULL);
+    tb_free();
+    b = mb_new(13);
+    b->ops[0]->domain = tstr("com.example");
+    mb_node(b, "relu", "Relu", "x", "y");
+    /* a default-domain node without a default-domain import is malformed */
+    mb_load_fails(b, "nodefault.onnx", PERFPRED_ERR_PARSE, "opset_import", NULL);
     tb_free();
     b = mb_new(13);
     mb_opset(b, "ai.onnx", 13);
@@ -1440,10 +1447,10 @@ static void onnx_load_should_not_scale_with_weight_bytes(void **state)
 /* ---------------------------------------------------------------- real exports ---- */
 static void onnx_load_should_load_torchvision_resnet18(void **state)
 {
-    const char *path = pp_test_path("tests/fixtures/resnet18.onnx");
+    const char *path = pp_test_path("tests/fixtures/models/resnet18.onnx");
     struct stat sb;
     if (stat(path, &sb) != 0) {
-        print_message("tests/fixtures/resnet18.onnx not present: skipped\n");
+        print_message("tests/fixtures/models/resnet18.onnx not present: skipped\n");
         skip();
     }
     char p[4096];
