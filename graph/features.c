@@ -162,6 +162,7 @@ static const op_rule rules[] = {
     {"Sqrt", PP_OPK_ELEMWISE, C_ELEM, 4},
     {"Pow", PP_OPK_ELEMWISE, C_ELEM, 4},
     {"Erf", PP_OPK_ELEMWISE, C_ELEM, 4},
+    {"Gelu", PP_OPK_ELEMWISE, C_ELEM, 8},   /* x * 0.5 * (1 + erf(x / sqrt 2)) */
     {"Sigmoid", PP_OPK_ELEMWISE, C_ELEM, 4},
     {"Tanh", PP_OPK_ELEMWISE, C_ELEM, 4},
     {"Softplus", PP_OPK_ELEMWISE, C_ELEM, 4},

@@ -490,7 +490,8 @@ const pp_op_entry pp_ops_elementwise[] = {
     /* unary, same dtype and shape */
     {"Relu", rule_unary}, {"LeakyRelu", rule_unary}, {"Sigmoid", rule_unary},
     {"HardSigmoid", rule_unary}, {"HardSwish", rule_unary}, {"Tanh", rule_unary},
-    {"Erf", rule_unary}, {"Exp", rule_unary}, {"Log", rule_unary}, {"Sqrt", rule_unary},
+    {"Erf", rule_unary}, {"Gelu", rule_unary} /* opset 20; NeuSight and newer exporters */,
+    {"Exp", rule_unary}, {"Log", rule_unary}, {"Sqrt", rule_unary},
     {"Reciprocal", rule_unary}, {"Neg", rule_unary}, {"Abs", rule_unary}, {"Floor", rule_unary},
     {"Ceil", rule_unary}, {"Round", rule_unary}, {"Sign", rule_unary}, {"Sin", rule_unary},
     {"Cos", rule_unary}, {"Tan", rule_unary}, {"Asin", rule_unary}, {"Acos", rule_unary},

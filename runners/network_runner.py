@@ -1,0 +1,203 @@
+#!/usr/bin/python3
+"""network_runner.py: measures whole networks on this machine with PyTorch eager (CPU or CUDA).
+
+Every (model, batch) configuration is a forward pass in torch.inference_mode(), timed with the
+interleaved-rounds protocol of timing.py; the output is the network measurement CSV of
+docs/measurements.md whose `model` column points at the ONNX graph the prediction is made from.
+"""
+
+import argparse
+import os
+import sys
+import weakref
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
+
+import layer_runner  # noqa: E402
+import models as model_specs  # noqa: E402
+import timing  # noqa: E402
+
+NET_COLUMNS = ["model", "family", "device", "runtime", "runtime_version", "precision", "batch",
+               "input_shapes", "latency_ms", "latency_spread_ms", "repetitions", "energy_j",
+               "peak_memory_bytes", "source", "date"]
+
+# Whole networks last milliseconds: one forward per sample, a longer warm-up.
+NETWORK_PROTOCOL = timing.Protocol(rounds=7, burst=3, warmup_calls=3, warmup_min_s=0.5,
+                                   visit_warmup=1, min_sample_us=0.0, seed=1)
+
+
+def resolve_specs(models_arg, reference, graphs_dir, source="auto"):
+    """--models names (torchvision/timm) or the rows of a reference.csv."""
+    if models_arg:
+        out = []
+        for name in [m.strip() for m in models_arg.split(",") if m.strip()]:
+            s = model_specs.spec_for_name(name, graphs_dir, source)
+            if s is None:
+                raise ValueError(f"unknown model {name!r} (not a torchvision"
+                                 f"{' or timm' if source != 'torchvision' else ''} model name)")
+            out.append(s)
+        return out
+    if not reference or not os.path.exists(reference):
+        raise ValueError(f"no --models given and no reference CSV at {reference}")
+    return model_specs.specs_from_reference(reference)
+
+
+def ensure_graph(torch, spec, quiet=False):
+    if os.path.exists(spec.onnx_path):
+        return
+    if not quiet:
+        print(f"network_runner: exporting {spec.name} to {spec.onnx_path} (export_params=False)",
+              file=sys.stderr)
+    model_specs.export_onnx(torch, spec, spec.onnx_path)
+
+
+def measure_networks(specs, batches, out_path, *, torch, device_name, device="cpu", threads=1,
+                     protocol=None, budget_s=None, restart=False, retry_errors=False, quiet=False,
+                     cache_mb=4096, timer=None, stop_after_visits=None, progress_stream=None):
+    """Measures every (spec, batch) and writes the network CSV. Returns (RunResult, n_rows)."""
+    protocol = protocol or NETWORK_PROTOCOL
+    configs = {}
+    for s in specs:
+        for b in batches:
+            configs[f"{s.key()}|b{b}"] = (s, b)
+    identity = {"runner": "network_runner", "configs": sorted(configs), "device": device,
+                "device_name": device_name, "threads": threads, "torch": torch.__version__,
+                "protocol": protocol.as_dict(), "precision": "fp32"}
+    store = timing.PartialStore(out_path + ".partial.jsonl", identity, restart=restart,
+                                retry_errors=retry_errors)
+    live = weakref.WeakValueDictionary()  # one module per model, shared by its batch sizes
+
+    def build(key):
+        s, b = configs[key]
+        m = live.get(s.key())
+        if m is None:
+            torch.manual_seed(1)
+            m = s.build().eval().to(device)
+            live[s.key()] = m
+        x = s.make_input(torch, b, device=device, seed=b)
+
+        def run():
+            with torch.inference_mode():
+                return m(x)
+        run.nbytes = (sum(p.numel() * p.element_size() for p in m.parameters()) +
+                      x.numel() * x.element_size())
+        run.model = m  # keeps the module alive while this configuration is cached
+        return run
+
+    if timer is None:
+        timer = timing.CudaEventTimer(torch) if device == "cuda" else timing.CpuTimer()
+    prog = None if quiet else timing.Progress(0, label="network_runner ", stream=progress_stream)
+    try:
+        res = timing.run_interleaved(list(configs), build, store, protocol, timer=timer,
+                                     budget_s=budget_s, progress=prog, cache_items=64,
+                                     cache_bytes=cache_mb * (1 << 20),
+                                     stop_after_visits=stop_after_visits)
+    finally:
+        if prog is not None:
+            prog.close()
+        store.close()
+    machine = layer_runner.machine_description(torch, device)
+    rv = layer_runner.runtime_version(torch, threads, device)
+    out_dir = os.path.dirname(os.path.abspath(out_path))
+    rows = []
+    for key, (s, b) in configs.items():
+        st = res.stats.get(key)
+        if st is None:
+            continue
+        utc, date = layer_runner.utc_of(store.last_time.get(key, 0.0) or 0.0)
+        shape = "x".join(map(str, s.input_shape(b)))
+        src = layer_runner.format_source(device_name, f"network_runner/{s.name}", machine, utc,
+                                         protocol, st, res.inner[key])
+        if device == "cpu":
+            src += "; memory=not measured on CPU"
+        rows.append({
+            "model": os.path.relpath(os.path.abspath(s.onnx_path), out_dir),
+            "family": s.family, "device": device_name, "runtime": layer_runner.RUNTIME,
+            "runtime_version": rv, "precision": "fp32", "batch": b,
+            "input_shapes": f"{s.input_name}:{shape}",
+            "latency_ms": f"{timing.ns_to_ms(st.median_ns):.6g}",
+            "latency_spread_ms": f"{timing.ns_to_ms(st.iqr_ns):.6g}",
+            "repetitions": st.calls, "energy_j": "", "peak_memory_bytes": "",
+            "source": src, "date": date})
+    timing.write_csv_atomic(out_path, NET_COLUMNS, rows)
+    return res, len(rows)
+
+
+def main(argv=None):
+    d = NETWORK_PROTOCOL
+    ap = argparse.ArgumentParser(
+        prog="network_runner.py",
+        description="Measure whole-network forward latency with PyTorch eager and write the "
+                    "network measurement CSV (docs/measurements.md).",
+        epilog="Models: --models names torchvision (or timm) models, rebuilt with weights=None; "
+               "their graph is <graphs-dir>/<name>.onnx, exported (export_params=False) when "
+               "missing. Without --models, every row of --reference is measured. Peak memory is "
+               "left empty on CPU (no trustworthy per-process peak is available there). Exit "
+               "status: 0 complete; 1 failure; 2 usage error; 3 stopped by --budget-min (rerun to "
+               "continue); 4 some configurations failed (listed on stderr).")
+    ap.add_argument("-o", "--out", required=True, help="network measurement CSV to write")
+    ap.add_argument("--device-name", required=True, help="perfpred device name (e.g. host-cpu)")
+    ap.add_argument("--models", default="",
+                    help="comma-separated torchvision/timm model names (e.g. resnet18,mobilenet_v2)")
+    ap.add_argument("--reference", default=model_specs.DEFAULT_REFERENCE,
+                    help="reference CSV of the exported fixtures, used when --models is empty "
+                         "(default tests/fixtures/models/reference.csv)")
+    ap.add_argument("--graphs-dir", default=os.path.join(model_specs.REPO, "tests", "fixtures",
+                                                         "models"),
+                    help="where --models graphs live or are exported to")
+    ap.add_argument("--batch", default="1", help="comma-separated batch sizes (default 1)")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (default 1)")
+    ap.add_argument("--restart", action="store_true", help="discard OUT.partial.jsonl")
+    ap.add_argument("--retry-errors", action="store_true",
+                    help="try configurations that failed in an earlier run again")
+    ap.add_argument("--cache-mb", type=int, default=4096,
+                    help="models and inputs kept between rounds (MiB; default 4096)")
+    ap.add_argument("--quiet", action="store_true", help="no progress bar")
+    g = ap.add_argument_group("timing protocol (interleaved rounds)")
+    g.add_argument("--rounds", type=int, default=d.rounds, help=f"default {d.rounds}")
+    g.add_argument("--burst", type=int, default=d.burst, help=f"default {d.burst}")
+    g.add_argument("--warmup-calls", type=int, default=d.warmup_calls,
+                   help=f"default {d.warmup_calls}")
+    g.add_argument("--warmup-ms", type=float, default=d.warmup_min_s * 1000,
+                   help=f"default {d.warmup_min_s * 1000:g}")
+    g.add_argument("--seed", type=int, default=d.seed, help=f"default {d.seed}")
+    g.add_argument("--budget-min", type=float, default=None,
+                   help="stop starting new visits after this many minutes (exit status 3)")
+    a = ap.parse_args(argv)
+    try:
+        batches = timing.parse_int_list(a.batch, "--batch")
+        if a.threads < 1:
+            raise ValueError("--threads must be >= 1")
+        protocol = timing.Protocol(rounds=a.rounds, burst=a.burst, warmup_calls=a.warmup_calls,
+                                   warmup_min_s=a.warmup_ms / 1000.0, visit_warmup=1,
+                                   min_sample_us=0.0, seed=a.seed)
+        protocol.check()
+        torch = layer_runner.setup_torch(a.threads, a.device)
+        specs = resolve_specs(a.models, a.reference, a.graphs_dir)
+        for s in specs:
+            ensure_graph(torch, s, a.quiet)
+    except (ValueError, OSError) as e:
+        print(f"network_runner: {e}", file=sys.stderr)
+        return layer_runner.EXIT_USAGE
+    try:
+        res, n = measure_networks(specs, batches, a.out, torch=torch, device_name=a.device_name,
+                                  device=a.device, threads=a.threads, protocol=protocol,
+                                  budget_s=None if a.budget_min is None else a.budget_min * 60,
+                                  restart=a.restart, retry_errors=a.retry_errors, quiet=a.quiet,
+                                  cache_mb=a.cache_mb)
+    except timing.ResumeMismatch as e:
+        print(f"network_runner: {e}", file=sys.stderr)
+        return layer_runner.EXIT_USAGE
+    print(f"network_runner: wrote {n} rows to {a.out}", file=sys.stderr)
+    for k, m in res.errors.items():
+        print(f"network_runner: {k}: {m}", file=sys.stderr)
+    if res.budget_exhausted or [k for k in res.incomplete if k not in res.errors]:
+        return layer_runner.EXIT_BUDGET
+    return layer_runner.EXIT_ROW_ERRORS if res.errors else layer_runner.EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

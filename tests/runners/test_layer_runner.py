@@ -1,0 +1,186 @@
+"""test_layer_runner.py: runners/layer_runner.py end to end on three small real layers (CPU, one
+thread): the CSV it writes, resuming after an interruption, the atomic final write, plan errors."""
+
+import contextlib
+import csv
+import io
+import json
+import os
+import re
+import tempfile
+import unittest
+from unittest import mock
+
+import _common  # noqa: F401 - puts runners/ on sys.path
+import layer_runner
+import timing
+import torch
+
+PLAN_ROWS = [
+    {"op_kind": "conv", "op_type": "Conv", "batch": "1", "inputs": "x:1x8x16x16;w:16x8x3x3;w:16",
+     "attrs": "kernel_shape:ints=3,3;pads:ints=1,1,1,1"},
+    {"op_kind": "linear", "op_type": "Gemm", "batch": "4", "inputs": "x:4x64;w:32x64;w:32",
+     "attrs": "transB:i=1"},
+    {"op_kind": "elemwise", "op_type": "Relu", "batch": "2", "inputs": "x:2x256", "attrs": ""},
+]
+FAST = ["--rounds", "2", "--burst", "2", "--warmup-calls", "1", "--warmup-ms", "0",
+        "--min-sample-us", "50", "--quiet"]
+
+
+def write_plan(path, rows, columns=("op_kind", "op_type", "batch", "inputs", "attrs")):
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=list(columns), lineterminator="\n")
+        w.writeheader()
+        for r in rows:
+            w.writerow({c: r.get(c, "") for c in columns})
+
+
+def read_csv(path):
+    with open(path, newline="", encoding="utf-8") as f:
+        rd = csv.reader(f)
+        header = next(rd)
+        return header, [dict(zip(header, r)) for r in rd]
+
+
+class LayerRunnerTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.plan = os.path.join(self.tmp.name, "plan.csv")
+        self.out = os.path.join(self.tmp.name, "out.csv")
+        write_plan(self.plan, PLAN_ROWS)
+        torch.set_num_threads(1)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def run_main(self, *args):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            rc = layer_runner.main([self.plan, "-o", self.out, "--device-name", "test-cpu",
+                                    *FAST, *args])
+        return rc, err.getvalue()
+
+    def test_real_run_should_write_the_layer_csv(self):
+        rc, err = self.run_main()
+        self.assertEqual(rc, 0, err)
+        header, rows = read_csv(self.out)
+        self.assertEqual(header, layer_runner.LAYER_COLUMNS)
+        self.assertEqual(len(rows), 3)
+        for plan_row, row in zip(PLAN_ROWS, rows):
+            for c in ("op_kind", "op_type", "batch", "inputs", "attrs"):
+                self.assertEqual(row[c], plan_row[c])
+            self.assertEqual(row["device"], "test-cpu")
+            self.assertEqual(row["runtime"], "pytorch-eager")
+            self.assertEqual(row["precision"], "fp32")
+            self.assertIn(torch.__version__, row["runtime_version"])
+            self.assertIn("threads 1", row["runtime_version"])
+            lat = float(row["latency_ms"])
+            self.assertGreater(lat, 0.0)
+            self.assertLess(lat, 1000.0)
+            self.assertGreaterEqual(float(row["latency_spread_ms"]), 0.0)
+            self.assertGreaterEqual(int(row["repetitions"]), 4)  # 2 rounds x 2 samples
+            self.assertEqual(row["energy_j"], "")
+            self.assertEqual(row["memory_bytes"], "")
+            self.assertTrue(row["source"].startswith("runner-pytorch@test-cpu:"), row["source"])
+            self.assertIn("machine=", row["source"])
+            self.assertNotIn(os.uname().nodename, row["source"])
+            self.assertRegex(row["date"], r"^\d{4}-\d{2}-\d{2}$")
+            m = re.search(r"min_ms=([0-9.e+-]+); max_ms=([0-9.e+-]+)", row["source"])
+            self.assertLessEqual(float(m.group(1)), lat)
+            self.assertGreaterEqual(float(m.group(2)), lat)
+        # the Conv (8x16x16 -> 16 channels, 3x3) does far more work than a 512-element Relu
+        self.assertGreater(float(rows[0]["latency_ms"]), float(rows[2]["latency_ms"]))
+
+    def test_rerun_should_resume_and_measure_nothing_again(self):
+        rc, _ = self.run_main()
+        self.assertEqual(rc, 0)
+        with open(self.out + ".partial.jsonl", encoding="utf-8") as f:
+            n_lines = len(f.readlines())
+        _, rows1 = read_csv(self.out)
+        rc, err = self.run_main()
+        self.assertEqual(rc, 0)
+        self.assertIn("(0 visits this run)", err)
+        with open(self.out + ".partial.jsonl", encoding="utf-8") as f:
+            self.assertEqual(len(f.readlines()), n_lines)
+        _, rows2 = read_csv(self.out)
+        self.assertEqual([r["latency_ms"] for r in rows1], [r["latency_ms"] for r in rows2])
+
+    def test_interrupted_run_should_complete_without_duplicates(self):
+        rows = layer_runner.read_plan(self.plan)
+        proto = timing.Protocol(rounds=2, burst=2, warmup_calls=1, warmup_min_s=0.0,
+                                min_sample_us=50.0)
+        kw = dict(torch=torch, device_name="test-cpu", protocol=proto, plan_digest="d",
+                  quiet=True)
+        res, n = layer_runner.measure_rows(rows, self.out, stop_after_visits=2, **kw)
+        self.assertEqual(res.visits_this_run, 2)
+        self.assertLessEqual(n, 2)
+        res, n = layer_runner.measure_rows(rows, self.out, **kw)
+        self.assertEqual(res.visits_this_run, 6 - 2)
+        self.assertEqual(n, 3)
+        with open(self.out + ".partial.jsonl", encoding="utf-8") as f:
+            recs = [json.loads(x) for x in f][1:]
+        pairs = [(r["key"], r["round"]) for r in recs]
+        self.assertEqual(sorted(pairs), sorted(set(pairs)))
+        self.assertEqual(len(pairs), 6)
+        _, out_rows = read_csv(self.out)
+        self.assertEqual([r["op_type"] for r in out_rows], ["Conv", "Gemm", "Relu"])
+
+    def test_different_options_should_not_mix_with_a_partial_file(self):
+        self.assertEqual(self.run_main()[0], 0)
+        rc, err = self.run_main("--threads", "2")
+        self.assertEqual(rc, layer_runner.EXIT_USAGE)
+        self.assertIn("different plan or protocol", err)
+
+    def test_failed_final_write_should_leave_no_csv(self):
+        real_replace = os.replace
+
+        def failing_replace(src, dst):
+            if dst == self.out:
+                raise OSError("disk full")
+            return real_replace(src, dst)
+        with mock.patch.object(timing.os, "replace", failing_replace):
+            with self.assertRaises(OSError):
+                self.run_main()
+        self.assertFalse(os.path.exists(self.out))
+        self.assertEqual([n for n in os.listdir(self.tmp.name) if ".tmp." in n], [])
+        # the measurements survive in the partial file: the rerun only writes
+        rc, err = self.run_main()
+        self.assertEqual(rc, 0)
+        self.assertIn("(0 visits this run)", err)
+        self.assertEqual(len(read_csv(self.out)[1]), 3)
+
+    def test_budget_should_stop_and_report(self):
+        rc, err = self.run_main("--budget-min", "0")
+        self.assertEqual(rc, layer_runner.EXIT_BUDGET)
+        header, rows = read_csv(self.out)
+        self.assertEqual(header, layer_runner.LAYER_COLUMNS)
+        self.assertEqual(rows, [])
+
+    def test_bad_rows_should_be_reported_not_measured(self):
+        write_plan(self.plan, PLAN_ROWS + [{"op_kind": "elemwise", "op_type": "Frobnicate",
+                                            "batch": "1", "inputs": "x:4", "attrs": ""}])
+        rc, err = self.run_main()
+        self.assertEqual(rc, layer_runner.EXIT_ROW_ERRORS)
+        self.assertEqual(len(read_csv(self.out)[1]), 3)
+        _, errs = read_csv(self.out + ".errors.csv")
+        self.assertEqual(errs[0]["line"], "5")
+        self.assertIn("Frobnicate", errs[0]["error"])
+
+    def test_malformed_plan_should_name_the_line(self):
+        write_plan(self.plan, [PLAN_ROWS[0], dict(PLAN_ROWS[1], inputs="x:4xx64")])
+        rc, err = self.run_main()
+        self.assertEqual(rc, layer_runner.EXIT_USAGE)
+        self.assertIn("plan.csv:3", err)
+        write_plan(self.plan, [dict(PLAN_ROWS[0], op_kind="dwconv")])
+        rc, err = self.run_main()
+        self.assertEqual(rc, layer_runner.EXIT_USAGE)
+        self.assertIn("would classify", err)
+
+    def test_plan_without_kind_and_batch_should_derive_them(self):
+        write_plan(self.plan, PLAN_ROWS[1:2], columns=("op_type", "inputs", "attrs"))
+        rows = layer_runner.read_plan(self.plan)
+        self.assertEqual((rows[0].kind, rows[0].batch), ("linear", 4))
+
+
+if __name__ == "__main__":
+    unittest.main()

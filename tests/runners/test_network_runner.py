@@ -1,0 +1,124 @@
+"""test_network_runner.py: runners/network_runner.py on a tiny network (in process): the network CSV,
+its graph paths, the ONNX export without weights, and a resumed run."""
+
+import contextlib
+import csv
+import io
+import os
+import tempfile
+import unittest
+
+import _common  # noqa: F401
+import models
+import network_runner
+import onnx
+import timing
+import torch
+
+
+def tiny_spec(path):
+    def build():
+        return torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.BatchNorm2d(4),
+                                   torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1),
+                                   torch.nn.Flatten(), torch.nn.Linear(4, 2))
+    return models.ModelSpec(name="tiny", family="tinynet", input_name="input",
+                            shape=(1, 3, 12, 12), dtype="float32", onnx_path=path,
+                            source="test", builder=build)
+
+
+class NetworkRunnerTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.graph = os.path.join(self.tmp.name, "graphs", "tiny.onnx")
+        self.out = os.path.join(self.tmp.name, "res", "net.csv")
+        self.spec = tiny_spec(self.graph)
+        self.proto = timing.Protocol(rounds=2, burst=2, warmup_calls=1, warmup_min_s=0.0,
+                                     min_sample_us=0.0)
+        torch.set_num_threads(1)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def measure(self, **kw):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            return network_runner.measure_networks(
+                [self.spec], [1, 3], self.out, torch=torch, device_name="test-cpu",
+                protocol=self.proto, quiet=True, **kw)
+
+    def test_export_should_leave_weights_out_and_keep_batch_symbolic(self):
+        models.export_onnx(torch, self.spec, self.graph)
+        m = onnx.load(self.graph)
+        self.assertEqual(len(m.graph.initializer), 0)
+        names = [i.name for i in m.graph.input]
+        self.assertEqual(names[0], "input")
+        self.assertGreater(len(names), 1)  # the weights became graph inputs
+        d0 = m.graph.input[0].type.tensor_type.shape.dim[0]
+        self.assertEqual(d0.dim_param, "batch")
+        self.assertEqual(os.listdir(os.path.dirname(self.graph)), ["tiny.onnx"])
+
+    def test_measure_should_write_one_row_per_batch(self):
+        res, n = self.measure()
+        self.assertEqual(n, 2)
+        with open(self.out, newline="", encoding="utf-8") as f:
+            rd = csv.DictReader(f)
+            self.assertEqual(rd.fieldnames, network_runner.NET_COLUMNS)
+            rows = list(rd)
+        self.assertEqual([r["batch"] for r in rows], ["1", "3"])
+        for r in rows:
+            # relative to the CSV's folder, as docs/measurements.md says
+            self.assertEqual(r["model"], os.path.join("..", "graphs", "tiny.onnx"))
+            self.assertEqual(r["family"], "tinynet")
+            self.assertEqual(r["runtime"], "pytorch-eager")
+            self.assertEqual(r["precision"], "fp32")
+            self.assertGreater(float(r["latency_ms"]), 0)
+            self.assertEqual(r["energy_j"], "")
+            self.assertEqual(r["peak_memory_bytes"], "")
+            self.assertIn("memory=not measured on CPU", r["source"])
+            self.assertEqual(int(r["repetitions"]), 4)
+        self.assertEqual(rows[0]["input_shapes"], "input:1x3x12x12")
+        self.assertEqual(rows[1]["input_shapes"], "input:3x3x12x12")
+
+    def test_rerun_should_resume(self):
+        self.measure(stop_after_visits=1)
+        res, n = self.measure()
+        self.assertEqual(res.visits_this_run, 3)
+        self.assertEqual(n, 2)
+        res, n = self.measure()
+        self.assertEqual(res.visits_this_run, 0)
+
+    def test_reference_rows_should_become_specs(self):
+        ref = os.path.join(self.tmp.name, "fixtures", "reference.csv")
+        os.makedirs(os.path.dirname(ref))
+        with open(ref, "w", encoding="utf-8") as f:
+            f.write("file,model,family,input_name,input_shape,input_dtype,output_shape\n"
+                    "resnet18.onnx,resnet18,resnet,input,1x3x224x224,float32,1x1000\n"
+                    "bert_mini_op17.onnx,bert_mini,bert,input,1x128,int64,1x128x256\n"
+                    "bert_mini_op17.onnx,bert_mini,bert,input,4x64,int64,4x64x256\n")
+        specs = network_runner.resolve_specs("", ref, self.tmp.name)
+        self.assertEqual([(s.name, s.family, s.shape, s.dtype) for s in specs],
+                         [("resnet18", "resnet", (1, 3, 224, 224), "float32"),
+                          ("bert_mini", "bert", (1, 128), "int64"),
+                          ("bert_mini", "bert", (4, 64), "int64")])
+        self.assertEqual(specs[1].onnx_path, os.path.join(os.path.dirname(ref),
+                                                          "bert_mini_op17.onnx"))
+        self.assertEqual(specs[2].input_shape(8), (8, 64))
+        # the text model is rebuilt by tools/export_models.py's builder and takes token ids
+        x = specs[2].make_input(torch, 2)
+        self.assertEqual(x.dtype, torch.int64)
+        with torch.inference_mode():
+            y = specs[2].build().eval()(x)
+        self.assertEqual(tuple(y.shape), (2, 64, 256))
+
+    def test_unknown_model_name_should_be_refused(self):
+        with self.assertRaises(ValueError):
+            network_runner.resolve_specs("resnet18,not_a_model", None, self.tmp.name)
+        specs = network_runner.resolve_specs("resnet18", None, self.tmp.name)
+        self.assertEqual(specs[0].family, "resnet")
+        self.assertEqual(specs[0].shape, (1, 3, 224, 224))
+        self.assertEqual(specs[0].onnx_path, os.path.join(self.tmp.name, "resnet18.onnx"))
+        self.assertEqual(models.spec_for_name("inception_v3", ".").shape, (1, 3, 299, 299))
+
+
+if __name__ == "__main__":
+    unittest.main()

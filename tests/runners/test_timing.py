@@ -1,0 +1,274 @@
+"""test_timing.py: the interleaved-rounds protocol of runners/timing.py on a scripted timer and a
+fake clock: statistics, schedule, budget, resume after interruption, torn partial files, atomic
+writes, progress bar."""
+
+import io
+import json
+import os
+import tempfile
+import unittest
+
+import _common  # noqa: F401 - puts runners/ on sys.path
+import timing
+from _common import FakeClock, ScriptedTimer
+
+
+def make_fn(key, calls):
+    def fn():
+        calls[key] = calls.get(key, 0) + 1
+    fn.key = key
+    return fn
+
+
+class QuantileTest(unittest.TestCase):
+    def test_quantile_should_interpolate_linearly(self):
+        # sorted 1 2 3 4: q=0.25 at position 0.75 -> 1.75; q=0.75 at 2.25 -> 3.25
+        self.assertAlmostEqual(timing.quantile([4, 1, 3, 2], 0.25), 1.75)
+        self.assertAlmostEqual(timing.quantile([4, 1, 3, 2], 0.75), 3.25)
+        self.assertEqual(timing.median([5, 1, 3]), 3)
+        self.assertEqual(timing.median([7]), 7)
+
+    def test_quantile_should_reject_empty_input(self):
+        with self.assertRaises(ValueError):
+            timing.quantile([], 0.5)
+
+
+class SummarizeTest(unittest.TestCase):
+    def test_summarize_should_take_median_of_round_minima(self):
+        # round minima 10, 30, 20 -> median 20; round medians 12, 31, 50 -> IQR over
+        # positions: sorted 12 31 50, q25 = 21.5, q75 = 40.5 -> 19
+        s = timing.summarize([[12, 10, 14], [31, 30, 90], [50, 20, 60]], inner=4)
+        self.assertEqual(s.median_ns, 20)
+        self.assertAlmostEqual(s.iqr_ns, 19.0)
+        self.assertEqual(s.min_ns, 10)
+        self.assertEqual(s.max_ns, 90)
+        self.assertEqual(s.rounds, 3)
+        self.assertEqual(s.reps, 9)
+        self.assertEqual(s.calls, 36)
+        self.assertAlmostEqual(s.mean_ns, (12 + 10 + 14 + 31 + 30 + 90 + 50 + 20 + 60) / 9)
+
+    def test_summarize_should_ignore_an_outlier_round(self):
+        # one round in a noisy period (x10) moves the median of minima not at all
+        s = timing.summarize([[100, 101], [102, 100], [1000, 1005], [101, 103], [99, 100]])
+        self.assertEqual(s.median_ns, 100)
+
+
+class InterleavedTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.partial = os.path.join(self.tmp.name, "out.csv.partial.jsonl")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def protocol(self, **kw):
+        base = dict(rounds=3, burst=2, warmup_calls=0, warmup_min_s=0.0, visit_warmup=0,
+                    min_sample_us=0.0, seed=7)
+        base.update(kw)
+        return timing.Protocol(**base)
+
+    def run_keys(self, keys, durations, protocol, store=None, **kw):
+        """Runs the scheduler; returns (result, timer, calls per key, [(key, round)] visited)."""
+        calls, visits = {}, []
+        clock = kw.pop("clock", FakeClock())
+        timer = ScriptedTimer(durations, clock)
+        store = store or timing.PartialStore(self.partial, {"t": 1})
+        res = timing.run_interleaved(keys, lambda k: make_fn(k, calls), store, protocol,
+                                     timer=timer, clock=clock,
+                                     on_visit=lambda k, r, s: visits.append((k, r)), **kw)
+        store.close()
+        return res, timer, calls, visits
+
+    def test_rounds_should_visit_every_key_once_per_round_in_shuffled_order(self):
+        keys = [f"k{i}" for i in range(6)]
+        # samples per key: 3 calibration + burst 2 x 3 rounds = 9
+        dur = {k: [1000.0] * 9 for k in keys}
+        res, timer, _, visits = self.run_keys(keys, dur, self.protocol())
+        self.assertEqual(len(timer.sampled), 6 * 9)
+        rounds = [[k for k, r in visits if r == i] for i in range(3)]
+        self.assertEqual([r for _, r in visits], [0] * 6 + [1] * 6 + [2] * 6)
+        for r in rounds:
+            self.assertEqual(sorted(r), keys)
+        self.assertNotEqual(rounds[0], rounds[1], "rounds should be shuffled differently")
+        self.assertNotEqual(rounds[0], keys, "order should not be the plan order")
+        self.assertEqual(len(res.stats), 6)
+
+    def test_stats_should_come_from_the_scripted_samples(self):
+        # 3 calibration samples, then round 0: 50, 40; round 1: 45, 90; round 2: 41, 47
+        dur = {"a": [44.0, 44.0, 44.0, 50.0, 40.0, 45.0, 90.0, 41.0, 47.0]}
+        res, _, _, _ = self.run_keys(["a"], dur, self.protocol())
+        st = res.stats["a"]
+        self.assertEqual(st.median_ns, 41.0)          # minima 40, 45, 41
+        self.assertEqual(st.min_ns, 40.0)
+        self.assertEqual(st.max_ns, 90.0)
+        self.assertEqual(st.reps, 6)
+        # round medians 45, 67.5, 44 -> sorted 44 45 67.5 -> q25 44.5, q75 56.25
+        self.assertAlmostEqual(st.iqr_ns, 56.25 - 44.5)
+
+    def test_inner_should_be_chosen_from_the_calibration_sample(self):
+        # 50 us per call, samples must last 200 us -> 4 calls per sample, per-call time = d / 4
+        p = self.protocol(rounds=1, burst=1, min_sample_us=200.0)
+        dur = {"a": [60_000.0, 50_000.0, 70_000.0, 400_000.0]}
+        res, _, calls, _ = self.run_keys(["a"], dur, p)
+        self.assertEqual(res.inner["a"], 4)
+        self.assertEqual(res.stats["a"].median_ns, 100_000.0)
+        self.assertEqual(calls["a"], 3 + 4)  # calibration + one sample of 4 calls
+
+    def test_budget_should_stop_new_visits_and_keep_results(self):
+        keys = ["a", "b", "c"]
+        clock = FakeClock()
+        # each sample takes 1 s of fake time: a first visit is 3 calibration + 2 timed samples =
+        # 5 s; budget 9 s -> two visits start, the third never does
+        dur = {k: [1e9] * 9 for k in keys}
+        res, _, _, visits = self.run_keys(keys, dur, self.protocol(), budget_s=9.0, clock=clock)
+        self.assertEqual(len(visits), 2)
+        self.assertTrue(res.budget_exhausted)
+        self.assertEqual(len(res.stats), 2)
+        self.assertEqual(sorted(res.incomplete), keys)
+
+    def test_resume_should_not_measure_anything_twice(self):
+        keys = [f"k{i}" for i in range(5)]
+        p = self.protocol()
+        dur = {k: [1000.0] * 20 for k in keys}
+        res1, _, _, _ = self.run_keys(keys, dur, p, stop_after_visits=7)
+        self.assertEqual(res1.visits_this_run, 7)
+        store = timing.PartialStore(self.partial, {"t": 1})
+        self.assertEqual(sum(store.rounds_done(k) for k in keys), 7)
+        res2, _, _, _ = self.run_keys(keys, {k: [1000.0] * 20 for k in keys}, p, store=store)
+        self.assertEqual(res2.visits_this_run, 15 - 7)
+        self.assertEqual(len(res2.stats), 5)
+        self.assertEqual(res2.incomplete, [])
+        with open(self.partial, encoding="utf-8") as f:
+            recs = [json.loads(x) for x in f][1:]
+        pairs = [(r["key"], r["round"]) for r in recs if r["type"] == "visit"]
+        self.assertEqual(len(pairs), len(set(pairs)), "a (key, round) was measured twice")
+        self.assertEqual(len(pairs), 15)
+
+    def test_resume_should_follow_the_uninterrupted_order(self):
+        keys = [f"k{i}" for i in range(5)]
+        p = self.protocol(burst=1)
+        _, _, _, full = self.run_keys(keys, {k: [1.0] * 10 for k in keys}, p)
+        os.remove(self.partial)
+        _, _, _, part1 = self.run_keys(keys, {k: [1.0] * 10 for k in keys}, p,
+                                       stop_after_visits=6)
+        store = timing.PartialStore(self.partial, {"t": 1})
+        _, _, _, part2 = self.run_keys(keys, {k: [1.0] * 10 for k in keys}, p, store=store)
+        self.assertEqual(len(part1), 6)
+        self.assertEqual(part1 + part2, full)
+
+    def test_errors_should_be_recorded_and_not_retried(self):
+        calls = {}
+
+        def build(k):
+            if k == "bad":
+                raise ValueError("cannot build")
+            return make_fn(k, calls)
+        store = timing.PartialStore(self.partial, {"t": 1})
+        timer = ScriptedTimer({"good": [1.0] * 9})
+        res = timing.run_interleaved(["good", "bad"], build, store, self.protocol(),
+                                     timer=timer, clock=FakeClock())
+        store.close()
+        self.assertIn("cannot build", res.errors["bad"])
+        self.assertIn("good", res.stats)
+        store = timing.PartialStore(self.partial, {"t": 1})
+        self.assertIn("bad", store.errors)
+        store.close()
+        store = timing.PartialStore(self.partial, {"t": 1}, retry_errors=True)
+        self.assertNotIn("bad", store.errors)
+        store.close()
+        store = timing.PartialStore(self.partial, {"t": 1})
+        self.assertNotIn("bad", store.errors, "a retry must survive a reload")
+        store.close()
+
+
+class PartialStoreTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.path = os.path.join(self.tmp.name, "p.jsonl")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_torn_last_line_should_be_cut_off(self):
+        s = timing.PartialStore(self.path, {"plan": "x"})
+        s.add_visit("a", 0, 1, [5.0])
+        s.add_visit("a", 1, 1, [6.0])
+        s.close()
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write('{"type": "visit", "key": "a", "round": 2, "sam')
+        s = timing.PartialStore(self.path, {"plan": "x"})
+        self.assertEqual(sorted(s.visits["a"]), [0, 1])
+        s.add_visit("a", 2, 1, [7.0])
+        s.close()
+        s = timing.PartialStore(self.path, {"plan": "x"})
+        self.assertEqual(s.visits["a"], {0: [5.0], 1: [6.0], 2: [7.0]})
+        s.close()
+
+    def test_other_identity_should_be_refused(self):
+        timing.PartialStore(self.path, {"plan": "x"}).close()
+        with self.assertRaises(timing.ResumeMismatch):
+            timing.PartialStore(self.path, {"plan": "y"})
+        s = timing.PartialStore(self.path, {"plan": "y"}, restart=True)
+        s.close()
+
+    def test_corrupt_middle_line_should_be_an_error(self):
+        s = timing.PartialStore(self.path, {"plan": "x"})
+        s.add_visit("a", 0, 1, [5.0])
+        s.close()
+        with open(self.path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+        lines.insert(1, "garbage")
+        with open(self.path, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
+        with self.assertRaises(timing.ResumeMismatch):
+            timing.PartialStore(self.path, {"plan": "x"})
+
+
+class AtomicWriteTest(unittest.TestCase):
+    def test_exception_should_leave_no_partial_csv(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "out.csv")
+
+            def rows():
+                yield {"a": 1}
+                raise RuntimeError("died mid-write")
+            with self.assertRaises(RuntimeError):
+                timing.write_csv_atomic(path, ["a"], rows())
+            self.assertEqual(os.listdir(d), [])
+
+    def test_exception_should_keep_the_previous_file(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "out.csv")
+            timing.write_csv_atomic(path, ["a", "b"], [{"a": 1, "b": "x,y"}])
+            with self.assertRaises(ValueError):
+                timing.write_csv_atomic(path, ["a"], [{"a": 2, "zzz": 3}])
+            with open(path, encoding="utf-8") as f:
+                self.assertEqual(f.read(), 'a,b\n1,"x,y"\n')
+            self.assertEqual(os.listdir(d), ["out.csv"])
+
+
+class ProgressTest(unittest.TestCase):
+    def test_progress_should_draw_bar_and_eta(self):
+        out = io.StringIO()
+        clock = FakeClock(0.0)
+        p = timing.Progress(4, label="x ", stream=out, clock=clock, min_interval=0.0)
+        clock.advance(10.0)
+        p.update(1)
+        # 1 of 4 in 10 s -> 30 s left
+        self.assertIn("\r", out.getvalue())
+        self.assertIn("25.0%", out.getvalue())
+        self.assertIn("ETA 30s", out.getvalue())
+        p.close()
+        self.assertTrue(out.getvalue().endswith("\n"))
+
+
+class ParseTest(unittest.TestCase):
+    def test_int_list_should_be_strict(self):
+        self.assertEqual(timing.parse_int_list("1,8, 32"), [1, 8, 32])
+        for bad in ("", "1,,2", "0", "-1", "1.5", "1,1", "8x"):
+            with self.assertRaises(ValueError, msg=bad):
+                timing.parse_int_list(bad)
+
+
+if __name__ == "__main__":
+    unittest.main()
