@@ -1,0 +1,301 @@
+/* calibrate/: measurements in, calibrated device out. Reads and writes the layer- and network-level
+ * measurement CSVs of docs/measurements.md (libcsv, strict: bad rows are counted with file:line, never
+ * guessed), imports NeuSight's kernel tables into layer rows, rebuilds each row as a single-node graph
+ * so that graph/ describes it, computes accuracy metrics, and fits the A100 from NeuSight. */
+#ifndef PP_CALIBRATE_H
+#define PP_CALIBRATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "devices/devices.h"
+#include "graph/graph.h"
+#include "layer_models/layer_models.h"
+#include "util/util.h"
+
+/* ------------------------------------------------------------ CSV reading (csvio.c) ---- */
+
+/* One record handed to a pp_csv_read callback: fields are NUL-terminated, owned by the reader and
+ * valid only during the call. line is the 1-based line the record starts on (header is line 1). */
+typedef struct pp_csv_record {
+    const char *path;
+    int line;
+    int n_fields;
+    const char *const *fields;
+} pp_csv_record;
+
+/* Called once for the header, then once per data record. A nonzero return stops reading and
+ * pp_csv_read returns the status the callback put in err (it must set one). */
+typedef int (*pp_csv_record_fn)(const pp_csv_record *rec, int is_header, void *user, pp_err *err);
+
+/* Reads path with libcsv in strict mode (a malformed quote is an error naming file:line). Blank lines
+ * are skipped. A file without a header line is PERFPRED_ERR_PARSE. */
+perfpred_status pp_csv_read(const char *path, pp_csv_record_fn fn, void *user, pp_err *err);
+perfpred_status pp_csv_read_buffer(const char *path_for_errors, const char *buf, size_t len,
+                                   pp_csv_record_fn fn, void *user, pp_err *err);
+
+/* Growing text buffer for writers (malloc'd; free data with free()). */
+typedef struct pp_strbuf {
+    char *data;
+    size_t len, cap;
+    int oom;        /* sticky: an append failed */
+} pp_strbuf;
+void pp_strbuf_put(pp_strbuf *b, const char *s);
+void pp_strbuf_printf(pp_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends s as one CSV field: quoted (with doubled quotes) when it holds , " CR or LF. */
+void pp_strbuf_csv_field(pp_strbuf *b, const char *s);
+/* Shortest decimal text that strtod reads back to exactly v ("%.15g".."%.17g"). */
+void pp_fmt_double(char *out, size_t n, double v);
+
+/* Bad-row bookkeeping shared by the readers: every bad row is counted; the first
+ * PP_BAD_ROWS_KEPT messages ("file:line: reason") are kept. */
+#define PP_BAD_ROWS_KEPT 64
+typedef struct pp_bad_rows {
+    int n;
+    int n_kept;
+    char *msgs[PP_BAD_ROWS_KEPT];   /* arena-owned by the table that holds this record */
+} pp_bad_rows;
+
+/* ------------------------------------------------ layer measurements (measurements.c) ---- */
+
+#define PP_LAYER_MAX_INPUTS 6
+#define PP_LAYER_MAX_ATTRS 8
+#define PP_LAYER_MAX_INTS 8
+
+/* One node input of a layer row, in ONNX input order. */
+typedef struct pp_layer_input {
+    char role;              /* 'x' activation (graph input), 'w' weight (initializer), '-' omitted */
+    int rank;               /* 0 for a scalar */
+    int64_t dims[PP_MAX_RANK];
+} pp_layer_input;
+
+/* One ONNX attribute of a layer row: `name:type=value`, type one of i, f, s, ints, floats. */
+typedef struct pp_layer_attr {
+    const char *name;
+    int type;               /* PP_ATTR_INT, _FLOAT, _STRING, _INTS, _FLOATS */
+    int64_t i;
+    double f;
+    const char *s;
+    int n;                  /* element count of ints / floats */
+    int64_t ints[PP_LAYER_MAX_INTS];
+    double floats[PP_LAYER_MAX_INTS];
+} pp_layer_attr;
+
+/* A layer measurement: enough to rebuild a single-node graph, plus the measured figures and where
+ * they come from. Strings are owned by the table's arena. Optional figures: NaN / -1 = not reported. */
+typedef struct pp_layer_row {
+    const char *device;          /* perfpred device name ("a100-pcie-40gb") */
+    const char *runtime;         /* runtime framework ("pytorch-eager") */
+    const char *runtime_version; /* free text, may be "" */
+    pp_precision precision;      /* math precision; tensors are float32 for fp32/tf32 */
+    pp_op_kind kind;             /* as graph/features.c classifies the node (checked on rebuild) */
+    const char *op_type;         /* ONNX op type */
+    int64_t batch;               /* batch the layer ran at (informational) */
+    int n_inputs;
+    pp_layer_input inputs[PP_LAYER_MAX_INPUTS];
+    int n_attrs;
+    pp_layer_attr attrs[PP_LAYER_MAX_ATTRS];
+    double latency_ms;           /* median (or the source's statistic, see source), > 0 */
+    double latency_spread_ms;    /* NaN = not reported */
+    int64_t repetitions;         /* -1 = not reported */
+    double energy_j;             /* NaN = not reported */
+    int64_t memory_bytes;        /* -1 = not reported */
+    const char *source;          /* "neusight@6945927:<path>:<line>" or a runner id */
+    const char *date;            /* YYYY-MM-DD */
+    int line;                    /* line in the CSV it was read from, 0 if built in memory */
+} pp_layer_row;
+
+typedef struct pp_layer_table {
+    pp_arena *arena;
+    const char *path;            /* file read, or a description for in-memory tables */
+    int n, cap;
+    pp_layer_row *rows;          /* malloc'd array (grows); strings in arena */
+    pp_bad_rows bad;
+} pp_layer_table;
+
+pp_layer_table *pp_layer_table_new(const char *path);
+void pp_layer_table_free(pp_layer_table *t);      /* NULL is a no-op */
+/* Appends a copy of row (strings and all copied into the table's arena). */
+perfpred_status pp_layer_table_add(pp_layer_table *t, const pp_layer_row *row, pp_err *err);
+/* Records a bad row: counts it and keeps the message if there is room. */
+void pp_bad_rows_add(pp_bad_rows *b, pp_arena *a, const char *path, int line, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* Reads a layer CSV. Header problems (missing required column, unknown or duplicate column) are
+ * PERFPRED_ERR_PARSE naming file:line. Bad data rows are skipped, counted in (*out)->bad and listed
+ * with file:line; the call still succeeds. */
+perfpred_status pp_layer_csv_read(const char *path, pp_layer_table **out, pp_err *err);
+/* Writes rows as a layer CSV (header included) atomically. */
+perfpred_status pp_layer_csv_write(const char *path, const pp_layer_row *rows, int n, pp_err *err);
+/* The CSV text itself (malloc'd, NUL-terminated). */
+perfpred_status pp_layer_csv_format(const pp_layer_row *rows, int n, char **out, size_t *len,
+                                    pp_err *err);
+
+/* Parsers for the compound columns (exposed for tests and for the runner-side tools). */
+int pp_layer_parse_inputs(const char *s, pp_layer_input *out, int max, char *why, size_t why_n);
+int pp_layer_parse_attrs(const char *s, pp_arena *a, pp_layer_attr *out, int max, char *why,
+                         size_t why_n);
+
+/* ------------------------------------------------- network measurements (measurements.c) ---- */
+
+typedef struct pp_net_row {
+    const char *model;           /* path to the ONNX graph (relative to the CSV's folder or absolute) */
+    const char *family;          /* model family for held-out-family splits ("resnet", "nb201") */
+    const char *device, *runtime, *runtime_version;
+    pp_precision precision;
+    int64_t batch;
+    const char *input_shapes;    /* "input:1x3x224x224;mask:1x128" or "" = as in the file */
+    double latency_ms, latency_spread_ms;  /* spread NaN = not reported */
+    int64_t repetitions;         /* -1 = not reported */
+    double energy_j;             /* NaN = not reported */
+    int64_t peak_memory_bytes;   /* -1 = not reported */
+    const char *source, *date;
+    int line;
+} pp_net_row;
+
+typedef struct pp_net_table {
+    pp_arena *arena;
+    const char *path;
+    int n, cap;
+    pp_net_row *rows;
+    pp_bad_rows bad;
+} pp_net_table;
+
+perfpred_status pp_net_csv_read(const char *path, pp_net_table **out, pp_err *err);
+perfpred_status pp_net_csv_write(const char *path, const pp_net_row *rows, int n, pp_err *err);
+void pp_net_table_free(pp_net_table *t);
+
+/* ------------------------------------------------- a row as a graph node (layer_graph.c) ---- */
+
+/* Builds the single-node graph of row (tensors x0.., weights w<i>, output y), links it, infers
+ * shapes and computes features. *node is the index of its one node. Errors name the row's source.
+ * The kind graph/ assigns must equal row->kind (else PERFPRED_ERR_UNSUPPORTED): a benchmark layer
+ * and a model node are described by the same code. */
+perfpred_status pp_layer_row_graph(const pp_layer_row *row, pp_graph **out, int *node, pp_err *err);
+/* Just the node's features (the graph is built and freed). */
+perfpred_status pp_layer_row_features(const pp_layer_row *row, pp_node_feat *out, pp_err *err);
+
+/* ------------------------------------------------------------- NeuSight import (neusight.c) ---- */
+
+typedef enum pp_neusight_split {
+    PP_NEUSIGHT_TRAIN = 0,   /* data/dataset/train/collect/<op>/p2.1.0/<GPU>.csv */
+    PP_NEUSIGHT_TEST = 1     /* data/dataset/test/<file>.csv, rows of that GPU and op */
+} pp_neusight_split;
+
+/* NeuSight operator names this importer knows: bmm, linear, conv, add, addu, mul, mulu, div, divu,
+ * pow, powu, relu, gelu, tanh, ln, softmax. NULL-terminated list. */
+extern const char *const pp_neusight_ops[];
+
+/* Provenance read from <root>/SOURCE.md ("- Repo: <url>", "- Commit: <40 hex> (YYYY-MM-DD)"). */
+typedef struct pp_neusight_source {
+    char repo[256];
+    char commit[41];
+    char date[11];      /* commit date: the date imported rows carry */
+} pp_neusight_source;
+perfpred_status pp_neusight_read_source(const char *root, pp_neusight_source *out, pp_err *err);
+
+/* perfpred device name for a NeuSight GPU name ("NVIDIA A100-PCIE-40GB" -> "a100-pcie-40gb"),
+ * or NULL when the GPU is not one NeuSight measured. */
+const char *pp_neusight_device_name(const char *gpu);
+
+/* Repository-relative path of the file holding op rows for split (e.g.
+ * "scripts/asplos/data/dataset/train/collect/linear/p2.1.0/NVIDIA A100-PCIE-40GB.csv"). */
+perfpred_status pp_neusight_rel_path(const char *op, const char *gpu, pp_neusight_split split,
+                                     char *out, size_t n, pp_err *err);
+
+/* Appends the rows of one operator for one GPU to t (rows whose Device column differs are skipped;
+ * for test files, also rows of other ops). Bad rows are counted in t->bad with file:line.
+ * *n_added (may be NULL) receives the number of rows appended. */
+perfpred_status pp_neusight_import(const char *root, const char *op, const char *gpu,
+                                   pp_neusight_split split, pp_layer_table *t, int *n_added,
+                                   pp_err *err);
+/* Imports every operator NeuSight has for gpu (conv from conv_gpu when not NULL) and writes them as
+ * one layer CSV at out_csv. *n_rows (may be NULL) receives the row count. */
+perfpred_status pp_neusight_export_csv(const char *root, const char *gpu, const char *conv_gpu,
+                                       pp_neusight_split split, const char *out_csv, int *n_rows,
+                                       pp_err *err);
+
+/* ------------------------------------------------------------------------ metrics (metrics.c) ---- */
+
+/* Accuracy of predictions against measurements: MAPE and RMSPE in percent, the share of rows
+ * within +-10 % in percent, Spearman's rank correlation (ties get the average rank; NaN when either
+ * side is constant or n < 2). */
+typedef struct pp_metrics {
+    int n;
+    double mape_pct;
+    double rmspe_pct;
+    double within10_pct;
+    double spearman;
+} pp_metrics;
+
+/* Measurements must be finite and > 0, predictions finite (else PERFPRED_ERR_INVALID_ARG naming the
+ * index); n >= 1. */
+perfpred_status pp_metrics_compute(const double *pred, const double *meas, int n, pp_metrics *out,
+                                   pp_err *err);
+/* Per group: group[i] in [0, n_groups); out[g].n == 0 for an empty group (other fields NaN). */
+perfpred_status pp_metrics_by_group(const double *pred, const double *meas, const int *group, int n,
+                                    int n_groups, pp_metrics *out, pp_err *err);
+/* Spearman's rho with averaged tie ranks; NaN when undefined. */
+double pp_spearman(const double *a, const double *b, int n);
+
+/* ------------------------------------------------------ A100 from NeuSight (fit_neusight.c) ---- */
+
+/* The analytic roofline perfpred compares its layer models with on NeuSight's A100 rows, and the
+ * base those models correct. Figures: NVIDIA A100 Tensor Core GPU datasheet (2021), PCIe 40GB
+ * column: FP32 19.5 TFLOP/s, HBM2 1,555 GB/s; 108 SMs (A100 whitepaper). The datasheet's TF32 figure
+ * (156 TFLOP/s dense) is not used: PyTorch 2.1 runs matmuls in plain fp32 (allow_tf32 = False), and
+ * NeuSight's conv rows name only FP32 SIMT kernels (winograd, scudnn, sgemm, FFT gcgemm; no tensor-
+ * core kernel), so TF32 never ran. The predictor proper takes these figures from the device
+ * descriptor; they live here only for the NeuSight calibration. */
+#define PP_A100_PCIE40_FP32_TFLOPS 19.5
+#define PP_A100_PCIE40_BW_GBS 1555.0
+#define PP_A100_SMS 108
+
+typedef struct pp_fit_params {
+    const char *device;          /* perfpred device name written to rows and manifest */
+    const char *conv_gpu;        /* NeuSight GPU whose conv rows stand in (NULL = same GPU) */
+    const char *date;            /* manifest date (NULL = today, UTC) */
+    double conv_heldout_fraction;/* share of training rows held out, seeded: for conv (NeuSight has
+                                    no conv test file), and for every kind's in-distribution check */
+    int write_artifacts;         /* 0: evaluate only, write nothing */
+    pp_lm_params lm;             /* XGBoost hyper-parameters, seed, nthread */
+    pp_logger log;
+} pp_fit_params;
+pp_fit_params pp_fit_default_params(void);
+
+typedef struct pp_fit_kind_report {
+    pp_op_kind kind;
+    int n_train;
+    int n_heldout;
+    int n_overlap;               /* held-out rows whose shape also occurs in training (excluded) */
+    int heldout_is_split;        /* 1: held-out rows are a split of the training file (conv) */
+    double floor_ms;             /* launch/timing floor used by the roofline */
+    pp_metrics model;            /* XGBoost layer model on the held-out rows */
+    pp_metrics roofline;         /* analytic roofline on the same rows */
+    pp_metrics in_dist;          /* the recipe retrained without a seeded share of the training
+                                    rows, judged on that share (interpolation, not extrapolation) */
+    pp_metrics train;            /* layer model on its own training rows (not a result; a check) */
+    double train_seconds;
+} pp_fit_kind_report;
+
+typedef struct pp_fit_report {
+    int n_kinds;
+    pp_fit_kind_report kinds[PP_OPK__COUNT];
+    int n_bad_rows;              /* bad rows met while importing (listed in bad_msgs) */
+    char bad_msgs[8][256];
+    int n_bad_msgs;
+    double total_seconds;
+} pp_fit_report;
+
+/* Trains one latency layer model per op kind NeuSight measured on gpu (bmm, linear, elemwise, norm,
+ * softmax; conv from params->conv_gpu), evaluates model and roofline on NeuSight's test rows of the
+ * same GPU (conv: a held-out split), and, when params->write_artifacts, writes <kind>-latency.ubj
+ * files and manifest.json into out_dir (created if missing) atomically. */
+perfpred_status pp_calibrate_fit_neusight(const char *neusight_root, const char *gpu,
+                                          const char *out_dir, const pp_fit_params *params,
+                                          pp_fit_report *report, pp_err *err);
+
+/* Roofline time in ms on the A100 PCIe 40GB: max(flops / 19.5 TFLOP/s, bytes / 1555 GB/s) + floor. */
+double pp_a100_roofline_ms(const pp_node_feat *f, double floor_ms);
+
+#endif

@@ -1,0 +1,231 @@
+/* calibrate/csvio.c: CSV plumbing shared by the measurement readers and writers: libcsv in strict
+ * mode fed one line at a time so that every record knows the line it starts on, a growing text
+ * buffer with CSV quoting, and shortest round-trip number formatting. */
+#include "calibrate/calibrate.h"
+
+#include <csv.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- text buffer ---- */
+static int strbuf_reserve(pp_strbuf *b, size_t extra)
+{
+    if (b->oom) return -1;
+    if (b->len + extra + 1 <= b->cap) return 0;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + extra + 1) {
+        if (cap > SIZE_MAX / 2) {
+            b->oom = 1;
+            return -1;
+        }
+        cap *= 2;
+    }
+    char *d = realloc(b->data, cap);
+    if (!d) {
+        b->oom = 1;
+        return -1;
+    }
+    b->data = d;
+    b->cap = cap;
+    return 0;
+}
+
+void pp_strbuf_put(pp_strbuf *b, const char *s)
+{
+    size_t n = strlen(s);
+    if (strbuf_reserve(b, n) != 0) return;
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+}
+
+void pp_strbuf_printf(pp_strbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        b->oom = 1;
+        return;
+    }
+    if (strbuf_reserve(b, (size_t)n) != 0) return;
+    va_start(ap, fmt);
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+void pp_strbuf_csv_field(pp_strbuf *b, const char *s)
+{
+    if (!s) s = "";
+    if (!strpbrk(s, ",\"\r\n")) {
+        pp_strbuf_put(b, s);
+        return;
+    }
+    size_t n = strlen(s);
+    if (strbuf_reserve(b, 2 * n + 2) != 0) return;
+    char *p = b->data + b->len;
+    *p++ = '"';
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '"') *p++ = '"';
+        *p++ = s[i];
+    }
+    *p++ = '"';
+    *p = '\0';
+    b->len = (size_t)(p - b->data);
+}
+
+void pp_fmt_double(char *out, size_t n, double v)
+{
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(out, n, "%.*g", prec, v);
+        if (strtod(out, NULL) == v) return;
+    }
+}
+
+/* ---- reading ---- */
+typedef struct reader {
+    const char *path;
+    pp_csv_record_fn fn;
+    void *user;
+    pp_err *err;
+    int line;           /* line being fed */
+    int rec_line;       /* line the current record started on, 0 = none begun */
+    int seen_header;
+    int stop;           /* callback asked to stop, or out of memory */
+    perfpred_status status;
+    char *text;         /* field bytes of the current record, NUL-separated */
+    size_t text_len, text_cap;
+    size_t *offs;
+    int n_fields, cap_fields;
+    const char **ptrs;
+    int cap_ptrs;
+} reader;
+
+static void on_field(void *s, size_t len, void *data)
+{
+    reader *r = data;
+    if (r->stop) return;
+    if (!r->rec_line) r->rec_line = r->line;
+    if (r->text_len + len + 1 > r->text_cap) {
+        size_t cap = r->text_cap ? r->text_cap : 1024;
+        while (cap < r->text_len + len + 1) cap *= 2;
+        char *t = realloc(r->text, cap);
+        if (!t) goto oom;
+        r->text = t;
+        r->text_cap = cap;
+    }
+    if (r->n_fields == r->cap_fields) {
+        int cap = r->cap_fields ? 2 * r->cap_fields : 32;
+        size_t *o = realloc(r->offs, (size_t)cap * sizeof *o);
+        if (!o) goto oom;
+        r->offs = o;
+        r->cap_fields = cap;
+    }
+    r->offs[r->n_fields++] = r->text_len;
+    if (len && s) memcpy(r->text + r->text_len, s, len);
+    r->text_len += len;
+    r->text[r->text_len++] = '\0';
+    return;
+oom:
+    r->stop = 1;
+    r->status = pp_err_set(r->err, PERFPRED_ERR_NOMEM, "%s:%d: out of memory", r->path, r->line);
+}
+
+static void on_record(int c, void *data)
+{
+    reader *r = data;
+    (void)c;
+    if (r->stop) return;
+    if (r->cap_ptrs < r->n_fields) {
+        const char **p = realloc(r->ptrs, (size_t)r->n_fields * sizeof *p);
+        if (!p) {
+            r->stop = 1;
+            r->status = pp_err_set(r->err, PERFPRED_ERR_NOMEM, "%s: out of memory", r->path);
+            return;
+        }
+        r->ptrs = p;
+        r->cap_ptrs = r->n_fields;
+    }
+    for (int i = 0; i < r->n_fields; i++) r->ptrs[i] = r->text + r->offs[i];
+    pp_csv_record rec = {r->path, r->rec_line ? r->rec_line : r->line, r->n_fields, r->ptrs};
+    int is_header = !r->seen_header;
+    r->seen_header = 1;
+    if (r->fn(&rec, is_header, r->user, r->err) != 0) {
+        r->stop = 1;
+        r->status = (r->err && r->err->status != PERFPRED_OK) ? r->err->status
+                                                                : PERFPRED_ERR_PARSE;
+    }
+    r->n_fields = 0;
+    r->text_len = 0;
+    r->rec_line = 0;
+}
+
+perfpred_status pp_csv_read_buffer(const char *path, const char *buf, size_t len,
+                                   pp_csv_record_fn fn, void *user, pp_err *err)
+{
+    struct csv_parser p;
+    if (csv_init(&p, CSV_STRICT | CSV_STRICT_FINI | CSV_APPEND_NULL) != 0)
+        return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", path);
+    reader r = {0};
+    r.path = path;
+    r.fn = fn;
+    r.user = user;
+    r.err = err;
+    r.status = PERFPRED_OK;
+    size_t pos = 0;
+    if (len >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0) pos = 3; /* UTF-8 byte-order mark */
+    r.line = 0;
+    while (pos < len && !r.stop) {
+        const char *nl = memchr(buf + pos, '\n', len - pos);
+        size_t seg = nl ? (size_t)(nl - (buf + pos)) + 1 : len - pos;
+        r.line++;
+        if (csv_parse(&p, buf + pos, seg, on_field, on_record, &r) != seg && !r.stop) {
+            r.status = pp_err_set(err, PERFPRED_ERR_PARSE, "%s:%d: malformed CSV: %s", path, r.line,
+                                  csv_strerror(csv_error(&p)));
+            r.stop = 1;
+        }
+        pos += seg;
+    }
+    if (!r.stop && csv_fini(&p, on_field, on_record, &r) != 0 && !r.stop) {
+        r.status = pp_err_set(err, PERFPRED_ERR_PARSE, "%s:%d: malformed CSV (unterminated quote)",
+                              path, r.rec_line ? r.rec_line : r.line);
+        r.stop = 1;
+    }
+    csv_free(&p);
+    free(r.text);
+    free(r.offs);
+    free(r.ptrs);
+    if (r.status == PERFPRED_OK && !r.seen_header)
+        return pp_err_set(err, PERFPRED_ERR_PARSE, "%s:1: empty file: no header line", path);
+    return r.status;
+}
+
+perfpred_status pp_csv_read(const char *path, pp_csv_record_fn fn, void *user, pp_err *err)
+{
+    uint8_t *buf;
+    size_t len;
+    perfpred_status st = pp_read_file(path, &buf, &len, err);
+    if (st != PERFPRED_OK) return st;
+    st = pp_csv_read_buffer(path, (const char *)buf, len, fn, user, err);
+    free(buf);
+    return st;
+}
+
+void pp_bad_rows_add(pp_bad_rows *b, pp_arena *a, const char *path, int line, const char *fmt, ...)
+{
+    b->n++;
+    if (b->n_kept >= PP_BAD_ROWS_KEPT) return;
+    char msg[512];
+    int k = snprintf(msg, sizeof msg, "%s:%d: ", path ? path : "(memory)", line);
+    if (k < 0 || (size_t)k >= sizeof msg) k = 0;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg + k, sizeof msg - (size_t)k, fmt, ap);
+    va_end(ap);
+    char *s = pp_arena_strdup(a, msg);
+    if (s) b->msgs[b->n_kept++] = s;
+}

@@ -1,0 +1,167 @@
+/* layer_models/: one XGBoost regressor per (device, op kind, target). A regressor predicts the log
+ * of the ratio between the measured figure and an analytic base (roofline time, bytes), so it only
+ * learns what the roofline misses and stays sane beyond its training sizes. A device's regressors
+ * live in configs/artifacts/<device>/ as <kind>-<target>.ubj plus manifest.json (provenance). */
+#ifndef PP_LAYER_MODELS_H
+#define PP_LAYER_MODELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "graph/graph.h"
+#include "util/util.h"
+
+typedef enum pp_lm_target {
+    PP_LM_LATENCY = 0,  /* ms */
+    PP_LM_ENERGY = 1,   /* J */
+    PP_LM_MEMORY = 2,   /* bytes */
+    PP_LM__COUNT
+} pp_lm_target;
+const char *pp_lm_target_name(pp_lm_target t);   /* "latency", "energy", "memory" */
+int pp_lm_target_from_name(const char *s);       /* -1 if unknown */
+
+/* The analytic base a regressor corrects (label = log(measured / base)):
+ *   latency: t0 = max(flops / peak, bytes / bw) + floor           [ms]
+ *   energy:  t0 / 1000                         [s; exp(model) is then the mean power in W]
+ *   memory:  in_bytes + out_bytes + param_bytes                   [bytes]
+ * bytes = in_bytes + out_bytes + param_bytes of the node's features. compute_units (SMs, cores)
+ * only enters the wave features below. */
+typedef struct pp_lm_base {
+    double peak_tflops;  /* > 0 */
+    double bw_gbs;       /* > 0 */
+    double floor_ms;     /* >= 0: launch and timing floor */
+    int compute_units;   /* > 0 */
+} pp_lm_base;
+double pp_lm_base_eval(const pp_lm_base *b, pp_lm_target t, const pp_node_feat *f);
+
+/* Regressor inputs: pp_feat_vector (graph/features.c) followed by PP_LM_N_EXTRA columns derived from
+ * the same pp_node_feat and the base: log10 of compute time, memory time and base, the compute share;
+ * for GEMM-like kernels (linear, bmm; conv as the implicit GEMM (N*Hout*Wout) x Cout x Cin*k*k/group)
+ * the waves of 128x128 and 64x64 output tiles over the compute units (log2) and the last wave's
+ * fill, how well M and N fill 128-, 64- and 32-wide tiles and K fills 8: what makes cuBLAS kernels
+ * fast or slow beyond the roofline. Columns a kind lacks are NaN (missing for XGBoost). */
+#define PP_LM_N_EXTRA 15
+#define PP_LM_NFEAT (PP_FEATVEC_LEN + PP_LM_N_EXTRA)
+void pp_lm_features(const pp_node_feat *f, const pp_lm_base *b, float out[PP_LM_NFEAT]);
+const char *pp_lm_feature_name(int i);
+
+/* Attribute values a regressor saw in training (kernel, stride, dilation, group of pp_node_feat;
+ * values >= 31 count as 31): a node with a value the regressor never saw is not covered by it, so a
+ * conv model trained on 3x3 kernels does not answer for a 7x7 one. Bit v of seen[i]: value v seen. */
+#define PP_LM_N_DOMAIN 6
+typedef struct pp_lm_domain {
+    uint32_t seen[PP_LM_N_DOMAIN];
+} pp_lm_domain;
+const char *pp_lm_domain_name(int i);  /* "kernel_h", "kernel_w", "stride_h", "stride_w", ... */
+int pp_lm_domain_value(const pp_node_feat *f, int i);
+int pp_lm_domain_contains(const pp_lm_domain *d, const pp_node_feat *f);
+
+/* XGBoost hyper-parameters. Training is deterministic for a fixed seed and nthread. */
+typedef struct pp_lm_params {
+    int nthread;            /* > 0, set explicitly (XGBoost would take every core) */
+    int seed;
+    int n_rounds;
+    int max_depth;
+    double eta;
+    double subsample;
+    double colsample_bytree;
+    double min_child_weight;
+    double lambda;
+    int max_bin;
+    const char *tree_method;  /* "hist" or "exact" */
+} pp_lm_params;
+pp_lm_params pp_lm_default_params(void);
+/* Rejects out-of-range values with a message naming the field. */
+perfpred_status pp_lm_params_check(const pp_lm_params *p, pp_err *err);
+
+/* ---- one regressor ---- */
+typedef struct pp_lm_model pp_lm_model;
+
+/* Trains on n rows (feats[i], measured y[i] > 0). Rows whose base is not > 0 are an error. */
+perfpred_status pp_lm_train(const pp_node_feat *feats, const double *y, int n, pp_op_kind kind,
+                            pp_lm_target target, const pp_lm_base *base, const pp_lm_params *p,
+                            pp_lm_model **out, pp_err *err);
+/* Predicted figure (ms, J or bytes) for one node. Thread-safe (a mutex per regressor). */
+perfpred_status pp_lm_model_predict(pp_lm_model *m, const pp_node_feat *f, double *out, pp_err *err);
+/* Predictions for n nodes in one XGBoost call (same figures as n single calls). */
+perfpred_status pp_lm_model_predict_many(pp_lm_model *m, const pp_node_feat *f, int n, double *out,
+                                         pp_err *err);
+/* UBJSON model bytes (malloc'd copy; caller frees). */
+perfpred_status pp_lm_model_to_ubj(pp_lm_model *m, uint8_t **buf, size_t *len, pp_err *err);
+/* Saves atomically; path must end in ".ubj". An existing file is left intact on failure. */
+perfpred_status pp_lm_model_save(pp_lm_model *m, const char *path, pp_err *err);
+perfpred_status pp_lm_model_load(const char *path, pp_op_kind kind, pp_lm_target target,
+                                 const pp_lm_base *base, const pp_lm_domain *domain,
+                                 pp_lm_model **out, pp_err *err);
+void pp_lm_model_free(pp_lm_model *m);
+pp_op_kind pp_lm_model_kind(const pp_lm_model *m);
+pp_lm_target pp_lm_model_target(const pp_lm_model *m);
+const pp_lm_base *pp_lm_model_base(const pp_lm_model *m);
+const pp_lm_domain *pp_lm_model_domain(const pp_lm_model *m);
+
+/* ---- a device's manifest ---- */
+#define PP_LM_MAX_SOURCES 32
+
+typedef struct pp_lm_source {
+    const char *path;       /* repository-relative data file */
+    const char *repo;       /* upstream repository URL */
+    const char *commit;
+    const char *gpu;        /* device the rows were measured on */
+    int rows;
+    const char *role;       /* "train" or "test" */
+} pp_lm_source;
+
+typedef struct pp_lm_entry {
+    pp_op_kind kind;
+    pp_lm_target target;
+    const char *file;       /* "<kind>-<target>.ubj", relative to the artifacts dir */
+    pp_lm_base base;
+    pp_lm_domain domain;
+    int n_train, n_heldout;
+    const char *heldout;    /* what the held-out rows are */
+    double heldout_mape_pct;
+    double roofline_mape_pct;  /* the analytic base alone on the same rows */
+    const char *note;       /* e.g. "trained on NVIDIA A100 80GB PCIe rows", or NULL */
+} pp_lm_entry;
+
+typedef struct pp_lm_manifest {
+    const char *device;
+    const char *runtime;
+    const char *precision;
+    const char *date;
+    const char *note;
+    int n_sources;
+    pp_lm_source sources[PP_LM_MAX_SOURCES];
+    pp_lm_params params;
+    int n_entries;
+    pp_lm_entry entries[PP_OPK__COUNT * PP_LM__COUNT];
+} pp_lm_manifest;
+
+/* Writes <dir>/manifest.json atomically (cJSON), with the feature names of this build. */
+perfpred_status pp_lm_manifest_write(const char *dir, const pp_lm_manifest *m, pp_err *err);
+
+/* ---- a device's regressors, loaded from its artifacts dir ---- */
+typedef struct pp_layer_models pp_layer_models;
+
+/* Reads <dir>/manifest.json and every regressor it lists. A manifest whose feature names differ from
+ * this build's is PERFPRED_ERR_MODEL (the artifacts were trained on other features). */
+perfpred_status pp_layer_models_load(const char *dir, pp_layer_models **out, pp_err *err);
+void pp_layer_models_free(pp_layer_models *lm);   /* NULL is a no-op */
+
+/* Return codes of pp_layer_models_predict. */
+#define PP_LM_OK 0          /* *out holds the calibrated prediction */
+#define PP_LM_UNCOVERED 1   /* no regressor for this op kind and target, or the node's attributes are
+                               outside what it was trained on: fall back to the roofline */
+#define PP_LM_ERROR (-1)    /* XGBoost failed; err says why */
+/* Thread-safe. */
+int pp_layer_models_predict(const pp_layer_models *lm, const pp_node_feat *f, pp_lm_target target,
+                            double *out, pp_err *err);
+int pp_layer_models_covers(const pp_layer_models *lm, pp_op_kind kind, pp_lm_target target);
+const char *pp_layer_models_device(const pp_layer_models *lm);
+/* Manifest text naming where the training data came from ("NeuSight <repo>@<commit>"). */
+const char *pp_layer_models_source(const pp_layer_models *lm);
+/* The entry (base, held-out error, note) of a covered kind, else NULL. */
+const pp_lm_entry *pp_layer_models_entry(const pp_layer_models *lm, pp_op_kind kind,
+                                         pp_lm_target target);
+
+#endif

@@ -1,0 +1,577 @@
+/* layer_models/lm_model.c: one XGBoost regressor through the C API: features, analytic base, training
+ * (explicit nthread and seed: bit-reproducible), prediction under a per-regressor mutex, UBJSON
+ * save/load with atomic replacement. XGBoost is kept silent (verbosity 0, a no-op log callback) and
+ * every call's return code is checked, its XGBGetLastError text going into pp_err. */
+#include "layer_models/layer_models.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xgboost/c_api.h>
+
+/* ---- names ---- */
+static const char *const target_names[PP_LM__COUNT] = {"latency", "energy", "memory"};
+
+const char *pp_lm_target_name(pp_lm_target t)
+{
+    return (t >= 0 && t < PP_LM__COUNT) ? target_names[t] : "unknown";
+}
+
+int pp_lm_target_from_name(const char *s)
+{
+    for (int i = 0; i < PP_LM__COUNT; i++)
+        if (s && strcmp(s, target_names[i]) == 0) return i;
+    return -1;
+}
+
+/* ---- base and features ---- */
+static double feat_bytes(const pp_node_feat *f) { return f->in_bytes + f->out_bytes + f->param_bytes; }
+
+/* flops / (TFLOP/s * 1e12) s = flops / (TFLOP/s * 1e9) ms; bytes / (GB/s * 1e9) s = bytes / (GB/s * 1e6) ms */
+static double compute_ms(const pp_lm_base *b, const pp_node_feat *f)
+{
+    return f->flops / (b->peak_tflops * 1e9);
+}
+
+static double memory_ms(const pp_lm_base *b, const pp_node_feat *f)
+{
+    return feat_bytes(f) / (b->bw_gbs * 1e6);
+}
+
+double pp_lm_base_eval(const pp_lm_base *b, pp_lm_target t, const pp_node_feat *f)
+{
+    double tc = compute_ms(b, f), tm = memory_ms(b, f);
+    double t0 = (tc > tm ? tc : tm) + b->floor_ms;
+    switch (t) {
+    case PP_LM_LATENCY: return t0;
+    case PP_LM_ENERGY: return t0 / 1000.0;
+    case PP_LM_MEMORY: return feat_bytes(f);
+    default: return NAN;
+    }
+}
+
+static const char *const extra_names[PP_LM_N_EXTRA] = {
+    "log10_compute_ms", "log10_memory_ms", "log10_base_ms", "compute_share",
+    "log2_waves128", "last_wave_fill128", "log2_waves64", "last_wave_fill64",
+    "m_fill128", "n_fill128", "m_fill64", "n_fill64", "m_fill32", "n_fill32", "k_fill8"};
+
+const char *pp_lm_feature_name(int i)
+{
+    if (i >= 0 && i < PP_FEATVEC_LEN) return pp_feat_vector_name(i);
+    if (i >= PP_FEATVEC_LEN && i < PP_LM_NFEAT) return extra_names[i - PP_FEATVEC_LEN];
+    return NULL;
+}
+
+/* The GEMM a kernel runs: out = [batch] x (rows x cols), reduction red. Matmuls directly,
+ * convolutions as the implicit GEMM; 0 for kinds that are not GEMM-like. */
+static int gemm_dims(const pp_node_feat *f, double *batch, double *rows, double *cols, double *red)
+{
+    *batch = 1;
+    switch (f->kind) {
+    case PP_OPK_LINEAR:
+    case PP_OPK_BMM:
+        *batch = f->b > 0 ? (double)f->b : 1;
+        *rows = (double)f->m;
+        *cols = (double)f->nn;
+        *red = (double)f->k;
+        break;
+    case PP_OPK_CONV:
+    case PP_OPK_DWCONV:
+    case PP_OPK_CONVT: {
+        double g = f->group > 0 ? (double)f->group : 1;
+        *rows = (double)f->n * (double)f->hout * (double)f->wout;
+        *cols = (double)f->cout;
+        *red = (double)f->cin / g * (double)f->kernel[0] * (double)f->kernel[1];
+        break;
+    }
+    default: return 0;
+    }
+    return *rows > 0 && *cols > 0 && *red > 0;
+}
+
+/* x / (ceil(x / t) * t): the share of the last tile along a dim that holds real work */
+static double fill(double x, double t) { return x / (ceil(x / t) * t); }
+
+void pp_lm_features(const pp_node_feat *f, const pp_lm_base *b, float out[PP_LM_NFEAT])
+{
+    pp_feat_vector(f, out);
+    double tc = compute_ms(b, f), tm = memory_ms(b, f), t0 = (tc > tm ? tc : tm) + b->floor_ms;
+    float *x = out + PP_FEATVEC_LEN;
+    x[0] = tc > 0 ? (float)log10(tc) : -12.0f;
+    x[1] = tm > 0 ? (float)log10(tm) : -12.0f;
+    x[2] = t0 > 0 ? (float)log10(t0) : -12.0f;
+    x[3] = (tc + tm) > 0 ? (float)(tc / (tc + tm)) : 0.0f;
+    double batch, rows, cols, red;
+    if (!gemm_dims(f, &batch, &rows, &cols, &red)) {
+        for (int i = 4; i < PP_LM_N_EXTRA; i++) x[i] = NAN;
+        return;
+    }
+    double cu = b->compute_units > 0 ? b->compute_units : 1;
+    for (int t = 0; t < 2; t++) {
+        double tile = t == 0 ? 128 : 64;
+        double tiles = batch * ceil(rows / tile) * ceil(cols / tile);
+        x[4 + 2 * t] = (float)log2(tiles / cu);
+        x[5 + 2 * t] = (float)(tiles / (ceil(tiles / cu) * cu));
+    }
+    x[8] = (float)fill(rows, 128);
+    x[9] = (float)fill(cols, 128);
+    x[10] = (float)fill(rows, 64);
+    x[11] = (float)fill(cols, 64);
+    x[12] = (float)fill(rows, 32);
+    x[13] = (float)fill(cols, 32);
+    x[14] = (float)fill(red, 8);
+}
+
+/* ---- training domain ---- */
+static const char *const domain_names[PP_LM_N_DOMAIN] = {"kernel_h", "kernel_w", "stride_h",
+                                                         "stride_w", "dilation", "group"};
+
+const char *pp_lm_domain_name(int i)
+{
+    return (i >= 0 && i < PP_LM_N_DOMAIN) ? domain_names[i] : NULL;
+}
+
+int pp_lm_domain_value(const pp_node_feat *f, int i)
+{
+    int64_t v;
+    switch (i) {
+    case 0: v = f->kernel[0]; break;
+    case 1: v = f->kernel[1]; break;
+    case 2: v = f->stride[0]; break;
+    case 3: v = f->stride[1]; break;
+    case 4: v = f->dilation[0] > f->dilation[1] ? f->dilation[0] : f->dilation[1]; break;
+    case 5: v = f->group; break;
+    default: return -1;
+    }
+    if (v < 0) return -1;
+    return v > 31 ? 31 : (int)v;
+}
+
+int pp_lm_domain_contains(const pp_lm_domain *d, const pp_node_feat *f)
+{
+    for (int i = 0; i < PP_LM_N_DOMAIN; i++) {
+        int v = pp_lm_domain_value(f, i);
+        if (v < 0 || !(d->seen[i] & (1u << v))) return 0;
+    }
+    return 1;
+}
+
+/* ---- parameters ---- */
+pp_lm_params pp_lm_default_params(void)
+{
+    pp_lm_params p;
+    memset(&p, 0, sizeof p);
+    p.nthread = 2;
+    p.seed = 42;
+    p.n_rounds = 300;
+    p.max_depth = 6;
+    p.eta = 0.05;
+    p.subsample = 0.8;
+    p.colsample_bytree = 0.8;
+    p.min_child_weight = 1.0;
+    p.lambda = 1.0;
+    p.max_bin = 256;
+    p.tree_method = "hist";
+    return p;
+}
+
+perfpred_status pp_lm_params_check(const pp_lm_params *p, pp_err *err)
+{
+    const char *bad = NULL;
+    if (p->nthread < 1 || p->nthread > 1024) bad = "nthread";
+    else if (p->seed < 0) bad = "seed";
+    else if (p->n_rounds < 1 || p->n_rounds > 100000) bad = "n_rounds";
+    else if (p->max_depth < 1 || p->max_depth > 32) bad = "max_depth";
+    else if (!(p->eta > 0 && p->eta <= 1)) bad = "eta";
+    else if (!(p->subsample > 0 && p->subsample <= 1)) bad = "subsample";
+    else if (!(p->colsample_bytree > 0 && p->colsample_bytree <= 1)) bad = "colsample_bytree";
+    else if (!(p->min_child_weight >= 0)) bad = "min_child_weight";
+    else if (!(p->lambda >= 0)) bad = "lambda";
+    else if (p->max_bin < 2 || p->max_bin > 65536) bad = "max_bin";
+    else if (!p->tree_method ||
+             (strcmp(p->tree_method, "hist") != 0 && strcmp(p->tree_method, "exact") != 0))
+        bad = "tree_method (hist or exact)";
+    if (bad) return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "layer model: bad %s", bad);
+    return PERFPRED_OK;
+}
+
+/* ---- XGBoost plumbing ---- */
+static void xgb_log_sink(const char *msg) { (void)msg; }
+
+/* XGBoost's global configuration and log callback are per thread: silence each thread once. */
+static void xgb_quiet(void)
+{
+    static _Thread_local int done;
+    if (done) return;
+    XGBSetGlobalConfig("{\"verbosity\": 0}");
+    XGBRegisterLogCallback(xgb_log_sink);
+    done = 1;
+}
+
+#define XGB_CHECK(call, what)                                                                \
+    do {                                                                                     \
+        if ((call) != 0) {                                                                   \
+            st = pp_err_set(err, PERFPRED_ERR_MODEL, "%s: XGBoost %s failed: %s", ctx, what, \
+                            XGBGetLastError());                                              \
+            goto done;                                                                       \
+        }                                                                                    \
+    } while (0)
+
+struct pp_lm_model {
+    BoosterHandle booster;
+    pthread_mutex_t lock;
+    pp_op_kind kind;
+    pp_lm_target target;
+    pp_lm_base base;
+    pp_lm_domain domain;
+};
+
+pp_op_kind pp_lm_model_kind(const pp_lm_model *m) { return m->kind; }
+pp_lm_target pp_lm_model_target(const pp_lm_model *m) { return m->target; }
+const pp_lm_base *pp_lm_model_base(const pp_lm_model *m) { return &m->base; }
+const pp_lm_domain *pp_lm_model_domain(const pp_lm_model *m) { return &m->domain; }
+
+static perfpred_status check_base(const pp_lm_base *b, const char *ctx, pp_err *err)
+{
+    if (!(b->peak_tflops > 0) || !(b->bw_gbs > 0) || !(b->floor_ms >= 0) || b->compute_units < 1 ||
+        !isfinite(b->peak_tflops) || !isfinite(b->bw_gbs) || !isfinite(b->floor_ms))
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                          "%s: base needs peak_tflops > 0, bw_gbs > 0, floor_ms >= 0, "
+                          "compute_units >= 1", ctx);
+    return PERFPRED_OK;
+}
+
+static pp_lm_model *model_new(BoosterHandle b, pp_op_kind kind, pp_lm_target target,
+                              const pp_lm_base *base, const pp_lm_domain *domain)
+{
+    pp_lm_model *m = calloc(1, sizeof *m);
+    if (!m) return NULL;
+    if (pthread_mutex_init(&m->lock, NULL) != 0) {
+        free(m);
+        return NULL;
+    }
+    m->booster = b;
+    m->kind = kind;
+    m->target = target;
+    m->base = *base;
+    m->domain = *domain;
+    return m;
+}
+
+void pp_lm_model_free(pp_lm_model *m)
+{
+    if (!m) return;
+    if (m->booster) XGBoosterFree(m->booster);
+    pthread_mutex_destroy(&m->lock);
+    free(m);
+}
+
+static perfpred_status set_params(BoosterHandle b, const pp_lm_params *p, const char *ctx,
+                                  pp_err *err)
+{
+    perfpred_status st = PERFPRED_OK;
+    char v[11][32];
+    snprintf(v[0], sizeof v[0], "%d", p->nthread);
+    snprintf(v[1], sizeof v[1], "%d", p->seed);
+    snprintf(v[2], sizeof v[2], "%d", p->max_depth);
+    snprintf(v[3], sizeof v[3], "%.17g", p->eta);
+    snprintf(v[4], sizeof v[4], "%.17g", p->subsample);
+    snprintf(v[5], sizeof v[5], "%.17g", p->colsample_bytree);
+    snprintf(v[6], sizeof v[6], "%.17g", p->min_child_weight);
+    snprintf(v[7], sizeof v[7], "%.17g", p->lambda);
+    snprintf(v[8], sizeof v[8], "%d", p->max_bin);
+    const char *kv[][2] = {
+        {"verbosity", "0"}, {"booster", "gbtree"}, {"objective", "reg:squarederror"},
+        {"tree_method", p->tree_method}, {"nthread", v[0]}, {"seed", v[1]}, {"max_depth", v[2]},
+        {"eta", v[3]}, {"subsample", v[4]}, {"colsample_bytree", v[5]},
+        {"min_child_weight", v[6]}, {"lambda", v[7]}, {"max_bin", v[8]}, {"base_score", "0"}};
+    for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
+        XGB_CHECK(XGBoosterSetParam(b, kv[i][0], kv[i][1]), kv[i][0]);
+done:
+    return st;
+}
+
+perfpred_status pp_lm_train(const pp_node_feat *feats, const double *y, int n, pp_op_kind kind,
+                            pp_lm_target target, const pp_lm_base *base, const pp_lm_params *p,
+                            pp_lm_model **out, pp_err *err)
+{
+    char ctx[96];
+    snprintf(ctx, sizeof ctx, "layer model %s/%s", pp_op_kind_name(kind), pp_lm_target_name(target));
+    *out = NULL;
+    if (n < 2) return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: %d training rows", ctx, n);
+    if (target < 0 || target >= PP_LM__COUNT)
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: bad target", ctx);
+    perfpred_status st = pp_lm_params_check(p, err);
+    if (st != PERFPRED_OK) return st;
+    if ((st = check_base(base, ctx, err)) != PERFPRED_OK) return st;
+    xgb_quiet();
+    float *X = malloc((size_t)n * PP_LM_NFEAT * sizeof *X), *lab = malloc((size_t)n * sizeof *lab);
+    DMatrixHandle dm = NULL;
+    BoosterHandle b = NULL;
+    pp_lm_domain domain;
+    memset(&domain, 0, sizeof domain);
+    if (!X || !lab) {
+        st = pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", ctx);
+        goto done;
+    }
+    for (int i = 0; i < n; i++) {
+        double b0 = pp_lm_base_eval(base, target, &feats[i]);
+        if (!(y[i] > 0) || !isfinite(y[i]) || !(b0 > 0) || !isfinite(b0)) {
+            st = pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                            "%s: row %d: measured %g, base %g (both must be finite and > 0)", ctx,
+                            i, y[i], b0);
+            goto done;
+        }
+        lab[i] = (float)log(y[i] / b0);
+        pp_lm_features(&feats[i], base, X + (size_t)i * PP_LM_NFEAT);
+        for (int d = 0; d < PP_LM_N_DOMAIN; d++) {
+            int v = pp_lm_domain_value(&feats[i], d);
+            if (v >= 0) domain.seen[d] |= 1u << v;
+        }
+    }
+    XGB_CHECK(XGDMatrixCreateFromMat(X, (bst_ulong)n, PP_LM_NFEAT, NAN, &dm), "DMatrix");
+    XGB_CHECK(XGDMatrixSetFloatInfo(dm, "label", lab, (bst_ulong)n), "set labels");
+    XGB_CHECK(XGBoosterCreate(&dm, 1, &b), "create booster");
+    if ((st = set_params(b, p, ctx, err)) != PERFPRED_OK) goto done;
+    for (int it = 0; it < p->n_rounds; it++) XGB_CHECK(XGBoosterUpdateOneIter(b, it, dm), "update");
+    /* predictions run one node at a time from any thread: no thread pool for them */
+    XGB_CHECK(XGBoosterSetParam(b, "nthread", "1"), "nthread");
+    *out = model_new(b, kind, target, base, &domain);
+    if (!*out) st = pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", ctx);
+    else b = NULL;
+done:
+    if (dm) XGDMatrixFree(dm);
+    if (b) XGBoosterFree(b);
+    free(X);
+    free(lab);
+    return st;
+}
+
+perfpred_status pp_lm_model_predict_many(pp_lm_model *m, const pp_node_feat *f, int n, double *out,
+                                         pp_err *err)
+{
+    char ctx[96];
+    snprintf(ctx, sizeof ctx, "layer model %s/%s", pp_op_kind_name(m->kind),
+             pp_lm_target_name(m->target));
+    if (n < 1) return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: no rows to predict", ctx);
+    xgb_quiet();
+    perfpred_status st = PERFPRED_OK;
+    float one[PP_LM_NFEAT];
+    float *X = n == 1 ? one : malloc((size_t)n * PP_LM_NFEAT * sizeof *X);
+    if (!X) return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", ctx);
+    for (int i = 0; i < n; i++) pp_lm_features(&f[i], &m->base, X + (size_t)i * PP_LM_NFEAT);
+    DMatrixHandle dm = NULL;
+    int locked = 0;
+    XGB_CHECK(XGDMatrixCreateFromMat(X, (bst_ulong)n, PP_LM_NFEAT, NAN, &dm), "DMatrix");
+    /* XGBoost keeps the prediction buffer in the booster: predict and copy under the lock */
+    pthread_mutex_lock(&m->lock);
+    locked = 1;
+    bst_ulong len = 0;
+    const float *res = NULL;
+    XGB_CHECK(XGBoosterPredict(m->booster, dm, 0, 0, 0, &len, &res), "predict");
+    if (len != (bst_ulong)n) {
+        st = pp_err_set(err, PERFPRED_ERR_MODEL, "%s: XGBoost returned %llu values for %d rows", ctx,
+                        (unsigned long long)len, n);
+        goto done;
+    }
+    for (int i = 0; i < n; i++) out[i] = pp_lm_base_eval(&m->base, m->target, &f[i]) * exp((double)res[i]);
+done:
+    if (locked) pthread_mutex_unlock(&m->lock);
+    if (dm) XGDMatrixFree(dm);
+    if (X != one) free(X);
+    return st;
+}
+
+perfpred_status pp_lm_model_predict(pp_lm_model *m, const pp_node_feat *f, double *out, pp_err *err)
+{
+    return pp_lm_model_predict_many(m, f, 1, out, err);
+}
+
+perfpred_status pp_lm_model_to_ubj(pp_lm_model *m, uint8_t **buf, size_t *len, pp_err *err)
+{
+    const char *ctx = "layer model";
+    perfpred_status st = PERFPRED_OK;
+    xgb_quiet();
+    *buf = NULL;
+    *len = 0;
+    bst_ulong n = 0;
+    const char *raw = NULL;
+    pthread_mutex_lock(&m->lock);
+    XGB_CHECK(XGBoosterSaveModelToBuffer(m->booster, "{\"format\": \"ubj\"}", &n, &raw), "save");
+    *buf = malloc(n ? (size_t)n : 1);
+    if (!*buf) {
+        st = pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", ctx);
+        goto done;
+    }
+    memcpy(*buf, raw, (size_t)n);
+    *len = (size_t)n;
+done:
+    pthread_mutex_unlock(&m->lock);
+    return st;
+}
+
+/* ---- UBJSON check: XGBoost 1.7's reader trusts lengths and reads past the end of a truncated
+ * buffer, so a model file is walked here (bounds-checked) before XGBoost sees it. ---- */
+typedef struct ubj {
+    const uint8_t *p, *end;
+    int depth;
+} ubj;
+
+static int ubj_scalar_size(uint8_t m)
+{
+    switch (m) {
+    case 'Z': case 'N': case 'T': case 'F': return 0;
+    case 'i': case 'U': case 'C': return 1;
+    case 'I': return 2;
+    case 'l': case 'd': return 4;
+    case 'L': case 'D': return 8;
+    default: return -1;
+    }
+}
+
+/* An integer with its marker (lengths and counts): big-endian, >= 0. */
+static int ubj_count(ubj *u, int64_t *v)
+{
+    if (u->p >= u->end) return -1;
+    uint8_t m = *u->p++;
+    int n = ubj_scalar_size(m);
+    if (n < 1 || m == 'C' || m == 'd' || m == 'D' || u->end - u->p < n) return -1;
+    uint64_t x = 0;
+    for (int i = 0; i < n; i++) x = (x << 8) | u->p[i];
+    u->p += n;
+    if (m == 'i') x = (uint64_t)(int64_t)(int8_t)x;
+    else if (m == 'I') x = (uint64_t)(int64_t)(int16_t)x;
+    else if (m == 'l') x = (uint64_t)(int64_t)(int32_t)x;
+    *v = (int64_t)x;
+    return *v >= 0 ? 0 : -1;
+}
+
+static int ubj_value(ubj *u, uint8_t m);
+
+static int ubj_skip_bytes(ubj *u)
+{
+    int64_t n;
+    if (ubj_count(u, &n) != 0 || n > u->end - u->p) return -1;
+    u->p += n;
+    return 0;
+}
+
+static int ubj_container(ubj *u, int is_obj)
+{
+    if (++u->depth > 64) return -1;
+    int type = -1;
+    int64_t count = -1;
+    if (u->p < u->end && *u->p == '$') {
+        if (u->end - u->p < 2) return -1;
+        type = u->p[1];
+        u->p += 2;
+        if (u->p >= u->end || *u->p != '#') return -1;
+    }
+    if (u->p < u->end && *u->p == '#') {
+        u->p++;
+        if (ubj_count(u, &count) != 0) return -1;
+        /* every element takes a byte at least, except zero-size typed ones */
+        if (type >= 0 && ubj_scalar_size((uint8_t)type) == 0 ? count > 1 << 20
+                                                              : count > u->end - u->p)
+            return -1;
+    }
+    for (int64_t i = 0; count < 0 || i < count; i++) {
+        if (u->p >= u->end) return -1;
+        if (count < 0 && *u->p == (is_obj ? '}' : ']')) {
+            u->p++;
+            break;
+        }
+        if (is_obj && ubj_skip_bytes(u) != 0) return -1;
+        uint8_t m;
+        if (type >= 0) {
+            m = (uint8_t)type;
+        } else {
+            if (u->p >= u->end) return -1;
+            m = *u->p++;
+        }
+        if (ubj_value(u, m) != 0) return -1;
+    }
+    u->depth--;
+    return 0;
+}
+
+static int ubj_value(ubj *u, uint8_t m)
+{
+    if (m == '{') return ubj_container(u, 1);
+    if (m == '[') return ubj_container(u, 0);
+    if (m == 'S' || m == 'H') return ubj_skip_bytes(u);
+    int n = ubj_scalar_size(m);
+    if (n < 0 || u->end - u->p < n) return -1;
+    u->p += n;
+    return 0;
+}
+
+/* 0 when buf is exactly one well-formed UBJSON object. */
+static int ubj_check(const uint8_t *buf, size_t len)
+{
+    ubj u = {buf, buf + len, 0};
+    if (len < 2 || *u.p++ != '{') return -1;
+    if (ubj_container(&u, 1) != 0) return -1;
+    return u.p == u.end ? 0 : -1;
+}
+
+static int ends_with_ubj(const char *path)
+{
+    size_t n = strlen(path);
+    return n > 4 && strcmp(path + n - 4, ".ubj") == 0;
+}
+
+perfpred_status pp_lm_model_save(pp_lm_model *m, const char *path, pp_err *err)
+{
+    if (!ends_with_ubj(path))
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: XGBoost model files end in .ubj", path);
+    uint8_t *buf;
+    size_t len;
+    perfpred_status st = pp_lm_model_to_ubj(m, &buf, &len, err);
+    if (st != PERFPRED_OK) return st;
+    st = pp_write_file_atomic(path, buf, len, err);
+    free(buf);
+    return st;
+}
+
+perfpred_status pp_lm_model_load(const char *path, pp_op_kind kind, pp_lm_target target,
+                                 const pp_lm_base *base, const pp_lm_domain *domain,
+                                 pp_lm_model **out, pp_err *err)
+{
+    const char *ctx = path;
+    *out = NULL;
+    if (!ends_with_ubj(path))
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: XGBoost model files end in .ubj", path);
+    perfpred_status st = check_base(base, path, err);
+    if (st != PERFPRED_OK) return st;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    if ((st = pp_read_file(path, &buf, &len, err)) != PERFPRED_OK) return st;
+    xgb_quiet();
+    BoosterHandle b = NULL;
+    bst_ulong nfeat = 0;
+    XGB_CHECK(XGBoosterCreate(NULL, 0, &b), "create booster");
+    if (ubj_check(buf, len) != 0) {
+        st = pp_err_set(err, PERFPRED_ERR_MODEL,
+                        "%s: not a well-formed UBJSON XGBoost model (truncated or corrupt)", path);
+        goto done;
+    }
+    XGB_CHECK(XGBoosterLoadModelFromBuffer(b, buf, (bst_ulong)len), "load");
+    XGB_CHECK(XGBoosterSetParam(b, "verbosity", "0"), "verbosity");
+    XGB_CHECK(XGBoosterSetParam(b, "nthread", "1"), "nthread");
+    XGB_CHECK(XGBoosterGetNumFeature(b, &nfeat), "feature count");
+    if (nfeat != PP_LM_NFEAT) {
+        st = pp_err_set(err, PERFPRED_ERR_MODEL, "%s: model has %llu features, this build uses %d",
+                        path, (unsigned long long)nfeat, PP_LM_NFEAT);
+        goto done;
+    }
+    *out = model_new(b, kind, target, base, domain);
+    if (!*out) st = pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", path);
+    else b = NULL;
+done:
+    if (b) XGBoosterFree(b);
+    free(buf);
+    return st;
+}

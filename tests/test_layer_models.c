@@ -1,0 +1,493 @@
+/* tests/test_layer_models.c: XGBoost layer regressors on a small real NeuSight subset: the roofline
+ * base by hand, save/load round trips with bit-identical predictions, bit-reproducible training,
+ * atomic saves that leave the previous artifact intact, manifests (coverage, training domain,
+ * feature-name checks), thread-safe predictions, and the committed A100 artifacts. */
+#include "tests/helpers.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "calibrate/calibrate.h"
+#include "layer_models/layer_models.h"
+
+#define NEUSIGHT_ROOT PP_SOURCE_DIR "/../shared/datasets/neusight"
+#define A100_40 "NVIDIA A100-PCIE-40GB"
+#define A100_80 "NVIDIA A100 80GB PCIe"
+#define N_ROWS 300
+
+typedef struct subset {
+    int n;
+    pp_node_feat f[N_ROWS];
+    double y[N_ROWS];
+} subset;
+
+static subset linear_rows, conv_rows;
+static int have_data;
+
+/* The first N_ROWS rows of a NeuSight training file, described by graph/. */
+static int load_subset(const char *op, const char *gpu, subset *s)
+{
+    pp_layer_table *t = pp_layer_table_new("test");
+    pp_err err = {0};
+    if (pp_neusight_import(NEUSIGHT_ROOT, op, gpu, PP_NEUSIGHT_TRAIN, t, NULL, &err) != PERFPRED_OK ||
+        t->n < N_ROWS) {
+        pp_layer_table_free(t);
+        return -1;
+    }
+    s->n = N_ROWS;
+    for (int i = 0; i < N_ROWS; i++) {
+        if (pp_layer_row_features(&t->rows[i], &s->f[i], &err) != PERFPRED_OK) {
+            pp_layer_table_free(t);
+            return -1;
+        }
+        s->y[i] = t->rows[i].latency_ms;
+    }
+    pp_layer_table_free(t);
+    return 0;
+}
+
+static int setup(void **state)
+{
+    have_data = access(NEUSIGHT_ROOT "/SOURCE.md", R_OK) == 0 &&
+                load_subset("linear", A100_40, &linear_rows) == 0 &&
+                load_subset("conv", A100_80, &conv_rows) == 0;
+    return 0;
+}
+
+static pp_lm_base a100_base(void) { return (pp_lm_base){19.5, 1555.0, 0.02, 108}; }
+
+static pp_lm_params small_params(int seed)
+{
+    pp_lm_params p = pp_lm_default_params();
+    p.n_rounds = 40;
+    p.nthread = 2;
+    p.seed = seed;
+    return p;
+}
+
+static pp_lm_model *train(const subset *s, pp_op_kind kind, int seed)
+{
+    pp_lm_base b = a100_base();
+    pp_lm_params p = small_params(seed);
+    pp_lm_model *m = NULL;
+    pp_err err = {0};
+    perfpred_status st = pp_lm_train(s->f, s->y, s->n, kind, PP_LM_LATENCY, &b, &p, &m, &err);
+    if (st != PERFPRED_OK) print_error("%s\n", err.msg);
+    assert_int_equal(st, PERFPRED_OK);
+    return m;
+}
+
+static const char *tmp_dir(void)
+{
+    static char dir[1024];
+    snprintf(dir, sizeof dir, "%s/pp_lm_test_%ld", PP_BINARY_DIR, (long)getpid());
+    mkdir(dir, 0755);
+    return dir;
+}
+
+static int read_all(const char *path, uint8_t **buf, size_t *len)
+{
+    pp_err err = {0};
+    return pp_read_file(path, buf, len, &err) == PERFPRED_OK ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------------------ tests ---- */
+
+static void base_should_follow_the_roofline_formula(void **state)
+{
+    pp_node_feat f;
+    memset(&f, 0, sizeof f);
+    f.kind = PP_OPK_LINEAR;
+    f.flops = 2e9;
+    f.in_bytes = 1e6;
+    f.out_bytes = 1e6;
+    f.param_bytes = 2e6;
+    pp_lm_base b = a100_base();
+    /* compute 2e9 / 19.5e12 s = 0.1025641 ms beats memory 4e6 / 1555e9 s = 0.0025723 ms */
+    assert_rel_close(pp_lm_base_eval(&b, PP_LM_LATENCY, &f), 2e9 / 19.5e12 * 1e3 + 0.02, 1e-12);
+    assert_rel_close(pp_lm_base_eval(&b, PP_LM_ENERGY, &f), (2e9 / 19.5e12 * 1e3 + 0.02) / 1e3,
+                     1e-12);
+    assert_rel_close(pp_lm_base_eval(&b, PP_LM_MEMORY, &f), 4e6, 1e-12);
+    f.flops = 1e6; /* now memory bound */
+    assert_rel_close(pp_lm_base_eval(&b, PP_LM_LATENCY, &f), 4e6 / 1555e9 * 1e3 + 0.02, 1e-12);
+    /* GEMM extras: 300 x 500 output on 108 SMs: tiles128 = 3 * 4 = 12, m fill 300/384 */
+    f.m = 300;
+    f.nn = 500;
+    f.k = 20;
+    f.b = 1;
+    float x[PP_LM_NFEAT];
+    pp_lm_features(&f, &b, x);
+    int w = -1, mf = -1, kf = -1;
+    for (int i = 0; i < PP_LM_NFEAT; i++) {
+        if (strcmp(pp_lm_feature_name(i), "log2_waves128") == 0) w = i;
+        if (strcmp(pp_lm_feature_name(i), "m_fill128") == 0) mf = i;
+        if (strcmp(pp_lm_feature_name(i), "k_fill8") == 0) kf = i;
+    }
+    assert_true(w >= 0 && mf >= 0 && kf >= 0);
+    assert_rel_close(x[w], log2(12.0 / 108), 1e-6);
+    assert_rel_close(x[mf], 300.0 / 384, 1e-6);
+    assert_rel_close(x[kf], 20.0 / 24, 1e-6);
+    /* non-GEMM kinds leave the GEMM columns missing */
+    f.kind = PP_OPK_ELEMWISE;
+    pp_lm_features(&f, &b, x);
+    assert_true(isnan(x[w]));
+}
+
+static void train_save_load_should_predict_bit_identically(void **state)
+{
+    if (!have_data) skip();
+    pp_lm_model *m = train(&linear_rows, PP_OPK_LINEAR, 7);
+    double before[N_ROWS], after[N_ROWS], roof[N_ROWS];
+    pp_err err = {0};
+    assert_int_equal(pp_lm_model_predict_many(m, linear_rows.f, N_ROWS, before, &err), PERFPRED_OK);
+    /* it learned something: better than its own base on the rows it saw */
+    pp_lm_base b = a100_base();
+    for (int i = 0; i < N_ROWS; i++) roof[i] = pp_lm_base_eval(&b, PP_LM_LATENCY, &linear_rows.f[i]);
+    pp_metrics mm, mr;
+    assert_int_equal(pp_metrics_compute(before, linear_rows.y, N_ROWS, &mm, &err), PERFPRED_OK);
+    assert_int_equal(pp_metrics_compute(roof, linear_rows.y, N_ROWS, &mr, &err), PERFPRED_OK);
+    assert_true(mm.mape_pct < 0.5 * mr.mape_pct);
+    /* one-row predictions equal the batched ones */
+    double one;
+    assert_int_equal(pp_lm_model_predict(m, &linear_rows.f[17], &one, &err), PERFPRED_OK);
+    assert_memory_equal(&one, &before[17], sizeof one);
+
+    char path[4096];
+    snprintf(path, sizeof path, "%s/linear-latency.ubj", tmp_dir());
+    assert_int_equal(pp_lm_model_save(m, path, &err), PERFPRED_OK);
+    pp_lm_model *m2 = NULL;
+    assert_int_equal(pp_lm_model_load(path, PP_OPK_LINEAR, PP_LM_LATENCY, &b,
+                                      pp_lm_model_domain(m), &m2, &err),
+                     PERFPRED_OK);
+    assert_int_equal(pp_lm_model_predict_many(m2, linear_rows.f, N_ROWS, after, &err), PERFPRED_OK);
+    assert_memory_equal(before, after, sizeof before);
+    /* and the reloaded model saves the same bytes */
+    uint8_t *b1, *b2;
+    size_t l1, l2;
+    assert_int_equal(pp_lm_model_to_ubj(m, &b1, &l1, &err), PERFPRED_OK);
+    assert_int_equal(pp_lm_model_to_ubj(m2, &b2, &l2, &err), PERFPRED_OK);
+    assert_int_equal(l1, l2);
+    assert_memory_equal(b1, b2, l1);
+    free(b1);
+    free(b2);
+    pp_lm_model_free(m);
+    pp_lm_model_free(m2);
+    unlink(path);
+}
+
+static void training_should_be_deterministic_for_seed_and_threads(void **state)
+{
+    if (!have_data) skip();
+    pp_lm_model *a = train(&linear_rows, PP_OPK_LINEAR, 11);
+    pp_lm_model *b = train(&linear_rows, PP_OPK_LINEAR, 11);
+    pp_lm_model *c = train(&linear_rows, PP_OPK_LINEAR, 12);
+    uint8_t *ba, *bb, *bc;
+    size_t la, lb, lc;
+    pp_err err = {0};
+    assert_int_equal(pp_lm_model_to_ubj(a, &ba, &la, &err), PERFPRED_OK);
+    assert_int_equal(pp_lm_model_to_ubj(b, &bb, &lb, &err), PERFPRED_OK);
+    assert_int_equal(pp_lm_model_to_ubj(c, &bc, &lc, &err), PERFPRED_OK);
+    assert_int_equal(la, lb);
+    assert_memory_equal(ba, bb, la);
+    /* row and column subsampling depend on the seed: another seed, another model */
+    assert_true(la != lc || memcmp(ba, bc, la) != 0);
+    free(ba);
+    free(bb);
+    free(bc);
+    pp_lm_model_free(a);
+    pp_lm_model_free(b);
+    pp_lm_model_free(c);
+}
+
+static void failed_save_should_leave_the_old_artifact_intact(void **state)
+{
+    if (!have_data) skip();
+    pp_lm_model *old = train(&linear_rows, PP_OPK_LINEAR, 1);
+    pp_lm_model *neu = train(&linear_rows, PP_OPK_LINEAR, 2);
+    char path[4096], blocker[4200];
+    snprintf(path, sizeof path, "%s/atomic-latency.ubj", tmp_dir());
+    pp_err err = {0};
+    assert_int_equal(pp_lm_model_save(old, path, &err), PERFPRED_OK);
+    uint8_t *want, *got;
+    size_t wl, gl;
+    assert_int_equal(read_all(path, &want, &wl), 0);
+    /* the temporary file the atomic write would create is taken by a directory: the write fails
+     * before anything touches path (this works for root too, unlike a read-only directory) */
+    snprintf(blocker, sizeof blocker, "%s.tmp.%ld", path, (long)getpid());
+    assert_int_equal(mkdir(blocker, 0755), 0);
+    assert_int_equal(pp_lm_model_save(neu, path, &err), PERFPRED_ERR_IO);
+    assert_non_null(strstr(err.msg, blocker));
+    assert_int_equal(read_all(path, &got, &gl), 0);
+    assert_int_equal(wl, gl);
+    assert_memory_equal(want, got, wl);
+    free(got);
+    rmdir(blocker);
+    /* a directory that does not exist: an I/O error, nothing written */
+    assert_int_equal(pp_lm_model_save(neu, PP_BINARY_DIR "/no/such/dir/x.ubj", &err),
+                     PERFPRED_ERR_IO);
+    /* without the blocker the new model replaces the old one */
+    assert_int_equal(pp_lm_model_save(neu, path, &err), PERFPRED_OK);
+    assert_int_equal(read_all(path, &got, &gl), 0);
+    assert_true(gl != wl || memcmp(want, got, wl) != 0);
+    free(got);
+    free(want);
+    unlink(path);
+    pp_lm_model_free(old);
+    pp_lm_model_free(neu);
+}
+
+static void save_and_load_should_reject_bad_files(void **state)
+{
+    if (!have_data) skip();
+    pp_lm_model *m = train(&linear_rows, PP_OPK_LINEAR, 3);
+    pp_err err = {0};
+    char path[4096];
+    snprintf(path, sizeof path, "%s/model.json", tmp_dir());
+    assert_int_equal(pp_lm_model_save(m, path, &err), PERFPRED_ERR_INVALID_ARG);
+    assert_non_null(strstr(err.msg, ".ubj"));
+    pp_lm_base b = a100_base();
+    pp_lm_domain d = *pp_lm_model_domain(m);
+    pp_lm_model *out = NULL;
+    const char *garbage = pp_test_tmpfile("not a model", 11, ".ubj");
+    assert_int_equal(pp_lm_model_load(garbage, PP_OPK_LINEAR, PP_LM_LATENCY, &b, &d, &out, &err),
+                     PERFPRED_ERR_MODEL);
+    assert_null(out);
+    /* a truncated UBJSON model */
+    uint8_t *buf;
+    size_t len;
+    assert_int_equal(pp_lm_model_to_ubj(m, &buf, &len, &err), PERFPRED_OK);
+    const char *cut = pp_test_tmpfile(buf, len / 2, ".ubj");
+    assert_int_equal(pp_lm_model_load(cut, PP_OPK_LINEAR, PP_LM_LATENCY, &b, &d, &out, &err),
+                     PERFPRED_ERR_MODEL);
+    assert_non_null(strstr(err.msg, "truncated"));
+    /* well-formed UBJSON that is not an XGBoost model: XGBoost's own error comes through */
+    const uint8_t notmodel[] = {'{', 'i', 1, 'a', 'i', 5, '}'};
+    const char *other = pp_test_tmpfile(notmodel, sizeof notmodel, ".ubj");
+    assert_int_equal(pp_lm_model_load(other, PP_OPK_LINEAR, PP_LM_LATENCY, &b, &d, &out, &err),
+                     PERFPRED_ERR_MODEL);
+    assert_non_null(strstr(err.msg, "XGBoost"));
+    free(buf);
+    pp_lm_base bad = b;
+    bad.bw_gbs = 0;
+    assert_int_equal(pp_lm_model_load(cut, PP_OPK_LINEAR, PP_LM_LATENCY, &bad, &d, &out, &err),
+                     PERFPRED_ERR_INVALID_ARG);
+    pp_lm_params p = pp_lm_default_params();
+    p.eta = 0;
+    assert_int_equal(pp_lm_params_check(&p, &err), PERFPRED_ERR_INVALID_ARG);
+    assert_non_null(strstr(err.msg, "eta"));
+    pp_lm_model_free(m);
+}
+
+/* A manifest with a linear and a conv model in a fresh directory. */
+static void write_set(const char *dir, pp_lm_model *lin, pp_lm_model *conv)
+{
+    pp_lm_manifest man;
+    memset(&man, 0, sizeof man);
+    man.device = "a100-test";
+    man.runtime = "pytorch-eager";
+    man.precision = "fp32";
+    man.date = "2025-01-01";
+    man.n_sources = 1;
+    man.sources[0] = (pp_lm_source){"scripts/x.csv", "https://example.org/repo", "abc", A100_40,
+                                    N_ROWS, "train"};
+    man.params = small_params(7);
+    pp_lm_model *ms[2] = {lin, conv};
+    for (int i = 0; i < 2; i++) {
+        pp_lm_entry *e = &man.entries[man.n_entries++];
+        e->kind = pp_lm_model_kind(ms[i]);
+        e->target = PP_LM_LATENCY;
+        e->file = i == 0 ? "linear-latency.ubj" : "conv-latency.ubj";
+        e->base = *pp_lm_model_base(ms[i]);
+        e->domain = *pp_lm_model_domain(ms[i]);
+        e->n_train = N_ROWS;
+        e->heldout_mape_pct = NAN;
+        e->roofline_mape_pct = 12.5;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, e->file);
+        pp_err err = {0};
+        assert_int_equal(pp_lm_model_save(ms[i], path, &err), PERFPRED_OK);
+    }
+    pp_err err = {0};
+    assert_int_equal(pp_lm_manifest_write(dir, &man, &err), PERFPRED_OK);
+}
+
+static void layer_models_should_answer_covered_kinds_and_decline_others(void **state)
+{
+    if (!have_data) skip();
+    pp_lm_model *lin = train(&linear_rows, PP_OPK_LINEAR, 5);
+    pp_lm_model *conv = train(&conv_rows, PP_OPK_CONV, 5);
+    char dir[2048];
+    snprintf(dir, sizeof dir, "%s/set", tmp_dir());
+    mkdir(dir, 0755);
+    write_set(dir, lin, conv);
+    pp_layer_models *lm = NULL;
+    pp_err err = {0};
+    assert_int_equal(pp_layer_models_load(dir, &lm, &err), PERFPRED_OK);
+    assert_string_equal(pp_layer_models_device(lm), "a100-test");
+    assert_string_equal(pp_layer_models_source(lm), "https://example.org/repo@abc");
+    assert_true(pp_layer_models_covers(lm, PP_OPK_LINEAR, PP_LM_LATENCY));
+    assert_true(pp_layer_models_covers(lm, PP_OPK_CONV, PP_LM_LATENCY));
+    assert_false(pp_layer_models_covers(lm, PP_OPK_BMM, PP_LM_LATENCY));
+    assert_false(pp_layer_models_covers(lm, PP_OPK_LINEAR, PP_LM_ENERGY));
+    const pp_lm_entry *e = pp_layer_models_entry(lm, PP_OPK_LINEAR, PP_LM_LATENCY);
+    assert_non_null(e);
+    assert_true(isnan(e->heldout_mape_pct));
+    assert_true(e->roofline_mape_pct == 12.5);
+    assert_int_equal(e->base.compute_units, 108);
+    double v, direct;
+    assert_int_equal(pp_layer_models_predict(lm, &linear_rows.f[5], PP_LM_LATENCY, &v, &err), PP_LM_OK);
+    assert_int_equal(pp_lm_model_predict(lin, &linear_rows.f[5], &direct, &err), PERFPRED_OK);
+    assert_memory_equal(&v, &direct, sizeof v);
+    assert_int_equal(pp_layer_models_predict(lm, &linear_rows.f[5], PP_LM_ENERGY, &v, &err),
+                     PP_LM_UNCOVERED);
+    pp_node_feat other = linear_rows.f[5];
+    other.kind = PP_OPK_BMM;
+    assert_int_equal(pp_layer_models_predict(lm, &other, PP_LM_LATENCY, &v, &err), PP_LM_UNCOVERED);
+    /* NeuSight swept 3x3 stride-1 convolutions only: a 7x7 stride-2 conv is outside the domain */
+    pp_node_feat c = conv_rows.f[0];
+    assert_int_equal(pp_layer_models_predict(lm, &c, PP_LM_LATENCY, &v, &err), PP_LM_OK);
+    assert_true(v > 0);
+    c.kernel[0] = c.kernel[1] = 7;
+    assert_int_equal(pp_layer_models_predict(lm, &c, PP_LM_LATENCY, &v, &err), PP_LM_UNCOVERED);
+    c = conv_rows.f[0];
+    c.stride[0] = c.stride[1] = 2;
+    assert_int_equal(pp_layer_models_predict(lm, &c, PP_LM_LATENCY, &v, &err), PP_LM_UNCOVERED);
+    pp_layer_models_free(lm);
+    pp_lm_model_free(lin);
+    pp_lm_model_free(conv);
+}
+
+static void manifest_with_other_features_should_be_refused(void **state)
+{
+    if (!have_data) skip();
+    pp_lm_model *lin = train(&linear_rows, PP_OPK_LINEAR, 6);
+    pp_lm_model *conv = train(&conv_rows, PP_OPK_CONV, 6);
+    char dir[2048], path[4200];
+    snprintf(dir, sizeof dir, "%s/set2", tmp_dir());
+    mkdir(dir, 0755);
+    write_set(dir, lin, conv);
+    snprintf(path, sizeof path, "%s/manifest.json", dir);
+    uint8_t *buf;
+    size_t len;
+    assert_int_equal(read_all(path, &buf, &len), 0);
+    /* rename the first feature, as a manifest of an older features.c would read */
+    char *text = calloc(1, len + 16);
+    memcpy(text, buf, len);
+    char *hit = strstr(text, "\"log2_macs\"");
+    assert_non_null(hit);
+    memcpy(hit, "\"log2_mecs\"", 11);
+    pp_err err = {0};
+    assert_int_equal(pp_write_file_atomic(path, text, len, &err), PERFPRED_OK);
+    pp_layer_models *lm = NULL;
+    assert_int_equal(pp_layer_models_load(dir, &lm, &err), PERFPRED_ERR_MODEL);
+    assert_null(lm);
+    assert_non_null(strstr(err.msg, "log2_mecs"));
+    assert_non_null(strstr(err.msg, "retrain"));
+    /* a model file that escapes the directory is refused */
+    memcpy(text, buf, len);
+    hit = strstr(text, "\"linear-latency.ubj\"");
+    assert_non_null(hit);
+    memcpy(hit, "\"../ear-latency.ubj\"", 20);
+    assert_int_equal(pp_write_file_atomic(path, text, len, &err), PERFPRED_OK);
+    assert_int_equal(pp_layer_models_load(dir, &lm, &err), PERFPRED_ERR_MODEL);
+    free(text);
+    free(buf);
+    pp_lm_model_free(lin);
+    pp_lm_model_free(conv);
+}
+
+typedef struct thread_job {
+    pp_lm_model *m;
+    double out[N_ROWS];
+    int failed;
+} thread_job;
+
+static void *predict_rows(void *arg)
+{
+    thread_job *j = arg;
+    pp_err err = {0};
+    for (int rep = 0; rep < 3; rep++)
+        for (int i = 0; i < N_ROWS; i++)
+            if (pp_lm_model_predict(j->m, &linear_rows.f[i], &j->out[i], &err) != PERFPRED_OK)
+                j->failed = 1;
+    return NULL;
+}
+
+static void predictions_should_be_thread_safe(void **state)
+{
+    if (!have_data) skip();
+    pp_lm_model *m = train(&linear_rows, PP_OPK_LINEAR, 9);
+    double serial[N_ROWS];
+    pp_err err = {0};
+    assert_int_equal(pp_lm_model_predict_many(m, linear_rows.f, N_ROWS, serial, &err), PERFPRED_OK);
+    enum { NT = 4 };
+    static thread_job jobs[NT];
+    pthread_t th[NT];
+    for (int t = 0; t < NT; t++) {
+        jobs[t].m = m;
+        jobs[t].failed = 0;
+        assert_int_equal(pthread_create(&th[t], NULL, predict_rows, &jobs[t]), 0);
+    }
+    for (int t = 0; t < NT; t++) pthread_join(th[t], NULL);
+    for (int t = 0; t < NT; t++) {
+        assert_false(jobs[t].failed);
+        assert_memory_equal(jobs[t].out, serial, sizeof serial);
+    }
+    pp_lm_model_free(m);
+}
+
+static void committed_a100_artifacts_should_load_with_this_builds_features(void **state)
+{
+    const char *dir = PP_SOURCE_DIR "/configs/artifacts/a100-pcie-40gb";
+    if (access(PP_SOURCE_DIR "/configs/artifacts/a100-pcie-40gb/manifest.json", R_OK) != 0) skip();
+    pp_layer_models *lm = NULL;
+    pp_err err = {0};
+    perfpred_status st = pp_layer_models_load(dir, &lm, &err);
+    if (st != PERFPRED_OK) print_error("%s\n", err.msg);
+    assert_int_equal(st, PERFPRED_OK);
+    assert_string_equal(pp_layer_models_device(lm), "a100-pcie-40gb");
+    const pp_op_kind kinds[] = {PP_OPK_BMM, PP_OPK_LINEAR, PP_OPK_CONV, PP_OPK_ELEMWISE, PP_OPK_NORM,
+                                PP_OPK_SOFTMAX};
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        assert_true(pp_layer_models_covers(lm, kinds[i], PP_LM_LATENCY));
+    assert_false(pp_layer_models_covers(lm, PP_OPK_POOL, PP_LM_LATENCY));
+    if (have_data) {
+        /* the committed linear model on rows it was trained on: close, and far closer than the
+         * roofline (a check that the artifact is the one the manifest describes) */
+        double pred[N_ROWS], roof[N_ROWS];
+        const pp_lm_entry *e = pp_layer_models_entry(lm, PP_OPK_LINEAR, PP_LM_LATENCY);
+        for (int i = 0; i < N_ROWS; i++) {
+            assert_int_equal(pp_layer_models_predict(lm, &linear_rows.f[i], PP_LM_LATENCY, &pred[i],
+                                                     &err),
+                             PP_LM_OK);
+            roof[i] = pp_lm_base_eval(&e->base, PP_LM_LATENCY, &linear_rows.f[i]);
+        }
+        pp_metrics mm, mr;
+        assert_int_equal(pp_metrics_compute(pred, linear_rows.y, N_ROWS, &mm, &err), PERFPRED_OK);
+        assert_int_equal(pp_metrics_compute(roof, linear_rows.y, N_ROWS, &mr, &err), PERFPRED_OK);
+        assert_true(mm.mape_pct < 10.0);
+        assert_true(mm.mape_pct < 0.5 * mr.mape_pct);
+    }
+    pp_layer_models_free(lm);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(base_should_follow_the_roofline_formula),
+        cmocka_unit_test(train_save_load_should_predict_bit_identically),
+        cmocka_unit_test(training_should_be_deterministic_for_seed_and_threads),
+        cmocka_unit_test(failed_save_should_leave_the_old_artifact_intact),
+        cmocka_unit_test(save_and_load_should_reject_bad_files),
+        cmocka_unit_test(layer_models_should_answer_covered_kinds_and_decline_others),
+        cmocka_unit_test(manifest_with_other_features_should_be_refused),
+        cmocka_unit_test(predictions_should_be_thread_safe),
+        cmocka_unit_test(committed_a100_artifacts_should_load_with_this_builds_features),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
