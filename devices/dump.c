@@ -121,11 +121,10 @@ char *pp_device_to_yaml(const pp_device *d)
         put_str(f, d->artifacts_dir);
         fputc('\n', f);
     }
-    if (d->calibration_from) {
-        fputs("calibration_from: ", f);
-        put_str(f, d->calibration_from);
-        fputc('\n', f);
-    }
+    /* a comment, like base: the dump stands alone, and the named descriptor may not be beside it */
+    if (d->calibration_from)
+        fprintf(f, "# calibration_from: %s (its layer models answer, scaled to this device)\n",
+                d->calibration_from);
     fprintf(f, "hostable: %s\n", d->hostable ? "true" : "false");
     if (fclose(f) != 0) {
         free(text);

@@ -217,6 +217,214 @@ perfpred_status perfpred_mig_advise(const perfpred_ctx *ctx, const perfpred_mode
                                     const char *gpu, double slo_ms, perfpred_mig_advice *out,
                                     char *errbuf, size_t errbuf_len);
 
+/* ------------------------------------------------------------- calibration ---- */
+/* Turning a descriptor into a calibrated device (docs/calibration.md): a layer benchmark plan sized
+ * to a time budget, per-op-kind layer models fitted on the runner's measurements, and accuracy
+ * reports on measured layer or network rows. Reports are caller-owned structs; the only one holding
+ * allocated storage is perfpred_eval_report (perfpred_eval_report_free). */
+
+#define PERFPRED_MAX_KINDS 16     /* op kinds a report lists */
+#define PERFPRED_REPORT_MSGS 16   /* kept messages (bad rows, skipped nodes) */
+
+/* Accuracy against measurements: MAPE and RMSPE in percent, share of rows within +-10 % in
+ * percent, Spearman's rank correlation (NaN when undefined); n = 0 and NaN figures when empty. */
+typedef struct perfpred_metrics {
+    int n;
+    double mape_pct, rmspe_pct, within10_pct, spearman;
+} perfpred_metrics;
+
+/* The timing protocol a plan's cost estimate assumes (runners/timing.py Protocol defaults). */
+typedef struct perfpred_runner_protocol {
+    int rounds;              /* 7: visits per configuration */
+    int burst;               /* 5: timed samples per visit */
+    int warmup_calls;        /* 3: untimed calls after a (re)build ... */
+    double warmup_ms;        /* 50: ... lasting at least this long */
+    double min_sample_us;    /* 200: one sample = back-to-back calls lasting at least this */
+    int max_inner;           /* 1000: cap on calls per sample */
+} perfpred_runner_protocol;
+
+typedef struct perfpred_plan_params {
+    const char *device;                    /* required: descriptor name or alias */
+    const char *out_csv;                   /* required: the plan CSV (written atomically) */
+    const char *config_dir;                /* NULL: as perfpred_ctx_open */
+    /* the model zoo: folders (their reference.csv, else every *.onnx), reference-style CSVs
+     * (columns file, family, input_name, input_shape), or .onnx files;
+     * NULL / 0: <config_dir>/../tests/fixtures/models */
+    const char *const *models;
+    int n_models;
+    const char *const *exclude_families;   /* families left out of the base set (held out) */
+    int n_exclude_families;
+    const int64_t *batches;                /* NULL / 0: {1, 8} */
+    int n_batches;
+    double budget_min;                     /* runner time to fill, minutes (20) */
+    uint64_t seed;                         /* 1 */
+    double perturb_share;                  /* share of picked rows that are perturbations (0.5) */
+    perfpred_runner_protocol protocol;
+    perfpred_log_fn log;
+    void *log_user;
+} perfpred_plan_params;
+
+typedef struct perfpred_plan_kind {
+    const char *kind;          /* op kind name (static string) */
+    int n_zoo_nodes;           /* runtime nodes of this kind in the zoo */
+    int n_base;                /* distinct configurations among them that make layer rows */
+    int n_candidates;          /* base + valid perturbations */
+    int n_rows, n_rows_base;   /* picked; of which zoo configurations */
+    double zoo_time_share;     /* share of the zoo's estimated time, 0..1 */
+    double est_minutes;        /* runner time of the picked rows */
+} perfpred_plan_kind;
+
+typedef struct perfpred_plan_report {
+    char device[64];
+    int n_models;              /* (model, batch) graphs loaded */
+    int n_model_failures;      /* ... that failed to load (listed in msgs) */
+    int n_excluded_models;     /* zoo entries of excluded families */
+    int n_nodes;               /* runtime nodes seen (not folded, not views) */
+    int n_skipped_nodes;       /* not expressible as a layer row (reasons in msgs) */
+    int n_rows;
+    double est_minutes, budget_minutes;
+    int has_roofline;          /* 0: the descriptor lacks figures; each call costed at 50 us */
+    int cost_from_layer_models;/* 1: the device's layer models (a calibrated device) gave kernel
+                                  times where they cover the kernel; else the roofline */
+    int n_kinds;
+    perfpred_plan_kind kinds[PERFPRED_MAX_KINDS];
+    int n_msgs;
+    char msgs[PERFPRED_REPORT_MSGS][256];
+} perfpred_plan_report;
+
+perfpred_plan_params perfpred_plan_default_params(void);
+/* Rejects out-of-range parameters (message names the field) before any work is done. */
+perfpred_status perfpred_plan_check_params(const perfpred_plan_params *p, char *errbuf,
+                                           size_t errbuf_len);
+/* Builds the plan and writes p->out_csv (layer CSV schema, measurement columns empty). The same
+ * parameters and zoo give the same bytes. */
+perfpred_status perfpred_calibrate_plan(const perfpred_plan_params *p, perfpred_plan_report *out,
+                                        char *errbuf, size_t errbuf_len);
+
+typedef struct perfpred_fit_params {
+    const char *device;            /* required; a whole device (MIG slices scale from their parent) */
+    const char *const *layers_csvs;/* measured layer rows (docs/measurements.md), one or more
+                                      files (a first plan's rows and a second's), or ... */
+    int n_layers_csvs;
+    const char *neusight_root;     /* ... NeuSight's dataset folder (GPUs NeuSight measured) */
+    const char *neusight_conv_gpu; /* NeuSight GPU whose conv rows stand in; NULL: automatic */
+    const char *out_dir;           /* NULL: <config_dir>/artifacts/<canonical device name> */
+    const char *config_dir;        /* NULL: as perfpred_ctx_open */
+    double heldout_frac;           /* 0.2: share of configurations held out per op kind */
+    int seed;                      /* 42: split and XGBoost seed */
+    int nthread;                   /* 2: XGBoost threads */
+    int n_rounds;                  /* 0: the layer models' default boosting rounds */
+    double max_spread_pct;         /* > 0: leave out rows whose run-to-run spread exceeds this
+                                      percentage of their latency (0: keep every row) */
+    int write_artifacts;           /* 1; 0 = report only */
+    perfpred_log_fn log;
+    void *log_user;
+} perfpred_fit_params;
+
+typedef struct perfpred_fit_kind {
+    const char *kind;                     /* static string */
+    int n_train, n_heldout;               /* rows */
+    int n_train_configs, n_heldout_configs;
+    perfpred_metrics model;               /* layer model on held-out rows */
+    perfpred_metrics roofline;            /* its analytic base alone on the same rows */
+    perfpred_metrics train;               /* layer model on its training rows (a check) */
+    double spread_pct;                    /* median run-to-run spread / latency of the held-out
+                                             rows, percent; NaN when no row reports one */
+    int n_spread;
+    double peak_tflops, bw_gbs, floor_ms; /* the base */
+    double train_seconds;
+    char note[160];
+} perfpred_fit_kind;
+
+typedef struct perfpred_fit_report {
+    char device[64];
+    char out_dir[1024];
+    int wrote_artifacts;
+    int n_rows_read;          /* good rows in the file(s) */
+    int n_bad_rows;           /* skipped by the CSV reader (msgs) */
+    int n_other_device;       /* rows of other devices, ignored */
+    int n_unusable;           /* rows graph/ cannot rebuild (msgs) */
+    int n_noisy;              /* rows left out by max_spread_pct */
+    int n_kinds;
+    perfpred_fit_kind kinds[PERFPRED_MAX_KINDS];
+    perfpred_metrics model, roofline;   /* every held-out row */
+    double spread_pct;
+    int n_spread;
+    double total_seconds;
+    int n_msgs;
+    char msgs[PERFPRED_REPORT_MSGS][256];
+} perfpred_fit_report;
+
+perfpred_fit_params perfpred_fit_default_params(void);
+perfpred_status perfpred_fit_check_params(const perfpred_fit_params *p, char *errbuf,
+                                          size_t errbuf_len);
+/* Fits one latency model per op kind and, when p->write_artifacts, replaces the artifacts in the
+ * output folder: model files and manifest.json are written to a temporary folder, moved in under
+ * new names, and the manifest is replaced last, so an interrupted fit leaves the previous
+ * artifacts in force. */
+perfpred_status perfpred_calibrate_fit(const perfpred_fit_params *p, perfpred_fit_report *out,
+                                       char *errbuf, size_t errbuf_len);
+
+typedef struct perfpred_eval_params {
+    const char *device;            /* required */
+    const char *layers_csv;        /* exactly one of layers_csv / networks_csv */
+    const char *networks_csv;
+    const char *group_by;          /* layers: "kind" (default); networks: "family" (default) or
+                                      "model" */
+    const char *config_dir;        /* NULL: as perfpred_ctx_open */
+    int allow_unknown;             /* networks: unknown ops as element-wise */
+    perfpred_log_fn log;
+    void *log_user;
+} perfpred_eval_params;
+
+typedef struct perfpred_eval_point {
+    const char *label;             /* layers: "Conv x:1x64x56x56;w:..."; networks: model file */
+    const char *group;             /* group name */
+    int line;                      /* CSV line */
+    int64_t batch;
+    double measured_ms, predicted_ms;
+    double roofline_ms;            /* layers: the descriptor's roofline; networks: NaN */
+    double spread_ms;              /* NaN when not reported */
+    perfpred_provenance prov;      /* of the prediction */
+} perfpred_eval_point;
+
+typedef struct perfpred_eval_group {
+    const char *name;
+    perfpred_metrics model, roofline;
+    double spread_pct;             /* median spread / latency, percent; NaN when none reported */
+    int n_spread;
+    int n_calibrated;              /* rows answered by a layer model (layers) or with a
+                                      calibrated or mixed figure (networks) */
+} perfpred_eval_group;
+
+typedef struct perfpred_eval_report {
+    char device[64];
+    char source[256];              /* calibration source, or "uncalibrated (roofline)" */
+    int networks;                  /* 1: network rows */
+    int n_rows_read, n_bad_rows, n_other_device, n_failed;
+    int n_groups;
+    perfpred_eval_group *groups;
+    perfpred_eval_group overall;
+    int n_points;
+    perfpred_eval_point *points;
+    int n_msgs;
+    char msgs[PERFPRED_REPORT_MSGS][256];
+    void *store;                   /* owns groups, points and their strings */
+} perfpred_eval_report;
+
+perfpred_eval_params perfpred_eval_default_params(void);
+perfpred_status perfpred_eval_check_params(const perfpred_eval_params *p, char *errbuf,
+                                           size_t errbuf_len);
+/* Predicts every row of the device and compares with the measurements. On success *out owns
+ * storage: release it with perfpred_eval_report_free (also safe on a zeroed report). */
+perfpred_status perfpred_eval(const perfpred_eval_params *p, perfpred_eval_report *out,
+                              char *errbuf, size_t errbuf_len);
+void perfpred_eval_report_free(perfpred_eval_report *r);
+/* Predicted-vs-measured scatter (log-log, y = x, +-10 % band) drawn by gnuplot into path: .png
+ * (pngcairo, else gd png) or .svg. */
+perfpred_status perfpred_eval_plot(const perfpred_eval_report *r, const char *path,
+                                   const char *title, char *errbuf, size_t errbuf_len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,751 @@
+/* cli/calibrate.c: `perfpred calibrate plan|fit` and `perfpred eval`, a thin layer over the
+ * calibration API of include/perfpred.h: parse options, call the library, print a table (plain or
+ * markdown, ready for the README's accuracy table) or one JSON object (docs/calibration.md). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static const char calibrate_usage[] =
+    "usage: perfpred calibrate plan --device DEV -o PLAN.csv [options]\n"
+    "       perfpred calibrate fit --device DEV --layers MEASURED.csv [options]\n"
+    "       perfpred calibrate fit --device DEV --neusight DIR [options]\n"
+    "\n"
+    "Calibrating a device: plan -> the layer runner on the device -> fit -> eval\n"
+    "(docs/calibration.md). `fit` writes the layer models that `perfpred --device DEV` then uses.\n"
+    "\n"
+    "plan: sample layer configurations from a model zoo and size them to a time budget\n"
+    "  --device DEV            device the plan is for (costs: its layer models once it is\n"
+    "                          calibrated, else its roofline, a lower bound)\n"
+    "  -o, --out PLAN.csv      plan to write: layer CSV schema, measurement columns empty\n"
+    "  --budget-min M          runner time the plan may take, minutes (default 20)\n"
+    "  --models PATH[,PATH..]  zoo: folders (their reference.csv, else every *.onnx), model\n"
+    "                          lists (.csv with file,family,input_name,input_shape) or .onnx\n"
+    "                          files (default: the source tree's tests/fixtures/models)\n"
+    "  --exclude-family F[,F]  leave these model families out (to hold them out of training)\n"
+    "  --batch N[,N..]         batch sizes the zoo is loaded at (default 1,8)\n"
+    "  --seed N                sampling seed (default 1); same seed and zoo, same plan\n"
+    "  --perturb-share X       share of rows that perturb zoo configurations (default 0.5)\n"
+    "  --rounds N              the runner's --rounds, for the time estimate (default 7)\n"
+    "\n"
+    "fit: one latency model per op kind; held-out configurations judged next to the roofline\n"
+    "  --device DEV            device the rows were measured on\n"
+    "  --layers FILE.csv[,..]  measured layer rows (docs/measurements.md), one or more\n"
+    "                          files (repeatable), or\n"
+    "  --neusight DIR          NeuSight's dataset folder (A100 kernel sweeps)\n"
+    "  --conv-gpu NAME         NeuSight GPU whose conv rows stand in (default: automatic)\n"
+    "  --out DIR               artifacts folder (default: configs/artifacts/<device>)\n"
+    "  --heldout-frac X        share of each kind's configurations held out (default 0.2)\n"
+    "  --seed N                split and XGBoost seed (default 42)\n"
+    "  --threads N             XGBoost threads (default 2)\n"
+    "  --boost-rounds N        XGBoost boosting rounds (default: the layer models' 600)\n"
+    "  --max-spread-pct P      leave out rows whose run-to-run spread exceeds P % of their\n"
+    "                          latency (default: keep every row)\n"
+    "  --dry-run               fit and report, write nothing\n"
+    "\n"
+    "common:\n"
+    "  --json                  one JSON object on stdout (docs/calibration.md)\n"
+    "  --config-dir DIR        device descriptors and artifacts (default as perfpred --help)\n"
+    "  -h, --help              this text\n"
+    "\n"
+    "exit codes: 0 ok; 1 usage error; 2 input file missing, unreadable or malformed (the\n"
+    "message names file:line); 3 model unsupported; 4 unknown device or bad descriptor;\n"
+    "5 artifact broken, out of memory or internal error\n";
+
+static const char eval_usage[] =
+    "usage: perfpred eval --device DEV --layers FILE.csv [options]\n"
+    "       perfpred eval --device DEV --networks FILE.csv [options]\n"
+    "\n"
+    "Predicts measured rows and reports MAPE, RMSPE, the share within +-10 %, Spearman's rank\n"
+    "correlation and the measurements' own run-to-run spread (median IQR / latency), per\n"
+    "group and overall. Layer rows are predicted through their single-node graphs, next to\n"
+    "the roofline; network rows load their ONNX model at the row's batch and input shapes.\n"
+    "\n"
+    "  --device DEV            device to predict (its calibrated layer models, else roofline)\n"
+    "  --layers FILE.csv       layer rows (docs/measurements.md), grouped by op kind\n"
+    "  --networks FILE.csv     network rows, grouped by model family; one line per model too\n"
+    "  --by kind|family|model  grouping (layers: kind; networks: family or model)\n"
+    "  --plot FILE.png|.svg    predicted-vs-measured scatter (gnuplot): log-log, y = x, +-10 %\n"
+    "  --markdown              tables in markdown (for the README)\n"
+    "  --points                also list every layer row's prediction\n"
+    "  --allow-unknown         networks: treat unknown ops as element-wise\n"
+    "  --json                  one JSON object on stdout (docs/calibration.md)\n"
+    "  --config-dir DIR        device descriptors and artifacts\n"
+    "  -h, --help              this text\n"
+    "\n"
+    "exit codes: 0 ok; 1 usage error; 2 input file missing, unreadable or malformed (the\n"
+    "message names file:line); 4 unknown device or bad descriptor; 5 internal error\n";
+
+#define MAX_LIST 64
+
+/* ------------------------------------------------------------------ parsing ---- */
+
+typedef struct args {
+    int argc;
+    char **argv;
+    int i;
+} args;
+
+static int is_opt(const char *a, const char *name)
+{
+    size_t n = strlen(name);
+    return strncmp(a, name, n) == 0 && (a[n] == '\0' || a[n] == '=');
+}
+
+/* The value of the option at A->i (after '=' or the next argument), NULL after an error. */
+static const char *value(args *A, const char *name)
+{
+    const char *a = A->argv[A->i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) == 0 && a[n] == '=') return a + n + 1;
+    if (A->i + 1 >= A->argc) {
+        cli_error("%s needs a value", name);
+        return NULL;
+    }
+    return A->argv[++A->i];
+}
+
+static int parse_int(const char *s, const char *name, long lo, long hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) {
+        cli_error("%s: '%s' is not an integer in [%ld, %ld]", name, s, lo, hi);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_num(const char *s, const char *name, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi) {
+        cli_error("%s: '%s' is not a number in [%g, %g]", name, s, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* Splits a comma-separated list in place (s is owned by argv). */
+static int split_list(char *s, const char **out, int cap, const char *name)
+{
+    int n = 0;
+    for (char *save = NULL, *tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (n == cap) {
+            cli_error("%s: at most %d values", name, cap);
+            return -1;
+        }
+        out[n++] = tok;
+    }
+    if (n == 0) cli_error("%s: empty list", name);
+    return n ? n : -1;
+}
+
+static void print_errbuf(const char *err, const char *fallback)
+{
+    cli_error("%s", err && *err ? err : fallback);
+}
+
+/* ------------------------------------------------------------------ tables ---- */
+
+static void put_num(FILE *f, const char *fmt, double v, int width)
+{
+    if (isfinite(v)) fprintf(f, fmt, width, v);
+    else fprintf(f, "%*s", width, "-");
+}
+
+static void metrics_cols(FILE *f, const perfpred_metrics *m, int markdown)
+{
+    if (markdown) {
+        if (m->n == 0) {
+            fprintf(f, " - | - | - | - |");
+            return;
+        }
+        fprintf(f, " %.1f | %.1f | %.1f | ", m->mape_pct, m->rmspe_pct, m->within10_pct);
+        if (isfinite(m->spearman)) fprintf(f, "%.3f |", m->spearman);
+        else fprintf(f, "- |");
+        return;
+    }
+    put_num(f, "%*.1f", m->n ? m->mape_pct : NAN, 7);
+    put_num(f, "%*.1f", m->n ? m->rmspe_pct : NAN, 8);
+    put_num(f, "%*.1f", m->n ? m->within10_pct : NAN, 7);
+    put_num(f, "%*.3f", m->n ? m->spearman : NAN, 9);
+}
+
+static void roof_cols(FILE *f, const perfpred_metrics *m, int markdown)
+{
+    if (markdown) {
+        if (m->n == 0) fprintf(f, " - | - |");
+        else fprintf(f, " %.1f | %.1f |", m->mape_pct, m->within10_pct);
+        return;
+    }
+    fprintf(f, " |");
+    put_num(f, "%*.1f", m->n ? m->mape_pct : NAN, 9);
+    put_num(f, "%*.1f", m->n ? m->within10_pct : NAN, 7);
+}
+
+static void spread_col(FILE *f, double spread, int markdown)
+{
+    if (markdown) {
+        if (isfinite(spread)) fprintf(f, " %.1f |", spread);
+        else fprintf(f, " - |");
+        return;
+    }
+    fprintf(f, " |");
+    put_num(f, "%*.1f", spread, 8);
+}
+
+static cJSON *json_num(double v)
+{
+    return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
+}
+
+static cJSON *json_metrics(const perfpred_metrics *m)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "n", m->n);
+    cJSON_AddItemToObject(o, "mape_pct", json_num(m->n ? m->mape_pct : NAN));
+    cJSON_AddItemToObject(o, "rmspe_pct", json_num(m->n ? m->rmspe_pct : NAN));
+    cJSON_AddItemToObject(o, "within10_pct", json_num(m->n ? m->within10_pct : NAN));
+    cJSON_AddItemToObject(o, "spearman", json_num(m->n ? m->spearman : NAN));
+    return o;
+}
+
+static cJSON *json_msgs(const char (*msgs)[256], int n)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateString(msgs[i]));
+    return a;
+}
+
+/* -------------------------------------------------------------------- plan ---- */
+
+static int cmd_plan(int argc, char **argv)
+{
+    perfpred_plan_params p = perfpred_plan_default_params();
+    const char *models[MAX_LIST], *excl[MAX_LIST];
+    int64_t batches[MAX_LIST];
+    int json = 0;
+    args A = {argc, argv, 0};
+    for (A.i = 2; A.i < argc; A.i++) {
+        const char *a = argv[A.i], *v;
+        if (is_opt(a, "--device")) {
+            if (!(p.device = value(&A, "--device"))) return EXIT_USAGE;
+        } else if (is_opt(a, "--out") || strcmp(a, "-o") == 0) {
+            if (!(p.out_csv = value(&A, strcmp(a, "-o") == 0 ? "-o" : "--out"))) return EXIT_USAGE;
+        } else if (is_opt(a, "--budget-min")) {
+            if (!(v = value(&A, "--budget-min")) ||
+                parse_num(v, "--budget-min", 1e-3, 1e6, &p.budget_min))
+                return EXIT_USAGE;
+        } else if (is_opt(a, "--models")) {
+            if (!(v = value(&A, "--models"))) return EXIT_USAGE;
+            int n = split_list((char *)v, models + p.n_models, MAX_LIST - p.n_models, "--models");
+            if (n < 0) return EXIT_USAGE;
+            p.n_models += n;
+            p.models = models;
+        } else if (is_opt(a, "--exclude-family")) {
+            if (!(v = value(&A, "--exclude-family"))) return EXIT_USAGE;
+            int n = split_list((char *)v, excl + p.n_exclude_families,
+                               MAX_LIST - p.n_exclude_families, "--exclude-family");
+            if (n < 0) return EXIT_USAGE;
+            p.n_exclude_families += n;
+            p.exclude_families = excl;
+        } else if (is_opt(a, "--batch")) {
+            const char *items[MAX_LIST];
+            if (!(v = value(&A, "--batch"))) return EXIT_USAGE;
+            int n = split_list((char *)v, items, MAX_LIST, "--batch");
+            if (n < 0) return EXIT_USAGE;
+            for (int k = 0; k < n; k++) {
+                int b;
+                if (parse_int(items[k], "--batch", 1, 65536, &b)) return EXIT_USAGE;
+                batches[k] = b;
+            }
+            p.batches = batches;
+            p.n_batches = n;
+        } else if (is_opt(a, "--seed")) {
+            int s;
+            if (!(v = value(&A, "--seed")) || parse_int(v, "--seed", 0, 2147483647, &s))
+                return EXIT_USAGE;
+            p.seed = (uint64_t)s;
+        } else if (is_opt(a, "--perturb-share")) {
+            if (!(v = value(&A, "--perturb-share")) ||
+                parse_num(v, "--perturb-share", 0, 0.95, &p.perturb_share))
+                return EXIT_USAGE;
+        } else if (is_opt(a, "--rounds")) {
+            if (!(v = value(&A, "--rounds")) ||
+                parse_int(v, "--rounds", 1, 1000, &p.protocol.rounds))
+                return EXIT_USAGE;
+        } else if (is_opt(a, "--config-dir")) {
+            if (!(p.config_dir = value(&A, "--config-dir"))) return EXIT_USAGE;
+        } else if (strcmp(a, "--json") == 0) {
+            json = 1;
+        } else {
+            cli_error("calibrate plan: unknown argument '%s' (perfpred calibrate --help)", a);
+            return EXIT_USAGE;
+        }
+    }
+    if (!p.device) {
+        cli_error("calibrate plan: --device is required");
+        return EXIT_USAGE;
+    }
+    if (!p.out_csv) {
+        cli_error("calibrate plan: -o PLAN.csv is required");
+        return EXIT_USAGE;
+    }
+    perfpred_plan_report r;
+    char err[1024] = "";
+    perfpred_status st = perfpred_calibrate_plan(&p, &r, err, sizeof err);
+    if (st != PERFPRED_OK) {
+        print_errbuf(err, perfpred_status_str(st));
+        return cli_exit_code(st);
+    }
+    if (json) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "device", r.device);
+        cJSON_AddStringToObject(o, "plan", p.out_csv);
+        cJSON_AddNumberToObject(o, "rows", r.n_rows);
+        cJSON_AddNumberToObject(o, "est_minutes", r.est_minutes);
+        cJSON_AddNumberToObject(o, "budget_minutes", r.budget_minutes);
+        cJSON_AddStringToObject(o, "costs", r.cost_from_layer_models ? "layer-models"
+                                            : r.has_roofline           ? "roofline"
+                                                                       : "50us-floor");
+        cJSON_AddNumberToObject(o, "models_loaded", r.n_models);
+        cJSON_AddNumberToObject(o, "model_failures", r.n_model_failures);
+        cJSON_AddNumberToObject(o, "models_excluded", r.n_excluded_models);
+        cJSON_AddNumberToObject(o, "zoo_nodes", r.n_nodes);
+        cJSON_AddNumberToObject(o, "skipped_nodes", r.n_skipped_nodes);
+        cJSON *ks = cJSON_AddArrayToObject(o, "kinds");
+        for (int i = 0; i < r.n_kinds; i++) {
+            const perfpred_plan_kind *k = &r.kinds[i];
+            cJSON *j = cJSON_CreateObject();
+            cJSON_AddStringToObject(j, "kind", k->kind);
+            cJSON_AddNumberToObject(j, "zoo_nodes", k->n_zoo_nodes);
+            cJSON_AddNumberToObject(j, "zoo_time_share", k->zoo_time_share);
+            cJSON_AddNumberToObject(j, "zoo_configs", k->n_base);
+            cJSON_AddNumberToObject(j, "candidates", k->n_candidates);
+            cJSON_AddNumberToObject(j, "rows", k->n_rows);
+            cJSON_AddNumberToObject(j, "rows_from_zoo", k->n_rows_base);
+            cJSON_AddNumberToObject(j, "est_minutes", k->est_minutes);
+            cJSON_AddItemToArray(ks, j);
+        }
+        cJSON_AddItemToObject(o, "messages", json_msgs(r.msgs, r.n_msgs));
+        cli_print_json(o);
+        return EXIT_OK_;
+    }
+    printf("perfpred calibrate plan: %s, %d rows, estimated %.1f of %.1f minutes -> %s\n", r.device,
+           r.n_rows, r.est_minutes, r.budget_minutes, p.out_csv);
+    printf("zoo: %d model graphs loaded (%d failed, %d excluded by family), %d runtime nodes, "
+           "%d not expressible as layer rows\n",
+           r.n_models, r.n_model_failures, r.n_excluded_models, r.n_nodes, r.n_skipped_nodes);
+    if (r.cost_from_layer_models)
+        printf("costs: kernel times from %s's layer models (roofline where none covers a kernel)\n",
+               r.device);
+    else if (r.has_roofline)
+        printf("costs: kernel times from %s's roofline, a lower bound (a layer running below peak "
+               "takes longer: a plan made after a first fit is costed from its layer models)\n",
+               r.device);
+    else
+        printf("costs: %s states no roofline figures: each call is costed at 50 us\n", r.device);
+    printf("\n%-11s %9s %8s %8s %10s %6s %6s %8s\n", "kind", "zoo nodes", "zoo time", "configs",
+           "candidates", "rows", "of zoo", "minutes");
+    for (int i = 0; i < r.n_kinds; i++) {
+        const perfpred_plan_kind *k = &r.kinds[i];
+        printf("%-11s %9d %7.1f%% %8d %10d %6d %6d %8.2f\n", k->kind, k->n_zoo_nodes,
+               100.0 * k->zoo_time_share, k->n_base, k->n_candidates, k->n_rows, k->n_rows_base,
+               k->est_minutes);
+    }
+    printf("%-11s %9d %8s %8s %10s %6d %6s %8.2f\n", "total", r.n_nodes, "", "", "", r.n_rows, "",
+           r.est_minutes);
+    if (r.n_msgs) printf("\n");
+    for (int i = 0; i < r.n_msgs; i++) printf("note: %s\n", r.msgs[i]);
+    printf("\nnext: /usr/bin/python3 runners/layer_runner.py %s -o MEASURED.csv --device-name %s\n",
+           p.out_csv, r.device);
+    return EXIT_OK_;
+}
+
+/* --------------------------------------------------------------------- fit ---- */
+
+static int cmd_fit(int argc, char **argv)
+{
+    perfpred_fit_params p = perfpred_fit_default_params();
+    const char *files[MAX_LIST];
+    int json = 0;
+    args A = {argc, argv, 0};
+    for (A.i = 2; A.i < argc; A.i++) {
+        const char *a = argv[A.i], *v;
+        if (is_opt(a, "--device")) {
+            if (!(p.device = value(&A, "--device"))) return EXIT_USAGE;
+        } else if (is_opt(a, "--layers")) {
+            if (!(v = value(&A, "--layers"))) return EXIT_USAGE;
+            int n = split_list((char *)v, files + p.n_layers_csvs, MAX_LIST - p.n_layers_csvs,
+                               "--layers");
+            if (n < 0) return EXIT_USAGE;
+            p.n_layers_csvs += n;
+            p.layers_csvs = files;
+        } else if (is_opt(a, "--neusight")) {
+            if (!(p.neusight_root = value(&A, "--neusight"))) return EXIT_USAGE;
+        } else if (is_opt(a, "--conv-gpu")) {
+            if (!(p.neusight_conv_gpu = value(&A, "--conv-gpu"))) return EXIT_USAGE;
+        } else if (is_opt(a, "--out") || strcmp(a, "-o") == 0) {
+            if (!(p.out_dir = value(&A, strcmp(a, "-o") == 0 ? "-o" : "--out"))) return EXIT_USAGE;
+        } else if (is_opt(a, "--heldout-frac")) {
+            if (!(v = value(&A, "--heldout-frac")) ||
+                parse_num(v, "--heldout-frac", 0.01, 0.5, &p.heldout_frac))
+                return EXIT_USAGE;
+        } else if (is_opt(a, "--seed")) {
+            if (!(v = value(&A, "--seed")) || parse_int(v, "--seed", 0, 2147483647, &p.seed))
+                return EXIT_USAGE;
+        } else if (is_opt(a, "--threads")) {
+            if (!(v = value(&A, "--threads")) || parse_int(v, "--threads", 1, 1024, &p.nthread))
+                return EXIT_USAGE;
+        } else if (is_opt(a, "--boost-rounds")) {
+            if (!(v = value(&A, "--boost-rounds")) ||
+                parse_int(v, "--boost-rounds", 1, 100000, &p.n_rounds))
+                return EXIT_USAGE;
+        } else if (is_opt(a, "--max-spread-pct")) {
+            if (!(v = value(&A, "--max-spread-pct")) ||
+                parse_num(v, "--max-spread-pct", 0, 1e6, &p.max_spread_pct))
+                return EXIT_USAGE;
+        } else if (is_opt(a, "--config-dir")) {
+            if (!(p.config_dir = value(&A, "--config-dir"))) return EXIT_USAGE;
+        } else if (strcmp(a, "--dry-run") == 0) {
+            p.write_artifacts = 0;
+        } else if (strcmp(a, "--json") == 0) {
+            json = 1;
+        } else {
+            cli_error("calibrate fit: unknown argument '%s' (perfpred calibrate --help)", a);
+            return EXIT_USAGE;
+        }
+    }
+    if (!p.device) {
+        cli_error("calibrate fit: --device is required");
+        return EXIT_USAGE;
+    }
+    if ((p.n_layers_csvs > 0) == (p.neusight_root != NULL)) {
+        cli_error("calibrate fit: give --layers MEASURED.csv or --neusight DIR (one of them)");
+        return EXIT_USAGE;
+    }
+    perfpred_fit_report r;
+    char err[1024] = "";
+    perfpred_status st = perfpred_calibrate_fit(&p, &r, err, sizeof err);
+    if (st != PERFPRED_OK) {
+        print_errbuf(err, perfpred_status_str(st));
+        return cli_exit_code(st);
+    }
+    char src[2048] = "";
+    if (p.neusight_root) snprintf(src, sizeof src, "%s", p.neusight_root);
+    for (int i = 0; i < p.n_layers_csvs; i++) {
+        size_t L = strlen(src);
+        snprintf(src + L, sizeof src - L, "%s%s", i ? "," : "", p.layers_csvs[i]);
+    }
+    if (json) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "device", r.device);
+        cJSON_AddStringToObject(o, "data", src);
+        cJSON_AddBoolToObject(o, "wrote_artifacts", r.wrote_artifacts);
+        if (r.wrote_artifacts) cJSON_AddStringToObject(o, "artifacts", r.out_dir);
+        cJSON_AddNumberToObject(o, "rows_read", r.n_rows_read);
+        cJSON_AddNumberToObject(o, "bad_rows", r.n_bad_rows);
+        cJSON_AddNumberToObject(o, "other_device_rows", r.n_other_device);
+        cJSON_AddNumberToObject(o, "unusable_rows", r.n_unusable);
+        cJSON_AddNumberToObject(o, "noisy_rows", r.n_noisy);
+        cJSON_AddNumberToObject(o, "heldout_frac", p.heldout_frac);
+        cJSON_AddNumberToObject(o, "seed", p.seed);
+        cJSON *ks = cJSON_AddArrayToObject(o, "kinds");
+        for (int i = 0; i < r.n_kinds; i++) {
+            const perfpred_fit_kind *k = &r.kinds[i];
+            cJSON *j = cJSON_CreateObject();
+            cJSON_AddStringToObject(j, "kind", k->kind);
+            cJSON_AddNumberToObject(j, "train_rows", k->n_train);
+            cJSON_AddNumberToObject(j, "heldout_rows", k->n_heldout);
+            cJSON_AddNumberToObject(j, "train_configs", k->n_train_configs);
+            cJSON_AddNumberToObject(j, "heldout_configs", k->n_heldout_configs);
+            cJSON_AddItemToObject(j, "model", json_metrics(&k->model));
+            cJSON_AddItemToObject(j, "roofline", json_metrics(&k->roofline));
+            cJSON_AddItemToObject(j, "train", json_metrics(&k->train));
+            cJSON_AddItemToObject(j, "spread_pct", json_num(k->spread_pct));
+            cJSON *b = cJSON_AddObjectToObject(j, "base");
+            cJSON_AddNumberToObject(b, "peak_tflops", k->peak_tflops);
+            cJSON_AddNumberToObject(b, "bw_gbs", k->bw_gbs);
+            cJSON_AddNumberToObject(b, "floor_ms", k->floor_ms);
+            cJSON_AddNumberToObject(j, "train_seconds", k->train_seconds);
+            if (k->note[0]) cJSON_AddStringToObject(j, "note", k->note);
+            cJSON_AddItemToArray(ks, j);
+        }
+        cJSON *ov = cJSON_AddObjectToObject(o, "overall");
+        cJSON_AddItemToObject(ov, "model", json_metrics(&r.model));
+        cJSON_AddItemToObject(ov, "roofline", json_metrics(&r.roofline));
+        cJSON_AddItemToObject(ov, "spread_pct", json_num(r.spread_pct));
+        cJSON_AddNumberToObject(o, "seconds", r.total_seconds);
+        cJSON_AddItemToObject(o, "messages", json_msgs(r.msgs, r.n_msgs));
+        cli_print_json(o);
+        return EXIT_OK_;
+    }
+    printf("perfpred calibrate fit: %s from %s: %d rows read (%d bad, %d of other devices, %d "
+           "unusable, %d too noisy)\n",
+           r.device, src, r.n_rows_read, r.n_bad_rows, r.n_other_device, r.n_unusable, r.n_noisy);
+    if (p.n_layers_csvs)
+        printf("held out per op kind: %.0f%% of its configurations (seed %d); repeats of a "
+               "configuration stay together\n", 100.0 * p.heldout_frac, p.seed);
+    printf("\n%-10s %6s %6s | %7s %8s %7s %9s | %9s %7s | %8s | %7s\n", "kind", "train", "held",
+           "MAPE%", "RMSPE%", "±10%", "Spearman", "roof MAPE", "±10%", "spread%", "train%");
+    for (int i = 0; i < r.n_kinds; i++) {
+        const perfpred_fit_kind *k = &r.kinds[i];
+        printf("%-10s %6d %6d |", k->kind, k->n_train, k->n_heldout);
+        metrics_cols(stdout, &k->model, 0);
+        roof_cols(stdout, &k->roofline, 0);
+        spread_col(stdout, k->spread_pct, 0);
+        printf(" |");
+        put_num(stdout, "%*.1f", k->train.n ? k->train.mape_pct : NAN, 8);
+        printf("\n");
+    }
+    if (r.model.n > 0) { /* NeuSight's fit reports per kind only */
+        printf("%-10s %6s %6d |", "overall", "", r.model.n);
+        metrics_cols(stdout, &r.model, 0);
+        roof_cols(stdout, &r.roofline, 0);
+        spread_col(stdout, r.spread_pct, 0);
+        printf(" |\n");
+    }
+    for (int i = 0; i < r.n_kinds; i++)
+        if (r.kinds[i].note[0]) printf("note: %s: %s\n", r.kinds[i].kind, r.kinds[i].note);
+    for (int i = 0; i < r.n_msgs; i++) printf("note: %s\n", r.msgs[i]);
+    printf(
+        "MAPE/RMSPE/±10%%/Spearman: layer model on held-out rows; roof: the roofline it corrects; "
+        "spread: median run-to-run IQR / latency of those rows; train%%: MAPE on training rows\n");
+    if (r.wrote_artifacts)
+        printf("artifacts: %s/manifest.json (%.1f s)\n", r.out_dir, r.total_seconds);
+    else printf("dry run: nothing written (%.1f s)\n", r.total_seconds);
+    return EXIT_OK_;
+}
+
+int cli_calibrate_main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            fputs(calibrate_usage, stdout);
+            return EXIT_OK_;
+        }
+    if (argc < 2) {
+        fputs(calibrate_usage, stderr);
+        return EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "plan") == 0) return cmd_plan(argc, argv);
+    if (strcmp(argv[1], "fit") == 0) return cmd_fit(argc, argv);
+    cli_error("calibrate: unknown step '%s' (plan or fit; perfpred calibrate --help)", argv[1]);
+    return EXIT_USAGE;
+}
+
+/* -------------------------------------------------------------------- eval ---- */
+
+static void eval_table(const perfpred_eval_report *r, int markdown)
+{
+    int roof = !r->networks && r->overall.roofline.n > 0;
+    const char *what = r->networks ? "group" : "kind";
+    if (markdown) {
+        printf("| %s | rows | MAPE %% | RMSPE %% | within ±10 %% | Spearman |%s spread %% |\n",
+               what, roof ? " roofline MAPE % | roofline within ±10 % |" : "");
+        printf("|---|---:|---:|---:|---:|---:|%s---:|\n", roof ? "---:|---:|" : "");
+    } else {
+        printf("%-14s %6s | %7s %8s %7s %9s |%s %8s\n", what, "rows", "MAPE%", "RMSPE%", "±10%",
+               "Spearman", roof ? " roof MAPE    ±10% |" : "", "spread%");
+    }
+    for (int g = 0; g <= r->n_groups; g++) {
+        const perfpred_eval_group *G = g < r->n_groups ? &r->groups[g] : &r->overall;
+        if (markdown) {
+            printf(g < r->n_groups ? "| %s | %d |" : "| **%s** | %d |", G->name, G->model.n);
+            metrics_cols(stdout, &G->model, 1);
+            if (roof) roof_cols(stdout, &G->roofline, 1);
+            spread_col(stdout, G->spread_pct, 1);
+            printf("\n");
+        } else {
+            printf("%-14s %6d |", G->name, G->model.n);
+            metrics_cols(stdout, &G->model, 0);
+            if (roof) roof_cols(stdout, &G->roofline, 0);
+            spread_col(stdout, G->spread_pct, 0);
+            printf("\n");
+        }
+    }
+}
+
+static void eval_points(const perfpred_eval_report *r, int markdown)
+{
+    if (markdown) {
+        printf("\n| %s | measured ms | predicted ms | error %% | provenance |\n"
+               "|---|---:|---:|---:|---|\n",
+               r->networks ? "model" : "layer");
+        for (int i = 0; i < r->n_points; i++) {
+            const perfpred_eval_point *p = &r->points[i];
+            printf("| %s | %.4g | %.4g | %+.1f | %s |\n", p->label, p->measured_ms, p->predicted_ms,
+                   100.0 * (p->predicted_ms - p->measured_ms) / p->measured_ms,
+                   perfpred_provenance_str(p->prov));
+        }
+        return;
+    }
+    printf("\n%-40s %12s %12s %8s  %s\n", r->networks ? "model" : "layer", "measured ms",
+           "predicted ms", "error%", "provenance");
+    for (int i = 0; i < r->n_points; i++) {
+        const perfpred_eval_point *p = &r->points[i];
+        printf("%-40.40s %12.4g %12.4g %+8.1f  %s\n", p->label, p->measured_ms, p->predicted_ms,
+               100.0 * (p->predicted_ms - p->measured_ms) / p->measured_ms,
+               perfpred_provenance_str(p->prov));
+    }
+}
+
+static cJSON *json_group(const perfpred_eval_group *G, int roof)
+{
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "name", G->name);
+    cJSON_AddItemToObject(j, "model", json_metrics(&G->model));
+    if (roof) cJSON_AddItemToObject(j, "roofline", json_metrics(&G->roofline));
+    cJSON_AddItemToObject(j, "spread_pct", json_num(G->spread_pct));
+    cJSON_AddNumberToObject(j, "calibrated_rows", G->n_calibrated);
+    return j;
+}
+
+int cli_eval_main(int argc, char **argv)
+{
+    perfpred_eval_params p = perfpred_eval_default_params();
+    int json = 0, markdown = 0, points = 0;
+    const char *plot = NULL;
+    args A = {argc, argv, 0};
+    for (A.i = 1; A.i < argc; A.i++) {
+        const char *a = argv[A.i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            fputs(eval_usage, stdout);
+            return EXIT_OK_;
+        }
+    }
+    for (A.i = 1; A.i < argc; A.i++) {
+        const char *a = argv[A.i];
+        if (is_opt(a, "--device")) {
+            if (!(p.device = value(&A, "--device"))) return EXIT_USAGE;
+        } else if (is_opt(a, "--layers")) {
+            if (!(p.layers_csv = value(&A, "--layers"))) return EXIT_USAGE;
+        } else if (is_opt(a, "--networks")) {
+            if (!(p.networks_csv = value(&A, "--networks"))) return EXIT_USAGE;
+        } else if (is_opt(a, "--by")) {
+            if (!(p.group_by = value(&A, "--by"))) return EXIT_USAGE;
+        } else if (is_opt(a, "--plot")) {
+            if (!(plot = value(&A, "--plot"))) return EXIT_USAGE;
+        } else if (is_opt(a, "--config-dir")) {
+            if (!(p.config_dir = value(&A, "--config-dir"))) return EXIT_USAGE;
+        } else if (strcmp(a, "--json") == 0) {
+            json = 1;
+        } else if (strcmp(a, "--markdown") == 0) {
+            markdown = 1;
+        } else if (strcmp(a, "--points") == 0) {
+            points = 1;
+        } else if (strcmp(a, "--allow-unknown") == 0) {
+            p.allow_unknown = 1;
+        } else {
+            cli_error("eval: unknown argument '%s' (perfpred eval --help)", a);
+            return EXIT_USAGE;
+        }
+    }
+    if (!p.device) {
+        cli_error("eval: --device is required");
+        return EXIT_USAGE;
+    }
+    if ((p.layers_csv != NULL) == (p.networks_csv != NULL)) {
+        cli_error("eval: give --layers FILE.csv or --networks FILE.csv (one of them)");
+        return EXIT_USAGE;
+    }
+    if (p.group_by) {
+        int ok = p.layers_csv
+                     ? strcmp(p.group_by, "kind") == 0
+                     : strcmp(p.group_by, "family") == 0 || strcmp(p.group_by, "model") == 0;
+        if (!ok) {
+            cli_error("eval: --by %s: layer rows group by kind, network rows by family or model",
+                      p.group_by);
+            return EXIT_USAGE;
+        }
+    }
+    if (plot) {
+        size_t L = strlen(plot);
+        if (L < 5 || (strcmp(plot + L - 4, ".png") != 0 && strcmp(plot + L - 4, ".svg") != 0)) {
+            cli_error("eval: --plot %s: the file name must end in .png or .svg", plot);
+            return EXIT_USAGE;
+        }
+    }
+    perfpred_eval_report r;
+    char err[1024] = "";
+    perfpred_status st = perfpred_eval(&p, &r, err, sizeof err);
+    if (st != PERFPRED_OK) {
+        print_errbuf(err, perfpred_status_str(st));
+        return cli_exit_code(st);
+    }
+    const char *file = p.layers_csv ? p.layers_csv : p.networks_csv;
+    int rc = EXIT_OK_;
+    if (plot) {
+        char title[256];
+        snprintf(title, sizeof title, "%s: %s latency, predicted vs measured (%d rows)", r.device,
+                 r.networks ? "network" : "layer", r.n_points);
+        st = perfpred_eval_plot(&r, plot, title, err, sizeof err);
+        if (st != PERFPRED_OK) {
+            print_errbuf(err, perfpred_status_str(st));
+            rc = cli_exit_code(st);
+        }
+    }
+    int roof = !r.networks && r.overall.roofline.n > 0;
+    if (json) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "device", r.device);
+        cJSON_AddStringToObject(o, "rows_file", file);
+        cJSON_AddStringToObject(o, "rows", r.networks ? "networks" : "layers");
+        cJSON_AddStringToObject(o, "calibration_source", r.source);
+        cJSON_AddNumberToObject(o, "rows_read", r.n_rows_read);
+        cJSON_AddNumberToObject(o, "bad_rows", r.n_bad_rows);
+        cJSON_AddNumberToObject(o, "other_device_rows", r.n_other_device);
+        cJSON_AddNumberToObject(o, "failed_rows", r.n_failed);
+        cJSON *gs = cJSON_AddArrayToObject(o, "groups");
+        for (int g = 0; g < r.n_groups; g++)
+            cJSON_AddItemToArray(gs, json_group(&r.groups[g], roof));
+        cJSON_AddItemToObject(o, "overall", json_group(&r.overall, roof));
+        if (r.networks || points) {
+            cJSON *ps = cJSON_AddArrayToObject(o, "points");
+            for (int i = 0; i < r.n_points; i++) {
+                const perfpred_eval_point *q = &r.points[i];
+                cJSON *j = cJSON_CreateObject();
+                cJSON_AddStringToObject(j, "label", q->label);
+                cJSON_AddStringToObject(j, "group", q->group);
+                cJSON_AddNumberToObject(j, "line", q->line);
+                cJSON_AddNumberToObject(j, "batch", (double)q->batch);
+                cJSON_AddNumberToObject(j, "measured_ms", q->measured_ms);
+                cJSON_AddNumberToObject(j, "predicted_ms", q->predicted_ms);
+                if (roof) cJSON_AddItemToObject(j, "roofline_ms", json_num(q->roofline_ms));
+                cJSON_AddItemToObject(j, "spread_ms", json_num(q->spread_ms));
+                cJSON_AddStringToObject(j, "provenance", perfpred_provenance_str(q->prov));
+                cJSON_AddItemToArray(ps, j);
+            }
+        }
+        if (plot && rc == EXIT_OK_) cJSON_AddStringToObject(o, "plot", plot);
+        cJSON_AddItemToObject(o, "messages", json_msgs(r.msgs, r.n_msgs));
+        cli_print_json(o);
+    } else {
+        printf("perfpred eval: %s on %d %s rows of %s%s\n", r.device, r.n_points,
+               r.networks ? "network" : "layer", file, markdown ? "  " : "");
+        printf("predictions: %s (%d of %d rows calibrated)%s\n", r.source,
+               r.overall.n_calibrated, r.n_points, markdown ? "  " : "");
+        if (r.n_bad_rows || r.n_other_device || r.n_failed)
+            printf("skipped: %d bad rows, %d rows of other devices, %d rows not predicted%s\n",
+                   r.n_bad_rows, r.n_other_device, r.n_failed, markdown ? "  " : "");
+        printf("\n");
+        eval_table(&r, markdown);
+        if (r.networks || points) eval_points(&r, markdown);
+        for (int i = 0; i < r.n_msgs; i++) printf("%snote: %s\n", i ? "" : "\n", r.msgs[i]);
+        if (!markdown)
+            printf("\nspread: median of the rows' run-to-run IQR / latency (what the measurement "
+                   "itself can resolve)%s\n", roof ? "; roof: the descriptor's roofline" : "");
+        if (plot && rc == EXIT_OK_) printf("plot: %s\n", plot);
+    }
+    perfpred_eval_report_free(&r);
+    return rc;
+}

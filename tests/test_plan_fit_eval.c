@@ -1,0 +1,954 @@
+/* tests/test_plan_fit_eval.c: the calibration loop through the public API and the CLI: benchmark
+ * plans (determinism, budget, op-kind coverage, rows that rebuild as their kind and that the PyTorch
+ * runner accepts), fits on real NeuSight rows (artifacts that load back, an interrupted write that
+ * leaves the previous ones in force), evaluation against hand-computed metrics, and exit codes. */
+#include "tests/helpers.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "calibrate/calibrate.h"
+
+#define NEUSIGHT_ROOT PP_SOURCE_DIR "/../shared/datasets/neusight"
+#define MODELS PP_SOURCE_DIR "/tests/fixtures/models"
+#ifdef PP_CLI_PATH
+#define CLI PP_CLI_PATH
+#else
+#define CLI PP_BINARY_DIR "/perfpred"
+#endif
+
+static char g_tmp[1024];   /* this run's scratch folder */
+static char g_cfg[1200];   /* configs: the real descriptors, artifacts of our own */
+static char g_toy[1200];   /* configs: one toy device whose roofline is easy to do by hand */
+static char g_lin[1200];   /* 400 NeuSight linear rows (A100 PCIe 40GB) */
+
+static const char *const plan_models[] = {MODELS "/alexnet.onnx",
+                                          MODELS "/mobilenet_v3_small.onnx"};
+
+static const char TOY_YAML[] =
+    "name: toy-roofline\n"
+    "description: Toy device for the calibration tests (1 TFLOP/s, 1 GB/s, no launch cost)\n"
+    "vendor: Test\n"
+    "kind: cpu\n"
+    "hardware:\n"
+    "  peak_tflops:\n"
+    "    fp32: 1.0\n"
+    "  memory_bandwidth_gbs: 1.0\n"
+    "  memory_gb: 1\n"
+    "  compute_units: 1\n"
+    "runtime:\n"
+    "  framework: pytorch-eager\n"
+    "  precision: fp32\n"
+    "  launch_overhead_us: 0\n";
+
+static const char LAYER_HEADER[] =
+    "device,runtime,runtime_version,precision,op_kind,op_type,batch,inputs,attrs,latency_ms,"
+    "latency_spread_ms,repetitions,energy_j,memory_bytes,source,date\n";
+
+static const char NET_HEADER[] =
+    "model,family,device,runtime,runtime_version,precision,batch,input_shapes,latency_ms,"
+    "latency_spread_ms,repetitions,energy_j,peak_memory_bytes,source,date\n";
+
+/* ------------------------------------------------------------------- helpers ---- */
+
+static int has_models(void)
+{
+    return access(plan_models[0], R_OK) == 0 && access(plan_models[1], R_OK) == 0;
+}
+static int has_neusight(void) { return access(NEUSIGHT_ROOT "/SOURCE.md", R_OK) == 0; }
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    assert_int_equal(fputs(text, f) >= 0, 1);
+    assert_int_equal(fclose(f), 0);
+}
+
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    assert_non_null(s);
+    assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = '\0';
+    fclose(f);
+    return s;
+}
+
+static void path_in(char *out, size_t n, const char *name)
+{
+    snprintf(out, n, "%s/%s", g_tmp, name);
+}
+
+/* .ubj files of a folder, sorted, joined by spaces (caller frees). */
+static char *ubj_listing(const char *dir)
+{
+    char names[64][256];
+    int n = 0;
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL && n < 64) {
+        size_t L = strlen(de->d_name);
+        if (L > 4 && strcmp(de->d_name + L - 4, ".ubj") == 0)
+            snprintf(names[n++], 256, "%s", de->d_name);
+    }
+    closedir(d);
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            if (strcmp(names[j], names[i]) < 0) {
+                char t[256];
+                memcpy(t, names[i], 256);
+                memcpy(names[i], names[j], 256);
+                memcpy(names[j], t, 256);
+            }
+    char *s = calloc(1, (size_t)n * 257 + 1);
+    assert_non_null(s);
+    for (int i = 0; i < n; i++) {
+        strcat(s, names[i]);
+        strcat(s, " ");
+    }
+    return s;
+}
+
+/* Runs the CLI with shell words args; output (stdout and stderr) into *out (caller frees). */
+static int run_cli(const char *args, char **out)
+{
+    char log[1300], cmd[8192];
+    path_in(log, sizeof log, "cli.txt");
+    snprintf(cmd, sizeof cmd, "'%s' %s >'%s' 2>&1", CLI, args, log);
+    int rc = system(cmd);
+    *out = read_text(log);
+    if (!*out) *out = calloc(1, 1);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+/* The rows of a plan CSV as layer rows (LM's parsers), with the columns the runner reads. */
+typedef struct plan_rows {
+    pp_arena *a;
+    int n;
+    pp_layer_row rows[4096];
+    int col[5]; /* op_kind, op_type, inputs, attrs, source */
+} plan_rows;
+
+static int plan_record(const pp_csv_record *rec, int is_header, void *user, pp_err *err)
+{
+    plan_rows *P = user;
+    static const char *const cols[5] = {"op_kind", "op_type", "inputs", "attrs", "source"};
+    if (is_header) {
+        for (int c = 0; c < 5; c++) {
+            P->col[c] = -1;
+            for (int f = 0; f < rec->n_fields; f++)
+                if (strcmp(rec->fields[f], cols[c]) == 0) P->col[c] = f;
+            if (P->col[c] < 0) {
+                pp_err_set(err, PERFPRED_ERR_PARSE, "no column %s", cols[c]);
+                return -1;
+            }
+        }
+        return 0;
+    }
+    if (P->n == 4096) return 0;
+    pp_layer_row *r = &P->rows[P->n];
+    memset(r, 0, sizeof *r);
+    char why[256];
+    int kind = pp_op_kind_from_name(rec->fields[P->col[0]]);
+    r->kind = (pp_op_kind)kind;
+    r->op_type = pp_arena_strdup(P->a, rec->fields[P->col[1]]);
+    r->source = pp_arena_strdup(P->a, rec->fields[P->col[4]]);
+    r->n_inputs = pp_layer_parse_inputs(rec->fields[P->col[2]], r->inputs, PP_LAYER_MAX_INPUTS, why,
+                                        sizeof why);
+    r->n_attrs = pp_layer_parse_attrs(rec->fields[P->col[3]], P->a, r->attrs, PP_LAYER_MAX_ATTRS,
+                                      why, sizeof why);
+    r->precision = PP_PREC_FP32;
+    r->line = rec->line;
+    if (kind <= 0 || r->n_inputs < 1 || r->n_attrs < 0) {
+        print_error("%s:%d: plan row does not parse: %s\n", rec->path, rec->line, why);
+        pp_err_set(err, PERFPRED_ERR_PARSE, "bad plan row");
+        return -1;
+    }
+    P->n++;
+    return 0;
+}
+
+static plan_rows *read_plan(const char *path)
+{
+    plan_rows *P = calloc(1, sizeof *P);
+    assert_non_null(P);
+    P->a = pp_arena_new();
+    pp_err err = {0};
+    assert_int_equal(pp_csv_read(path, plan_record, P, &err), PERFPRED_OK);
+    return P;
+}
+
+static void free_plan(plan_rows *P)
+{
+    pp_arena_free(P->a);
+    free(P);
+}
+
+static perfpred_plan_params plan_params(const char *out, double budget, uint64_t seed)
+{
+    perfpred_plan_params p = perfpred_plan_default_params();
+    p.device = "host-cpu";
+    p.out_csv = out;
+    p.models = plan_models;
+    p.n_models = 2;
+    p.budget_min = budget;
+    p.seed = seed;
+    return p;
+}
+
+/* ------------------------------------------------------------- setup/teardown ---- */
+
+static int group_setup(void **state)
+{
+    (void)state;
+    snprintf(g_tmp, sizeof g_tmp, "%s/pfe_test_%ld", PP_BINARY_DIR, (long)getpid());
+    if (mkdir(g_tmp, 0755) != 0) return -1;
+    snprintf(g_cfg, sizeof g_cfg, "%s/cfg", g_tmp);
+    snprintf(g_toy, sizeof g_toy, "%s/toy", g_tmp);
+    char p[1400];
+    if (mkdir(g_cfg, 0755) || mkdir(g_toy, 0755)) return -1;
+    snprintf(p, sizeof p, "%s/devices", g_cfg);
+    if (symlink(PP_SOURCE_DIR "/configs/devices", p) != 0) return -1;
+    snprintf(p, sizeof p, "%s/devices", g_toy);
+    if (mkdir(p, 0755) != 0) return -1;
+    snprintf(p, sizeof p, "%s/devices/toy.yaml", g_toy);
+    FILE *f = fopen(p, "w");
+    if (!f) return -1;
+    fputs(TOY_YAML, f);
+    fclose(f);
+    snprintf(p, sizeof p, "%s/models", g_tmp);
+    if (symlink(MODELS, p) != 0) return -1;
+    /* 400 real rows: every 16th row of NeuSight's A100 PCIe 40GB linear sweep */
+    snprintf(g_lin, sizeof g_lin, "%s/linear400.csv", g_tmp);
+    if (has_neusight()) {
+        pp_layer_table *t = pp_layer_table_new("NeuSight linear");
+        pp_err err = {0};
+        int n = 0;
+        if (!t || pp_neusight_import(NEUSIGHT_ROOT, "linear", "NVIDIA A100-PCIE-40GB",
+                                     PP_NEUSIGHT_TRAIN, t, &n, &err) != PERFPRED_OK || t->n < 6400)
+            return -1;
+        pp_layer_row *rows = malloc(400 * sizeof *rows);
+        for (int i = 0; i < 400; i++) rows[i] = t->rows[i * 16];
+        perfpred_status st = pp_layer_csv_write(g_lin, rows, 400, &err);
+        free(rows);
+        pp_layer_table_free(t);
+        if (st != PERFPRED_OK) return -1;
+    }
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* -------------------------------------------------------------------- plan ---- */
+
+static void plan_should_give_the_same_bytes_for_a_seed(void **state)
+{
+    (void)state;
+    if (!has_models()) skip();
+    char a[1300], b[1300], c[1300], err[1024];
+    path_in(a, sizeof a, "plan_a.csv");
+    path_in(b, sizeof b, "plan_b.csv");
+    path_in(c, sizeof c, "plan_c.csv");
+    perfpred_plan_report r1, r2, r3;
+    perfpred_plan_params p = plan_params(a, 3, 7);
+    assert_int_equal(perfpred_calibrate_plan(&p, &r1, err, sizeof err), PERFPRED_OK);
+    p.out_csv = b;
+    assert_int_equal(perfpred_calibrate_plan(&p, &r2, err, sizeof err), PERFPRED_OK);
+    p.out_csv = c;
+    p.seed = 8;
+    assert_int_equal(perfpred_calibrate_plan(&p, &r3, err, sizeof err), PERFPRED_OK);
+    char *ta = read_text(a), *tb = read_text(b), *tc = read_text(c);
+    assert_non_null(ta);
+    assert_string_equal(ta, tb);
+    assert_int_not_equal(strcmp(ta, tc), 0);
+    plan_rows *P = read_plan(a);
+    assert_int_equal(P->n, r1.n_rows);
+    assert_true(P->n > 0);
+    free_plan(P);
+    free(ta);
+    free(tb);
+    free(tc);
+}
+
+/* Op kinds of the zoo's runtime nodes, as the public model API reports them. */
+static int zoo_kinds(const char **kinds, int cap)
+{
+    int n = 0;
+    for (int m = 0; m < 2; m++) {
+        perfpred_model_params mp = perfpred_model_default_params();
+        mp.batch = 1;
+        char err[1024];
+        perfpred_status st;
+        perfpred_model *model = perfpred_model_load(plan_models[m], &mp, &st, err, sizeof err);
+        assert_non_null(model);
+        for (int i = 0; i < perfpred_model_n_layers(model); i++) {
+            perfpred_layer_info L = perfpred_model_layer(model, i);
+            if (L.folded || strcmp(L.kind, "reshape") == 0 || strcmp(L.kind, "shape") == 0)
+                continue;
+            int seen = 0;
+            for (int k = 0; k < n && !seen; k++) seen = strcmp(kinds[k], L.kind) == 0;
+            if (!seen && n < cap) kinds[n++] = L.kind; /* static strings of graph/ */
+        }
+        perfpred_model_free(model);
+    }
+    return n;
+}
+
+static void plan_should_fit_the_budget_and_cover_every_zoo_kind(void **state)
+{
+    (void)state;
+    if (!has_models()) skip();
+    const char *kinds[32];
+    int nk = zoo_kinds(kinds, 32);
+    assert_true(nk >= 5); /* conv, dwconv, pool/globalpool, elemwise, linear at least */
+    double budgets[2] = {0.5, 3.0};
+    int rows_at[2];
+    for (int bi = 0; bi < 2; bi++) {
+        char out[1300], err[1024];
+        path_in(out, sizeof out, "plan_budget.csv");
+        perfpred_plan_params p = plan_params(out, budgets[bi], 1);
+        perfpred_plan_report r;
+        assert_int_equal(perfpred_calibrate_plan(&p, &r, err, sizeof err), PERFPRED_OK);
+        assert_true(r.est_minutes <= budgets[bi] + 1e-9);
+        /* every visit warms up for at least warmup_ms: a bound the estimate cannot beat */
+        double floor_s = p.protocol.rounds * p.protocol.warmup_ms * 1e-3;
+        assert_true(r.n_rows * floor_s <= budgets[bi] * 60.0 + 1e-9);
+        plan_rows *P = read_plan(out);
+        assert_int_equal(P->n, r.n_rows);
+        for (int k = 0; k < nk; k++) {
+            int found = 0;
+            for (int i = 0; i < P->n && !found; i++)
+                found = strcmp(pp_op_kind_name(P->rows[i].kind), kinds[k]) == 0;
+            if (!found) print_error("budget %g: no plan row of kind %s\n", budgets[bi], kinds[k]);
+            assert_true(found);
+        }
+        rows_at[bi] = P->n;
+        free_plan(P);
+    }
+    assert_true(rows_at[1] > rows_at[0]);
+}
+
+/* Op types the runner builds: the SUPPORTED_OPS string of runners/layers.py. */
+static int runner_supports(const char *src, const char *op)
+{
+    const char *s = strstr(src, "SUPPORTED_OPS = (");
+    if (!s) return 0;
+    const char *e = strstr(s, ").split()");
+    char word[80];
+    snprintf(word, sizeof word, "%s", op);
+    for (const char *p = s; p && p < e; p = strstr(p + 1, word)) {
+        p = strstr(p, word);
+        if (!p || p >= e) break;
+        char before = p[-1], after = p[strlen(word)];
+        if ((before == ' ' || before == '"') && (after == ' ' || after == '"')) return 1;
+    }
+    return 0;
+}
+
+static int python_has_torch(void)
+{
+    return system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0;
+}
+
+static void plan_rows_should_rebuild_as_their_kind_and_run_in_the_runner(void **state)
+{
+    (void)state;
+    if (!has_models()) skip();
+    char out[1300], err[1024];
+    path_in(out, sizeof out, "plan_rebuild.csv");
+    perfpred_plan_params p = plan_params(out, 2, 3);
+    perfpred_plan_report r;
+    assert_int_equal(perfpred_calibrate_plan(&p, &r, err, sizeof err), PERFPRED_OK);
+    plan_rows *P = read_plan(out);
+    char *layers_py = read_text(PP_SOURCE_DIR "/runners/layers.py");
+    assert_non_null(layers_py);
+    for (int i = 0; i < P->n; i++) {
+        pp_graph *g = NULL;
+        int node = -1;
+        pp_err e = {0};
+        P->rows[i].source = "test";
+        if (pp_layer_row_graph(&P->rows[i], &g, &node, &e) != PERFPRED_OK)
+            print_error("%s:%d: %s\n", out, P->rows[i].line, e.msg);
+        assert_non_null(g);
+        assert_int_equal(g->nodes[node].feat.kind, P->rows[i].kind);
+        assert_string_equal(g->nodes[node].op_type, P->rows[i].op_type);
+        pp_graph_free(g);
+        if (!runner_supports(layers_py, P->rows[i].op_type))
+            print_error("op %s is not in the runner's SUPPORTED_OPS\n", P->rows[i].op_type);
+        assert_true(runner_supports(layers_py, P->rows[i].op_type));
+    }
+    free(layers_py);
+    /* the first 3 rows through the PyTorch runner: it reads the plan, and its CSV reads back */
+    if (python_has_torch()) {
+        char *text = read_text(out), three[1300], meas[1300], cmd[4096];
+        char *end = text;
+        for (int k = 0; k < 4 && end; k++) end = strchr(end + (k ? 1 : 0), '\n');
+        assert_non_null(end);
+        end[1] = '\0';
+        path_in(three, sizeof three, "plan3.csv");
+        path_in(meas, sizeof meas, "measured3.csv");
+        write_text(three, text);
+        free(text);
+        snprintf(cmd, sizeof cmd,
+                 "cd '%s' && /usr/bin/python3 runners/layer_runner.py '%s' -o '%s' "
+                 "--device-name host-cpu --rounds 1 --burst 1 --warmup-ms 0 --min-sample-us 0 "
+                 "--quiet >/dev/null 2>&1", PP_SOURCE_DIR, three, meas);
+        assert_int_equal(system(cmd), 0);
+        pp_layer_table *t = NULL;
+        pp_err e = {0};
+        assert_int_equal(pp_layer_csv_read(meas, &t, &e), PERFPRED_OK);
+        assert_int_equal(t->n, 3);
+        assert_int_equal(t->bad.n, 0);
+        for (int i = 0; i < 3; i++) {
+            assert_int_equal(t->rows[i].kind, P->rows[i].kind);
+            assert_string_equal(t->rows[i].op_type, P->rows[i].op_type);
+            assert_true(t->rows[i].latency_ms > 0);
+        }
+        pp_layer_table_free(t);
+    }
+    free_plan(P);
+}
+
+static void plan_should_leave_out_excluded_families(void **state)
+{
+    (void)state;
+    if (!has_models()) skip();
+    char out[1300], err[1024];
+    path_in(out, sizeof out, "plan_excl.csv");
+    perfpred_plan_params p = plan_params(out, 2, 1);
+    const char *excl[] = {"mobilenet"};
+    p.exclude_families = excl;
+    p.n_exclude_families = 1;
+    perfpred_plan_report r;
+    assert_int_equal(perfpred_calibrate_plan(&p, &r, err, sizeof err), PERFPRED_OK);
+    assert_int_equal(r.n_excluded_models, 1);
+    plan_rows *P = read_plan(out);
+    int alexnet = 0;
+    for (int i = 0; i < P->n; i++) {
+        assert_null(strstr(P->rows[i].source, "mobilenet"));
+        alexnet += strstr(P->rows[i].source, "alexnet.onnx") != NULL;
+    }
+    assert_int_equal(alexnet, P->n);
+    /* hardswish and depthwise convolutions live only in the excluded family */
+    for (int i = 0; i < P->n; i++) {
+        assert_int_not_equal(P->rows[i].kind, PP_OPK_DWCONV);
+        assert_int_not_equal(strcmp(P->rows[i].op_type, "HardSwish"), 0);
+    }
+    free_plan(P);
+}
+
+static void plan_should_read_a_model_list(void **state)
+{
+    (void)state;
+    if (!has_models()) skip();
+    char list[1300], out[1300], err[1024];
+    path_in(list, sizeof list, "zoo.csv");
+    /* a reference.csv-like list: extra columns are ignored, files are relative to the list */
+    write_text(list, "file,model,family,input_name,input_shape,opset\n"
+                     "models/alexnet.onnx,alexnet,alexnet,input,1x3x224x224,17\n");
+    path_in(out, sizeof out, "plan_list.csv");
+    perfpred_plan_params p = plan_params(out, 1, 1);
+    const char *models[] = {list};
+    p.models = models;
+    p.n_models = 1;
+    const int64_t batches[] = {2, 4};
+    p.batches = batches;
+    p.n_batches = 2;
+    perfpred_plan_report r;
+    assert_int_equal(perfpred_calibrate_plan(&p, &r, err, sizeof err), PERFPRED_OK);
+    assert_int_equal(r.n_models, 2);
+    plan_rows *P = read_plan(out);
+    int b2 = 0, b4 = 0;
+    for (int i = 0; i < P->n; i++) {
+        b2 += strstr(P->rows[i].source, "zoo:alexnet.onnx@b2:") != NULL;
+        b4 += strstr(P->rows[i].source, "zoo:alexnet.onnx@b4:") != NULL;
+    }
+    assert_true(b2 > 0 && b4 > 0);
+    free_plan(P);
+    write_text(list, "file,family,input_shape\nmodels/alexnet.onnx,alexnet,1x3x224x224\n");
+    assert_int_equal(perfpred_calibrate_plan(&p, &r, err, sizeof err), PERFPRED_ERR_PARSE);
+    assert_non_null(strstr(err, "input_name"));
+}
+
+static void plan_should_reject_bad_parameters(void **state)
+{
+    (void)state;
+    char out[1300], err[1024];
+    path_in(out, sizeof out, "plan_bad.csv");
+    perfpred_plan_params p = plan_params(out, 1, 1);
+    p.device = NULL;
+    assert_int_equal(perfpred_calibrate_plan(&p, NULL, err, sizeof err), PERFPRED_ERR_INVALID_ARG);
+    assert_non_null(strstr(err, "device"));
+    perfpred_plan_report r;
+    p = plan_params(out, 0, 1);
+    assert_int_equal(perfpred_calibrate_plan(&p, &r, err, sizeof err), PERFPRED_ERR_INVALID_ARG);
+    assert_non_null(strstr(err, "budget_min"));
+    p = plan_params(out, 1, 1);
+    p.device = "no-such-device";
+    assert_int_equal(perfpred_calibrate_plan(&p, &r, err, sizeof err), PERFPRED_ERR_DEVICE);
+    const char *missing[] = {"/nonexistent/model.onnx"};
+    p = plan_params(out, 1, 1);
+    p.models = missing;
+    p.n_models = 1;
+    assert_int_equal(perfpred_calibrate_plan(&p, &r, err, sizeof err), PERFPRED_ERR_IO);
+    assert_non_null(strstr(err, "/nonexistent/model.onnx"));
+}
+
+/* --------------------------------------------------------------------- fit ---- */
+
+static perfpred_fit_params fit_params(const char *out_dir, int seed)
+{
+    perfpred_fit_params p = perfpred_fit_default_params();
+    p.device = "a100-pcie-40gb";
+    static const char *files[1];
+    files[0] = g_lin;
+    p.layers_csvs = files;
+    p.n_layers_csvs = 1;
+    p.config_dir = g_cfg;
+    p.out_dir = out_dir;
+    p.seed = seed;
+    p.nthread = 1;
+    p.n_rounds = 40;
+    return p;
+}
+
+static void fit_should_write_artifacts_that_load_back(void **state)
+{
+    (void)state;
+    if (!has_neusight()) skip();
+    char dir[1300], err[1024];
+    path_in(dir, sizeof dir, "art_fit");
+    perfpred_fit_params p = fit_params(dir, 42);
+    perfpred_fit_report r;
+    assert_int_equal(perfpred_calibrate_fit(&p, &r, err, sizeof err), PERFPRED_OK);
+    assert_int_equal(r.wrote_artifacts, 1);
+    assert_int_equal(r.n_rows_read, 400);
+    assert_int_equal(r.n_kinds, 1);
+    const perfpred_fit_kind *k = &r.kinds[0];
+    assert_string_equal(k->kind, "linear");
+    assert_int_equal(k->n_train + k->n_heldout, 400);
+    int n_cfg = k->n_train_configs + k->n_heldout_configs;
+    assert_int_equal(k->n_heldout_configs, (int)floor(0.2 * n_cfg + 0.5));
+    assert_int_equal(k->model.n, k->n_heldout);
+    assert_true(isfinite(k->model.mape_pct) && k->model.mape_pct > 0);
+    /* on real rows the fitted model must beat the roofline it corrects */
+    assert_true(k->model.mape_pct < k->roofline.mape_pct);
+    assert_true(isnan(k->spread_pct)); /* NeuSight publishes no spread */
+    assert_rel_close(k->peak_tflops, 19.5, 1e-12); /* the descriptor's fp32 peak */
+    pp_layer_models *lm = NULL;
+    pp_err e = {0};
+    assert_int_equal(pp_layer_models_load(dir, &lm, &e), PERFPRED_OK);
+    assert_true(pp_layer_models_covers(lm, PP_OPK_LINEAR, PP_LM_LATENCY));
+    assert_false(pp_layer_models_covers(lm, PP_OPK_CONV, PP_LM_LATENCY));
+    const pp_lm_entry *en = pp_layer_models_entry(lm, PP_OPK_LINEAR, PP_LM_LATENCY);
+    assert_rel_close(en->heldout_mape_pct, k->model.mape_pct, 1e-9);
+    assert_int_equal(en->n_heldout, k->n_heldout);
+    pp_layer_models_free(lm);
+    /* the manifest names the CSV and accounts for every row */
+    char mpath[1400];
+    snprintf(mpath, sizeof mpath, "%s/manifest.json", dir);
+    char *text = read_text(mpath);
+    cJSON *root = cJSON_Parse(text);
+    assert_non_null(root);
+    const cJSON *src;
+    int rows = 0;
+    cJSON_ArrayForEach(src, cJSON_GetObjectItem(root, "sources"))
+    {
+        assert_string_equal(cJSON_GetObjectItem(src, "path")->valuestring, g_lin);
+        rows += cJSON_GetObjectItem(src, "rows")->valueint;
+    }
+    assert_int_equal(rows, 400);
+    cJSON_Delete(root);
+    free(text);
+}
+
+static void fit_should_keep_previous_artifacts_when_interrupted(void **state)
+{
+    (void)state;
+    if (!has_neusight()) skip();
+    char dir[1300], err[1024], manifest[1400], blocker[1400];
+    path_in(dir, sizeof dir, "art_interrupt");
+    snprintf(manifest, sizeof manifest, "%s/manifest.json", dir);
+    perfpred_fit_params p = fit_params(dir, 1);
+    perfpred_fit_report r;
+    assert_int_equal(perfpred_calibrate_fit(&p, &r, err, sizeof err), PERFPRED_OK);
+    char *m1 = read_text(manifest), *l1 = ubj_listing(dir);
+    /* the temporary folder cannot be made: the write fails before anything is replaced */
+    snprintf(blocker, sizeof blocker, "%s/.fit-tmp.%ld", dir, (long)getpid());
+    write_text(blocker, "in the way\n");
+    p.seed = 2;
+    assert_int_equal(perfpred_calibrate_fit(&p, &r, err, sizeof err), PERFPRED_ERR_IO);
+    assert_non_null(strstr(err, ".fit-tmp"));
+    char *m2 = read_text(manifest), *l2 = ubj_listing(dir);
+    assert_string_equal(m1, m2);
+    assert_string_equal(l1, l2);
+    pp_layer_models *lm = NULL;
+    pp_err e = {0};
+    assert_int_equal(pp_layer_models_load(dir, &lm, &e), PERFPRED_OK);
+    pp_layer_models_free(lm);
+    /* unblocked: the new fit replaces the manifest and retires the old model file */
+    assert_int_equal(unlink(blocker), 0);
+    assert_int_equal(perfpred_calibrate_fit(&p, &r, err, sizeof err), PERFPRED_OK);
+    char *m3 = read_text(manifest), *l3 = ubj_listing(dir);
+    assert_int_not_equal(strcmp(m1, m3), 0);
+    assert_int_not_equal(strcmp(l1, l3), 0);
+    assert_null(strstr(l3, l1)); /* the previous file is gone */
+    assert_non_null(strstr(m3, strtok(l3, " ")));
+    /* the same seed again: bit-identical model, so the same file name and manifest */
+    free(l3);
+    l3 = ubj_listing(dir);
+    assert_int_equal(perfpred_calibrate_fit(&p, &r, err, sizeof err), PERFPRED_OK);
+    char *m4 = read_text(manifest), *l4 = ubj_listing(dir);
+    assert_string_equal(m3, m4);
+    assert_string_equal(l3, l4);
+    free(m1);
+    free(m2);
+    free(m3);
+    free(m4);
+    free(l1);
+    free(l2);
+    free(l3);
+    free(l4);
+}
+
+static void fit_should_refuse_rows_of_other_devices_and_mig_slices(void **state)
+{
+    (void)state;
+    if (!has_neusight()) skip();
+    char dir[1300], err[1024];
+    path_in(dir, sizeof dir, "art_other");
+    perfpred_fit_params p = fit_params(dir, 1);
+    p.device = "host-cpu";
+    perfpred_fit_report r;
+    assert_int_equal(perfpred_calibrate_fit(&p, &r, err, sizeof err), PERFPRED_ERR_PARSE);
+    assert_non_null(strstr(err, "400 rows of other devices"));
+    p.device = "a100-mig-3g";
+    assert_int_equal(perfpred_calibrate_fit(&p, &r, err, sizeof err), PERFPRED_ERR_DEVICE);
+    assert_non_null(strstr(err, "MIG"));
+    p = fit_params(dir, 1);
+    p.neusight_root = NEUSIGHT_ROOT; /* and layers_csvs: one source only */
+    assert_int_equal(perfpred_calibrate_fit(&p, &r, err, sizeof err), PERFPRED_ERR_INVALID_ARG);
+}
+
+static void fit_should_leave_out_noisy_rows_when_asked(void **state)
+{
+    (void)state;
+    char csv[1300], dir[1300], err[1024];
+    path_in(csv, sizeof csv, "toy_fit.csv");
+    path_in(dir, sizeof dir, "art_toy");
+    char text[8192];
+    int off = snprintf(text, sizeof text, "%s", LAYER_HEADER);
+    for (int i = 0; i < 12; i++) {
+        int n = 1000 * (i + 1);
+        double lat = 0.01 * (i + 1), spread = i % 4 == 0 ? 0.6 * lat : 0.05 * lat;
+        off += snprintf(text + off, sizeof text - (size_t)off,
+                        "toy-roofline,pytorch-eager,,fp32,elemwise,Relu,1,x:%d,,%.6g,%.6g,10,,,"
+                        "test,2026-01-0%d\n", n, lat, spread, 1 + i % 3);
+    }
+    write_text(csv, text);
+    perfpred_fit_params p = perfpred_fit_default_params();
+    const char *files[] = {csv};
+    p.device = "toy-roofline";
+    p.layers_csvs = files;
+    p.n_layers_csvs = 1;
+    p.config_dir = g_toy;
+    p.out_dir = dir;
+    p.nthread = 1;
+    p.n_rounds = 20;
+    p.max_spread_pct = 50;
+    perfpred_fit_report r;
+    assert_int_equal(perfpred_calibrate_fit(&p, &r, err, sizeof err), PERFPRED_OK);
+    assert_int_equal(r.n_rows_read, 12);
+    assert_int_equal(r.n_noisy, 3);
+    assert_int_equal(r.kinds[0].n_train + r.kinds[0].n_heldout, 9);
+    /* spreads of the rows judged: all 5 % */
+    assert_rel_close(r.kinds[0].spread_pct, 5.0, 1e-9);
+    /* the manifest is dated by the newest measurement, never by the clock */
+    char mpath[1400];
+    snprintf(mpath, sizeof mpath, "%s/manifest.json", dir);
+    char *m = read_text(mpath);
+    assert_non_null(strstr(m, "\"date\":\t\"2026-01-03\""));
+    free(m);
+}
+
+/* -------------------------------------------------------------------- eval ---- */
+
+static const char *toy_layers(void)
+{
+    static char path[1300];
+    path_in(path, sizeof path, "toy_layers.csv");
+    char text[2048];
+    /* Relu on n floats reads and writes 4n bytes: 8n bytes at 1 GB/s = 0.008 ms per 1000 */
+    snprintf(text, sizeof text,
+             "%s"
+             "toy-roofline,pytorch-eager,,fp32,elemwise,Relu,1,x:1000,,0.008,0.0008,10,,,"
+             "test,2026-01-01\n"
+             "toy-roofline,pytorch-eager,,fp32,elemwise,Relu,1,x:2000,,0.020,0.001,10,,,"
+             "test,2026-01-01\n"
+             "toy-roofline,pytorch-eager,,fp32,elemwise,Relu,1,x:4000,,0.0256,,,,,test,2026-01-01\n"
+             "host-cpu,pytorch-eager,,fp32,elemwise,Relu,1,x:4000,,0.1,,,,,test,2026-01-01\n",
+             LAYER_HEADER);
+    write_text(path, text);
+    return path;
+}
+
+static void eval_should_match_hand_computed_metrics(void **state)
+{
+    (void)state;
+    perfpred_eval_params p = perfpred_eval_default_params();
+    p.device = "toy-roofline";
+    p.layers_csv = toy_layers();
+    p.config_dir = g_toy;
+    perfpred_eval_report r;
+    char err[1024];
+    assert_int_equal(perfpred_eval(&p, &r, err, sizeof err), PERFPRED_OK);
+    assert_int_equal(r.n_points, 3);
+    assert_int_equal(r.n_other_device, 1);
+    assert_int_equal(r.n_groups, 1);
+    assert_string_equal(r.groups[0].name, "elemwise");
+    /* predictions 0.008, 0.016, 0.032 ms: errors 0, -20 %, +25 % */
+    assert_rel_close(r.points[0].predicted_ms, 0.008, 1e-9);
+    assert_rel_close(r.points[1].predicted_ms, 0.016, 1e-9);
+    assert_rel_close(r.points[2].predicted_ms, 0.032, 1e-9);
+    assert_rel_close(r.overall.model.mape_pct, 15.0, 1e-9);
+    assert_rel_close(r.overall.model.rmspe_pct, 100.0 * sqrt((0.04 + 0.0625) / 3.0), 1e-9);
+    assert_rel_close(r.overall.model.within10_pct, 100.0 / 3.0, 1e-9);
+    assert_rel_close(r.overall.model.spearman, 1.0, 1e-12);
+    /* spread/latency: 10 %, 5 %, not reported -> median 7.5 % */
+    assert_rel_close(r.overall.spread_pct, 7.5, 1e-9);
+    assert_int_equal(r.overall.n_spread, 2);
+    /* uncalibrated: the prediction is the roofline */
+    assert_rel_close(r.overall.roofline.mape_pct, 15.0, 1e-9);
+    assert_int_equal(r.overall.n_calibrated, 0);
+    /* the report's metrics are the library's metrics of its own points */
+    double pr[3], me[3];
+    for (int i = 0; i < 3; i++) {
+        pr[i] = r.points[i].predicted_ms;
+        me[i] = r.points[i].measured_ms;
+    }
+    pp_metrics m;
+    pp_err e = {0};
+    assert_int_equal(pp_metrics_compute(pr, me, 3, &m, &e), PERFPRED_OK);
+    assert_rel_close(r.groups[0].model.mape_pct, m.mape_pct, 1e-12);
+    assert_rel_close(r.groups[0].model.rmspe_pct, m.rmspe_pct, 1e-12);
+    perfpred_eval_report_free(&r);
+    assert_null(r.points);
+}
+
+static void eval_networks_should_predict_like_the_public_api(void **state)
+{
+    (void)state;
+    if (!has_models()) skip();
+    char path[1300], text[4096];
+    path_in(path, sizeof path, "toy_networks.csv");
+    snprintf(text, sizeof text,
+             "%s"
+             "models/alexnet.onnx,alexnet,toy-roofline,pytorch-eager,,fp32,1,,40,2,7,,,"
+             "test,2026-01-01\n"
+             "models/alexnet.onnx,alexnet,toy-roofline,pytorch-eager,,fp32,2,input:2x3x224x224,"
+             "90,,,,,test,2026-01-01\n"
+             "%s,mobilenet,toy-roofline,pytorch-eager,,fp32,1,,15,,,,,test,2026-01-01\n",
+             NET_HEADER, plan_models[1]);
+    write_text(path, text);
+    perfpred_eval_params p = perfpred_eval_default_params();
+    p.device = "toy-roofline";
+    p.networks_csv = path;
+    p.config_dir = g_toy;
+    perfpred_eval_report r;
+    char err[1024];
+    assert_int_equal(perfpred_eval(&p, &r, err, sizeof err), PERFPRED_OK);
+    assert_int_equal(r.n_points, 3);
+    assert_int_equal(r.n_groups, 2);
+    assert_string_equal(r.groups[0].name, "alexnet");
+    assert_string_equal(r.groups[1].name, "mobilenet");
+    assert_int_equal(r.groups[0].model.n, 2);
+    /* each point is what the public API predicts for that model, batch and shape */
+    perfpred_ctx_params cp = perfpred_ctx_default_params();
+    cp.config_dir = g_toy;
+    perfpred_status st;
+    perfpred_ctx *ctx = perfpred_ctx_open(&cp, &st, err, sizeof err);
+    assert_non_null(ctx);
+    const char *files[3] = {MODELS "/alexnet.onnx", MODELS "/alexnet.onnx", plan_models[1]};
+    const int64_t batch[3] = {1, 2, 1};
+    double pr[2], me[2];
+    for (int i = 0; i < 3; i++) {
+        perfpred_model_params mp = perfpred_model_default_params();
+        mp.batch = batch[i];
+        perfpred_model *m = perfpred_model_load(files[i], &mp, &st, err, sizeof err);
+        assert_non_null(m);
+        perfpred_prediction pred;
+        assert_int_equal(perfpred_predict(ctx, m, "toy-roofline", NULL, &pred, err, sizeof err),
+                         PERFPRED_OK);
+        assert_rel_close(r.points[i].predicted_ms, pred.latency_ms.value, 1e-12);
+        assert_int_equal(r.points[i].batch, batch[i]);
+        perfpred_model_free(m);
+        if (i < 2) {
+            pr[i] = r.points[i].predicted_ms;
+            me[i] = r.points[i].measured_ms;
+        }
+    }
+    assert_true(r.points[1].predicted_ms > r.points[0].predicted_ms); /* batch 2 */
+    pp_metrics m;
+    pp_err e = {0};
+    assert_int_equal(pp_metrics_compute(pr, me, 2, &m, &e), PERFPRED_OK);
+    assert_rel_close(r.groups[0].model.mape_pct, m.mape_pct, 1e-12);
+    assert_rel_close(r.groups[0].spread_pct, 5.0, 1e-12); /* 2 ms of 40 ms, one row reports */
+    perfpred_ctx_close(ctx);
+    perfpred_eval_report_free(&r);
+}
+
+static void eval_should_name_the_file_and_line_of_bad_input(void **state)
+{
+    (void)state;
+    perfpred_eval_params p = perfpred_eval_default_params();
+    p.device = "toy-roofline";
+    p.config_dir = g_toy;
+    p.layers_csv = "/nonexistent/layers.csv";
+    perfpred_eval_report r;
+    char err[1024];
+    assert_int_equal(perfpred_eval(&p, &r, err, sizeof err), PERFPRED_ERR_IO);
+    assert_non_null(strstr(err, "/nonexistent/layers.csv"));
+    char path[1300], want[1400];
+    path_in(path, sizeof path, "bad_quote.csv");
+    char text[1024];
+    snprintf(text, sizeof text, "%s\"unterminated,x\n", LAYER_HEADER);
+    write_text(path, text);
+    p.layers_csv = path;
+    assert_int_equal(perfpred_eval(&p, &r, err, sizeof err), PERFPRED_ERR_PARSE);
+    snprintf(want, sizeof want, "%s:2", path);
+    assert_non_null(strstr(err, want));
+    p.group_by = "family"; /* layer rows group by kind */
+    assert_int_equal(perfpred_eval(&p, &r, err, sizeof err), PERFPRED_ERR_INVALID_ARG);
+}
+
+static void eval_plot_should_draw_an_svg(void **state)
+{
+    (void)state;
+    if (system("gnuplot --version >/dev/null 2>&1") != 0) skip();
+    perfpred_eval_params p = perfpred_eval_default_params();
+    p.device = "toy-roofline";
+    p.layers_csv = toy_layers();
+    p.config_dir = g_toy;
+    perfpred_eval_report r;
+    char err[1024], svg[1300];
+    assert_int_equal(perfpred_eval(&p, &r, err, sizeof err), PERFPRED_OK);
+    path_in(svg, sizeof svg, "plot.svg");
+    assert_int_equal(perfpred_eval_plot(&r, svg, "toy", err, sizeof err), PERFPRED_OK);
+    char *text = read_text(svg);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "<svg"));
+    assert_non_null(strstr(text, "elemwise (3)"));
+    free(text);
+    assert_int_equal(perfpred_eval_plot(&r, "/tmp/plot.pdf", "toy", err, sizeof err),
+                     PERFPRED_ERR_INVALID_ARG);
+    perfpred_eval_report_free(&r);
+}
+
+/* --------------------------------------------------------------------- CLI ---- */
+
+static void cli_should_use_documented_exit_codes(void **state)
+{
+    (void)state;
+    if (access(CLI, X_OK) != 0) skip();
+    char *out, args[4096];
+    assert_int_equal(run_cli("calibrate --help", &out), 0);
+    assert_non_null(strstr(out, "exit codes"));
+    free(out);
+    assert_int_equal(run_cli("eval --help", &out), 0);
+    assert_non_null(strstr(out, "--plot"));
+    free(out);
+    assert_int_equal(run_cli("calibrate", &out), 1);
+    free(out);
+    assert_int_equal(run_cli("calibrate frobnicate", &out), 1);
+    free(out);
+    assert_int_equal(run_cli("calibrate plan -o x.csv", &out), 1);
+    assert_non_null(strstr(out, "--device"));
+    free(out);
+    assert_int_equal(run_cli("calibrate fit --device host-cpu", &out), 1);
+    free(out);
+    assert_int_equal(run_cli("calibrate fit --device host-cpu --layers a.csv --seed x", &out), 1);
+    free(out);
+    assert_int_equal(run_cli("eval --layers a.csv", &out), 1);
+    assert_non_null(strstr(out, "--device"));
+    free(out);
+    assert_int_equal(run_cli("eval --device host-cpu --layers a.csv --plot x.pdf", &out), 1);
+    free(out);
+    assert_int_equal(run_cli("eval --device host-cpu --layers /nonexistent/rows.csv", &out), 2);
+    assert_non_null(strstr(out, "/nonexistent/rows.csv"));
+    free(out);
+    char bad[1300];
+    path_in(bad, sizeof bad, "cli_bad.csv");
+    char text[1024];
+    snprintf(text, sizeof text, "%s\"unterminated,x\n", LAYER_HEADER);
+    write_text(bad, text);
+    snprintf(args, sizeof args, "eval --device host-cpu --layers '%s'", bad);
+    assert_int_equal(run_cli(args, &out), 2);
+    char want[1400];
+    snprintf(want, sizeof want, "%s:2", bad);
+    assert_non_null(strstr(out, want));
+    free(out);
+    snprintf(args, sizeof args, "calibrate fit --device host-cpu --layers '%s'", bad);
+    assert_int_equal(run_cli(args, &out), 2);
+    assert_non_null(strstr(out, want));
+    free(out);
+    assert_int_equal(run_cli("eval --device no-such-device --layers a.csv", &out), 4);
+    free(out);
+    /* a good run: the markdown table the README takes */
+    snprintf(args, sizeof args,
+             "eval --device toy-roofline --config-dir '%s' --layers '%s' --markdown", g_toy,
+             toy_layers());
+    assert_int_equal(run_cli(args, &out), 0);
+    assert_non_null(strstr(out, "| **overall** | 3 | 15.0 |"));
+    free(out);
+    snprintf(args, sizeof args, "eval --device toy-roofline --config-dir '%s' --layers '%s' --json",
+             g_toy, toy_layers());
+    assert_int_equal(run_cli(args, &out), 0);
+    cJSON *j = cJSON_Parse(out);
+    assert_non_null(j);
+    cJSON *ov = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "overall"), "model");
+    assert_rel_close(cJSON_GetObjectItem(ov, "mape_pct")->valuedouble, 15.0, 1e-9);
+    cJSON_Delete(j);
+    free(out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(plan_should_give_the_same_bytes_for_a_seed),
+        cmocka_unit_test(plan_should_fit_the_budget_and_cover_every_zoo_kind),
+        cmocka_unit_test(plan_rows_should_rebuild_as_their_kind_and_run_in_the_runner),
+        cmocka_unit_test(plan_should_leave_out_excluded_families),
+        cmocka_unit_test(plan_should_read_a_model_list),
+        cmocka_unit_test(plan_should_reject_bad_parameters),
+        cmocka_unit_test(fit_should_write_artifacts_that_load_back),
+        cmocka_unit_test(fit_should_keep_previous_artifacts_when_interrupted),
+        cmocka_unit_test(fit_should_refuse_rows_of_other_devices_and_mig_slices),
+        cmocka_unit_test(fit_should_leave_out_noisy_rows_when_asked),
+        cmocka_unit_test(eval_should_match_hand_computed_metrics),
+        cmocka_unit_test(eval_networks_should_predict_like_the_public_api),
+        cmocka_unit_test(eval_should_name_the_file_and_line_of_bad_input),
+        cmocka_unit_test(eval_plot_should_draw_an_svg),
+        cmocka_unit_test(cli_should_use_documented_exit_codes),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
