@@ -425,6 +425,81 @@ void perfpred_eval_report_free(perfpred_eval_report *r);
 perfpred_status perfpred_eval_plot(const perfpred_eval_report *r, const char *path,
                                    const char *title, char *errbuf, size_t errbuf_len);
 
+/* ------------------------------------------------- whole models: NeuSight's labels ---- */
+/* NeuSight's model-level labels (docs/a100-models.md): <model>-inf-<seq>-<batch>.csv is the
+ * torch.fx node table of one transformer block plus embeddings and head, each node's latency
+ * measured on the GPU; the .json beside it holds the measured end-to-end latency of the whole model
+ * (num_layer blocks). perfpred rebuilds each table as a graph (the block repeated num_layer times),
+ * predicts it and compares, whole model and per node. The report is caller-owned and holds no
+ * allocated storage. */
+
+#define PERFPRED_NS_MAX_MODELS 24   /* labels one report holds (more: the first ones, by name) */
+#define PERFPRED_NS_OP_KINDS 6      /* linear, bmm, softmax, norm, elemwise, other */
+#define PERFPRED_NS_LISTED 8        /* unmapped nodes listed per label */
+
+typedef struct perfpred_neusight_params {
+    const char *neusight_root;  /* required: NeuSight's dataset folder (SOURCE.md, scripts/) */
+    const char *gpu;            /* label folder: "NVIDIA_A100-PCIE-40GB" */
+    const char *device;         /* perfpred device predicted on: "a100-pcie-40gb" */
+    const char *config_dir;     /* NULL: as perfpred_ctx_open */
+    const char *const *labels;  /* label names ("bert_large-inf-512-8"); NULL / 0: every
+                                   *-inf-*.csv of the folder that has its .json */
+    int n_labels;
+    int replicate_blocks;       /* 1: the table's block runs num_layer times, as in the measured
+                                   model; 0: the table as it is (one block) */
+    perfpred_log_fn log;
+    void *log_user;
+} perfpred_neusight_params;
+
+/* Per-node comparison for one op kind: table nodes with a measured latency > 0 that perfpred runs
+ * at least one kernel for; sums count block nodes num_layer times. */
+typedef struct perfpred_neusight_op {
+    const char *kind;           /* static string */
+    int n;
+    double measured_ms, predicted_ms, roofline_ms;
+    double mape_pct, roofline_mape_pct;   /* per node; NaN when n = 0 */
+} perfpred_neusight_op;
+
+typedef struct perfpred_neusight_model {
+    char label[96];             /* "bert_large-inf-512-8" */
+    char model[48];             /* "bert_large" */
+    int64_t seq, batch;
+    int num_layer;              /* from the .json (blocks built when replicate_blocks) */
+    perfpred_status status;     /* PERFPRED_OK, or why this label could not be judged (msg) */
+    char msg[256];
+    /* table rows: mapped to graph nodes, host-side Python values (shape arithmetic, no kernel),
+     * sources (inputs, parameters, output), unmapped (listed), bad (rejected by the reader) */
+    int n_rows, n_mapped, n_host, n_source, n_unmapped, n_bad;
+    int block_first_line, block_last_line;  /* CSV lines of the repeated block, 0 when none */
+    int n_graph_nodes, n_kernels, n_calibrated_kernels;
+    double measured_e2e_ms;     /* .json fw_latency: the whole model, measured end to end */
+    double measured_nodes_ms;   /* per-node latencies summed, block nodes x num_layer */
+    /* parts of measured_nodes_ms: unmapped and bad rows, host-side rows, mapped rows that
+     * perfpred runs no kernel for (views, folded constants) */
+    double unmapped_ms, host_ms, no_kernel_ms;
+    double predicted_ms, error_pct;         /* perfpred; (predicted - e2e) / e2e x 100 */
+    double calibrated_ms;                   /* part of predicted_ms from layer-model kernels */
+    double roofline_ms, roofline_error_pct; /* the same kernels timed by the roofline alone */
+    int n_ops;
+    perfpred_neusight_op ops[PERFPRED_NS_OP_KINDS];
+    int n_listed;
+    char unmapped[PERFPRED_NS_LISTED][192]; /* "file.csv:37: name (fn): reason" */
+} perfpred_neusight_model;
+
+typedef struct perfpred_neusight_report {
+    char device[64];
+    char source[256];           /* the device's layer-model source, or "uncalibrated (roofline)" */
+    int n_models, n_failed;     /* labels judged / labels with status != OK */
+    perfpred_neusight_model models[PERFPRED_NS_MAX_MODELS];
+    perfpred_metrics e2e, roofline_e2e;   /* over judged labels: predicted vs measured e2e */
+} perfpred_neusight_report;
+
+/* gpu "NVIDIA_A100-PCIE-40GB", device "a100-pcie-40gb", replicate_blocks 1; root left NULL. */
+perfpred_neusight_params perfpred_neusight_default_params(void);
+perfpred_status perfpred_neusight_models_report(const perfpred_neusight_params *p,
+                                                perfpred_neusight_report *out, char *errbuf,
+                                                size_t errbuf_len);
+
 #ifdef __cplusplus
 }
 #endif
