@@ -58,6 +58,7 @@ static const char calibrate_usage[] =
 static const char eval_usage[] =
     "usage: perfpred eval --device DEV --layers FILE.csv [options]\n"
     "       perfpred eval --device DEV --networks FILE.csv [options]\n"
+    "       perfpred eval --neusight-models DIR [--device a100-pcie-40gb] [--json]\n"
     "\n"
     "Predicts measured rows and reports MAPE, RMSPE, the share within +-10 %, Spearman's rank\n"
     "correlation and the measurements' own run-to-run spread (median IQR / latency), per\n"
@@ -610,6 +611,68 @@ static cJSON *json_group(const perfpred_eval_group *G, int roof)
     return j;
 }
 
+/* perfpred eval --neusight-models DIR: NeuSight's A100 model traces (BERT, GPT-2, GPT-3, OPT)
+ * predicted whole and per operator; see docs/a100-models.md. */
+static int eval_neusight_models(const char *root, const char *device, const char *config_dir,
+                                int json)
+{
+    perfpred_neusight_params p = perfpred_neusight_default_params();
+    p.neusight_root = root;
+    if (device) p.device = device;
+    p.config_dir = config_dir;
+    perfpred_neusight_report *r = calloc(1, sizeof *r);
+    if (!r) return EXIT_INTERNAL;
+    char err[1024] = "";
+    perfpred_status st = perfpred_neusight_models_report(&p, r, err, sizeof err);
+    if (st) {
+        cli_error("%s", err);
+        free(r);
+        return cli_exit_code(st);
+    }
+    if (json) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "device", r->device);
+        cJSON_AddStringToObject(o, "calibration_source", r->source);
+        cJSON *arr = cJSON_AddArrayToObject(o, "models");
+        for (int i = 0; i < r->n_models; i++) {
+            const perfpred_neusight_model *m = &r->models[i];
+            cJSON *j = cJSON_CreateObject();
+            cJSON_AddStringToObject(j, "label", m->label);
+            cJSON_AddStringToObject(j, "status", perfpred_status_str(m->status));
+            cJSON_AddNumberToObject(j, "batch", (double)m->batch);
+            cJSON_AddNumberToObject(j, "seq", (double)m->seq);
+            cJSON_AddItemToObject(j, "measured_e2e_ms", json_num(m->measured_e2e_ms));
+            cJSON_AddItemToObject(j, "predicted_ms", json_num(m->predicted_ms));
+            cJSON_AddItemToObject(j, "error_pct", json_num(m->error_pct));
+            cJSON_AddItemToObject(j, "roofline_ms", json_num(m->roofline_ms));
+            cJSON_AddItemToObject(j, "roofline_error_pct", json_num(m->roofline_error_pct));
+            cJSON_AddItemToArray(arr, j);
+        }
+        cJSON_AddItemToObject(o, "e2e", json_metrics(&r->e2e));
+        cJSON_AddItemToObject(o, "roofline_e2e", json_metrics(&r->roofline_e2e));
+        cli_print_json(o);
+    } else {
+        printf("NeuSight A100 inference labels on %s (layer models: %s)\n\n", r->device, r->source);
+        printf("| model | batch | seq | measured e2e ms | predicted ms | error %% | roofline-only error %% |\n");
+        printf("|---|---|---|---|---|---|---|\n");
+        for (int i = 0; i < r->n_models; i++) {
+            const perfpred_neusight_model *m = &r->models[i];
+            if (m->status) {
+                printf("| %s | - | - | - | - | %s | |\n", m->label, m->msg);
+                continue;
+            }
+            printf("| %s | %lld | %lld | %.1f | %.1f | %+.1f | %+.1f |\n", m->model,
+                   (long long)m->batch, (long long)m->seq, m->measured_e2e_ms, m->predicted_ms,
+                   m->error_pct, m->roofline_error_pct);
+        }
+        printf("\nend to end over %d labels: perfpred MAPE %.2f %% (Spearman %.3f); roofline alone "
+               "MAPE %.2f %%\n", r->e2e.n, r->e2e.mape_pct, r->e2e.spearman,
+               r->roofline_e2e.mape_pct);
+    }
+    free(r);
+    return EXIT_OK_;
+}
+
 int cli_eval_main(int argc, char **argv)
 {
     perfpred_eval_params p = perfpred_eval_default_params();
@@ -623,10 +686,13 @@ int cli_eval_main(int argc, char **argv)
             return EXIT_OK_;
         }
     }
+    const char *neusight_models = NULL;
     for (A.i = 1; A.i < argc; A.i++) {
         const char *a = argv[A.i];
         if (is_opt(a, "--device")) {
             if (!(p.device = value(&A, "--device"))) return EXIT_USAGE;
+        } else if (is_opt(a, "--neusight-models")) {
+            if (!(neusight_models = value(&A, "--neusight-models"))) return EXIT_USAGE;
         } else if (is_opt(a, "--layers")) {
             if (!(p.layers_csv = value(&A, "--layers"))) return EXIT_USAGE;
         } else if (is_opt(a, "--networks")) {
@@ -649,6 +715,13 @@ int cli_eval_main(int argc, char **argv)
             cli_error("eval: unknown argument '%s' (perfpred eval --help)", a);
             return EXIT_USAGE;
         }
+    }
+    if (neusight_models) {
+        if (p.layers_csv || p.networks_csv || plot || markdown || points || p.group_by) {
+            cli_error("eval --neusight-models takes only --device, --config-dir and --json");
+            return EXIT_USAGE;
+        }
+        return eval_neusight_models(neusight_models, p.device, p.config_dir, json);
     }
     if (!p.device) {
         cli_error("eval: --device is required");
