@@ -64,6 +64,7 @@ enum cost {
     C_CONVT,
     C_GEMM,
     C_MATMUL,
+    C_EINSUM,
     C_POOL,
     C_GLOBALPOOL,
     C_NORM,     /* f per output element + shape fields */
@@ -86,6 +87,7 @@ static const op_rule rules[] = {
     {"ConvTranspose", PP_OPK_CONVT, C_CONVT, 0},
     {"Gemm", PP_OPK_LINEAR, C_GEMM, 0},
     {"MatMul", PP_OPK_BMM, C_MATMUL, 0},
+    {"Einsum", PP_OPK_BMM, C_EINSUM, 0},
     {"MaxPool", PP_OPK_POOL, C_POOL, 1},
     {"AveragePool", PP_OPK_POOL, C_POOL, 1},
     {"LpPool", PP_OPK_POOL, C_POOL, 1},
@@ -411,6 +413,80 @@ static perfpred_status feat_matmul(const fctx *c, pp_node_feat *f)
     return PERFPRED_OK;
 }
 
+/* Einsum "ab,bc->ac" (optionally with "..."): MACs = product of the sizes of every index letter
+ * and of the broadcast "..." dims of the output, for two operands; letters in the output and both
+ * operands are batch (b), in the output and one operand rows (m) or columns (nn), absent from the
+ * output contracted (k). One operand (a transpose or a sum) does no multiply-accumulate. */
+static perfpred_status feat_einsum(const fctx *c, pp_node_feat *f)
+{
+    const pp_node *n = &c->g->nodes[c->ni];
+    const char *eq = pp_node_attr_s(n, "equation", NULL);
+    const pp_tensor *y = slot(c, 1, 0, 0);
+    if (!eq || !y) return eq ? c->err->status : shape_err(c, "Einsum has no equation");
+    f->kind = PP_OPK_DATAMOVE;
+    if (n->n_inputs != 2) return PERFPRED_OK; /* sums and transposes: data movement */
+    const pp_tensor *op[2];
+    for (int i = 0; i < 2; i++)
+        if (!(op[i] = slot(c, 0, i, 0))) return c->err->status;
+    int64_t size[128] = {0};
+    unsigned char where[128] = {0}; /* bit 0: operand 0, bit 1: operand 1, bit 2: output */
+    const char *p = eq;
+    for (int t = 0; t < 3; t++) {
+        const char *end = t < 2 ? strpbrk(p, t == 0 ? "," : "-") : p + strlen(p);
+        if (!end) return shape_err(c, "Einsum equation is not of the form 'A,B->C'");
+        int d = 0;
+        for (const char *q = p; q < end; q++) {
+            unsigned char ch = (unsigned char)*q;
+            if (ch == '.' || ch == ' ') continue;
+            if (ch >= 128) return shape_err(c, "Einsum equation has a non-ASCII letter");
+            where[ch] |= (unsigned char)(1u << t);
+            if (t < 2) {
+                /* letters before "..." index leading dims, letters after it trailing dims */
+                const char *dots = strstr(p, "...");
+                int after = dots && dots < end && q > dots;
+                int letters_after = 0;
+                if (after)
+                    for (const char *r2 = q + 1; r2 < end; r2++) letters_after += *r2 != '.' && *r2 != ' ';
+                int idx = after ? op[t]->rank - 1 - letters_after : d;
+                if (idx < 0 || idx >= op[t]->rank) return shape_err(c, "Einsum term does not match its operand's rank");
+                if (op[t]->dims[idx] > size[ch]) size[ch] = op[t]->dims[idx];
+            }
+            d++;
+        }
+        p = t == 0 ? end + 1 : t == 1 ? end + 2 : end;
+        if (t == 1 && strncmp(end, "->", 2) != 0) return shape_err(c, "Einsum equation has no '->'");
+    }
+    double macs = 1, b = 1, m = 1, nn = 1, k = 1;
+    int out_letters = 0;
+    for (int ch = 0; ch < 128; ch++) {
+        if (!where[ch]) continue;
+        double sz = (double)size[ch];
+        macs *= sz;
+        if (where[ch] & 4) {
+            out_letters++;
+            if ((where[ch] & 3) == 3) b *= sz;
+            else if (where[ch] & 1) m *= sz;
+            else nn *= sz;
+        } else {
+            k *= sz;
+        }
+    }
+    /* "..." dims of the output: what the letters do not account for */
+    double out = elems(y), lettered = b * m * nn;
+    if (out_letters < y->rank && lettered > 0) {
+        macs *= out / lettered;
+        b *= out / lettered;
+    }
+    f->b = (int64_t)b;
+    f->m = (int64_t)m;
+    f->nn = (int64_t)nn;
+    f->k = (int64_t)k;
+    f->macs = macs;
+    f->flops = 2 * macs;
+    f->kind = is_static(c->g, n->inputs[1]) ? PP_OPK_LINEAR : PP_OPK_BMM;
+    return PERFPRED_OK;
+}
+
 static perfpred_status feat_pool(const fctx *c, pp_node_feat *f)
 {
     const pp_node *n = &c->g->nodes[c->ni];
@@ -603,6 +679,7 @@ static perfpred_status node_features(pp_graph *g, int ni, pp_err *err)
     case C_CONVT: st = feat_conv(&c, f, 1); break;
     case C_GEMM: st = feat_gemm(&c, f); break;
     case C_MATMUL: st = feat_matmul(&c, f); break;
+    case C_EINSUM: st = feat_einsum(&c, f); break;
     case C_POOL: st = feat_pool(&c, f); break;
     case C_GLOBALPOOL: st = feat_globalpool(&c, f); break;
     case C_NORM:

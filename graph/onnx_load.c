@@ -782,8 +782,10 @@ static perfpred_status materialize_constant(ld *L, int ni)
  *  - its dtype is floating point (index and mask inputs are integers or bools);
  *  - it has a consumer, and every consumer takes it at a parameter position: input >= 1 of Conv,
  *    ConvTranspose, Gemm, BatchNormalization, InstanceNormalization, LayerNormalization,
- *    GroupNormalization, PRelu; any input of MatMul, Add, Mul, Sub, Div; input 0 (the table) of
- *    Gather. Identity is looked through: PyTorch shares equal parameters (the zero biases left by
+ *    GroupNormalization, PRelu; any input of MatMul, Add, Mul, Sub, Div, Concat; input 0 (the
+ *    table) of Gather; input 0 of Expand, Tile, Reshape, Unsqueeze, Squeeze, Transpose (a learned
+ *    token or bias table reshaped or broadcast: ViT's class_token, Swin's and MaxViT's relative
+ *    position tables). Identity is looked through: PyTorch shares equal parameters (the zero biases left by
  *    folding BatchNorm into Conv) by feeding one input through several Identity nodes.
  * A second static float data input used only by such ops cannot be told apart from a parameter;
  * giving it a symbolic dim (or an initializer to the parameters) resolves it. */
@@ -792,13 +794,16 @@ static int weight_position(const pp_node *n, int k)
     static const char *const from1[] = {"Conv", "ConvTranspose", "Gemm", "BatchNormalization",
                                         "InstanceNormalization", "LayerNormalization",
                                         "GroupNormalization", "PRelu"};
-    static const char *const any[] = {"MatMul", "Add", "Mul", "Sub", "Div"};
+    static const char *const any[] = {"MatMul", "Add", "Mul", "Sub", "Div", "Concat"};
+    static const char *const at0[] = {"Gather",    "Expand",  "Tile",     "Reshape",
+                                      "Unsqueeze", "Squeeze", "Transpose"};
     if (n->domain[0]) return 0;
     for (size_t i = 0; i < sizeof from1 / sizeof *from1; i++)
         if (!strcmp(n->op_type, from1[i])) return k >= 1;
     for (size_t i = 0; i < sizeof any / sizeof *any; i++)
         if (!strcmp(n->op_type, any[i])) return 1;
-    if (!strcmp(n->op_type, "Gather")) return k == 0;
+    for (size_t i = 0; i < sizeof at0 / sizeof *at0; i++)
+        if (!strcmp(n->op_type, at0[i])) return k == 0;
     return 0;
 }
 
