@@ -59,6 +59,7 @@ static const char eval_usage[] =
     "usage: perfpred eval --device DEV --layers FILE.csv [options]\n"
     "       perfpred eval --device DEV --networks FILE.csv [options]\n"
     "       perfpred eval --neusight-models DIR [--device a100-pcie-40gb] [--json]\n"
+    "       perfpred eval --scaling-check DIR [--json]   (A100 models scaled to NeuSight's GPUs)\n"
     "\n"
     "Predicts measured rows and reports MAPE, RMSPE, the share within +-10 %, Spearman's rank\n"
     "correlation and the measurements' own run-to-run spread (median IQR / latency), per\n"
@@ -673,6 +674,57 @@ static int eval_neusight_models(const char *root, const char *device, const char
     return EXIT_OK_;
 }
 
+/* perfpred eval --scaling-check DIR: the A100 layer models scaled by Habitat's rule to every GPU
+ * NeuSight measured test rows on; see docs/scaling.md. */
+static int eval_scaling(const char *root, const char *config_dir, int json)
+{
+    perfpred_scaling_params p = perfpred_scaling_default_params();
+    p.neusight_root = root;
+    p.config_dir = config_dir;
+    perfpred_scaling_report *r = calloc(1, sizeof *r);
+    if (!r) return EXIT_INTERNAL;
+    char err[1024] = "";
+    perfpred_status st = perfpred_scaling_check(&p, r, err, sizeof err);
+    if (st) {
+        cli_error("%s", err);
+        free(r);
+        return cli_exit_code(st);
+    }
+    static const int cols[] = {PERFPRED_SCALE_MODEL_FLOPS, PERFPRED_SCALE_MODEL,
+                               PERFPRED_SCALE_ROOFLINE, PERFPRED_SCALE_UNSCALED};
+    if (json) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "source", r->source);
+        cJSON_AddStringToObject(o, "calibration_source", r->calibration);
+        cJSON *arr = cJSON_AddArrayToObject(o, "targets");
+        for (int t = 0; t < r->n_targets; t++) {
+            const perfpred_scaling_target *T = &r->targets[t];
+            cJSON *j = cJSON_CreateObject();
+            cJSON_AddStringToObject(j, "device", T->device);
+            cJSON_AddNumberToObject(j, "rows", T->all.n_rows);
+            for (size_t c = 0; c < sizeof cols / sizeof *cols; c++)
+                cJSON_AddItemToObject(j, perfpred_scaling_method_str(cols[c]),
+                                      json_metrics(&T->all.m[cols[c]]));
+            cJSON_AddItemToArray(arr, j);
+        }
+        cli_print_json(o);
+    } else {
+        printf("NeuSight test kernels of other GPUs predicted from %s's layer models (%s)\n\n",
+               r->source, r->calibration);
+        printf("| target | rows | perfpred (FLOP/s rule) MAPE %% | SMs x clock rule MAPE %% | target roofline MAPE %% | unscaled MAPE %% |\n");
+        printf("|---|---|---|---|---|---|\n");
+        for (int t = 0; t < r->n_targets; t++) {
+            const perfpred_scaling_target *T = &r->targets[t];
+            printf("| %s | %d", T->device, T->all.n_rows);
+            for (size_t c = 0; c < sizeof cols / sizeof *cols; c++)
+                printf(" | %.1f", T->all.m[cols[c]].mape_pct);
+            printf(" |\n");
+        }
+    }
+    free(r);
+    return EXIT_OK_;
+}
+
 int cli_eval_main(int argc, char **argv)
 {
     perfpred_eval_params p = perfpred_eval_default_params();
@@ -686,11 +738,13 @@ int cli_eval_main(int argc, char **argv)
             return EXIT_OK_;
         }
     }
-    const char *neusight_models = NULL;
+    const char *neusight_models = NULL, *scaling = NULL;
     for (A.i = 1; A.i < argc; A.i++) {
         const char *a = argv[A.i];
         if (is_opt(a, "--device")) {
             if (!(p.device = value(&A, "--device"))) return EXIT_USAGE;
+        } else if (is_opt(a, "--scaling-check")) {
+            if (!(scaling = value(&A, "--scaling-check"))) return EXIT_USAGE;
         } else if (is_opt(a, "--neusight-models")) {
             if (!(neusight_models = value(&A, "--neusight-models"))) return EXIT_USAGE;
         } else if (is_opt(a, "--layers")) {
@@ -715,6 +769,14 @@ int cli_eval_main(int argc, char **argv)
             cli_error("eval: unknown argument '%s' (perfpred eval --help)", a);
             return EXIT_USAGE;
         }
+    }
+    if (scaling) {
+        if (neusight_models || p.layers_csv || p.networks_csv || plot || markdown || points ||
+            p.group_by || p.device) {
+            cli_error("eval --scaling-check takes only --config-dir and --json");
+            return EXIT_USAGE;
+        }
+        return eval_scaling(scaling, p.config_dir, json);
     }
     if (neusight_models) {
         if (p.layers_csv || p.networks_csv || plot || markdown || points || p.group_by) {

@@ -216,6 +216,8 @@ cJSON *cli_json_device(const perfpred_device_info *d)
     cJSON_AddBoolToObject(o, "calibrated_memory", d->calibrated_memory);
     if (d->calibration_source)
         cJSON_AddStringToObject(o, "calibration_source", d->calibration_source);
+    if (d->calibration_device)
+        cJSON_AddStringToObject(o, "calibration_device", d->calibration_device);
     return o;
 }
 
@@ -626,6 +628,12 @@ int cmd_mig(const cli_opts *o)
 
 /* ------------------------------------------------------------------ devices ---- */
 
+static const char *cal_from(const perfpred_device_info *d, char *buf, size_t n)
+{
+    snprintf(buf, n, "latency (scaled from %s)", d->calibration_device);
+    return buf;
+}
+
 int cmd_devices(const cli_opts *o)
 {
     int rc = 0;
@@ -676,11 +684,13 @@ int cmd_devices(const cli_opts *o)
             char mem[32];
             if (d.memory_gb > 0) snprintf(mem, sizeof mem, "%.1f GiB", d.memory_gb);
             else snprintf(mem, sizeof mem, "-");
-            char rt[64];
+            char rt[64], calbuf[128];
             snprintf(rt, sizeof rt, "%s %s", d.runtime ? d.runtime : "-", d.precision ? d.precision : "");
             printf("%-38s %-8s %9s %10.2f %10.1f %-22.22s %s\n", d.name, d.kind, mem, d.peak_tflops,
                    d.memory_bandwidth_gbs, rt,
-                   d.calibrated_latency ? "latency" : "no (roofline estimate)");
+                   !d.calibrated_latency ? "no (roofline estimate)"
+                   : strcmp(d.calibration_device, d.name) == 0 ? "latency"
+                                                               : cal_from(&d, calbuf, sizeof calbuf));
         }
         printf("\n%d devices; `perfpred devices show NAME` prints one resolved descriptor\n", n);
     }

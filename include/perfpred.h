@@ -149,7 +149,9 @@ typedef struct perfpred_device_info {
     int calibrated_latency;  /* layer models exist (own or inherited through MIG/scaling) */
     int calibrated_energy;
     int calibrated_memory;
-    const char *calibration_source; /* manifest's data source, or NULL */
+    const char *calibration_source; /* which layer models answer and their data, or NULL */
+    const char *calibration_device; /* the device whose layer models answer (itself, its MIG
+                                       parent, or its calibration_from), or NULL */
 } perfpred_device_info;
 
 int perfpred_device_count(const perfpred_ctx *ctx);
@@ -499,6 +501,100 @@ perfpred_neusight_params perfpred_neusight_default_params(void);
 perfpred_status perfpred_neusight_models_report(const perfpred_neusight_params *p,
                                                 perfpred_neusight_report *out, char *errbuf,
                                                 size_t errbuf_len);
+
+/* ------------------------------------------ cross-GPU scaling check: NeuSight's kernels ---- */
+/* How well does Habitat's rule carry kernel times from the calibrated GPU to another one
+ * (docs/scaling.md)? Every NeuSight kernel test row (bmm, linear, element-wise, layer norm,
+ * softmax; PyTorch 2.1 eager fp32) of a target GPU is predicted from the source device and
+ * compared with the target's measurement, per op kind, by several methods side by side. The report
+ * is caller-owned and holds no allocated storage. */
+
+#define PERFPRED_SC_MAX_TARGETS 8   /* target devices one report holds */
+#define PERFPRED_SC_KINDS 5         /* bmm, linear, elemwise, norm, softmax */
+
+typedef enum perfpred_scaling_method {
+    /* the source's layer model (its roofline where no model covers the row), scaled to the target
+     * as the predictor does: t' = t (BW/BW')^g (SM clk / SM' clk')^(1-g), launch overheads
+     * swapped */
+    PERFPRED_SCALE_MODEL = 0,
+    PERFPRED_SCALE_MODEL_FLOPS,   /* the same with the compute term as the fp32 peak FLOP/s ratio */
+    /* the source GPU's own measurement of the same shape ("twin") scaled: the rule alone, free of
+     * layer-model error (rows whose shape the source GPU measured too) */
+    PERFPRED_SCALE_TWIN,
+    PERFPRED_SCALE_TWIN_FLOPS,
+    PERFPRED_SCALE_ROOFLINE,      /* the target's own roofline from its descriptor */
+    PERFPRED_SCALE_UNSCALED,      /* the source's layer-model time as it is: how far apart the
+                                     cards are */
+    /* the source's layer model against the source's own measurement on the twin shapes: the part of
+     * PERFPRED_SCALE_MODEL's error the scaling is not to blame for */
+    PERFPRED_SCALE_SOURCE_MODEL,
+    /* the other direction: the target's measurement scaled to the source, against the source's
+     * measurement of the same shape */
+    PERFPRED_SCALE_REVERSE,
+    PERFPRED_SCALE_REVERSE_FLOPS,
+    PERFPRED_SCALE__COUNT
+} perfpred_scaling_method;
+/* "model", "model-flops", "twin", "twin-flops", "roofline", "unscaled", "source-model",
+ * "reverse", "reverse-flops"; NULL for an unknown value. */
+const char *perfpred_scaling_method_str(perfpred_scaling_method m);
+
+typedef struct perfpred_scaling_params {
+    const char *neusight_root;    /* required: NeuSight's dataset folder (SOURCE.md, scripts/) */
+    const char *source;           /* calibrated device kernels are timed on: "a100-pcie-40gb" */
+    const char *const *targets;   /* devices to judge (names or aliases); NULL / 0: every GPU of
+                                     NeuSight's test files that has a descriptor, but the source */
+    int n_targets;
+    const char *config_dir;       /* NULL: as perfpred_ctx_open */
+    const char *rows_csv;         /* NULL, or a path: every judged row with each method's
+                                     prediction, written atomically */
+    perfpred_log_fn log;
+    void *log_user;
+} perfpred_scaling_params;
+
+/* One (target, op kind) cell. m[method] are the metrics of that method on this cell's rows (n = 0
+ * and NaN figures where the method has no row: no twin, or a descriptor without figures). */
+typedef struct perfpred_scaling_cell {
+    const char *kind;            /* static string: "bmm", "linear", "elemwise", "norm", "softmax",
+                                    or "all" */
+    int n_rows;                  /* target test rows judged */
+    int n_twins;                 /* ... whose shape the source GPU measured too */
+    int n_calibrated;            /* ... the source's layer model answered (else its roofline) */
+    int n_subwave;               /* ... with no more thread blocks than the target has SMs */
+    double median_g;             /* median memory-boundness g on the source (1 = bandwidth bound) */
+    perfpred_metrics m[PERFPRED_SCALE__COUNT];
+    /* median of predicted / measured per method: > 1 predicts too slow, < 1 too fast; NaN when
+     * the method has no row */
+    double median_ratio[PERFPRED_SCALE__COUNT];
+} perfpred_scaling_cell;
+
+typedef struct perfpred_scaling_target {
+    char device[64];             /* canonical name: "h100-sxm5-80gb" */
+    char gpu[64];                /* NeuSight's name: "NVIDIA H100 80GB HBM3" */
+    /* target over source, from the descriptors */
+    double bw_ratio, smclock_ratio, flops_ratio;
+    int n_bad_rows;              /* rows NeuSight's importer rejected */
+    int n_failed;                /* rows graph/ could not rebuild (msgs) */
+    int n_kinds;                 /* kinds with rows, in the order above */
+    perfpred_scaling_cell kinds[PERFPRED_SC_KINDS];
+    perfpred_scaling_cell all;
+} perfpred_scaling_target;
+
+typedef struct perfpred_scaling_report {
+    char source[64];             /* canonical source device */
+    char source_gpu[64];         /* its NeuSight name ("" when NeuSight did not measure it) */
+    char calibration[256];       /* the source's layer-model data, or "uncalibrated (roofline)" */
+    int n_source_rows;           /* the source GPU's test rows (twins are looked up among them) */
+    int n_targets;
+    perfpred_scaling_target targets[PERFPRED_SC_MAX_TARGETS];
+    int n_msgs;
+    char msgs[PERFPRED_REPORT_MSGS][256];
+} perfpred_scaling_report;
+
+/* source "a100-pcie-40gb", every NeuSight test GPU as target; root left NULL. */
+perfpred_scaling_params perfpred_scaling_default_params(void);
+perfpred_status perfpred_scaling_check(const perfpred_scaling_params *p,
+                                       perfpred_scaling_report *out, char *errbuf,
+                                       size_t errbuf_len);
 
 #ifdef __cplusplus
 }

@@ -16,7 +16,30 @@ struct pp_calib {
     const pp_device_db *db;
     int n;
     calib_entry *e;
+    /* per device (pp_devices_at order): whose models answer, and the provenance text */
+    const pp_device **src;
+    char **text;
 };
+
+static const calib_entry *entry_of(const pp_calib *c, const pp_device *d);
+
+/* Whose layer models answer for d: d itself, its MIG parent, or the descriptor it names in
+ * calibration_from (for a slice: its parent's calibration_from). */
+static const pp_device *resolve_source(const pp_calib *c, const pp_device *d)
+{
+    const pp_device *cand[3] = {d, NULL, NULL};
+    int n = 1;
+    if (d->is_mig && d->parent) {
+        cand[n++] = d->parent;
+        if (d->parent->calibration_from)
+            cand[n++] = pp_devices_find(c->db, d->parent->calibration_from);
+    } else if (d->calibration_from) {
+        cand[n++] = pp_devices_find(c->db, d->calibration_from);
+    }
+    for (int i = 0; i < n; i++)
+        if (entry_of(c, cand[i])) return cand[i];
+    return NULL;
+}
 
 perfpred_status pp_calib_open(const pp_device_db *db, const char *config_dir, pp_calib **out,
                               pp_err *err)
@@ -52,6 +75,30 @@ perfpred_status pp_calib_open(const pp_device_db *db, const char *config_dir, pp
         c->e[c->n].lm = lm;
         c->n++;
     }
+    /* provenance texts, made once so that predictions only read them */
+    c->src = calloc((size_t)nd + 1, sizeof *c->src);
+    c->text = calloc((size_t)nd + 1, sizeof *c->text);
+    if (!c->src || !c->text) {
+        pp_calib_close(c);
+        return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < nd; i++) {
+        const pp_device *d = pp_devices_at(db, i);
+        const pp_device *s = resolve_source(c, d);
+        c->src[i] = s;
+        if (!s) continue;
+        const char *data = pp_layer_models_source(entry_of(c, s)->lm);
+        char buf[1024];
+        if (s == d) snprintf(buf, sizeof buf, "layer models of %s (%s)", d->name, data);
+        else
+            snprintf(buf, sizeof buf,
+                     "layer models of %s (%s), scaled to %s by Habitat's rule", s->name, data,
+                     d->is_mig ? "this MIG slice" : "this device");
+        if (!(c->text[i] = strdup(buf))) {
+            pp_calib_close(c);
+            return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+        }
+    }
     *out = c;
     return PERFPRED_OK;
 }
@@ -60,6 +107,9 @@ void pp_calib_close(pp_calib *c)
 {
     if (!c) return;
     for (int i = 0; i < c->n; i++) pp_layer_models_free(c->e[i].lm);
+    for (int i = 0; c->text && i < pp_devices_count(c->db); i++) free(c->text[i]);
+    free(c->text);
+    free(c->src);
     free(c->e);
     free(c);
 }
@@ -74,22 +124,11 @@ static const calib_entry *entry_of(const pp_calib *c, const pp_device *d)
 const pp_device *pp_calib_source_device(const pp_calib *c, const pp_device *d, const char **source)
 {
     if (!c || !d) return NULL;
-    const pp_device *cand[3] = {d, NULL, NULL};
-    int n = 1;
-    if (d->is_mig && d->parent) {
-        cand[n++] = d->parent;
-        if (d->parent->calibration_from)
-            cand[n++] = pp_devices_find(c->db, d->parent->calibration_from);
-    } else if (d->calibration_from) {
-        cand[n++] = pp_devices_find(c->db, d->calibration_from);
-    }
-    for (int i = 0; i < n; i++) {
-        const calib_entry *e = entry_of(c, cand[i]);
-        if (e) {
-            if (source) *source = pp_layer_models_source(e->lm);
-            return e->dev;
+    for (int i = 0; i < pp_devices_count(c->db); i++)
+        if (pp_devices_at(c->db, i) == d) {
+            if (source) *source = c->text[i];
+            return c->src[i];
         }
-    }
     return NULL;
 }
 

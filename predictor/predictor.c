@@ -118,8 +118,10 @@ static void fill_info(const perfpred_ctx *ctx, const pp_device *d, perfpred_devi
     o->runtime = d->runtime_framework;
     o->precision = pp_precision_name(d->runtime_precision);
     const char *src = NULL;
-    o->calibrated_latency = pp_calib_source_device(ctx->calib, d, &src) != NULL;
-    o->calibration_source = o->calibrated_latency ? src : NULL;
+    const pp_device *cs = pp_calib_source_device(ctx->calib, d, &src);
+    o->calibrated_latency = cs != NULL;
+    o->calibration_source = cs ? src : NULL;
+    o->calibration_device = cs ? cs->name : NULL;
 }
 
 int perfpred_device_count(const perfpred_ctx *ctx) { return ctx ? pp_devices_count(ctx->db) : 0; }

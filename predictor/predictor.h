@@ -14,8 +14,9 @@
 double pp_memory_boundness(double ai, double ridge);
 
 /* Habitat scaling of a kernel time t measured/predicted on device `from` to device `to`:
- * t' = t * (BW/BW')^g * (SM/SM')^(1-g); when the kernel has no more thread blocks than `to` has
- * compute units (less than one wave), the SM term is 1. */
+ * t' = t * (BW/BW')^g * (F/F')^(1-g), F the peak fp32 FLOP/s (SMs x clock when a descriptor has
+ * none); when the kernel has no more thread blocks than `to` has compute units (less than one
+ * wave), F/F' becomes the per-SM ratio (1 for a MIG slice). */
 double pp_scale_kernel_time(double t, const pp_device *from, const pp_device *to, double ai,
                             double blocks);
 

@@ -70,27 +70,23 @@ double pp_kernel_blocks(const pp_node_feat *f)
 double pp_scale_kernel_time(double t, const pp_device *from, const pp_device *to, double ai,
                             double blocks)
 {
-    double peak = from->peak_tflops[PP_PREC_FP32] * 1e12;
+    double pf = from->peak_tflops[PP_PREC_FP32], pt = to->peak_tflops[PP_PREC_FP32];
     double bw = from->memory_bandwidth_gbs * 1e9;
-    double ridge = bw > 0 ? peak / bw : 0;
-    double g = pp_memory_boundness(ai, ridge);
+    double g = pp_memory_boundness(ai, bw > 0 && pf > 0 ? pf * 1e12 / bw : 0);
     double bw_ratio = (to->memory_bandwidth_gbs > 0 && from->memory_bandwidth_gbs > 0)
                           ? from->memory_bandwidth_gbs / to->memory_bandwidth_gbs
                           : 1.0;
-    /* compute side: SM count times clock (a slice keeps the clock; another GPU may not) */
-    double cu_from = from->compute_units * (from->clock_mhz > 0 ? from->clock_mhz : 1);
-    double cu_to = to->compute_units * (to->clock_mhz > 0 ? to->clock_mhz : 1);
-    double sm_ratio = (cu_from > 0 && cu_to > 0) ? cu_from / cu_to : 1.0;
-    if (to->clock_mhz <= 0 || from->clock_mhz <= 0) {
-        sm_ratio = (from->compute_units > 0 && to->compute_units > 0)
-                       ? (double)from->compute_units / to->compute_units
-                       : 1.0;
+    /* compute side: the fp32 FLOP/s ratio (the precision the source's kernels were measured at).
+     * For a MIG slice it is the SM ratio; across architectures it also counts FP32 lanes per SM,
+     * which SMs x clock misses (docs/scaling.md: H100 GEMMs 68 % off with SMs x clock, 19 % with
+     * FLOP/s). Without FLOP/s figures there is no ridge either: g = 1, bandwidth alone. */
+    double c_ratio = 1.0;
+    if (pf > 0 && pt > 0) {
+        c_ratio = pf / pt;
+        /* less than one wave on the target: each block has an SM to itself, so only per-SM speed
+         * counts (the smaller device is not slower for it) */
+        if (from->compute_units > 0 && to->compute_units > 0 && blocks <= to->compute_units)
+            c_ratio = (pf / from->compute_units) / (pt / to->compute_units);
     }
-    /* less than one wave on the target: the kernel does not fill the smaller device either, so
-     * fewer SMs do not slow it down (only the clock would) */
-    if (blocks <= to->compute_units && to->compute_units > 0) {
-        double clk = (from->clock_mhz > 0 && to->clock_mhz > 0) ? from->clock_mhz / to->clock_mhz : 1;
-        sm_ratio = clk;
-    }
-    return t * pow(bw_ratio, g) * pow(sm_ratio, 1.0 - g);
+    return t * pow(bw_ratio, g) * pow(c_ratio, 1.0 - g);
 }
