@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "perfpred.h"
+
 static char out_buf[1 << 20];
 
 /* Runs the CLI with args (shell words), captures stdout+stderr into out_buf, returns exit code. */
@@ -185,6 +187,68 @@ static void devices_should_list_and_show(void **state)
     assert_non_null(strstr(out_buf, "a100-sxm4-40gb-mig-3g.20gb"));
 }
 
+/* Every bundled model (tests/fixtures/models/reference.csv: file, model, family, input_name,
+ * input_shape, ...) through the public API on one context: a latency with its provenance on an A100
+ * slice and MIG advice; every tenth also through the CLI's compare and mig. */
+static void every_bundled_model_should_predict_compare_and_advise(void **state)
+{
+    FILE *f = fopen(pp_test_path("tests/fixtures/models/reference.csv"), "r");
+    assert_non_null(f);
+    perfpred_ctx *ctx = perfpred_ctx_open(NULL, NULL, NULL, 0);
+    assert_non_null(ctx);
+    char line[4096];
+    int n = 0;
+    assert_non_null(fgets(line, sizeof line, f)); /* header */
+    while (fgets(line, sizeof line, f)) {
+        char *save = NULL, *file = strtok_r(line, ",", &save);
+        strtok_r(NULL, ",", &save);
+        char *family = strtok_r(NULL, ",", &save);
+        char *iname = strtok_r(NULL, ",", &save), *ishape = strtok_r(NULL, ",", &save);
+        assert_non_null(ishape);
+        perfpred_input_override in = {iname, 0, {0}};
+        for (char *s2 = NULL, *tok = strtok_r(ishape, "x", &s2); tok; tok = strtok_r(NULL, "x", &s2))
+            in.dims[in.rank++] = atoll(tok);
+        perfpred_model_params mp = perfpred_model_default_params();
+        mp.inputs = &in;
+        mp.n_inputs = 1;
+        char path[1024], err[1024] = "";
+        snprintf(path, sizeof path, "%s", pp_test_path("tests/fixtures/models/"));
+        strncat(path, file, sizeof path - strlen(path) - 1);
+        perfpred_model *m = perfpred_model_load(path, &mp, NULL, err, sizeof err);
+        if (!m) print_error("%s\n", err);
+        assert_non_null(m);
+        perfpred_prediction p;
+        assert_int_equal(perfpred_predict(ctx, m, "a100-mig-3g", NULL, &p, err, sizeof err), 0);
+        assert_true(p.latency_ms.value > 0);
+        assert_true(p.latency_ms.prov == PERFPRED_PROV_CALIBRATED ||
+                    p.latency_ms.prov == PERFPRED_PROV_MIXED ||
+                    p.latency_ms.prov == PERFPRED_PROV_ESTIMATE);
+        assert_non_null(p.latency_ms.source);
+        perfpred_mig_advice a;
+        assert_int_equal(perfpred_mig_advise(ctx, m, "a100", 0, &a, err, sizeof err), 0);
+        assert_int_equal(a.n_options, 6);
+        perfpred_model_free(m);
+        if (n % 10 == 0) {
+            char args[1024], extra[256] = "";
+            if (!strcmp(family, "bert") || !strcmp(family, "gpt"))
+                snprintf(extra, sizeof extra, "--input %s=%lldx%lld", iname, (long long)in.dims[0],
+                         (long long)in.dims[1]);
+            snprintf(args, sizeof args,
+                     "compare --device a100,a100-mig-1g,jetson-orin-nano,rpi4 "
+                     "tests/fixtures/models/%s %s",
+                     file, extra);
+            assert_int_equal(run_cli(args), 0);
+            snprintf(args, sizeof args, "mig tests/fixtures/models/%s %s", file, extra);
+            assert_int_equal(run_cli(args), 0);
+            assert_non_null(strstr(out_buf, "memory rule (DIPPM)"));
+        }
+        n++;
+    }
+    fclose(f);
+    perfpred_ctx_close(ctx);
+    assert_true(n >= 90);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -197,6 +261,7 @@ int main(void)
         cmocka_unit_test(compare_json_should_sort_and_mark_pareto),
         cmocka_unit_test(mig_json_should_apply_memory_rule),
         cmocka_unit_test(devices_should_list_and_show),
+        cmocka_unit_test(every_bundled_model_should_predict_compare_and_advise),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
