@@ -2,7 +2,8 @@
  * runtime node of a model zoo becomes a layer row of docs/measurements.md, de-duplicated by its
  * configuration; perturbations of channels, spatial size and batch (nn-Meter / Sponner style) densify
  * around them inside the zoo's observed ranges; rows are picked per op kind, weighted by the kind's
- * share of zoo time, until the runner's estimated time fills the budget. Deterministic per seed. */
+ * share of zoo time (--adaptive: and its held-out error, plan_adaptive.c), until the runner's
+ * estimated time fills the budget. Deterministic per seed. */
 #include <dirent.h>
 #include <math.h>
 #include <stdarg.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "calibrate/calibrate.h"
+#include "calibrate/plan_adaptive.h"
 #include "predictor/predictor.h"
 
 /* ------------------------------------------------------------------------ helpers ---- */
@@ -122,6 +124,7 @@ typedef struct cand {
     double cost_s;            /* runner time estimate */
     double key;               /* pick order within its kind (larger first) */
     int picked;
+    int measured;             /* adaptive: measured already, never picked */
 } cand;
 
 /* Skipped-node reasons, aggregated by (op type, reason), with the first message as example. */
@@ -151,6 +154,8 @@ typedef struct plan {
     int kind_zoo_nodes[PP_OPK__COUNT];
     pp_logger log;
     double mem_cap_bytes;
+    pp_adapt *adapt;          /* adaptive plans: what the first fit says */
+    double kind_weight[PP_OPK__COUNT]; /* budget weight of each kind (select_rows) */
 } plan;
 
 /* Copies src into dst[n], truncating (never a format-truncation case for the compiler). */
@@ -338,6 +343,8 @@ static void put_sig(pp_strbuf *b, const pp_layer_row *r)
         put_attr(b, &sorted[i]);
     }
 }
+
+void pp_plan_put_sig(pp_strbuf *b, const pp_layer_row *r) { put_sig(b, r); }
 
 /* Parses a signature back into a row (attribute strings in a). 0 ok, -1 (why filled). */
 static int sig_to_row(const char *sig, pp_arena *a, pp_layer_row *r, char *why, size_t why_n)
@@ -1147,7 +1154,7 @@ static perfpred_status order_pool(plan *P, pp_op_kind k, kind_pool *pool, pp_err
 {
     int nb = 0, np = 0;
     for (int i = 0; i < P->n; i++)
-        if (P->c[i].valid == 1 && P->c[i].kind == k) {
+        if (P->c[i].valid == 1 && !P->c[i].measured && P->c[i].kind == k) {
             if (P->c[i].is_base) nb++;
             else np++;
         }
@@ -1160,7 +1167,7 @@ static perfpred_status order_pool(plan *P, pp_op_kind k, kind_pool *pool, pp_err
     }
     nb = np = 0;
     for (int i = 0; i < P->n; i++)
-        if (P->c[i].valid == 1 && P->c[i].kind == k) {
+        if (P->c[i].valid == 1 && !P->c[i].measured && P->c[i].kind == k) {
             if (P->c[i].is_base) b[nb++] = item_of(P, i);
             else q[np++] = item_of(P, i);
         }
@@ -1213,13 +1220,18 @@ static perfpred_status select_rows(plan *P, pp_err *err)
         }
     }
     if (st == PERFPRED_OK && n_kinds > 0) {
-        /* share of the budget: 70 % by the kind's share of zoo time, 30 % spread evenly, so that
-         * cheap but frequent kinds still get enough rows to train a regressor on */
+        /* share of the budget: 70 % by the kind's weight (its share of zoo time; adaptive: see
+         * pp_adapt_kind_weights), 30 % spread evenly, so that cheap but frequent kinds still get
+         * enough rows to train a regressor on */
+        double share[PP_OPK__COUNT] = {0};
+        int use[PP_OPK__COUNT] = {0};
         for (int k = 1; k < PP_OPK__COUNT; k++) {
-            if (!pools[k].n) continue;
-            double w = zoo_total > 0 ? P->kind_zoo_ms[k] / zoo_total : 1.0 / n_kinds;
-            pools[k].target_s = budget * (0.7 * w + 0.3 / n_kinds);
+            use[k] = pools[k].n > 0;
+            share[k] = zoo_total > 0 ? P->kind_zoo_ms[k] / zoo_total : 1.0 / n_kinds;
         }
+        pp_adapt_kind_weights(P->adapt, share, use, P->kind_weight);
+        for (int k = 1; k < PP_OPK__COUNT; k++)
+            if (use[k]) pools[k].target_s = budget * (0.7 * P->kind_weight[k] + 0.3 / n_kinds);
         /* coverage first: a few rows of every kind, whatever its share */
         for (int k = 1; k < PP_OPK__COUNT; k++) {
             if (!pools[k].n) continue;
@@ -1315,11 +1327,14 @@ static void fill_report(plan *P)
         pk.n_zoo_nodes = P->kind_zoo_nodes[k];
         pk.zoo_time_share = zoo_total > 0 ? P->kind_zoo_ms[k] / zoo_total : 0;
         double s = 0;
+        pk.heldout_mape_pct = P->adapt ? pp_adapt_kind_mape(P->adapt, (pp_op_kind)k) : NAN;
+        pk.budget_weight = P->kind_weight[k];
         for (int i = 0; i < P->n; i++) {
             const cand *c = &P->c[i];
             if (c->kind != (pp_op_kind)k || c->valid != 1) continue;
             pk.n_base += c->is_base;
             pk.n_candidates++;
+            pk.n_measured += c->measured;
             if (c->picked) {
                 pk.n_rows++;
                 pk.n_rows_base += c->is_base;
@@ -1330,6 +1345,7 @@ static void fill_report(plan *P)
         est += s;
         if (pk.n_zoo_nodes || pk.n_candidates) r->kinds[r->n_kinds++] = pk;
         r->n_rows += pk.n_rows;
+        r->n_excluded_measured += pk.n_measured;
     }
     r->est_minutes = est / 60.0;
     r->budget_minutes = P->p->budget_min;
@@ -1401,6 +1417,20 @@ perfpred_status perfpred_calibrate_plan(const perfpred_plan_params *p, perfpred_
         pp_layer_models_free(P.lm); /* another device's models (a shared folder) */
         P.lm = NULL;
     }
+    if (p->adaptive) {
+        if ((st = pp_adapt_load(p->adaptive_dir ? p->adaptive_dir : path, cfg, P.dev, &P.adapt,
+                                &err)))
+            goto done;
+        /* the first fit's models, kept elsewhere, cost the rows too */
+        if (!P.lm && p->adaptive_dir && pp_layer_models_load(p->adaptive_dir, &P.lm, &lerr) ==
+                                            PERFPRED_OK &&
+            strcmp(pp_layer_models_device(P.lm), P.dev->name) != 0) {
+            pp_layer_models_free(P.lm);
+            P.lm = NULL;
+        }
+        out->adaptive = 1;
+        copy_trunc(out->adaptive_basis, sizeof out->adaptive_basis, pp_adapt_basis(P.adapt));
+    }
     if (p->n_models > 0) {
         for (int i = 0; i < p->n_models && st == PERFPRED_OK; i++)
             st = zoo_read(&z, p->models[i], &err);
@@ -1462,11 +1492,20 @@ perfpred_status perfpred_calibrate_plan(const perfpred_plan_params *p, perfpred_
     }
     uint64_t rng = p->seed * 0x9E3779B97F4A7C15ull + 0x243F6A8885A308D3ull;
     if ((st = perturb(&P, n_base, rg, &err))) goto done;
-    /* pick-order keys, drawn in candidate order (itself fixed by the zoo order) */
+    /* pick-order keys, drawn in candidate order (itself fixed by the zoo order); adaptive:
+     * measured configurations are left out, and where held-out rows are known a candidate's
+     * weight is multiplied by its closeness to the ones with large errors */
     for (int i = 0; i < P.n; i++) {
         double u = rng_unit(&rng);
         cand *c = &P.c[i];
         c->key = c->is_base ? log(u) / (double)(c->n_occ > 0 ? c->n_occ : 1) : u;
+        if (!P.adapt || c->valid != 1) continue;
+        c->measured = pp_adapt_measured(P.adapt, c->sig);
+        if (pp_adapt_has_rows(P.adapt, c->kind)) {
+            double w = pp_adapt_row_weight(P.adapt, &c->feat);
+            c->key = log(u) / (w * (double)(c->is_base && c->n_occ > 0 ? c->n_occ : 1));
+            out->adaptive_rows = 1;
+        }
     }
     if ((st = select_rows(&P, &err))) goto done;
     fill_report(&P);
@@ -1486,6 +1525,7 @@ done:
     free(P.slots);
     pp_arena_free(P.arena);
     pp_layer_models_free(P.lm);
+    pp_adapt_free(P.adapt);
     pp_devices_free(db);
     return st;
 }

@@ -1,4 +1,4 @@
-/* cli/calibrate.c: `perfpred calibrate plan|fit` and `perfpred eval`, a thin layer over the
+/* cli/calibrate.c: `perfpred calibrate plan|fit|import` and `perfpred eval`, a thin layer over the
  * calibration API of include/perfpred.h: parse options, call the library, print a table (plain or
  * markdown, ready for the README's accuracy table) or one JSON object (docs/calibration.md). */
 #include <errno.h>
@@ -13,6 +13,7 @@ static const char calibrate_usage[] =
     "usage: perfpred calibrate plan --device DEV -o PLAN.csv [options]\n"
     "       perfpred calibrate fit --device DEV --layers MEASURED.csv [options]\n"
     "       perfpred calibrate fit --device DEV --neusight DIR [options]\n"
+    "       perfpred calibrate import --dataset NAME --root DIR -o LAYERS.csv [options]\n"
     "\n"
     "Calibrating a device: plan -> the layer runner on the device -> fit -> eval\n"
     "(docs/calibration.md). `fit` writes the layer models that `perfpred --device DEV` then uses.\n"
@@ -30,6 +31,12 @@ static const char calibrate_usage[] =
     "  --seed N                sampling seed (default 1); same seed and zoo, same plan\n"
     "  --perturb-share X       share of rows that perturb zoo configurations (default 0.5)\n"
     "  --rounds N              the runner's --rounds, for the time estimate (default 7)\n"
+    "  --adaptive              after a first fit (nn-Meter): split the budget by zoo-time share\n"
+    "                          x max(held-out MAPE, 5 %) of each kind from the fit's\n"
+    "                          manifest.json, prefer configurations near the held-out rows\n"
+    "                          with the largest errors, leave out configurations measured already\n"
+    "  --manifest-dir DIR      folder of that manifest.json and its models (default: the\n"
+    "                          device's artifacts)\n"
     "\n"
     "fit: one latency model per op kind; held-out configurations judged next to the roofline\n"
     "  --device DEV            device the rows were measured on\n"
@@ -45,6 +52,15 @@ static const char calibrate_usage[] =
     "  --max-spread-pct P      leave out rows whose run-to-run spread exceeds P % of their\n"
     "                          latency (default: keep every row)\n"
     "  --dry-run               fit and report, write nothing\n"
+    "\n"
+    "import: public layer measurements into one layer CSV (docs/measurements.md), read in place\n"
+    "  --dataset NAME          deepbench, mobile-ml-benchmark or neusight\n"
+    "  --root DIR              the dataset folder (holding its SOURCE.md), e.g.\n"
+    "                          ../shared/datasets/deepbench\n"
+    "  -o, --out LAYERS.csv    layer CSV to write; then: calibrate fit --layers LAYERS.csv\n"
+    "  --device DEV            only this device's rows (default: every device with a descriptor)\n"
+    "  --runtime NAME          only rows of this runtime (mobile-ml-benchmark: tflite-gpu or\n"
+    "                          pytorch-mobile-gpu)\n"
     "\n"
     "common:\n"
     "  --json                  one JSON object on stdout (docs/calibration.md)\n"
@@ -287,6 +303,10 @@ static int cmd_plan(int argc, char **argv)
                 return EXIT_USAGE;
         } else if (is_opt(a, "--config-dir")) {
             if (!(p.config_dir = value(&A, "--config-dir"))) return EXIT_USAGE;
+        } else if (strcmp(a, "--adaptive") == 0) {
+            p.adaptive = 1;
+        } else if (is_opt(a, "--manifest-dir")) {
+            if (!(p.adaptive_dir = value(&A, "--manifest-dir"))) return EXIT_USAGE;
         } else if (strcmp(a, "--json") == 0) {
             json = 1;
         } else {
@@ -300,6 +320,10 @@ static int cmd_plan(int argc, char **argv)
     }
     if (!p.out_csv) {
         cli_error("calibrate plan: -o PLAN.csv is required");
+        return EXIT_USAGE;
+    }
+    if (p.adaptive_dir && !p.adaptive) {
+        cli_error("calibrate plan: --manifest-dir goes with --adaptive");
         return EXIT_USAGE;
     }
     perfpred_plan_report r;
@@ -336,7 +360,19 @@ static int cmd_plan(int argc, char **argv)
             cJSON_AddNumberToObject(j, "rows", k->n_rows);
             cJSON_AddNumberToObject(j, "rows_from_zoo", k->n_rows_base);
             cJSON_AddNumberToObject(j, "est_minutes", k->est_minutes);
+            cJSON_AddNumberToObject(j, "budget_weight", k->budget_weight);
+            if (r.adaptive) {
+                cJSON_AddItemToObject(j, "heldout_mape_pct", json_num(k->heldout_mape_pct));
+                cJSON_AddNumberToObject(j, "measured_left_out", k->n_measured);
+            }
             cJSON_AddItemToArray(ks, j);
+        }
+        if (r.adaptive) {
+            cJSON *ad = cJSON_AddObjectToObject(o, "adaptive");
+            cJSON_AddStringToObject(ad, "within_kind", r.adaptive_rows ? "heldout-row-errors"
+                                                                       : "kind-only");
+            cJSON_AddNumberToObject(ad, "measured_left_out", r.n_excluded_measured);
+            cJSON_AddStringToObject(ad, "basis", r.adaptive_basis);
         }
         cJSON_AddItemToObject(o, "messages", json_msgs(r.msgs, r.n_msgs));
         cli_print_json(o);
@@ -356,13 +392,23 @@ static int cmd_plan(int argc, char **argv)
                r.device);
     else
         printf("costs: %s states no roofline figures: each call is costed at 50 us\n", r.device);
-    printf("\n%-11s %9s %8s %8s %10s %6s %6s %8s\n", "kind", "zoo nodes", "zoo time", "configs",
-           "candidates", "rows", "of zoo", "minutes");
+    if (r.adaptive)
+        printf("adaptive (%s): %s\nadaptive: %d configurations measured already left out\n",
+               r.adaptive_rows ? "kind shares and held-out rows" : "kind shares only",
+               r.adaptive_basis, r.n_excluded_measured);
+    printf("\n%-11s %9s %8s %8s %10s %6s %6s %8s%s\n", "kind", "zoo nodes", "zoo time", "configs",
+           "candidates", "rows", "of zoo", "minutes", r.adaptive ? "  held MAPE%  weight" : "");
     for (int i = 0; i < r.n_kinds; i++) {
         const perfpred_plan_kind *k = &r.kinds[i];
-        printf("%-11s %9d %7.1f%% %8d %10d %6d %6d %8.2f\n", k->kind, k->n_zoo_nodes,
+        printf("%-11s %9d %7.1f%% %8d %10d %6d %6d %8.2f", k->kind, k->n_zoo_nodes,
                100.0 * k->zoo_time_share, k->n_base, k->n_candidates, k->n_rows, k->n_rows_base,
                k->est_minutes);
+        if (r.adaptive) {
+            printf("  ");
+            put_num(stdout, "%*.1f", k->heldout_mape_pct, 10);
+            printf(" %7.3f", k->budget_weight);
+        }
+        printf("\n");
     }
     printf("%-11s %9d %8s %8s %10s %6d %6s %8.2f\n", "total", r.n_nodes, "", "", "", r.n_rows, "",
            r.est_minutes);
@@ -528,6 +574,95 @@ static int cmd_fit(int argc, char **argv)
     return EXIT_OK_;
 }
 
+/* ------------------------------------------------------------------ import ---- */
+
+static int cmd_import(int argc, char **argv)
+{
+    perfpred_import_params p = perfpred_import_default_params();
+    int json = 0;
+    args A = {argc, argv, 0};
+    for (A.i = 2; A.i < argc; A.i++) {
+        const char *a = argv[A.i];
+        if (is_opt(a, "--dataset")) {
+            if (!(p.dataset = value(&A, "--dataset"))) return EXIT_USAGE;
+        } else if (is_opt(a, "--root")) {
+            if (!(p.root = value(&A, "--root"))) return EXIT_USAGE;
+        } else if (is_opt(a, "--out") || strcmp(a, "-o") == 0) {
+            if (!(p.out_csv = value(&A, strcmp(a, "-o") == 0 ? "-o" : "--out"))) return EXIT_USAGE;
+        } else if (is_opt(a, "--device")) {
+            if (!(p.device = value(&A, "--device"))) return EXIT_USAGE;
+        } else if (is_opt(a, "--runtime")) {
+            if (!(p.runtime = value(&A, "--runtime"))) return EXIT_USAGE;
+        } else if (is_opt(a, "--config-dir")) {
+            if (!(p.config_dir = value(&A, "--config-dir"))) return EXIT_USAGE;
+        } else if (strcmp(a, "--json") == 0) {
+            json = 1;
+        } else {
+            cli_error("calibrate import: unknown argument '%s' (perfpred calibrate --help)", a);
+            return EXIT_USAGE;
+        }
+    }
+    if (!p.dataset || !p.root || !p.out_csv) {
+        cli_error("calibrate import: --dataset, --root and -o LAYERS.csv are required");
+        return EXIT_USAGE;
+    }
+    if (strcmp(p.dataset, "deepbench") && strcmp(p.dataset, "mobile-ml-benchmark") &&
+        strcmp(p.dataset, "neusight")) {
+        cli_error("calibrate import: --dataset %s: deepbench, mobile-ml-benchmark or neusight",
+                  p.dataset);
+        return EXIT_USAGE;
+    }
+    perfpred_import_report *r = calloc(1, sizeof *r);
+    if (!r) return EXIT_INTERNAL;
+    char err[1024] = "";
+    perfpred_status st = perfpred_calibrate_import(&p, r, err, sizeof err);
+    if (st != PERFPRED_OK) {
+        print_errbuf(err, perfpred_status_str(st));
+        free(r);
+        return cli_exit_code(st);
+    }
+    if (json) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "dataset", r->dataset);
+        cJSON_AddStringToObject(o, "root", p.root);
+        cJSON_AddStringToObject(o, "layers", p.out_csv);
+        cJSON_AddNumberToObject(o, "files", r->n_files);
+        cJSON_AddNumberToObject(o, "rows", r->n_rows);
+        cJSON_AddNumberToObject(o, "bad_rows", r->n_bad_rows);
+        cJSON_AddNumberToObject(o, "filtered_rows", r->n_filtered);
+        cJSON_AddNumberToObject(o, "ignored_lines", r->n_ignored);
+        cJSON *ds = cJSON_AddArrayToObject(o, "devices");
+        for (int i = 0; i < r->n_devices; i++) {
+            cJSON *j = cJSON_CreateObject();
+            cJSON_AddStringToObject(j, "device", r->devices[i].device);
+            cJSON_AddStringToObject(j, "dataset_name", r->devices[i].name);
+            cJSON_AddNumberToObject(j, "rows", r->devices[i].n_rows);
+            cJSON_AddNumberToObject(j, "bad_rows", r->devices[i].n_bad_rows);
+            cJSON_AddItemToArray(ds, j);
+        }
+        cJSON_AddItemToObject(o, "notes", json_msgs(r->notes, r->n_notes));
+        cJSON_AddItemToObject(o, "messages", json_msgs(r->msgs, r->n_msgs));
+        cli_print_json(o);
+        free(r);
+        return EXIT_OK_;
+    }
+    printf("perfpred calibrate import: %s from %s: %d rows from %d files -> %s\n", r->dataset,
+           p.root, r->n_rows, r->n_files, p.out_csv);
+    printf("%d bad rows, %d rows of other devices or runtimes left out, %d lines without a "
+           "kernel\n\n", r->n_bad_rows, r->n_filtered, r->n_ignored);
+    printf("%-24s %-28s %7s %7s\n", "device", "dataset's name", "rows", "bad");
+    for (int i = 0; i < r->n_devices; i++)
+        printf("%-24s %-28s %7d %7d\n", r->devices[i].device, r->devices[i].name,
+               r->devices[i].n_rows, r->devices[i].n_bad_rows);
+    if (r->n_notes) printf("\n");
+    for (int i = 0; i < r->n_notes; i++) printf("note: %s\n", r->notes[i]);
+    if (r->n_msgs) printf("\nfirst bad rows:\n");
+    for (int i = 0; i < r->n_msgs; i++) printf("  %s\n", r->msgs[i]);
+    printf("\nnext: perfpred calibrate fit --device DEV --layers %s\n", p.out_csv);
+    free(r);
+    return EXIT_OK_;
+}
+
 int cli_calibrate_main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
@@ -541,7 +676,9 @@ int cli_calibrate_main(int argc, char **argv)
     }
     if (strcmp(argv[1], "plan") == 0) return cmd_plan(argc, argv);
     if (strcmp(argv[1], "fit") == 0) return cmd_fit(argc, argv);
-    cli_error("calibrate: unknown step '%s' (plan or fit; perfpred calibrate --help)", argv[1]);
+    if (strcmp(argv[1], "import") == 0) return cmd_import(argc, argv);
+    cli_error("calibrate: unknown step '%s' (plan, fit or import; perfpred calibrate --help)",
+              argv[1]);
     return EXIT_USAGE;
 }
 

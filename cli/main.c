@@ -17,7 +17,7 @@ static const char usage_text[] =
     "  perfpred compare --device DEV1,DEV2,... model.onnx [--batch 1,8,32]\n"
     "  perfpred mig model.onnx [--device a100|a100-80gb|h100|...] [--slo-ms X] [--batch N]\n"
     "  perfpred devices [show NAME]\n"
-    "  perfpred calibrate plan|fit ...   (see perfpred calibrate --help)\n"
+    "  perfpred calibrate plan|fit|import ...   (see perfpred calibrate --help)\n"
     "  perfpred eval --device DEV --layers|--networks FILE.csv [--plot out.png]\n"
     "\n"
     "options:\n"

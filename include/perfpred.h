@@ -264,6 +264,14 @@ typedef struct perfpred_plan_params {
     perfpred_runner_protocol protocol;
     perfpred_log_fn log;
     void *log_user;
+    /* nn-Meter's adaptive resampling, for a plan after a first fit: each kind's share of the budget
+     * follows zoo-time share x max(held-out MAPE, 5 %) from the fit's manifest.json, candidates near
+     * the held-out rows with the largest errors are preferred, and configurations the manifest's
+     * measured CSVs already hold are left out */
+    int adaptive;                          /* 0 */
+    const char *adaptive_dir;              /* folder of that manifest.json (its models also cost
+                                              the rows when the device has none installed);
+                                              NULL: the device's artifacts folder */
 } perfpred_plan_params;
 
 typedef struct perfpred_plan_kind {
@@ -274,6 +282,10 @@ typedef struct perfpred_plan_kind {
     int n_rows, n_rows_base;   /* picked; of which zoo configurations */
     double zoo_time_share;     /* share of the zoo's estimated time, 0..1 */
     double est_minutes;        /* runner time of the picked rows */
+    /* adaptive plans */
+    double heldout_mape_pct;   /* the manifest's held-out MAPE of the kind; NaN when not fitted */
+    double budget_weight;      /* the kind's weight in the budget split (plain: its zoo share) */
+    int n_measured;            /* candidates left out: measured already */
 } perfpred_plan_kind;
 
 typedef struct perfpred_plan_report {
@@ -292,6 +304,12 @@ typedef struct perfpred_plan_report {
     perfpred_plan_kind kinds[PERFPRED_MAX_KINDS];
     int n_msgs;
     char msgs[PERFPRED_REPORT_MSGS][256];
+    /* adaptive plans */
+    int adaptive;              /* 1: made with perfpred_plan_params.adaptive */
+    int adaptive_rows;         /* 1: within a kind, weighted by the errors of the fit's held-out
+                                  rows (split reproduced from the measured CSVs); 0: by kind only */
+    int n_excluded_measured;   /* candidates left out because their configuration was measured */
+    char adaptive_basis[512];  /* what drove the resampling, in words */
 } perfpred_plan_report;
 
 perfpred_plan_params perfpred_plan_default_params(void);
@@ -366,6 +384,54 @@ perfpred_status perfpred_fit_check_params(const perfpred_fit_params *p, char *er
  * artifacts in force. */
 perfpred_status perfpred_calibrate_fit(const perfpred_fit_params *p, perfpred_fit_report *out,
                                        char *errbuf, size_t errbuf_len);
+
+/* Public layer measurements into one layer CSV (docs/measurements.md, "Imported datasets"), read in
+ * place from their folder (never copied): "deepbench" (GEMM and convolution kernels of Jetson TX1,
+ * Raspberry Pi 3, iPhone 7 and desktop/server GPUs), "mobile-ml-benchmark" (per-op latency on phone
+ * GPUs, TFLite GPU delegate and PyTorch Mobile Vulkan/Metal), "neusight" (its kernel sweeps, the
+ * training split). Every row is rebuilt as its single-node graph before it is written; rows that are
+ * incomplete, inconsistent or not expressible are counted and listed (file:line), never guessed.
+ * The report is caller-owned and holds no allocated storage. */
+#define PERFPRED_IMPORT_MAX_DEVICES 32
+
+typedef struct perfpred_import_params {
+    const char *dataset;       /* required: "deepbench", "mobile-ml-benchmark" or "neusight" */
+    const char *root;          /* required: the dataset folder (holding its SOURCE.md) */
+    const char *out_csv;       /* required: the layer CSV, written atomically */
+    const char *device;        /* NULL: every device the dataset has and a descriptor names;
+                                  else only this device's rows (name or alias) */
+    const char *runtime;       /* NULL: every runtime; else only rows of it ("tflite-gpu") */
+    const char *config_dir;    /* NULL: as perfpred_ctx_open */
+    perfpred_log_fn log;
+    void *log_user;
+} perfpred_import_params;
+
+typedef struct perfpred_import_device {
+    char device[64];           /* perfpred device name */
+    char name[64];             /* the dataset's name for it */
+    int n_rows, n_bad_rows;
+} perfpred_import_device;
+
+typedef struct perfpred_import_report {
+    char dataset[32];
+    int n_files;               /* data files read */
+    int n_rows;                /* rows written */
+    int n_bad_rows;            /* rows rejected; the first ones in msgs ("file:line: reason") */
+    int n_filtered;            /* rows of other devices or runtimes, left out */
+    int n_ignored;             /* lines holding no kernel (notes, stray cells) */
+    int n_devices;
+    perfpred_import_device devices[PERFPRED_IMPORT_MAX_DEVICES];
+    int n_notes;               /* files skipped, dataset devices without a descriptor */
+    char notes[PERFPRED_REPORT_MSGS][256];
+    int n_msgs;
+    char msgs[PERFPRED_REPORT_MSGS][256];
+} perfpred_import_report;
+
+perfpred_import_params perfpred_import_default_params(void);
+/* Imports and writes p->out_csv; no row of the (filtered) dataset is PERFPRED_ERR_INVALID_ARG. */
+perfpred_status perfpred_calibrate_import(const perfpred_import_params *p,
+                                          perfpred_import_report *out, char *errbuf,
+                                          size_t errbuf_len);
 
 typedef struct perfpred_eval_params {
     const char *device;            /* required */
