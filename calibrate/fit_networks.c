@@ -1,0 +1,1198 @@
+/* calibrate/fit_networks.c: the graph-level correction of docs/networks.md. Each network row is
+ * built (cached per model ref), predicted layer by layer, and turned into a GNN sample whose target
+ * is log(measured / layer sum); the GNN is trained on held-in architectures (hash-bucket split),
+ * judged on held-out ones against the layer sum alone and a GNN trained on log(measured), and
+ * saved as out_dir/gnn-latency.{bin,json}. The few-shot variant pretrains on other devices and
+ * fine-tunes on a handful of the target's measurements. */
+#include "calibrate/netsets.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+/* ------------------------------------------------------------------ samples ---- */
+
+void pp_fitnet_globals(int64_t batch, const pp_graph_totals *tot, double peak_tflops,
+                       double bandwidth_gbs, double layer_sum_ms, double out[PP_FITNET_N_GLOBALS])
+{
+    out[0] = log(batch > 0 ? (double)batch : 1.0);
+    out[1] = log1p((double)tot->macs);
+    out[2] = log1p((double)tot->params);
+    out[3] = log1p((double)tot->activation_bytes);
+    out[4] = peak_tflops > 0 ? log(peak_tflops) : 0.0;
+    out[5] = bandwidth_gbs > 0 ? log(bandwidth_gbs) : 0.0;
+    out[6] = layer_sum_ms > 0 ? log(layer_sum_ms) : 0.0;
+}
+
+perfpred_status pp_fitnet_layer_times(const perfpred_ctx *ctx, const perfpred_model *m,
+                                      const char *device, double *per_node_ms, double *layer_sum_ms,
+                                      double *layer_energy_mj, pp_err *err)
+{
+    const pp_graph *g = pp_model_graph(m);
+    int cap = g->n_nodes + 1, nk = 0;
+    perfpred_kernel *k = malloc((size_t)cap * sizeof *k);
+    if (!k) return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", g->path);
+    perfpred_predict_params pp = perfpred_predict_default_params();
+    pp.kernels = k;
+    pp.kernels_cap = cap;
+    pp.n_kernels = &nk;
+    perfpred_prediction pr;
+    char msg[PP_ERR_MSG];
+    perfpred_status st = perfpred_predict(ctx, m, device, &pp, &pr, msg, sizeof msg);
+    if (st) {
+        free(k);
+        return pp_err_set(err, st, "%s", msg);
+    }
+    if (nk > cap || !isfinite(pr.latency_ms.value) || !(pr.latency_ms.value > 0)) {
+        free(k);
+        if (nk > cap) return pp_err_set(err, PERFPRED_ERR_INTERNAL, "%s: kernels > nodes", g->path);
+        return pp_err_set(err, PERFPRED_ERR_DEVICE,
+                          "%s: device '%s' gives no layer sum (%s): the correction multiplies one",
+                          g->path, device, pr.latency_ms.source ? pr.latency_ms.source : "");
+    }
+    for (int i = 0; i < g->n_nodes; i++) per_node_ms[i] = 0.0;
+    for (int i = 0; i < nk; i++)
+        if (k[i].first_node >= 0 && k[i].first_node < g->n_nodes)
+            per_node_ms[k[i].first_node] += k[i].latency_ms;
+    free(k);
+    *layer_sum_ms = pr.latency_ms.value;
+    if (layer_energy_mj) *layer_energy_mj = pr.energy_mj.value;
+    return PERFPRED_OK;
+}
+
+static int64_t graph_batch(const pp_graph *g)
+{
+    if (g->n_inputs > 0 && g->tensors[g->inputs[0]].rank > 0) return g->tensors[g->inputs[0]].dims[0];
+    return 1;
+}
+
+perfpred_status pp_fitnet_sample(const perfpred_ctx *ctx, const perfpred_model *m,
+                                 const char *device, pp_gnn_graph *out, double *layer_sum_ms,
+                                 double *layer_energy_mj, pp_err *err)
+{
+    memset(out, 0, sizeof *out);
+    const pp_graph *g = pp_model_graph(m);
+    perfpred_device_info info;
+    if (perfpred_device_find(ctx, device, &info))
+        return pp_err_set(err, PERFPRED_ERR_DEVICE, "unknown device '%s'", device);
+    double *per = malloc(((size_t)g->n_nodes + 1) * sizeof *per);
+    if (!per) return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", g->path);
+    perfpred_status st =
+        pp_fitnet_layer_times(ctx, m, device, per, layer_sum_ms, layer_energy_mj, err);
+    if (!st)
+        st = pp_fitnet_sample_from(g, per, *layer_sum_ms, info.peak_tflops,
+                                   info.memory_bandwidth_gbs, out, err);
+    free(per);
+    return st;
+}
+
+perfpred_status pp_fitnet_sample_from(const pp_graph *g, const double *per_node_ms,
+                                      double layer_sum_ms, double peak_tflops,
+                                      double bandwidth_gbs, pp_gnn_graph *out, pp_err *err)
+{
+    double glob[PP_FITNET_N_GLOBALS];
+    pp_fitnet_globals(graph_batch(g), &g->totals, peak_tflops, bandwidth_gbs, layer_sum_ms, glob);
+    return pp_gnn_sample_from_graph(g, per_node_ms, glob, PP_FITNET_N_GLOBALS, out, err);
+}
+
+/* ------------------------------------------------------------- the sample cache ---- */
+
+/* One built network: keyed by (model ref, batch, input shapes); shared by every row naming it. */
+typedef enum { ENT_NEW = 0, ENT_OK, ENT_CONSTANT, ENT_FAILED } ent_state;
+
+typedef struct entry {
+    const char *model, *shapes;   /* borrowed from the rows */
+    int64_t batch;
+    ent_state state;
+    pp_gnn_graph s;               /* owns its memory (pp_gnn_graph_clear) */
+    double layer_ms, layer_mj;
+} entry;
+
+typedef struct cache {
+    entry *e;
+    int n, cap;
+    int *slot;                    /* open addressing: entry index + 1 */
+    size_t nslot;
+} cache;
+
+static uint64_t fnv(const char *s, uint64_t h)
+{
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+#define FNV0 1469598103934665603ull
+
+static uint64_t entry_hash(const char *model, const char *shapes, int64_t batch)
+{
+    uint64_t h = fnv(shapes ? shapes : "", fnv(model, FNV0));
+    return (h ^ (uint64_t)batch) * 1099511628211ull;
+}
+
+static void cache_free(cache *c)
+{
+    for (int i = 0; i < c->n; i++) pp_gnn_graph_clear(&c->e[i].s);
+    free(c->e);
+    free(c->slot);
+    memset(c, 0, sizeof *c);
+}
+
+/* Index of the entry for a row (created in state ENT_NEW when absent), -1 on OOM. */
+static int cache_get(cache *c, const pp_net_row *r)
+{
+    const char *shapes = r->input_shapes ? r->input_shapes : "";
+    if ((size_t)(c->n + 1) * 2 > c->nslot) {
+        size_t ns = c->nslot ? c->nslot * 2 : 1024;
+        int *sl = calloc(ns, sizeof *sl);
+        if (!sl) return -1;
+        for (int i = 0; i < c->n; i++) {
+            size_t h = entry_hash(c->e[i].model, c->e[i].shapes, c->e[i].batch) & (ns - 1);
+            while (sl[h]) h = (h + 1) & (ns - 1);
+            sl[h] = i + 1;
+        }
+        free(c->slot);
+        c->slot = sl;
+        c->nslot = ns;
+    }
+    size_t h = entry_hash(r->model, shapes, r->batch) & (c->nslot - 1);
+    while (c->slot[h]) {
+        entry *e = &c->e[c->slot[h] - 1];
+        if (e->batch == r->batch && !strcmp(e->model, r->model) && !strcmp(e->shapes, shapes))
+            return c->slot[h] - 1;
+        h = (h + 1) & (c->nslot - 1);
+    }
+    if (c->n == c->cap) {
+        int nc = c->cap ? 2 * c->cap : 256;
+        entry *ne = realloc(c->e, (size_t)nc * sizeof *ne);
+        if (!ne) return -1;
+        c->e = ne;
+        c->cap = nc;
+    }
+    entry *e = &c->e[c->n];
+    memset(e, 0, sizeof *e);
+    e->model = r->model;
+    e->shapes = shapes;
+    e->batch = r->batch;
+    c->slot[h] = c->n + 1;
+    return c->n++;
+}
+
+/* Copies s into out[n], cut short if it does not fit. */
+static void copy_cut(char *out, size_t n, const char *s)
+{
+    size_t l = strlen(s);
+    if (l >= n) l = n - 1;
+    memcpy(out, s, l);
+    out[l] = '\0';
+}
+
+/* Builds an entry's sample on device (once). Failures are recorded in the entry, not returned:
+ * the caller counts them; only OOM and a device without latency stop the fit. */
+static perfpred_status entry_build(const perfpred_ctx *ctx, entry *e, const pp_net_row *r,
+                                   const char *table_path, const char *device, char *fail,
+                                   size_t fail_n, pp_err *err)
+{
+    if (e->state != ENT_NEW) return PERFPRED_OK;
+    pp_err e2 = {0};
+    pp_graph *g = NULL;
+    perfpred_status st = pp_net_row_graph(r, table_path, &g, &e2);
+    if (st == PERFPRED_ERR_UNSUPPORTED && pp_net_ref_is_builtin(r->model) &&
+        (strstr(r->model, ";fold") || strstr(r->model, ";prune"))) {
+        e->state = ENT_CONSTANT;
+        return PERFPRED_OK;
+    }
+    if (st == PERFPRED_ERR_NOMEM) return pp_err_set(err, st, "%s", e2.msg);
+    if (st) {
+        e->state = ENT_FAILED;
+        if (fail && !fail[0]) copy_cut(fail, fail_n, e2.msg);
+        return PERFPRED_OK;
+    }
+    perfpred_model *m = pp_model_wrap(g);
+    if (!m) {
+        pp_graph_free(g);
+        return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+    }
+    st = pp_fitnet_sample(ctx, m, device, &e->s, &e->layer_ms, &e->layer_mj, &e2);
+    perfpred_model_free(m);
+    if (st == PERFPRED_ERR_DEVICE || st == PERFPRED_ERR_NOMEM) return pp_err_set(err, st, "%s", e2.msg);
+    if (st) {
+        e->state = ENT_FAILED;
+        if (fail && !fail[0]) copy_cut(fail, fail_n, e2.msg);
+        return PERFPRED_OK;
+    }
+    e->state = ENT_OK;
+    return PERFPRED_OK;
+}
+
+/* ---------------------------------------------------------------- parameters ---- */
+
+pp_fitnet_params pp_fitnet_default_params(void)
+{
+    pp_fitnet_params p;
+    memset(&p, 0, sizeof p);
+    p.max_train = 2500;
+    p.max_val = 400;
+    p.max_heldout = 0;
+    p.heldout_pct = 10;
+    p.val_pct = 10;
+    p.direct_ablation = 1;
+    p.write_artifacts = 1;
+    p.gnn = pp_gnn_default_params();
+    p.gnn.lr = 2e-3;
+    p.gnn.epochs = 60;
+    p.gnn.batch = 32;
+    p.gnn.patience = 15;
+    p.gnn.nthreads = 2;
+    return p;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Bucket 0..99 of a row: its family's hash bucket, else a hash of the family name. */
+static int row_bucket(const pp_net_row *r)
+{
+    int b = pp_net_family_bucket(r->family);
+    return b >= 0 ? b : (int)(fnv(r->family ? r->family : "", FNV0) % 100);
+}
+
+typedef struct keyed {
+    uint64_t key;
+    int idx;
+} keyed;
+
+static int cmp_keyed(const void *a, const void *b)
+{
+    const keyed *x = a, *y = b;
+    if (x->key != y->key) return x->key < y->key ? -1 : 1;
+    return x->idx - y->idx;
+}
+
+/* Deterministic subset: rows ordered by a seeded hash of their model ref, first max kept. */
+static int pick(const pp_net_row *rows, const int *idx, int n, int max, uint64_t seed, int *out)
+{
+    keyed *k = malloc(((size_t)n + 1) * sizeof *k);
+    if (!k) return -1;
+    for (int i = 0; i < n; i++) {
+        k[i].key = fnv(rows[idx[i]].model, FNV0 ^ (seed * 0x9e3779b97f4a7c15ull));
+        k[i].idx = idx[i];
+    }
+    qsort(k, (size_t)n, sizeof *k, cmp_keyed);
+    int m = (max > 0 && max < n) ? max : n;
+    for (int i = 0; i < m; i++) out[i] = k[i].idx;
+    free(k);
+    return m;
+}
+
+static perfpred_status open_ctx(const char *config_dir, perfpred_ctx **ctx, pp_err *err)
+{
+    perfpred_ctx_params cp = perfpred_ctx_default_params();
+    cp.config_dir = config_dir;
+    perfpred_status st;
+    char msg[PP_ERR_MSG];
+    *ctx = perfpred_ctx_open(&cp, &st, msg, sizeof msg);
+    return *ctx ? PERFPRED_OK : pp_err_set(err, st, "%s", msg);
+}
+
+static int mkdir_p(const char *dir)
+{
+    char buf[1024];
+    if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf) return -1;
+    for (char *p = buf + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(buf, 0777) && errno != EEXIST) return -1;
+            *p = '/';
+        }
+    return (mkdir(buf, 0777) && errno != EEXIST) ? -1 : 0;
+}
+
+/* ------------------------------------------------------------- the device fit ---- */
+
+typedef struct fit_set {
+    int *train, *val, *held;      /* entry-sample indices into the sample array */
+    int n_train, n_val, n_held;
+} fit_set;
+
+/* Metrics of the three ablation rows for target t on held-out samples. */
+static perfpred_status eval_heldout(const pp_gnn *corr, const pp_gnn *direct,
+                                    const pp_gnn_graph *samples, const double *base,
+                                    const double *meas_t, const int *held, int n_held, int t,
+                                    pp_fitnet_target_report *tr, pp_err *err)
+{
+    double *p_sum = malloc(((size_t)n_held + 1) * 3 * sizeof(double));
+    double *meas = malloc(((size_t)n_held + 1) * sizeof(double));
+    if (!p_sum || !meas) {
+        free(p_sum);
+        free(meas);
+        return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+    }
+    double *p_cor = p_sum + n_held, *p_dir = p_cor + n_held;
+    int n = 0;
+    perfpred_status st = PERFPRED_OK;
+    for (int i = 0; i < n_held && !st; i++) {
+        int s = held[i];
+        if (!samples[s].mask[t]) continue;
+        double o[PP_GNN_MAX_TARGETS], od[PP_GNN_MAX_TARGETS];
+        if ((st = pp_gnn_forward(corr, &samples[s], o, err))) break;
+        p_sum[n] = base[s];
+        p_cor[n] = base[s] * exp(o[t]);
+        if (direct) {
+            if ((st = pp_gnn_forward(direct, &samples[s], od, err))) break;
+            p_dir[n] = exp(od[t]);
+        }
+        meas[n] = meas_t[s];
+        n++;
+    }
+    if (!st && n > 0) {
+        st = pp_metrics_compute(p_sum, meas, n, &tr->layer_sum, err);
+        if (!st) st = pp_metrics_compute(p_cor, meas, n, &tr->corrected, err);
+        if (!st && direct) st = pp_metrics_compute(p_dir, meas, n, &tr->direct, err);
+    }
+    tr->n_heldout = n;
+    free(p_sum);
+    free(meas);
+    return st;
+}
+
+static int count_target(const pp_gnn_graph *s, const int *idx, int n, int t)
+{
+    int c = 0;
+    for (int i = 0; i < n; i++) c += s[idx[i]].mask[t] != 0;
+    return c;
+}
+
+static void add_metrics(cJSON *o, const char *name, const pp_metrics *m)
+{
+    cJSON *x = cJSON_AddObjectToObject(o, name);
+    if (!x) return;
+    cJSON_AddNumberToObject(x, "n", m->n);
+    cJSON_AddNumberToObject(x, "mape_pct", m->mape_pct);
+    cJSON_AddNumberToObject(x, "rmspe_pct", m->rmspe_pct);
+    cJSON_AddNumberToObject(x, "within10_pct", m->within10_pct);
+    cJSON_AddNumberToObject(x, "spearman", isnan(m->spearman) ? -2.0 : m->spearman);
+}
+
+/* out_dir/gnn-latency.eval.json: the held-out ablation and how the inputs were formed. */
+static perfpred_status write_eval(const char *path, const char *device,
+                                  const perfpred_device_info *info, const pp_fitnet_report *r,
+                                  const pp_fitnet_params *p, pp_err *err)
+{
+    cJSON *root = cJSON_CreateObject();
+    if (!root) return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+    cJSON_AddStringToObject(root, "format", "perfpred-gnn-eval");
+    cJSON_AddNumberToObject(root, "version", 1);
+    cJSON_AddStringToObject(root, "device", device);
+    cJSON_AddStringToObject(root, "data", p->data_desc ? p->data_desc : "");
+    cJSON *in = cJSON_AddObjectToObject(root, "inputs");
+    if (in) {
+        cJSON_AddStringToObject(in, "node_features",
+                                "pp_gnn_sample_from_graph: pp_feat_vector, one-hot op kind, "
+                                "log(1 + 1000 * per-node ms); per-node ms = perfpred_predict "
+                                "kernel latency on its first_node, 0 elsewhere");
+        cJSON_AddStringToObject(in, "globals",
+                                "pp_fitnet_globals: log batch, log1p MACs, log1p params, log1p "
+                                "activation bytes, log peak TFLOP/s, log bandwidth GB/s, log layer "
+                                "sum ms");
+        cJSON_AddNumberToObject(in, "peak_tflops", info->peak_tflops);
+        cJSON_AddNumberToObject(in, "bandwidth_gbs", info->memory_bandwidth_gbs);
+        cJSON_AddStringToObject(in, "layer_sum_source", info->calibrated_latency
+                                                            ? "calibrated layer models"
+                                                            : "roofline estimate (uncalibrated)");
+        cJSON_AddStringToObject(in, "apply", "latency = layer_sum * exp(output[0]); energy (J) = "
+                                             "energy_base_mJ * exp(output[1]) / 1000");
+        cJSON_AddStringToObject(in, "energy_base", r->energy_base ? r->energy_base : "");
+    }
+    cJSON_AddNumberToObject(root, "rows", r->n_rows);
+    cJSON_AddNumberToObject(root, "rows_used", r->n_used);
+    cJSON_AddNumberToObject(root, "rows_constant", r->n_constant);
+    cJSON_AddNumberToObject(root, "rows_failed", r->n_failed);
+    static const char *const tn[2] = {"latency", "energy"};
+    cJSON *ts = cJSON_AddObjectToObject(root, "heldout");
+    for (int t = 0; ts && t < 2; t++) {
+        const pp_fitnet_target_report *tr = &r->target[t];
+        if (!tr->present) continue;
+        cJSON *o = cJSON_AddObjectToObject(ts, tn[t]);
+        if (!o) continue;
+        cJSON_AddNumberToObject(o, "n_train", tr->n_train);
+        cJSON_AddNumberToObject(o, "n_val", tr->n_val);
+        add_metrics(o, "layer_sum", &tr->layer_sum);
+        if (tr->direct.n) add_metrics(o, "gnn_direct", &tr->direct);
+        add_metrics(o, "layer_sum_x_correction", &tr->corrected);
+    }
+    cJSON_AddNumberToObject(root, "train_seconds", r->seconds_train);
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!text) return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+    perfpred_status st = pp_write_file_atomic(path, text, strlen(text), err);
+    free(text);
+    return st;
+}
+
+perfpred_status pp_fit_networks(const char *device, const pp_net_row *rows, int n_rows,
+                                const pp_fitnet_params *params, const char *out_dir,
+                                pp_fitnet_report *report, pp_err *err)
+{
+    pp_fitnet_params p = params ? *params : pp_fitnet_default_params();
+    pp_fitnet_report rep_local, *rep = report ? report : &rep_local;
+    memset(rep, 0, sizeof *rep);
+    double t0 = now_s();
+    if (!device || !rows || n_rows < 0)
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "fit networks: NULL device or rows");
+    if (p.heldout_pct < 1 || p.val_pct < 1 || p.heldout_pct + p.val_pct > 90)
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                          "fit networks: heldout_pct %d and val_pct %d must be >= 1 and sum <= 90",
+                          p.heldout_pct, p.val_pct);
+    perfpred_status st = pp_gnn_check_params(&p.gnn, err);
+    if (st) return st;
+    perfpred_ctx *ctx;
+    if ((st = open_ctx(p.config_dir, &ctx, err))) return st;
+    perfpred_device_info info;
+    if (perfpred_device_find(ctx, device, &info)) {
+        perfpred_ctx_close(ctx);
+        return pp_err_set(err, PERFPRED_ERR_DEVICE, "fit networks: unknown device '%s'", device);
+    }
+    const char *dev = info.name;
+
+    /* rows of the device, split by family bucket */
+    int *split_idx[3] = {NULL, NULL, NULL}, split_n[3] = {0, 0, 0};
+    int *chosen = NULL, n_chosen = 0, *ent_of = NULL, *samp_of_ent = NULL;
+    pp_gnn_graph *samples = NULL, *direct_s = NULL;
+    double *base = NULL, *meas[2] = {NULL, NULL};
+    pp_gnn *corr = NULL, *dir = NULL;
+    int *lists = NULL;
+    cache c;
+    memset(&c, 0, sizeof c);
+    for (int s = 0; s < 3; s++)
+        if (!(split_idx[s] = malloc(((size_t)n_rows + 1) * sizeof(int)))) goto oom;
+    for (int i = 0; i < n_rows; i++) {
+        perfpred_device_info ri;
+        if (!rows[i].device || perfpred_device_find(ctx, rows[i].device, &ri) ||
+            strcmp(ri.name, dev) != 0)
+            continue;
+        rep->n_rows++;
+        int b = row_bucket(&rows[i]);
+        int s = b < p.heldout_pct ? 2 : b < p.heldout_pct + p.val_pct ? 1 : 0;
+        split_idx[s][split_n[s]++] = i;
+    }
+    if (split_n[0] == 0 || split_n[2] == 0) {
+        st = pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                        "fit networks: device '%s' has %d training and %d held-out rows among %d "
+                        "given; need both",
+                        dev, split_n[0], split_n[2], n_rows);
+        goto done;
+    }
+    int caps[3] = {p.max_train, p.max_val, p.max_heldout};
+    for (int s = 0; s < 3; s++) {
+        int m = pick(rows, split_idx[s], split_n[s], caps[s], p.gnn.seed + (uint64_t)s, split_idx[s]);
+        if (m < 0) goto oom;
+        split_n[s] = m;
+    }
+
+    /* samples, one per distinct network */
+    double ts0 = now_s();
+    n_chosen = split_n[0] + split_n[1] + split_n[2];
+    chosen = malloc(((size_t)n_chosen + 1) * sizeof *chosen);
+    ent_of = malloc(((size_t)n_chosen + 1) * sizeof *ent_of);
+    if (!chosen || !ent_of) goto oom;
+    int k = 0;
+    for (int s = 0; s < 3; s++)
+        for (int i = 0; i < split_n[s]; i++) chosen[k++] = split_idx[s][i];
+    for (int i = 0; i < n_chosen; i++) {
+        const pp_net_row *r = &rows[chosen[i]];
+        int e = cache_get(&c, r);
+        if (e < 0) goto oom;
+        ent_of[i] = e;
+        if ((st = entry_build(ctx, &c.e[e], r, p.table_path, dev, rep->first_failure,
+                              sizeof rep->first_failure, err)))
+            goto done;
+    }
+    rep->seconds_samples = now_s() - ts0;
+    /* per-row samples: shallow copies of the entry's arrays, with the row's targets */
+    samples = calloc((size_t)n_chosen + 1, sizeof *samples);
+    direct_s = calloc((size_t)n_chosen + 1, sizeof *direct_s);
+    base = calloc(((size_t)n_chosen + 1) * 2, sizeof *base);
+    meas[0] = calloc((size_t)n_chosen + 1, sizeof(double));
+    meas[1] = calloc((size_t)n_chosen + 1, sizeof(double));
+    samp_of_ent = malloc(((size_t)c.n + 1) * sizeof(int));
+    if (!samples || !direct_s || !base || !meas[0] || !meas[1] || !samp_of_ent) goto oom;
+    double *ebase = base + n_chosen + 1; /* energy base in mJ */
+    int have_energy = 0, any_calib_energy = 0;
+    fit_set fs = {NULL, NULL, NULL, 0, 0, 0};
+    lists = malloc(((size_t)n_chosen + 1) * sizeof(int));
+    if (!lists) goto oom;
+    fs.train = lists;
+    int n_s = 0, pos = 0;
+    for (int s = 0; s < 3; s++) {
+        int *dst = lists + n_s, cnt = 0;
+        for (int i = 0; i < split_n[s]; i++, pos++) {
+            const pp_net_row *r = &rows[chosen[pos]];
+            entry *e = &c.e[ent_of[pos]];
+            if (e->state == ENT_CONSTANT) {
+                rep->n_constant++;
+                continue;
+            }
+            if (e->state != ENT_OK) {
+                rep->n_failed++;
+                continue;
+            }
+            pp_gnn_graph *g = &samples[n_s + cnt];
+            *g = e->s;
+            g->mem = NULL; /* the cache owns the arrays */
+            memset(g->mask, 0, sizeof g->mask);
+            base[n_s + cnt] = e->layer_ms;
+            g->y[0] = (float)log(r->latency_ms / e->layer_ms);
+            g->mask[0] = 1;
+            meas[0][n_s + cnt] = r->latency_ms;
+            if (isfinite(r->energy_j) && r->energy_j > 0) {
+                double eb = (isfinite(e->layer_mj) && e->layer_mj > 0) ? e->layer_mj : e->layer_ms;
+                any_calib_energy |= isfinite(e->layer_mj) && e->layer_mj > 0;
+                ebase[n_s + cnt] = eb;
+                meas[1][n_s + cnt] = r->energy_j * 1e3;
+                g->y[1] = (float)log(r->energy_j * 1e3 / eb);
+                g->mask[1] = 1;
+                have_energy = 1;
+            }
+            direct_s[n_s + cnt] = *g;
+            direct_s[n_s + cnt].y[0] = (float)log(r->latency_ms);
+            if (g->mask[1]) direct_s[n_s + cnt].y[1] = (float)log(r->energy_j * 1e3);
+            cnt++;
+        }
+        if (s == 0) fs.n_train = cnt;
+        if (s == 1) {
+            fs.val = dst;
+            fs.n_val = cnt;
+        }
+        if (s == 2) {
+            fs.held = dst;
+            fs.n_held = cnt;
+        }
+        for (int i = 0; i < cnt; i++) dst[i] = n_s + i;
+        n_s += cnt;
+    }
+    rep->n_used = n_s;
+    rep->energy_base = !have_energy ? NULL
+                       : any_calib_energy
+                           ? "the predictor's energy (descriptor power model)"
+                           : "layer-sum latency x 1 W (the descriptor has no power model): the "
+                             "correction carries the board's average power";
+    {
+        int seen_n = 0;
+        for (int i = 0; i < c.n; i++) samp_of_ent[i] = 0;
+        for (int i = 0; i < n_chosen; i++)
+            if (c.e[ent_of[i]].state == ENT_OK && !samp_of_ent[ent_of[i]]++) seen_n++;
+        rep->n_archs = seen_n;
+    }
+    if (fs.n_train < 2 || fs.n_held < 1) {
+        st = pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                        "fit networks: '%s': %d usable training and %d held-out rows (%d constant, "
+                        "%d failed%s%s)",
+                        dev, fs.n_train, fs.n_held, rep->n_constant, rep->n_failed,
+                        rep->first_failure[0] ? ": " : "", rep->first_failure);
+        goto done;
+    }
+    int T = have_energy ? 2 : 1;
+    double tt0 = now_s();
+    st = pp_gnn_new(PP_GNN_GRAPH_NODE_FEAT, PP_GNN_GRAPH_EDGE_FEAT, PP_FITNET_N_GLOBALS, T, &p.gnn,
+                    &corr, err);
+    if (!st)
+        st = pp_gnn_train(corr, samples, n_s, fs.train, fs.n_train, fs.val, fs.n_val, &rep->gnn,
+                          err);
+    rep->seconds_train = now_s() - tt0;
+    if (!st && p.direct_ablation) {
+        tt0 = now_s();
+        st = pp_gnn_new(PP_GNN_GRAPH_NODE_FEAT, PP_GNN_GRAPH_EDGE_FEAT, PP_FITNET_N_GLOBALS, T,
+                        &p.gnn, &dir, err);
+        if (!st)
+            st = pp_gnn_train(dir, direct_s, n_s, fs.train, fs.n_train, fs.val, fs.n_val,
+                              &rep->gnn_direct, err);
+        rep->seconds_train_direct = now_s() - tt0;
+    }
+    for (int t = 0; !st && t < T; t++) {
+        pp_fitnet_target_report *tr = &rep->target[t];
+        tr->present = 1;
+        tr->n_train = count_target(samples, fs.train, fs.n_train, t);
+        tr->n_val = count_target(samples, fs.val, fs.n_val, t);
+        st = eval_heldout(corr, dir, samples, t == 0 ? base : ebase, meas[t], fs.held, fs.n_held,
+                          t, tr, err);
+    }
+    pp_log(&p.log, PERFPRED_LOG_INFO,
+           "fit networks %s: %d rows, %d used (%d train, %d val, %d held out), %d constant, %d "
+           "failed; samples %.1f s, training %.1f s + %.1f s",
+           dev, rep->n_rows, rep->n_used, fs.n_train, fs.n_val, fs.n_held, rep->n_constant,
+           rep->n_failed, rep->seconds_samples, rep->seconds_train, rep->seconds_train_direct);
+    if (!st && p.write_artifacts) {
+        if (!out_dir || mkdir_p(out_dir)) {
+            st = pp_err_set(err, PERFPRED_ERR_IO, "fit networks: cannot create '%s'",
+                            out_dir ? out_dir : "(null)");
+        } else {
+            char split[512], evalp[1100];
+            snprintf(split, sizeof split,
+                     "held-out architectures: family hash buckets [0, %d) (%d rows, never trained "
+                     "on); validation (early stopping): buckets [%d, %d) (%d rows); training: the "
+                     "rest (%d rows), at most %d, chosen by seeded hash of the model ref",
+                     p.heldout_pct, fs.n_held, p.heldout_pct, p.heldout_pct + p.val_pct, fs.n_val,
+                     fs.n_train, p.max_train);
+            pp_gnn_provenance prov = {p.data_desc ? p.data_desc : "", split,
+                                      {"latency", have_energy ? "energy" : NULL, NULL}};
+            snprintf(rep->weights_path, sizeof rep->weights_path, "%s/gnn-latency.bin", out_dir);
+            snprintf(rep->manifest_path, sizeof rep->manifest_path, "%s/gnn-latency.json",
+                     out_dir);
+            snprintf(evalp, sizeof evalp, "%s/gnn-latency.eval.json", out_dir);
+            st = pp_gnn_save(corr, rep->weights_path, rep->manifest_path, &prov, err);
+            if (!st) st = write_eval(evalp, dev, &info, rep, &p, err);
+        }
+    }
+    goto done;
+oom:
+    st = pp_err_set(err, PERFPRED_ERR_NOMEM, "fit networks: out of memory");
+done:
+    rep->seconds_total = now_s() - t0;
+    pp_gnn_free(corr);
+    pp_gnn_free(dir);
+    free(samples);
+    free(direct_s);
+    free(base);
+    free(meas[0]);
+    free(meas[1]);
+    free(samp_of_ent);
+    free(lists);
+    free(chosen);
+    free(ent_of);
+    for (int s = 0; s < 3; s++) free(split_idx[s]);
+    cache_free(&c);
+    perfpred_ctx_close(ctx);
+    return st;
+}
+
+/* ------------------------------------------------------- judging a saved artifact ---- */
+
+perfpred_status pp_eval_networks(const char *device, const pp_net_row *rows, int n_rows,
+                                 const pp_fitnet_params *params, const char *artifact_dir,
+                                 pp_fitnet_report *report, pp_err *err)
+{
+    pp_fitnet_params p = params ? *params : pp_fitnet_default_params();
+    pp_fitnet_report rep_local, *rep = report ? report : &rep_local;
+    memset(rep, 0, sizeof *rep);
+    double t0 = now_s();
+    if (!device || !rows || !artifact_dir || n_rows < 0)
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "eval networks: NULL argument");
+    snprintf(rep->weights_path, sizeof rep->weights_path, "%s/gnn-latency.bin", artifact_dir);
+    snprintf(rep->manifest_path, sizeof rep->manifest_path, "%s/gnn-latency.json", artifact_dir);
+    pp_gnn *g = NULL;
+    perfpred_status st = pp_gnn_load(rep->weights_path, rep->manifest_path, &g, err);
+    if (st) return st;
+    if (g->n_globals != PP_FITNET_N_GLOBALS || g->n_feat != PP_GNN_GRAPH_NODE_FEAT) {
+        st = pp_err_set(err, PERFPRED_ERR_MODEL,
+                        "%s: %d globals and %d node features, the correction takes %d and %d",
+                        rep->weights_path, g->n_globals, g->n_feat, PP_FITNET_N_GLOBALS,
+                        PP_GNN_GRAPH_NODE_FEAT);
+        pp_gnn_free(g);
+        return st;
+    }
+    perfpred_ctx *ctx;
+    if ((st = open_ctx(p.config_dir, &ctx, err))) {
+        pp_gnn_free(g);
+        return st;
+    }
+    perfpred_device_info info;
+    cache c;
+    memset(&c, 0, sizeof c);
+    pp_gnn_graph *smp = NULL;
+    double *base = NULL, *meas[2] = {NULL, NULL};
+    int *held = NULL, n = 0, have_energy = 0;
+    if (perfpred_device_find(ctx, device, &info)) {
+        st = pp_err_set(err, PERFPRED_ERR_DEVICE, "eval networks: unknown device '%s'", device);
+        goto done;
+    }
+    smp = calloc((size_t)n_rows + 1, sizeof *smp);
+    base = calloc(((size_t)n_rows + 1) * 2, sizeof *base);
+    meas[0] = calloc((size_t)n_rows + 1, sizeof(double));
+    meas[1] = calloc((size_t)n_rows + 1, sizeof(double));
+    held = malloc(((size_t)n_rows + 1) * sizeof *held);
+    if (!smp || !base || !meas[0] || !meas[1] || !held) {
+        st = pp_err_set(err, PERFPRED_ERR_NOMEM, "eval networks: out of memory");
+        goto done;
+    }
+    double *ebase = base + n_rows + 1;
+    int n_held = 0;
+    for (int i = 0; i < n_rows; i++) {
+        const pp_net_row *r = &rows[i];
+        perfpred_device_info ri;
+        if (!r->device || perfpred_device_find(ctx, r->device, &ri) || strcmp(ri.name, info.name))
+            continue;
+        rep->n_rows++;
+        if (row_bucket(r) < p.heldout_pct) held[n_held++] = i; /* held-out families only */
+    }
+    /* the subset pp_fit_networks evaluates with the same max_heldout and seed */
+    if ((n_held = pick(rows, held, n_held, p.max_heldout, p.gnn.seed + 2, held)) < 0) {
+        st = pp_err_set(err, PERFPRED_ERR_NOMEM, "eval networks: out of memory");
+        goto done;
+    }
+    for (int h = 0; h < n_held; h++) {
+        const pp_net_row *r = &rows[held[h]];
+        int e = cache_get(&c, r);
+        if (e < 0) {
+            st = pp_err_set(err, PERFPRED_ERR_NOMEM, "eval networks: out of memory");
+            goto done;
+        }
+        if ((st = entry_build(ctx, &c.e[e], r, p.table_path, info.name, rep->first_failure,
+                              sizeof rep->first_failure, err)))
+            goto done;
+        if (c.e[e].state == ENT_CONSTANT) rep->n_constant++;
+        if (c.e[e].state == ENT_FAILED) rep->n_failed++;
+        if (c.e[e].state != ENT_OK) continue;
+        smp[n] = c.e[e].s;
+        smp[n].mem = NULL;
+        memset(smp[n].mask, 0, sizeof smp[n].mask);
+        smp[n].mask[0] = 1;
+        base[n] = c.e[e].layer_ms;
+        meas[0][n] = r->latency_ms;
+        if (g->n_targets > 1 && isfinite(r->energy_j) && r->energy_j > 0) {
+            double lm = c.e[e].layer_mj;
+            ebase[n] = (isfinite(lm) && lm > 0) ? lm : c.e[e].layer_ms;
+            meas[1][n] = r->energy_j * 1e3;
+            smp[n].mask[1] = 1;
+            have_energy = 1;
+        }
+        n++;
+    }
+    for (int i = 0; i < n; i++) held[i] = i;
+    rep->n_used = n;
+    if (n < 1) {
+        st = pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                        "eval networks: no held-out row of '%s' to judge (%d rows, %d constant, "
+                        "%d failed)",
+                        info.name, rep->n_rows, rep->n_constant, rep->n_failed);
+        goto done;
+    }
+    for (int t = 0; t < (have_energy ? 2 : 1) && !st; t++) {
+        rep->target[t].present = 1;
+        st = eval_heldout(g, NULL, smp, t == 0 ? base : ebase, meas[t], held, n, t,
+                          &rep->target[t], err);
+    }
+done:
+    rep->seconds_total = now_s() - t0;
+    free(smp);
+    free(base);
+    free(meas[0]);
+    free(meas[1]);
+    free(held);
+    cache_free(&c);
+    perfpred_ctx_close(ctx);
+    pp_gnn_free(g);
+    return st;
+}
+
+/* ---------------------------------------------------------------- few-shot ---- */
+
+/* The architecture a row names, without deployment options: "nb201:<cell>@cifar10". */
+static void arch_key(const char *model, char *out, size_t n)
+{
+    size_t l = strcspn(model, ";");
+    if (!pp_net_ref_is_builtin(model)) l = strlen(model);
+    if (l >= n) l = n - 1;
+    memcpy(out, model, l);
+    out[l] = '\0';
+}
+
+typedef struct fs_row {
+    int row;          /* index into rows */
+    int dev;          /* 0 = target, 1.. = pretrain devices */
+    uint64_t arch;    /* hash of arch_key */
+} fs_row;
+
+/* log(measured / reference layer sum) of row r on its entry, NaN when unusable. */
+static double fs_ratio(const cache *c, int ent, const pp_net_row *r)
+{
+    const entry *e = &c->e[ent];
+    if (e->state != ENT_OK || !(e->layer_ms > 0)) return NAN;
+    return log(r->latency_ms / e->layer_ms);
+}
+
+/* Fine-tuning on the shots: Adam from the pretrained weights with an L2 pull back to them
+ * (w -= lr (mhat / (sqrt(vhat) + eps) + pull (w - w0))), full batch, a fixed number of steps. */
+static perfpred_status fine_tune(pp_gnn *g, const pp_gnn_graph *s, const int *idx, int n, int steps,
+                                 double lr, double pull, pp_err *err)
+{
+    size_t np = g->n_params;
+    float *w0 = malloc(np * sizeof *w0), *m = calloc(np, sizeof *m), *v = calloc(np, sizeof *v);
+    if (!w0 || !m || !v) {
+        free(w0);
+        free(m);
+        free(v);
+        return pp_err_set(err, PERFPRED_ERR_NOMEM, "fine-tune: out of memory");
+    }
+    memcpy(w0, g->w, np * sizeof *w0);
+    perfpred_status st = PERFPRED_OK;
+    for (int t = 1; t <= steps && !st; t++) {
+        double loss;
+        if ((st = pp_gnn_loss_grad(g, s, idx, n, &loss, err))) break;
+        double c1 = 1.0 / (1.0 - pow(0.9, t)), c2 = 1.0 / (1.0 - pow(0.999, t));
+        for (size_t i = 0; i < np; i++) {
+            float gr = g->grad[i];
+            m[i] = 0.9f * m[i] + 0.1f * gr;
+            v[i] = 0.999f * v[i] + 0.001f * gr * gr;
+            double step = (m[i] * c1) / (sqrt(v[i] * c2) + 1e-8) + pull * (g->w[i] - w0[i]);
+            g->w[i] -= (float)(lr * step);
+        }
+    }
+    free(w0);
+    free(m);
+    free(v);
+    return st;
+}
+
+static perfpred_status fs_metrics(const pp_gnn *g, const pp_gnn_graph *s, const int *idx, int n,
+                                  const double *base, const double *meas, double offset,
+                                  pp_metrics *out, pp_err *err)
+{
+    double *pred = malloc(((size_t)n + 1) * sizeof *pred), *ms = malloc(((size_t)n + 1) * sizeof *ms);
+    if (!pred || !ms) {
+        free(pred);
+        free(ms);
+        return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+    }
+    perfpred_status st = PERFPRED_OK;
+    for (int i = 0; i < n && !st; i++) {
+        double o[PP_GNN_MAX_TARGETS];
+        st = pp_gnn_forward(g, &s[idx[i]], o, err);
+        pred[i] = base[idx[i]] * exp(o[0] + offset);
+        ms[i] = meas[idx[i]];
+    }
+    if (!st) st = pp_metrics_compute(pred, ms, n, out, err);
+    free(pred);
+    free(ms);
+    return st;
+}
+
+perfpred_status pp_fit_networks_fewshot(const char *target_device, int n_shots,
+                                        const char *const *pretrain_devices, int n_pretrain,
+                                        const pp_net_row *rows, int n_rows,
+                                        const pp_fitnet_params *params, pp_fewshot_report *report,
+                                        pp_err *err)
+{
+    pp_fitnet_params p = params ? *params : pp_fitnet_default_params();
+    pp_fewshot_report rep_local, *rep = report ? report : &rep_local;
+    memset(rep, 0, sizeof *rep);
+    double t0 = now_s();
+    if (!target_device || !rows || n_shots < 2 || n_shots > 256 || n_pretrain < 1 ||
+        n_pretrain > 64 || !pretrain_devices)
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                          "few-shot: need a target, 2..256 shots and 1..64 pretraining devices");
+    perfpred_status st = pp_gnn_check_params(&p.gnn, err);
+    if (st) return st;
+    perfpred_ctx *ctx;
+    if ((st = open_ctx(p.config_dir, &ctx, err))) return st;
+    const int nd = n_pretrain + 1;
+    const char *dev[65];
+    perfpred_device_info info[65];
+    for (int d = 0; d < nd; d++) {
+        const char *name = d == 0 ? target_device : pretrain_devices[d - 1];
+        if (!name || perfpred_device_find(ctx, name, &info[d])) {
+            perfpred_ctx_close(ctx);
+            return pp_err_set(err, PERFPRED_ERR_DEVICE, "few-shot: unknown device '%s'",
+                              name ? name : "(null)");
+        }
+        dev[d] = info[d].name;
+    }
+    fs_row *fr = malloc(((size_t)n_rows + 1) * sizeof *fr);
+    int n_fr = 0, *shots = NULL, *evalr = NULL, *pre = NULL, *val = NULL, *ent = NULL;
+    pp_gnn_graph *smp = NULL;
+    float *glob = NULL;
+    double *base = NULL, *meas = NULL, offset[65];
+    uint64_t *shot_arch = NULL;
+    pp_gnn *g = NULL;
+    cache c;
+    memset(&c, 0, sizeof c);
+    const char *ref_dev = NULL;
+    if (!fr) goto oom;
+    /* a device is one (descriptor, batch): every row must share the target's batch */
+    int64_t batch = -1;
+    for (int i = 0; i < n_rows && batch < 0; i++) {
+        perfpred_device_info ri;
+        if (rows[i].device && !perfpred_device_find(ctx, rows[i].device, &ri) &&
+            !strcmp(ri.name, dev[0]))
+            batch = rows[i].batch;
+    }
+    for (int i = 0; i < n_rows; i++) {
+        perfpred_device_info ri;
+        if (!rows[i].device || rows[i].batch != batch ||
+            perfpred_device_find(ctx, rows[i].device, &ri))
+            continue;
+        for (int d = 0; d < nd; d++)
+            if (!strcmp(ri.name, dev[d])) {
+                char key[600];
+                arch_key(rows[i].model, key, sizeof key);
+                fr[n_fr].row = i;
+                fr[n_fr].dev = d;
+                fr[n_fr].arch = fnv(key, FNV0);
+                n_fr++;
+                break;
+            }
+    }
+    /* the reference device whose layer times every sample carries: the first (target, then the
+     * pretraining devices in order) whose first buildable row gets a layer sum */
+    for (int d = 0; d < nd && !ref_dev; d++) {
+        for (int k = 0; k < n_fr && !ref_dev; k++) {
+            if (fr[k].dev != d) continue;
+            int e = cache_get(&c, &rows[fr[k].row]);
+            if (e < 0) goto oom;
+            pp_err e2 = {0};
+            st = entry_build(ctx, &c.e[e], &rows[fr[k].row], p.table_path, dev[d], NULL, 0, &e2);
+            if (st == PERFPRED_ERR_DEVICE) {
+                st = PERFPRED_OK;
+                break; /* this device has no layer sum */
+            }
+            if (st) {
+                *err = e2;
+                goto done;
+            }
+            if (c.e[e].state == ENT_OK) ref_dev = dev[d];
+        }
+        if (!ref_dev) cache_free(&c); /* entries built on another device's layer times */
+    }
+    if (!ref_dev) {
+        st = pp_err_set(err, PERFPRED_ERR_DEVICE,
+                        "few-shot: neither the target nor a pretraining device gives a layer sum");
+        goto done;
+    }
+    rep->direct = strcmp(ref_dev, dev[0]) != 0;
+    /* samples for every candidate row (held-out buckets: target evaluation; others: pretraining) */
+    ent = malloc(((size_t)n_fr + 1) * sizeof *ent);
+    meas = malloc(((size_t)n_fr + 1) * sizeof *meas);
+    base = malloc(((size_t)n_fr + 1) * sizeof *base);
+    if (!ent || !meas || !base) goto oom;
+    /* pretraining rows: per device, the first max_train / n_pretrain architectures by hash */
+    int per_dev = p.max_train / n_pretrain > 8 ? p.max_train / n_pretrain : 8;
+    keyed *ord = malloc(((size_t)n_fr + 1) * sizeof *ord);
+    if (!ord) goto oom;
+    for (int k = 0; k < n_fr; k++) {
+        ord[k].key = fr[k].arch ^ (p.gnn.seed * 0x9e3779b97f4a7c15ull);
+        ord[k].idx = k;
+    }
+    qsort(ord, (size_t)n_fr, sizeof *ord, cmp_keyed);
+    int taken[65] = {0};
+    int *use = calloc((size_t)n_fr + 1, sizeof *use); /* 1 pretrain/shot candidate, 2 evaluation */
+    if (!use) {
+        free(ord);
+        goto oom;
+    }
+    for (int q = 0; q < n_fr; q++) {
+        int k = ord[q].idx, b = row_bucket(&rows[fr[k].row]);
+        if (fr[k].dev == 0) use[k] = b < p.heldout_pct ? 2 : 3; /* 3: shot candidate, lazily */
+        else if (b >= p.heldout_pct && taken[fr[k].dev] < per_dev) {
+            use[k] = 1;
+            taken[fr[k].dev]++;
+        }
+    }
+    free(ord);
+    for (int k = 0; k < n_fr; k++) {
+        ent[k] = -1;
+        if (!use[k] || use[k] == 3) continue;
+        const pp_net_row *r = &rows[fr[k].row];
+        int e = cache_get(&c, r);
+        if (e < 0) {
+            free(use);
+            goto oom;
+        }
+        if ((st = entry_build(ctx, &c.e[e], r, p.table_path, ref_dev, NULL, 0, err))) {
+            free(use);
+            goto done;
+        }
+        double lr = fs_ratio(&c, e, r);
+        if (!isfinite(lr)) continue;
+        ent[k] = e;
+        meas[k] = r->latency_ms;
+        base[k] = c.e[e].layer_ms;
+    }
+    /* shots: the first n_shots target architectures (hash order) measured on every device */
+    shot_arch = calloc((size_t)n_shots, sizeof *shot_arch);
+    double (*shot_val)[65] = calloc((size_t)n_shots, sizeof *shot_val);
+    shots = malloc((size_t)n_shots * sizeof *shots);
+    if (!shot_arch || !shot_val || !shots) {
+        free(use);
+        free(shot_val);
+        goto oom;
+    }
+    {
+        keyed *tk = malloc(((size_t)n_fr + 1) * sizeof *tk);
+        int nt = 0;
+        if (!tk) {
+            free(use);
+            free(shot_val);
+            goto oom;
+        }
+        for (int k = 0; k < n_fr; k++)
+            if (fr[k].dev == 0 && use[k] == 3) {
+                tk[nt].key = fr[k].arch ^ (p.gnn.seed * 0xd1b54a32d192ed03ull);
+                tk[nt++].idx = k;
+            }
+        qsort(tk, (size_t)nt, sizeof *tk, cmp_keyed);
+        for (int q = 0; q < nt && rep->n_shots < n_shots; q++) {
+            int k = tk[q].idx, ok = 1;
+            double v[65];
+            const pp_net_row *rk = &rows[fr[k].row];
+            int ek = cache_get(&c, rk);
+            if (ek < 0) {
+                free(tk);
+                free(use);
+                free(shot_val);
+                goto oom;
+            }
+            if ((st = entry_build(ctx, &c.e[ek], rk, p.table_path, ref_dev, NULL, 0, err))) {
+                free(tk);
+                free(use);
+                free(shot_val);
+                goto done;
+            }
+            v[0] = fs_ratio(&c, ek, rk);
+            ok = isfinite(v[0]);
+            for (int d = 1; d < nd && ok; d++) {
+                ok = 0;
+                for (int j = 0; j < n_fr; j++)
+                    if (fr[j].dev == d && fr[j].arch == fr[k].arch) {
+                        const pp_net_row *r = &rows[fr[j].row];
+                        int e = cache_get(&c, r);
+                        if (e < 0) {
+                            free(tk);
+                            free(use);
+                            free(shot_val);
+                            goto oom;
+                        }
+                        if ((st = entry_build(ctx, &c.e[e], r, p.table_path, ref_dev, NULL, 0,
+                                              err))) {
+                            free(tk);
+                            free(use);
+                            free(shot_val);
+                            goto done;
+                        }
+                        v[d] = fs_ratio(&c, e, r);
+                        ok = isfinite(v[d]);
+                        break;
+                    }
+            }
+            if (!ok) continue;
+            ent[k] = ek;
+            meas[k] = rk->latency_ms;
+            base[k] = c.e[ek].layer_ms;
+            use[k] = 1;
+            shots[rep->n_shots] = k;
+            shot_arch[rep->n_shots] = fr[k].arch;
+            for (int d = 0; d < nd; d++) shot_val[rep->n_shots][d] = v[d];
+            rep->n_shots++;
+        }
+        free(tk);
+    }
+    if (rep->n_shots < n_shots) {
+        free(use);
+        free(shot_val);
+        st = pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                        "few-shot: only %d of %d shot architectures are measured on every device",
+                        rep->n_shots, n_shots);
+        goto done;
+    }
+    /* hardware embedding: each device's shot log-ratios, centred; offset = their mean */
+    const int G = PP_FITNET_N_GLOBALS + n_shots;
+    for (int d = 0; d < nd; d++) {
+        double s = 0;
+        for (int q = 0; q < n_shots; q++) s += shot_val[q][d];
+        offset[d] = s / n_shots;
+    }
+    smp = calloc((size_t)n_fr + 1, sizeof *smp);
+    glob = malloc(((size_t)n_fr + 1) * (size_t)G * sizeof *glob);
+    pre = malloc(((size_t)n_fr + 1) * sizeof *pre);
+    val = malloc(((size_t)n_fr + 1) * sizeof *val);
+    evalr = malloc(((size_t)n_fr + 1) * sizeof *evalr);
+    if (!smp || !glob || !pre || !val || !evalr) {
+        free(use);
+        free(shot_val);
+        goto oom;
+    }
+    int n_pre = 0, n_val = 0, seen[65] = {0};
+    for (int k = 0; k < n_fr; k++) {
+        if (ent[k] < 0 || use[k] == 3) continue;
+        const entry *e = &c.e[ent[k]];
+        int d = fr[k].dev;
+        smp[k] = e->s;
+        smp[k].mem = NULL;
+        smp[k].n_globals = G;
+        float *u = glob + (size_t)k * (size_t)G;
+        for (int j = 0; j < PP_FITNET_N_GLOBALS; j++) u[j] = e->s.globals[j];
+        /* the sample's own device figures, not the reference device's */
+        u[4] = info[d].peak_tflops > 0 ? (float)log(info[d].peak_tflops) : 0.0f;
+        u[5] = info[d].memory_bandwidth_gbs > 0 ? (float)log(info[d].memory_bandwidth_gbs) : 0.0f;
+        for (int q = 0; q < n_shots; q++)
+            u[PP_FITNET_N_GLOBALS + q] = (float)(shot_val[q][d] - offset[d]);
+        smp[k].globals = u;
+        memset(smp[k].mask, 0, sizeof smp[k].mask);
+        smp[k].y[0] = (float)(fs_ratio(&c, ent[k], &rows[fr[k].row]) - offset[d]);
+        smp[k].mask[0] = 1;
+        if (d == 0) {
+            if (use[k] == 2) evalr[rep->n_eval++] = k;
+            continue;
+        }
+        if (!seen[d]++) rep->n_pretrain_devices++;
+        /* validation: one pretraining row in ten, by architecture hash */
+        if ((fr[k].arch >> 7) % 10 == 0) val[n_val++] = k;
+        else pre[n_pre++] = k;
+    }
+    free(use);
+    free(shot_val);
+    rep->n_pretrain_rows = n_pre + n_val;
+    if (n_pre < 2 || rep->n_eval < 2) {
+        st = pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                        "few-shot: %d pretraining and %d evaluation rows", n_pre, rep->n_eval);
+        goto done;
+    }
+    st = pp_gnn_new(PP_GNN_GRAPH_NODE_FEAT, PP_GNN_GRAPH_EDGE_FEAT, G, 1, &p.gnn, &g, err);
+    if (!st) st = pp_gnn_train(g, smp, n_fr, pre, n_pre, val, n_val, NULL, err);
+    if (!st) st = fs_metrics(g, smp, evalr, rep->n_eval, base, meas, offset[0], &rep->before, err);
+    if (!st) st = fine_tune(g, smp, shots, n_shots, 60, p.gnn.lr * 0.5, 1e-3, err);
+    if (!st) st = fs_metrics(g, smp, evalr, rep->n_eval, base, meas, offset[0], &rep->after, err);
+    if (!st && !rep->direct) {
+        double *ones = malloc(((size_t)rep->n_eval + 1) * sizeof *ones);
+        double *ms = malloc(((size_t)rep->n_eval + 1) * sizeof *ms);
+        if (!ones || !ms) st = pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+        for (int i = 0; !st && i < rep->n_eval; i++) {
+            ones[i] = base[evalr[i]];
+            ms[i] = meas[evalr[i]];
+        }
+        if (!st) st = pp_metrics_compute(ones, ms, rep->n_eval, &rep->layer_sum, err);
+        free(ones);
+        free(ms);
+    }
+    pp_log(&p.log, PERFPRED_LOG_INFO,
+           "few-shot %s: reference layer times from %s, %d pretraining rows on %d devices, %d "
+           "shots, %d evaluation rows",
+           dev[0], ref_dev, rep->n_pretrain_rows, rep->n_pretrain_devices, n_shots, rep->n_eval);
+    goto done;
+oom:
+    st = pp_err_set(err, PERFPRED_ERR_NOMEM, "few-shot: out of memory");
+done:
+    rep->seconds_total = now_s() - t0;
+    pp_gnn_free(g);
+    free(fr);
+    free(shots);
+    free(evalr);
+    free(pre);
+    free(val);
+    free(ent);
+    free(smp);
+    free(glob);
+    free(base);
+    free(meas);
+    free(shot_arch);
+    cache_free(&c);
+    perfpred_ctx_close(ctx);
+    return st;
+}

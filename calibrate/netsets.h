@@ -1,0 +1,202 @@
+/* calibrate/netsets.h: whole-network measurements of NAS search spaces and the graph-level
+ * correction trained on them. netsets.c resolves model refs ("nb201:...", "fbnet:...", "ofa:...",
+ * or an .onnx path) to analysed graphs and imports HELP, HW-NAS-Bench-360 and Eagle's LatBench
+ * into pp_net_row tables read in place; fit_networks.c trains the GNN correction of
+ * docs/networks.md (latency = layer sum x exp(correction)) per device, and its few-shot variant.
+ * Ownership: tables from the importers are the caller's (pp_net_table_free); graphs from the
+ * resolver are the caller's (pp_graph_free); reports are caller-owned structs. */
+#ifndef PP_NETSETS_H
+#define PP_NETSETS_H
+
+#include <stdint.h>
+
+#include "calibrate/calibrate.h"
+#include "graph/builders.h"
+#include "graph_gnn/graph_gnn.h"
+
+/* ------------------------------------------------------------------- model refs ---- */
+
+/* A ref names a network:
+ *   nb201:<cell>[@cifar10|cifar100|imagenet16|ninapro|darcy][;fold|;prune]   (default cifar10)
+ *   fbnet:<22 blocks>[@cifar100|imagenet]                              (default cifar100)
+ *   ofa:ks=<20>;e=<20>;d=<5>;r=<resolution>
+ *   <path>.onnx                                                        (pp_graph_load_full)
+ * ";fold" and ";prune" build the NB201 network as a converter leaves it (pp_nb201_mode).
+ * opts->batch (0 = 1) sets the batch of built networks; per-input overrides apply to files only.
+ * A fold/prune ref whose network is a constant is PERFPRED_ERR_UNSUPPORTED (nothing runs). */
+perfpred_status pp_net_graph_from_ref(const char *ref, const pp_shape_opts *opts, pp_graph **out,
+                                      pp_err *err);
+/* 1 when ref names a built search-space network rather than a file. */
+int pp_net_ref_is_builtin(const char *ref);
+/* The graph of a network row: its ref with the row's batch and input_shapes; a relative .onnx
+ * path is taken relative to the folder of table_path (NULL: the working directory). */
+perfpred_status pp_net_row_graph(const pp_net_row *row, const char *table_path, pp_graph **out,
+                                 pp_err *err);
+
+/* Family of a search-space architecture for held-out-architecture splits: "<space>-hNN", NN the
+ * FNV-1a 64 hash of the canonical architecture (no dataset, no options) modulo 100. Files get
+ * their stem. Returns 0, or -1 when ref is not understood. */
+int pp_net_ref_family(const char *ref, char *out, size_t n);
+/* The hash bucket 0..99 of a family written by pp_net_ref_family ("nb201-h07" -> 7), or -1 for a
+ * family without one. */
+int pp_net_family_bucket(const char *family);
+
+/* --------------------------------------------------------------------- importers ---- */
+
+/* Datasets understood by pp_netset_import, read in place from <root>/<folder>:
+ *   "help-nb201"  help/help_nasbench201_latency.csv (15,625 NB201 cells x 27 columns)
+ *   "help-fbnet"  help/help_fbnet_latency.csv       (5,000 FBNet archs x 23 columns)
+ *   "help-ofa"    help/help_ofa_latency.csv         (5,000 OFA subnets x 12 columns)
+ *   "hw-nas-bench-360"  hw-nas-bench-360/results/dataset.csv (Raspberry Pi 5, three runtimes,
+ *                 three tasks, latency and energy; measured representative cells only)
+ *   "eagle"       eagle-latbench-desktop-cpu/desktop-cpu-core-i7-7820x-fp32.csv (i7-7820X)
+ * HELP columns "<dev>[_<batch>]_ms" map to descriptors by name or alias (with '_' dropped when the
+ * name itself is unknown: titan_xp -> titanxp); eyeriss and fpga (simulator estimates) and columns
+ * without a descriptor are skipped and listed in the stats. NAS-Bench-201 rows measured through a
+ * converter get the mode their latencies fit (docs/networks.md): HW-NAS-Bench's TFLite raspi4 and
+ * pixel3 and HW-NAS-Bench-360's LiteRT ";prune", Eagle's TensorFlow ";fold". Bad rows are counted
+ * in (*out)->bad with file:line. */
+typedef struct pp_netset_opts {
+    const char *root;        /* datasets folder; NULL = pp_netset_default_root() */
+    const char *config_dir;  /* device descriptors; NULL = pp_default_config_dir() */
+    const char *device;      /* keep only rows of this device (name or alias); NULL = all */
+    const char *task;        /* HW-NAS-Bench-360 task (cifar100, ninapro, darcy); NULL = all */
+    int all_copies;          /* HW-NAS-Bench-360: also the 15,625-row expansion of each measured
+                                cell to its isomorphic copies (default 0: measured rows only) */
+} pp_netset_opts;
+pp_netset_opts pp_netset_default_opts(void);
+/* $PERFPRED_DATASETS, else <source tree>/../shared/datasets. */
+const char *pp_netset_default_root(void);
+
+typedef struct pp_netset_stats {
+    int n_rows;               /* rows appended */
+    int n_skipped_columns;    /* device columns skipped (no descriptor, simulated, filtered) */
+    char skipped[512];        /* their names, comma-separated (truncated) */
+} pp_netset_stats;
+
+perfpred_status pp_netset_import(const char *dataset, const pp_netset_opts *opts,
+                                 pp_net_table **out, pp_netset_stats *stats, pp_err *err);
+/* A dataset name above, or the path of a network-measurement CSV (docs/measurements.md, read by
+ * pp_net_csv_read; opts and stats other than n_rows then do not apply). */
+perfpred_status pp_net_rows_load(const char *source, const pp_netset_opts *opts, pp_net_table **out,
+                                 pp_netset_stats *stats, pp_err *err);
+/* Appends the rows of src to dst (strings copied into dst's arena; bad-row records merged). */
+perfpred_status pp_net_table_append(pp_net_table *dst, const pp_net_table *src, pp_err *err);
+
+/* --------------------------------------------------------- the graph correction ---- */
+
+/* Global features of a correction sample, in this order (natural logs; a figure the descriptor
+ * lacks is 0):
+ *   0 log(batch)             1 log(1 + MACs)            2 log(1 + parameters)
+ *   3 log(1 + activation bytes, sum of node outputs)     4 log(peak TFLOP/s at the runtime's precision)
+ *   5 log(memory bandwidth GB/s)                         6 log(layer sum in ms) */
+#define PP_FITNET_N_GLOBALS 7
+void pp_fitnet_globals(int64_t batch, const pp_graph_totals *tot, double peak_tflops,
+                       double bandwidth_gbs, double layer_sum_ms, double out[PP_FITNET_N_GLOBALS]);
+
+/* The per-node inputs the correction needs from one prediction: the layer sum and per-node
+ * times (a kernel's time on its first node, 0 elsewhere), from perfpred_predict on a context.
+ * per_node_ms has pp_model_graph(m)->n_nodes entries (caller-allocated); layer_energy_mj may be
+ * NULL (NaN when the descriptor has no power model). Fails with PERFPRED_ERR_DEVICE when the
+ * device has no latency (uncalibrated and no roofline figures). */
+perfpred_status pp_fitnet_layer_times(const perfpred_ctx *ctx, const perfpred_model *m,
+                                      const char *device, double *per_node_ms, double *layer_sum_ms,
+                                      double *layer_energy_mj, pp_err *err);
+/* The sample for (model, device): node and edge features of pp_gnn_sample_from_graph with the
+ * per-node times above, and the globals above. Targets are left absent. Free with
+ * pp_gnn_graph_clear. This is the input the predictor forms to apply a trained correction. */
+perfpred_status pp_fitnet_sample(const perfpred_ctx *ctx, const perfpred_model *m,
+                                 const char *device, pp_gnn_graph *out, double *layer_sum_ms,
+                                 double *layer_energy_mj, pp_err *err);
+
+/* The same sample from figures the caller already has (for a predictor that applies the correction
+ * inside its own prediction and must not call perfpred_predict again): per_node_ms indexes g->nodes
+ * as above, layer_sum_ms is the uncorrected sum, peak and bandwidth as perfpred_device_info gives
+ * them (peak_tflops at the runtime's precision, else fp32). */
+perfpred_status pp_fitnet_sample_from(const pp_graph *g, const double *per_node_ms,
+                                      double layer_sum_ms, double peak_tflops,
+                                      double bandwidth_gbs, pp_gnn_graph *out, pp_err *err);
+
+#define PP_FITNET_LATENCY 0
+#define PP_FITNET_ENERGY 1
+
+typedef struct pp_fitnet_params {
+    int max_train;        /* training rows, chosen deterministically by hash bucket: 2500 */
+    int max_val;          /* validation rows (early stopping): 400 */
+    int max_heldout;      /* held-out rows evaluated: 0 = all */
+    int heldout_pct;      /* families in hash buckets [0, heldout_pct) are held out: 10 */
+    int val_pct;          /* buckets [heldout_pct, heldout_pct + val_pct) validate: 10 */
+    int direct_ablation;  /* also train the DIPPM-style model on log(measured): 1 */
+    int write_artifacts;  /* write out_dir/gnn-latency.{bin,json}: 1 */
+    pp_gnn_params gnn;    /* defaults: 3 layers, hidden 32, lr 2e-3, 60 epochs, batch 32,
+                             patience 15, seed 1, nthreads 2 */
+    const char *config_dir;   /* descriptors and layer models; NULL = default */
+    const char *data_desc;    /* provenance for the manifest (dataset, file, commit) */
+    const char *table_path;   /* where relative .onnx refs live (NULL: working directory) */
+    pp_logger log;
+} pp_fitnet_params;
+pp_fitnet_params pp_fitnet_default_params(void);
+
+typedef struct pp_fitnet_target_report {
+    int present;              /* the rows measure this target */
+    int n_train, n_val, n_heldout;
+    pp_metrics layer_sum;     /* the predictor alone (energy: its base, see docs/networks.md) */
+    pp_metrics direct;        /* GNN alone on log(measured) (n = 0 when not trained) */
+    pp_metrics corrected;     /* layer sum x exp(correction) */
+} pp_fitnet_target_report;
+
+typedef struct pp_fitnet_report {
+    int n_rows;               /* rows of the device given */
+    int n_used;               /* rows with a sample */
+    int n_constant;           /* fold refs whose network is a constant (nothing runs): excluded */
+    int n_failed;             /* rows whose graph or prediction failed (first message kept) */
+    char first_failure[256];
+    int n_archs;              /* distinct architectures among used rows */
+    const char *energy_base;  /* how the energy base was formed */
+    pp_fitnet_target_report target[2];  /* PP_FITNET_LATENCY, PP_FITNET_ENERGY */
+    pp_gnn_report gnn, gnn_direct;
+    double seconds_samples, seconds_train, seconds_train_direct, seconds_total;
+    char weights_path[1024], manifest_path[1024];
+} pp_fitnet_report;
+
+/* Trains the correction for one device on rows[] (rows of other devices are ignored): builds each
+ * row's graph (cached per model ref), predicts its layer times, forms samples with targets
+ * log(measured / layer sum) for latency and, where rows measure it, energy; splits by family hash
+ * bucket (held-out architectures, then validation), trains, evaluates the three ablation rows on the
+ * held-out rows and, with write_artifacts, saves out_dir/gnn-latency.bin and .json atomically. */
+perfpred_status pp_fit_networks(const char *device, const pp_net_row *rows, int n_rows,
+                                const pp_fitnet_params *params, const char *out_dir,
+                                pp_fitnet_report *report, pp_err *err);
+
+/* Judges a saved correction (artifact_dir/gnn-latency.{bin,json}) on the device's rows in held-out
+ * family buckets (params->heldout_pct; the buckets pp_fit_networks never trains on): fills
+ * report->target[] layer_sum and corrected metrics (direct stays empty) and the row counts. */
+perfpred_status pp_eval_networks(const char *device, const pp_net_row *rows, int n_rows,
+                                 const pp_fitnet_params *params, const char *artifact_dir,
+                                 pp_fitnet_report *report, pp_err *err);
+
+typedef struct pp_fewshot_report {
+    int n_pretrain_rows, n_pretrain_devices;
+    int n_shots, n_eval;
+    int direct;               /* 1: the target has no layer sum of its own (reference device's) */
+    pp_metrics before;        /* pretrained model on the evaluation rows (shots excluded) */
+    pp_metrics after;         /* after fine-tuning on the shots */
+    pp_metrics layer_sum;     /* the predictor alone, when the device has a layer sum */
+    double seconds_total;
+} pp_fewshot_report;
+
+/* Few-shot calibration of a new device (HELP's setting): pretrains the model on the rows of
+ * pretrain_devices (globals include the descriptor figures and a hardware embedding: the device's
+ * log-ratios of the shot architectures, centred), picks n_shots architectures of the target by
+ * hash, fine-tunes on them and reports Spearman and MAPE on the target's held-out architectures
+ * (hash buckets below heldout_pct, never seen in pretraining). Every sample carries the layer times
+ * of one reference device (the target when it has a layer sum, else the first pretraining device
+ * that has one); the target is log(measured / reference layer sum) minus the device's mean over its
+ * shots. Only rows at the target's batch size are used. */
+perfpred_status pp_fit_networks_fewshot(const char *target_device, int n_shots,
+                                        const char *const *pretrain_devices, int n_pretrain,
+                                        const pp_net_row *rows, int n_rows,
+                                        const pp_fitnet_params *params, pp_fewshot_report *report,
+                                        pp_err *err);
+
+#endif

@@ -1,0 +1,438 @@
+/* tests/test_networks.c: the NAS dataset importers (calibrate/netsets.c) on small temporary copies
+ * with planted bad rows, and the graph correction (calibrate/fit_networks.c) end to end on a few
+ * hundred real HELP Raspberry Pi 4 rows: finite held-out metrics, a loadable artifact that
+ * reproduces the fit's predictions, bit-identical weights for a repeated seed. */
+#define _XOPEN_SOURCE 700 /* nftw, for removing the temporary folders */
+#include "tests/helpers.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <ftw.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "calibrate/netsets.h"
+
+static const char *mk_root(void)
+{
+    static char root[4096];
+    snprintf(root, sizeof root, "%s/pp_netsets_%ld", PP_BINARY_DIR, (long)getpid());
+    mkdir(root, 0777);
+    return root;
+}
+
+static void write_file(const char *root, const char *rel, const char *text)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", root, rel);
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    for (char *p = dir + strlen(root) + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            mkdir(dir, 0777);
+            *p = '/';
+        }
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static const char *SOURCE_MD =
+    "# test copy\n- Repo: https://example.org/x\n- Commit: "
+    "45f70eb92d0d735970a33b608d1544ad3c52f285 (2024-08-05)\n";
+
+static int has_msg(const pp_net_table *t, int line, const char *what)
+{
+    char key[32];
+    snprintf(key, sizeof key, ":%d: ", line);
+    for (int i = 0; i < t->bad.n_kept; i++)
+        if (strstr(t->bad.msgs[i], key) && strstr(t->bad.msgs[i], what)) return 1;
+    return 0;
+}
+
+static void help_import_should_count_bad_rows_with_lines(void **state)
+{
+    (void)state;
+    const char *root = mk_root();
+    write_file(root, "help/SOURCE.md", SOURCE_MD);
+    write_file(root, "help/help_nasbench201_latency.csv",
+               "arch_idx,arch_str,raspi4_ms,eyeriss_ms,titan_rtx_32_ms,unknown_box_ms\n"
+               "0,|avg_pool_3x3~0|+|nor_conv_1x1~0|skip_connect~1|+|nor_conv_1x1~0|skip_connect~1|"
+               "skip_connect~2|,10.48,3.6,5.3,1\n"
+               "1,|nor_conv_5x5~0|+|none~0|none~1|+|none~0|none~1|none~2|,1,1,1,1\n"
+               "2,|none~0|+|none~0|none~1|+|none~0|none~1|nor_conv_3x3~2|,12ms,2,-4,1\n"
+               "3,|none~0|+|none~0|none~1|+|none~0|none~1|nor_conv_3x3~2|,7\n");
+    pp_netset_opts o = pp_netset_default_opts();
+    o.root = root;
+    pp_net_table *t = NULL;
+    pp_netset_stats stats;
+    pp_err err = {0};
+    assert_int_equal(pp_netset_import("help-nb201", &o, &t, &stats, &err), PERFPRED_OK);
+    /* eyeriss (simulated) and unknown_box (no descriptor) are skipped columns */
+    assert_int_equal(stats.n_skipped_columns, 2);
+    assert_non_null(strstr(stats.skipped, "eyeriss_ms"));
+    assert_non_null(strstr(stats.skipped, "unknown_box_ms"));
+    /* line 2: two good cells; line 3: bad cell string; line 4: two bad values; line 5: short */
+    assert_int_equal(t->n, 2);
+    assert_int_equal(t->bad.n, 4);
+    assert_true(has_msg(t, 3, "nor_conv_5x5"));
+    assert_true(has_msg(t, 4, "raspi4_ms"));
+    assert_true(has_msg(t, 4, "titan_rtx_32_ms"));
+    assert_true(has_msg(t, 5, "fields"));
+    const pp_net_row *r = &t->rows[0];
+    assert_string_equal(r->device, "rpi4");
+    assert_int_equal(r->batch, 1);
+    assert_non_null(strstr(r->model, ";prune")); /* HW-NAS-Bench's TFLite column */
+    assert_rel_close(r->latency_ms, 10.48, 1e-12);
+    assert_string_equal(r->date, "2024-08-05");
+    assert_non_null(strstr(r->source, "help@45f70eb:help_nasbench201_latency.csv:2:raspi4_ms"));
+    assert_int_equal(strncmp(r->family, "nb201-h", 7), 0);
+    r = &t->rows[1];
+    assert_string_equal(r->device, "titan-rtx");
+    assert_int_equal(r->batch, 32);
+    assert_null(strstr(r->model, ";")); /* PyTorch column: the network as exported */
+    assert_true(isnan(r->energy_j));
+    pp_net_table_free(t);
+    /* the device filter keeps one descriptor's rows */
+    o.device = "raspi4";
+    assert_int_equal(pp_netset_import("help-nb201", &o, &t, NULL, &err), PERFPRED_OK);
+    assert_int_equal(t->n, 1);
+    pp_net_table_free(t);
+    /* a missing arch column is a header error naming file:line */
+    write_file(root, "help/help_nasbench201_latency.csv", "arch_idx,raspi4_ms\n0,1\n");
+    o.device = NULL;
+    pp_err_clear(&err);
+    assert_int_equal(pp_netset_import("help-nb201", &o, &t, NULL, &err), PERFPRED_ERR_PARSE);
+    assert_null(t);
+    assert_non_null(strstr(err.msg, ":1: missing column 'arch_str'"));
+    assert_int_equal(pp_netset_import("help-nas", &o, &t, NULL, &err), PERFPRED_ERR_INVALID_ARG);
+}
+
+static void eagle_and_hwnb360_imports_should_convert_units(void **state)
+{
+    (void)state;
+    const char *root = mk_root();
+    write_file(root, "eagle-latbench-desktop-cpu/SOURCE.md",
+               "- Repo: x, commit 53313d8dc7f3ef53fe8551824fdf9f55bd353677 (2021-03-09), path\n");
+    write_file(root, "eagle-latbench-desktop-cpu/desktop-cpu-core-i7-7820x-fp32.csv",
+               "arch_vector,arch_str,latency_s\n"
+               "0 0 0 2 2 4,|none~0|+|none~0|none~1|+|nor_conv_1x1~0|nor_conv_1x1~1|"
+               "avg_pool_3x3~2|,0.0015538465976715089\n"
+               "1 0 0 2 2 4,|skip_connect~0|+|none~0|none~1|+|nor_conv_1x1~0|nor_conv_1x1~1|"
+               "avg_pool_3x3~2|,nan\n");
+    pp_netset_opts o = pp_netset_default_opts();
+    o.root = root;
+    pp_net_table *t = NULL;
+    pp_err err = {0};
+    assert_int_equal(pp_netset_import("eagle", &o, &t, NULL, &err), PERFPRED_OK);
+    assert_int_equal(t->n, 1);
+    assert_int_equal(t->bad.n, 1);
+    assert_true(has_msg(t, 3, "latency_s"));
+    assert_string_equal(t->rows[0].device, "core-i7-7820x");
+    assert_rel_close(t->rows[0].latency_ms, 1.5538465976715089, 1e-12);
+    assert_non_null(strstr(t->rows[0].model, ";fold"));
+    assert_string_equal(t->rows[0].date, "2021-03-09");
+    pp_net_table_free(t);
+
+    /* HW-NAS-Bench-360 needs HELP's 15,625-cell index: write every cell in index order */
+    static const char *const ops[5] = {"none", "skip_connect", "nor_conv_1x1", "nor_conv_3x3",
+                                       "avg_pool_3x3"};
+    size_t cap = 15625 * 120 + 64, off = 0;
+    char *csv = malloc(cap);
+    assert_non_null(csv);
+    off += (size_t)snprintf(csv, cap, "arch_idx,arch_str\n");
+    for (int i = 0; i < 15625; i++) {
+        int e[6], v = i;
+        for (int k = 5; k >= 0; k--, v /= 5) e[k] = v % 5;
+        off += (size_t)snprintf(csv + off, cap - off, "%d,|%s~0|+|%s~0|%s~1|+|%s~0|%s~1|%s~2|\n", i,
+                                ops[e[0]], ops[e[1]], ops[e[2]], ops[e[3]], ops[e[4]], ops[e[5]]);
+    }
+    write_file(root, "help/SOURCE.md", SOURCE_MD);
+    write_file(root, "help/help_nasbench201_latency.csv", csv);
+    free(csv);
+    write_file(root, "hw-nas-bench-360/SOURCE.md",
+               "- Commit: a9b243e07fb8f0671ee56587696e7b8ef1ca702d (2026-05-27). Path: x\n");
+    write_file(root, "hw-nas-bench-360/results/dataset.csv",
+               "arch_idx,rep_arch_idx,device,framework,task,lat_ms_median,lat_ms_var,energy_mj,"
+               "accuracy,status\n"
+               "25,25,pi5,litert,cifar100,1.5,0.0001,2.5,52.9,ok\n"        /* kept */
+               "26,25,pi5,litert,cifar100,1.5,0.0001,2.5,52.9,ok\n"        /* copy of 25 */
+               "25,25,pi5,onnx,darcy,13.5,0.001,22.6,0.9,ok\n"             /* kept */
+               "25,25,pi5,torchmobile,ninapro,4.3,0.0003,-4.7,90.7,ok\n"   /* bad energy */
+               "25,25,pixel,litert,cifar100,1.0,,,52.9,ok\n"               /* no descriptor */
+               "25,25,pi5,tensorrt,cifar100,1.0,,1,52.9,ok\n"              /* bad framework */
+               "99999,25,pi5,litert,cifar100,1.0,,1,52.9,ok\n"             /* bad index */
+               "9,9,pi5,onnx,cifar100,1.0,,1,52.9,failed\n");              /* status */
+    assert_int_equal(pp_netset_import("hw-nas-bench-360", &o, &t, NULL, &err), PERFPRED_OK);
+    assert_int_equal(t->n, 2);
+    assert_int_equal(t->bad.n, 4);
+    assert_true(has_msg(t, 5, "energy_mj"));
+    assert_true(has_msg(t, 7, "framework"));
+    assert_true(has_msg(t, 8, "arch_idx"));
+    assert_true(has_msg(t, 9, "status"));
+    assert_string_equal(t->rows[0].device, "rpi5");
+    assert_string_equal(t->rows[0].runtime, "tflite");
+    /* cell 25 = |none~0|+|none~0|none~1|+|skip_connect~0|none~1|none~2| */
+    assert_string_equal(t->rows[0].model, "nb201:|none~0|+|none~0|none~1|+|skip_connect~0|none~1|"
+                                          "none~2|@cifar100;prune");
+    assert_rel_close(t->rows[0].energy_j, 2.5e-3, 1e-12); /* mJ -> J */
+    assert_string_equal(t->rows[1].device, "rpi5-onnxruntime");
+    assert_non_null(strstr(t->rows[1].model, "@darcy"));
+    assert_null(strstr(t->rows[1].model, ";"));
+    /* every imported ref resolves to a graph */
+    for (int i = 0; i < t->n; i++) {
+        pp_graph *g = NULL;
+        assert_int_equal(pp_net_row_graph(&t->rows[i], NULL, &g, &err), PERFPRED_OK);
+        pp_graph_free(g);
+    }
+    pp_net_table_free(t);
+    o.all_copies = 1;
+    o.task = "cifar100";
+    assert_int_equal(pp_netset_import("hw-nas-bench-360", &o, &t, NULL, &err), PERFPRED_OK);
+    assert_int_equal(t->n, 2); /* rows 2 and 3: the copy kept, the darcy row filtered out */
+    pp_net_table_free(t);
+}
+
+/* ----------------------------------------------------------------- real data ---- */
+
+static pp_net_table *real_rpi4(void)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/help/help_nasbench201_latency.csv", pp_netset_default_root());
+    if (access(path, R_OK) != 0) return NULL;
+    pp_netset_opts o = pp_netset_default_opts();
+    o.device = "rpi4";
+    pp_net_table *t = NULL;
+    pp_err err = {0};
+    if (pp_netset_import("help-nb201", &o, &t, NULL, &err) != PERFPRED_OK) fail_msg("%s", err.msg);
+    return t;
+}
+
+static pp_fitnet_params small_params(void)
+{
+    pp_fitnet_params p = pp_fitnet_default_params();
+    p.max_train = 150;
+    p.max_val = 30;
+    p.max_heldout = 60;
+    p.gnn.hidden = 16;
+    p.gnn.layers = 2;
+    p.gnn.epochs = 6;
+    p.gnn.nthreads = 1;
+    p.gnn.seed = 7;
+    p.data_desc = "HELP help_nasbench201_latency.csv raspi4_ms (test subset)";
+    return p;
+}
+
+static void read_all(const char *path, uint8_t **buf, size_t *len)
+{
+    pp_err err = {0};
+    assert_int_equal(pp_read_file(path, buf, len, &err), PERFPRED_OK);
+}
+
+static void fit_should_train_on_real_rows_and_save_a_loadable_artifact(void **state)
+{
+    (void)state;
+    pp_net_table *t = real_rpi4();
+    if (!t) skip();
+    assert_int_equal(t->n, 15625);
+    char dir1[4096], dir2[4096];
+    snprintf(dir1, sizeof dir1, "%s/pp_fitnet_%ld/a", PP_BINARY_DIR, (long)getpid());
+    snprintf(dir2, sizeof dir2, "%s/pp_fitnet_%ld/b", PP_BINARY_DIR, (long)getpid());
+    pp_fitnet_params p = small_params();
+    pp_fitnet_report r;
+    pp_err err = {0};
+    if (pp_fit_networks("raspi4", t->rows, t->n, &p, dir1, &r, &err)) fail_msg("%s", err.msg);
+    assert_int_equal(r.n_rows, 15625);
+    assert_true(r.n_used >= 200 && r.n_used <= 240);
+    assert_int_equal(r.n_failed, 0);
+    const pp_fitnet_target_report *lt = &r.target[PP_FITNET_LATENCY];
+    assert_true(lt->present);
+    assert_false(r.target[PP_FITNET_ENERGY].present);
+    assert_true(lt->n_heldout > 30);
+    const pp_metrics *ms[3] = {&lt->layer_sum, &lt->direct, &lt->corrected};
+    for (int k = 0; k < 3; k++) {
+        assert_int_equal(ms[k]->n, lt->n_heldout);
+        assert_true(isfinite(ms[k]->mape_pct) && isfinite(ms[k]->spearman));
+    }
+    /* the roofline layer sum of rpi4 is several times too fast; the correction must fix most of it */
+    assert_true(lt->layer_sum.mape_pct > 50.0);
+    assert_true(lt->corrected.mape_pct < lt->layer_sum.mape_pct / 2);
+
+    /* the artifact loads and reproduces a held-out prediction through the public inputs */
+    pp_gnn *g = NULL;
+    assert_int_equal(pp_gnn_load(r.weights_path, r.manifest_path, &g, &err), PERFPRED_OK);
+    assert_int_equal(g->n_globals, PP_FITNET_N_GLOBALS);
+    assert_int_equal(g->n_targets, 1);
+    perfpred_ctx *ctx = perfpred_ctx_open(NULL, NULL, NULL, 0);
+    assert_non_null(ctx);
+    int checked = 0;
+    for (int i = 0; i < t->n && checked < 3; i++) {
+        const pp_net_row *row = &t->rows[i];
+        if (pp_net_family_bucket(row->family) >= p.heldout_pct) continue;
+        pp_graph *gr = NULL;
+        if (pp_net_row_graph(row, NULL, &gr, &err) == PERFPRED_ERR_UNSUPPORTED) continue;
+        perfpred_model *m = pp_model_wrap(gr);
+        pp_gnn_graph s;
+        double ls, le, o[PP_GNN_MAX_TARGETS];
+        assert_int_equal(pp_fitnet_sample(ctx, m, "rpi4", &s, &ls, &le, &err), PERFPRED_OK);
+        assert_int_equal(pp_gnn_forward(g, &s, o, &err), PERFPRED_OK);
+        double pred = ls * exp(o[0]);
+        assert_true(isfinite(pred) && pred > 0);
+        /* within a factor of 3 of the measurement (the uncorrected sum is ~10x off) */
+        assert_true(pred / row->latency_ms < 3.0 && row->latency_ms / pred < 3.0);
+        pp_gnn_graph_clear(&s);
+        perfpred_model_free(m);
+        checked++;
+    }
+    assert_int_equal(checked, 3);
+    perfpred_ctx_close(ctx);
+    pp_gnn_free(g);
+
+    /* judging the saved artifact again gives the fit's held-out figures exactly */
+    pp_fitnet_report re;
+    assert_int_equal(pp_eval_networks("rpi4", t->rows, t->n, &p, dir1, &re, &err), PERFPRED_OK);
+    assert_int_equal(re.target[0].n_heldout, lt->n_heldout);
+    assert_true(re.target[0].corrected.mape_pct == lt->corrected.mape_pct);
+    assert_true(re.target[0].corrected.spearman == lt->corrected.spearman);
+    assert_true(re.target[0].layer_sum.mape_pct == lt->layer_sum.mape_pct);
+    assert_int_equal(re.target[0].direct.n, 0);
+
+    /* same data, same seed: the same weight bytes */
+    pp_fitnet_report r2;
+    p.direct_ablation = 0;
+    if (pp_fit_networks("rpi4", t->rows, t->n, &p, dir2, &r2, &err)) fail_msg("%s", err.msg);
+    uint8_t *a, *b;
+    size_t la, lb;
+    read_all(r.weights_path, &a, &la);
+    read_all(r2.weights_path, &b, &lb);
+    assert_int_equal(la, lb);
+    assert_memory_equal(a, b, la);
+    free(a);
+    free(b);
+    /* a different seed changes them */
+    p.gnn.seed = 8;
+    if (pp_fit_networks("rpi4", t->rows, t->n, &p, dir2, &r2, &err)) fail_msg("%s", err.msg);
+    read_all(r.weights_path, &a, &la);
+    read_all(r2.weights_path, &b, &lb);
+    assert_true(la != lb || memcmp(a, b, la) != 0);
+    free(a);
+    free(b);
+    char evalp[4200];
+    snprintf(evalp, sizeof evalp, "%s/gnn-latency.eval.json", dir1);
+    assert_int_equal(access(evalp, R_OK), 0);
+    pp_net_table_free(t);
+}
+
+static void fit_should_refuse_a_device_without_layer_sum(void **state)
+{
+    (void)state;
+    pp_net_row rows[40];
+    char models[40][200], fams[40][32];
+    static const char *const ops[5] = {"none", "skip_connect", "nor_conv_1x1", "nor_conv_3x3",
+                                       "avg_pool_3x3"};
+    for (int i = 0; i < 40; i++) {
+        memset(&rows[i], 0, sizeof rows[i]);
+        snprintf(models[i], sizeof models[i], "nb201:|%s~0|+|%s~0|%s~1|+|%s~0|%s~1|%s~2|",
+                 ops[1 + i % 4], ops[(i / 4) % 5], ops[1 + (i / 3) % 4], ops[i % 5],
+                 ops[(i / 7) % 5], ops[1 + (i / 2) % 4]);
+        rows[i].model = models[i];
+        assert_int_equal(pp_net_ref_family(models[i], fams[i], sizeof fams[i]), 0);
+        rows[i].family = fams[i];
+        rows[i].device = "pixel3"; /* no roofline figures, no layer models */
+        rows[i].batch = 1;
+        rows[i].input_shapes = "";
+        rows[i].latency_ms = 1.0 + i;
+        rows[i].energy_j = NAN;
+    }
+    pp_fitnet_params p = small_params();
+    p.write_artifacts = 0;
+    p.heldout_pct = 30;
+    p.val_pct = 10;
+    pp_err err = {0};
+    perfpred_status st = pp_fit_networks("pixel3", rows, 40, &p, NULL, NULL, &err);
+    assert_int_equal(st, PERFPRED_ERR_DEVICE);
+    assert_non_null(strstr(err.msg, "layer sum"));
+    assert_int_equal(pp_fit_networks("no-such-board", rows, 40, &p, NULL, NULL, &err),
+                     PERFPRED_ERR_DEVICE);
+    p.heldout_pct = 0;
+    assert_int_equal(pp_fit_networks("pixel3", rows, 40, &p, NULL, NULL, &err),
+                     PERFPRED_ERR_INVALID_ARG);
+}
+
+static void fewshot_should_pretrain_on_other_devices_and_adapt(void **state)
+{
+    (void)state;
+    pp_net_table *all = real_rpi4();
+    if (!all) skip();
+    static const char *const more[2] = {"pixel3", "xeon-gold-6226"};
+    pp_err err = {0};
+    for (int i = 0; i < 2; i++) {
+        pp_netset_opts o = pp_netset_default_opts();
+        o.device = more[i];
+        pp_net_table *t = NULL;
+        assert_int_equal(pp_netset_import("help-nb201", &o, &t, NULL, &err), PERFPRED_OK);
+        assert_int_equal(pp_net_table_append(all, t, &err), PERFPRED_OK);
+        pp_net_table_free(t);
+    }
+    assert_int_equal(all->n, 3 * 15625);
+    pp_fitnet_params p = small_params();
+    p.max_train = 80;
+    p.gnn.epochs = 3;
+    const char *pre[2] = {"rpi4", "gold_6226"};
+    pp_fewshot_report r;
+    if (pp_fit_networks_fewshot("pixel3", 5, pre, 2, all->rows, all->n, &p, &r, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(r.direct, 1); /* pixel3 has no layer sum: rpi4's layer times are the reference */
+    assert_int_equal(r.n_shots, 5);
+    assert_int_equal(r.n_pretrain_devices, 2);
+    assert_true(r.n_pretrain_rows >= 80 && r.n_pretrain_rows <= 90);
+    assert_true(r.n_eval > 1000); /* pixel3's held-out cells that run (not constant) */
+    assert_int_equal(r.before.n, r.n_eval);
+    assert_int_equal(r.after.n, r.n_eval);
+    assert_true(isfinite(r.before.spearman) && isfinite(r.after.spearman));
+    assert_true(r.after.spearman > 0.5);
+    /* unknown devices and too few shots are errors */
+    const char *bad[1] = {"no-such-board"};
+    assert_int_equal(pp_fit_networks_fewshot("pixel3", 5, bad, 1, all->rows, all->n, &p, &r, &err),
+                     PERFPRED_ERR_DEVICE);
+    assert_int_equal(pp_fit_networks_fewshot("pixel3", 1, pre, 2, all->rows, all->n, &p, &r, &err),
+                     PERFPRED_ERR_INVALID_ARG);
+    pp_net_table_free(all);
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+/* Removes the temporary dataset copies and artifacts this run wrote under the build folder. */
+static int remove_temp_dirs(void **state)
+{
+    (void)state;
+    static const char *const prefixes[2] = {"pp_netsets", "pp_fitnet"};
+    for (int i = 0; i < 2; i++) {
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s/%s_%ld", PP_BINARY_DIR, prefixes[i], (long)getpid());
+        if (access(dir, F_OK) == 0) nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    }
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(help_import_should_count_bad_rows_with_lines),
+        cmocka_unit_test(eagle_and_hwnb360_imports_should_convert_units),
+        cmocka_unit_test(fit_should_train_on_real_rows_and_save_a_loadable_artifact),
+        cmocka_unit_test(fit_should_refuse_a_device_without_layer_sum),
+        cmocka_unit_test(fewshot_should_pretrain_on_other_devices_and_adapt),
+    };
+    return cmocka_run_group_tests(tests, NULL, remove_temp_dirs);
+}
