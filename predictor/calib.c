@@ -4,6 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+#include <sys/stat.h>
+
+#include "graph_gnn/graph_gnn.h"
 #include "layer_models/layer_models.h"
 #include "predictor/calib.h"
 
@@ -19,6 +23,8 @@ struct pp_calib {
     /* per device (pp_devices_at order): whose models answer, and the provenance text */
     const pp_device **src;
     char **text;
+    pp_gnn **gnn;        /* graph-level correction per device, or NULL */
+    char **gnn_text;
 };
 
 static const calib_entry *entry_of(const pp_calib *c, const pp_device *d);
@@ -41,9 +47,57 @@ static const pp_device *resolve_source(const pp_calib *c, const pp_device *d)
     return NULL;
 }
 
+/* The "data" line of a correction's manifest, for provenance. */
+static char *gnn_data_text(const char *manifest, const char *dev)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    pp_err e = {0};
+    char out[1024];
+    snprintf(out, sizeof out, "graph-level GNN correction of %s", dev);
+    if (pp_read_file(manifest, &buf, &len, &e) == PERFPRED_OK) {
+        cJSON *j = cJSON_ParseWithLength((const char *)buf, len);
+        const cJSON *data = j ? cJSON_GetObjectItemCaseSensitive(j, "data") : NULL;
+        const cJSON *d2 = cJSON_IsObject(data) ? cJSON_GetObjectItemCaseSensitive(data, "data")
+                                                : data;
+        if (cJSON_IsString(d2) && d2->valuestring[0])
+            snprintf(out, sizeof out,
+                     "layer sum x graph-level GNN correction of %s, trained on %s (other model "
+                     "families extrapolate)",
+                     dev, d2->valuestring);
+        cJSON_Delete(j);
+    }
+    free(buf);
+    return strdup(out);
+}
+
+/* Loads configs/artifacts/<name>/gnn-latency.{bin,json} of every whole device that has them. */
+static perfpred_status load_gnns(pp_calib *c, const char *config_dir, pp_err *err)
+{
+    int nd = pp_devices_count(c->db);
+    c->gnn = calloc((size_t)nd + 1, sizeof *c->gnn);
+    c->gnn_text = calloc((size_t)nd + 1, sizeof *c->gnn_text);
+    if (!c->gnn || !c->gnn_text) return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < nd; i++) {
+        const pp_device *d = pp_devices_at(c->db, i);
+        if (d->is_mig) continue;
+        char bin[4096], man[4096];
+        snprintf(bin, sizeof bin, "%s/artifacts/%s/gnn-latency.bin", config_dir, d->name);
+        snprintf(man, sizeof man, "%s/artifacts/%s/gnn-latency.json", config_dir, d->name);
+        struct stat sb;
+        if (stat(bin, &sb) != 0) continue;
+        perfpred_status st = pp_gnn_load(bin, man, &c->gnn[i], err);
+        if (st) return st;
+        if (!(c->gnn_text[i] = gnn_data_text(man, d->name)))
+            return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+    }
+    return PERFPRED_OK;
+}
+
 perfpred_status pp_calib_open(const pp_device_db *db, const char *config_dir, pp_calib **out,
                               pp_err *err)
 {
+    perfpred_status st_gnn;
     *out = NULL;
     pp_calib *c = calloc(1, sizeof *c);
     int nd = pp_devices_count(db);
@@ -74,6 +128,10 @@ perfpred_status pp_calib_open(const pp_device_db *db, const char *config_dir, pp
         c->e[c->n].dev = d;
         c->e[c->n].lm = lm;
         c->n++;
+    }
+    if ((st_gnn = load_gnns(c, config_dir, err))) {
+        pp_calib_close(c);
+        return st_gnn;
     }
     /* provenance texts, made once so that predictions only read them */
     c->src = calloc((size_t)nd + 1, sizeof *c->src);
@@ -108,6 +166,12 @@ void pp_calib_close(pp_calib *c)
     if (!c) return;
     for (int i = 0; i < c->n; i++) pp_layer_models_free(c->e[i].lm);
     for (int i = 0; c->text && i < pp_devices_count(c->db); i++) free(c->text[i]);
+    for (int i = 0; c->gnn && i < pp_devices_count(c->db); i++) {
+        pp_gnn_free(c->gnn[i]);
+        free(c->gnn_text[i]);
+    }
+    free(c->gnn);
+    free(c->gnn_text);
     free(c->text);
     free(c->src);
     free(c->e);
@@ -141,4 +205,15 @@ int pp_calib_node_ms(const pp_calib *c, const pp_device *d, const pp_node_feat *
     if (pp_layer_models_predict(e->lm, f, PP_LM_LATENCY, &v, &err) != PP_LM_OK) return 0;
     *ms = v;
     return 1;
+}
+
+const struct pp_gnn *pp_calib_gnn(const pp_calib *c, const pp_device *d, const char **source)
+{
+    if (!c || !d || !c->gnn) return NULL;
+    for (int i = 0; i < pp_devices_count(c->db); i++)
+        if (pp_devices_at(c->db, i) == d) {
+            if (source) *source = c->gnn_text[i];
+            return c->gnn[i];
+        }
+    return NULL;
 }

@@ -23,4 +23,10 @@ const pp_device *pp_calib_source_device(const pp_calib *c, const pp_device *d,
  * == d). Returns 1 when a model for the node's op kind answered, 0 otherwise. Thread-safe. */
 int pp_calib_node_ms(const pp_calib *c, const pp_device *d, const pp_node_feat *f, double *ms);
 
+/* The graph-level correction of device d (configs/artifacts/<d>/gnn-latency.{bin,json}), or NULL.
+ * *source names its training data. Applied as latency = layer sum x exp(out[0]) and, when the
+ * model has a second target, energy = layer sum x 1 W x exp(out[1]). */
+struct pp_gnn;
+const struct pp_gnn *pp_calib_gnn(const pp_calib *c, const pp_device *d, const char **source);
+
 #endif

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calibrate/netsets.h"
+#include "graph_gnn/graph_gnn.h"
 #include "predictor/calib.h"
 #include "predictor/predictor.h"
 
@@ -276,10 +278,14 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
     const pp_device *timed_on = src ? src : (d->is_mig && d->parent ? d->parent : d);
     double bf = pp_precision_byte_factor(d);
 
+    const char *gnn_src = NULL;
+    const pp_gnn *gnn = pp_calib_gnn(ctx->calib, d, &gnn_src);
     consumers c = {0};
     unsigned char *taken = calloc((size_t)g->n_nodes + 1, 1);
-    if (!taken || consumers_build(g, &c)) {
+    double *node_ms = gnn ? calloc((size_t)g->n_nodes + 1, sizeof *node_ms) : NULL;
+    if (!taken || consumers_build(g, &c) || (gnn && !node_ms)) {
         free(taken);
+        free(node_ms);
         consumers_free(&c);
         return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
     }
@@ -315,6 +321,7 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
         }
         double roof_d = pp_roofline_ms(d, k.kind, k.flops, k.bytes, &mb);
         total_ms += t;
+        if (node_ms) node_ms[chain[0]] = t;
         if (d->max_power_w > 0) energy_mj += kernel_energy_mj(d, t, roof_d);
         if (pp->kernels && nk < pp->kernels_cap) {
             perfpred_kernel *K = &pp->kernels[nk];
@@ -339,6 +346,26 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
     consumers_free(&c);
     if (pp->n_kernels) *pp->n_kernels = nk;
 
+    /* graph-level correction: prediction = layer sum x exp(GNN output), trained on whole-network
+     * measurements of this device against this same layer sum */
+    double corr[PP_GNN_MAX_TARGETS];
+    int corrected = 0;
+    if (gnn && !untimed && total_ms > 0) {
+        pp_gnn_graph sample;
+        double tf = d->peak_tflops[d->runtime_precision];
+        if (!(tf > 0)) tf = d->peak_tflops[PP_PREC_FP32];
+        perfpred_status st = pp_fitnet_sample_from(g, node_ms, total_ms, tf,
+                                                   d->memory_bandwidth_gbs, &sample, err);
+        if (!st) st = pp_gnn_forward(gnn, &sample, corr, err);
+        pp_gnn_graph_clear(&sample);
+        if (st) {
+            free(node_ms);
+            return st;
+        }
+        corrected = 1;
+    }
+    free(node_ms);
+
     out->n_kernels = nk;
     out->n_calibrated_kernels = ncal;
     out->latency_ms.value = total_ms;
@@ -347,6 +374,10 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
         out->latency_ms.prov = PERFPRED_PROV_UNAVAILABLE;
         out->latency_ms.source = "the device is not calibrated and its descriptor lacks "
                                  "peak_tflops.fp32 or memory_bandwidth_gbs for a roofline";
+    } else if (corrected) {
+        out->latency_ms.value = total_ms * exp(corr[0]);
+        out->latency_ms.prov = PERFPRED_PROV_CALIBRATED;
+        out->latency_ms.source = gnn_src;
     } else if (ncal == 0) {
         out->latency_ms.prov = PERFPRED_PROV_ESTIMATE;
         out->latency_ms.source = "roofline estimate from the device descriptor (uncalibrated)";
@@ -358,7 +389,12 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
         out->latency_ms.source = calib_src;
     }
 
-    if (d->max_power_w > 0 && !untimed) {
+    if (corrected && gnn->n_targets > 1) {
+        /* the correction's energy base is the layer sum x 1 W: it carries the board's power */
+        out->energy_mj.value = total_ms * exp(corr[1]);
+        out->energy_mj.prov = PERFPRED_PROV_CALIBRATED;
+        out->energy_mj.source = gnn_src;
+    } else if (d->max_power_w > 0 && !untimed) {
         out->energy_mj.value = energy_mj;
         out->energy_mj.prov = PERFPRED_PROV_ESTIMATE;
         out->energy_mj.source = "board power model idle + (max - idle) x roofline utilisation "

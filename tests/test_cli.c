@@ -249,6 +249,24 @@ static void every_bundled_model_should_predict_compare_and_advise(void **state)
     assert_true(n >= 90);
 }
 
+/* A device with a trained graph-level correction (configs/artifacts/rpi5/gnn-latency.*, latency
+ * and energy) answers through it and says so; one without (rpi3) stays an estimate. */
+static void gnn_correction_should_answer_and_be_named(void **state)
+{
+    cJSON *j = run_json("--device rpi5 tests/fixtures/nas/nb201_arch0_cifar10.onnx --json");
+    cJSON *p = cJSON_GetObjectItem(j, "prediction");
+    cJSON *lat = cJSON_GetObjectItem(p, "latency"), *en = cJSON_GetObjectItem(p, "energy");
+    assert_string_equal(cJSON_GetObjectItem(lat, "provenance")->valuestring, "calibrated");
+    assert_non_null(strstr(cJSON_GetObjectItem(lat, "source")->valuestring, "GNN correction"));
+    assert_string_equal(cJSON_GetObjectItem(en, "provenance")->valuestring, "calibrated");
+    assert_true(cJSON_GetObjectItem(en, "value")->valuedouble > 0);
+    cJSON_Delete(j);
+    j = run_json("--device rpi3 tests/fixtures/nas/nb201_arch0_cifar10.onnx --json");
+    lat = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "prediction"), "latency");
+    assert_string_equal(cJSON_GetObjectItem(lat, "provenance")->valuestring, "estimate");
+    cJSON_Delete(j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -262,6 +280,7 @@ int main(void)
         cmocka_unit_test(mig_json_should_apply_memory_rule),
         cmocka_unit_test(devices_should_list_and_show),
         cmocka_unit_test(every_bundled_model_should_predict_compare_and_advise),
+        cmocka_unit_test(gnn_correction_should_answer_and_be_named),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
