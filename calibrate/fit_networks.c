@@ -39,6 +39,7 @@ perfpred_status pp_fitnet_layer_times(const perfpred_ctx *ctx, const perfpred_mo
     perfpred_kernel *k = malloc((size_t)cap * sizeof *k);
     if (!k) return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", g->path);
     perfpred_predict_params pp = perfpred_predict_default_params();
+    pp.layer_sum_only = 1; /* the correction is trained on (and applied to) the uncorrected sum */
     pp.kernels = k;
     pp.kernels_cap = cap;
     pp.n_kernels = &nk;

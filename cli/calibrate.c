@@ -13,6 +13,9 @@ static const char calibrate_usage[] =
     "usage: perfpred calibrate plan --device DEV -o PLAN.csv [options]\n"
     "       perfpred calibrate fit --device DEV --layers MEASURED.csv [options]\n"
     "       perfpred calibrate fit --device DEV --neusight DIR [options]\n"
+    "       perfpred calibrate fit --device DEV --networks SOURCE [--datasets DIR] [options]\n"
+    "         (the graph-level GNN correction from whole-network rows: help-nb201, help-fbnet,\n"
+    "          help-ofa, hw-nas-bench-360, eagle, or a network CSV; --dry-run, --threads, --out)\n"
     "       perfpred calibrate import --dataset NAME --root DIR -o LAYERS.csv [options]\n"
     "\n"
     "Calibrating a device: plan -> the layer runner on the device -> fit -> eval\n"
@@ -76,6 +79,9 @@ static const char eval_usage[] =
     "       perfpred eval --device DEV --networks FILE.csv [options]\n"
     "       perfpred eval --neusight-models DIR [--device a100-pcie-40gb] [--json]\n"
     "       perfpred eval --scaling-check DIR [--json]   (A100 models scaled to NeuSight's GPUs)\n"
+    "       perfpred eval --device DEV --gnn-heldout SOURCE [--datasets DIR] [--json]\n"
+    "         (the saved graph-level correction on the held-out architectures of SOURCE:\n"
+    "          help-nb201, help-fbnet, help-ofa, hw-nas-bench-360, eagle, or a network CSV)\n"
     "\n"
     "Predicts measured rows and reports MAPE, RMSPE, the share within +-10 %, Spearman's rank\n"
     "correlation and the measurements' own run-to-run spread (median IQR / latency), per\n"
@@ -421,10 +427,80 @@ static int cmd_plan(int argc, char **argv)
 
 /* --------------------------------------------------------------------- fit ---- */
 
+static void print_netfit_row(const char *what, const perfpred_metrics *m)
+{
+    if (m->n > 0)
+        printf("  %-30s %6d %8.2f %8.2f %9.1f %9.4f\n", what, m->n, m->mape_pct, m->rmspe_pct,
+               m->within10_pct, m->spearman);
+}
+
+/* calibrate fit --networks SRC (train) and eval --gnn-heldout SRC (judge the saved correction) */
+static int netfit(const char *device, const char *source, const char *datasets, const char *out,
+                  const char *config_dir, int evaluate_only, int dry_run, int threads, int json)
+{
+    perfpred_netfit_params p = perfpred_netfit_default_params();
+    p.device = device;
+    p.source = source;
+    p.datasets_root = datasets;
+    p.out_dir = out;
+    p.config_dir = config_dir;
+    p.evaluate_only = evaluate_only;
+    p.dry_run = dry_run;
+    if (threads > 0) p.threads = threads;
+    perfpred_netfit_report *r = calloc(1, sizeof *r);
+    if (!r) return EXIT_INTERNAL;
+    char err[1024] = "";
+    perfpred_status st = perfpred_calibrate_fit_networks(&p, r, err, sizeof err);
+    if (st) {
+        cli_error("%s", err);
+        free(r);
+        return cli_exit_code(st);
+    }
+    const perfpred_netfit_target *T[2] = {&r->latency, &r->energy};
+    const char *names[2] = {"latency", "energy"};
+    if (json) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "device", r->device);
+        cJSON_AddStringToObject(o, "source", source);
+        cJSON_AddNumberToObject(o, "rows", r->n_rows);
+        cJSON_AddNumberToObject(o, "rows_used", r->n_used);
+        cJSON_AddNumberToObject(o, "rows_failed", r->n_failed);
+        for (int t = 0; t < 2; t++) {
+            if (!T[t]->present) continue;
+            cJSON *j = cJSON_AddObjectToObject(o, names[t]);
+            cJSON_AddNumberToObject(j, "heldout_rows", T[t]->n_heldout);
+            cJSON_AddItemToObject(j, "layer_sum", json_metrics(&T[t]->layer_sum));
+            if (T[t]->direct.n > 0) cJSON_AddItemToObject(j, "gnn_direct", json_metrics(&T[t]->direct));
+            cJSON_AddItemToObject(j, "corrected", json_metrics(&T[t]->corrected));
+        }
+        if (r->weights_path[0]) cJSON_AddStringToObject(o, "artifact", r->weights_path);
+        cli_print_json(o);
+    } else {
+        printf("%s: graph-level correction of %s from %s: %d rows, %d used, %d failed%s%s\n",
+               evaluate_only ? "eval" : "calibrate fit", r->device, source, r->n_rows, r->n_used,
+               r->n_failed, r->n_failed ? ": " : "", r->first_failure);
+        for (int t = 0; t < 2; t++) {
+            if (!T[t]->present) continue;
+            printf("\n%s, held-out families/architectures (never trained on):\n", names[t]);
+            printf("  %-30s %6s %8s %8s %9s %9s\n", "", "rows", "MAPE %", "RMSPE %", "+-10 %",
+                   "Spearman");
+            print_netfit_row("layer sum alone", &T[t]->layer_sum);
+            print_netfit_row("GNN alone (DIPPM-style)", &T[t]->direct);
+            print_netfit_row("layer sum x exp(correction)", &T[t]->corrected);
+        }
+        if (!evaluate_only)
+            printf("\ntraining %.0f s; %s\n", r->seconds_train,
+                   r->weights_path[0] ? r->weights_path : "dry run: nothing written");
+    }
+    free(r);
+    return EXIT_OK_;
+}
+
 static int cmd_fit(int argc, char **argv)
 {
     perfpred_fit_params p = perfpred_fit_default_params();
     const char *files[MAX_LIST];
+    const char *networks = NULL, *datasets = NULL;
     int json = 0;
     args A = {argc, argv, 0};
     for (A.i = 2; A.i < argc; A.i++) {
@@ -440,6 +516,10 @@ static int cmd_fit(int argc, char **argv)
             p.layers_csvs = files;
         } else if (is_opt(a, "--neusight")) {
             if (!(p.neusight_root = value(&A, "--neusight"))) return EXIT_USAGE;
+        } else if (is_opt(a, "--networks")) {
+            if (!(networks = value(&A, "--networks"))) return EXIT_USAGE;
+        } else if (is_opt(a, "--datasets")) {
+            if (!(datasets = value(&A, "--datasets"))) return EXIT_USAGE;
         } else if (is_opt(a, "--conv-gpu")) {
             if (!(p.neusight_conv_gpu = value(&A, "--conv-gpu"))) return EXIT_USAGE;
         } else if (is_opt(a, "--out") || strcmp(a, "-o") == 0) {
@@ -476,6 +556,14 @@ static int cmd_fit(int argc, char **argv)
     if (!p.device) {
         cli_error("calibrate fit: --device is required");
         return EXIT_USAGE;
+    }
+    if (networks) {
+        if (p.n_layers_csvs > 0 || p.neusight_root) {
+            cli_error("calibrate fit: --networks trains the graph-level correction alone");
+            return EXIT_USAGE;
+        }
+        return netfit(p.device, networks, datasets, p.out_dir, p.config_dir, 0,
+                      !p.write_artifacts, p.nthread, json);
     }
     if ((p.n_layers_csvs > 0) == (p.neusight_root != NULL)) {
         cli_error("calibrate fit: give --layers MEASURED.csv or --neusight DIR (one of them)");
@@ -875,11 +963,15 @@ int cli_eval_main(int argc, char **argv)
             return EXIT_OK_;
         }
     }
-    const char *neusight_models = NULL, *scaling = NULL;
+    const char *neusight_models = NULL, *scaling = NULL, *gnn_heldout = NULL, *datasets = NULL;
     for (A.i = 1; A.i < argc; A.i++) {
         const char *a = argv[A.i];
         if (is_opt(a, "--device")) {
             if (!(p.device = value(&A, "--device"))) return EXIT_USAGE;
+        } else if (is_opt(a, "--gnn-heldout")) {
+            if (!(gnn_heldout = value(&A, "--gnn-heldout"))) return EXIT_USAGE;
+        } else if (is_opt(a, "--datasets")) {
+            if (!(datasets = value(&A, "--datasets"))) return EXIT_USAGE;
         } else if (is_opt(a, "--scaling-check")) {
             if (!(scaling = value(&A, "--scaling-check"))) return EXIT_USAGE;
         } else if (is_opt(a, "--neusight-models")) {
@@ -906,6 +998,13 @@ int cli_eval_main(int argc, char **argv)
             cli_error("eval: unknown argument '%s' (perfpred eval --help)", a);
             return EXIT_USAGE;
         }
+    }
+    if (gnn_heldout) {
+        if (!p.device) {
+            cli_error("eval --gnn-heldout: --device is required");
+            return EXIT_USAGE;
+        }
+        return netfit(p.device, gnn_heldout, datasets, NULL, p.config_dir, 1, 0, 0, json);
     }
     if (scaling) {
         if (neusight_models || p.layers_csv || p.networks_csv || plot || markdown || points ||

@@ -190,6 +190,8 @@ typedef struct perfpred_predict_params {
     perfpred_kernel *kernels;   /* optional per-kernel breakdown, in execution order */
     int kernels_cap;
     int *n_kernels;             /* set to the number of kernels (may exceed kernels_cap) */
+    int layer_sum_only;         /* 1: leave out the device's graph-level correction (the sum it
+                                   corrects, as used to train it) */
 } perfpred_predict_params;
 perfpred_predict_params perfpred_predict_default_params(void);
 
@@ -661,6 +663,48 @@ perfpred_scaling_params perfpred_scaling_default_params(void);
 perfpred_status perfpred_scaling_check(const perfpred_scaling_params *p,
                                        perfpred_scaling_report *out, char *errbuf,
                                        size_t errbuf_len);
+
+
+/* ------------------------------------------- graph-level correction (calibrate/netfit_api.c) ---- */
+
+/* Trains (or, with evaluate_only, judges) a device's graph-level GNN correction from whole-network
+ * measurements: a dataset name (help-nb201, help-fbnet, help-ofa, hw-nas-bench-360, eagle: read in
+ * place under datasets_root) or a network-measurement CSV (docs/measurements.md). Whole model
+ * families (NAS architectures by hash bucket) are held out; the report gives the ablation on them.
+ * Artifacts: <out_dir>/gnn-latency.{bin,json} (+ .eval.json), written atomically. */
+typedef struct perfpred_netfit_params {
+    const char *device;          /* required */
+    const char *source;          /* required: dataset name or CSV path */
+    const char *datasets_root;   /* NULL: $PERFPRED_DATASETS, else ../shared/datasets */
+    const char *out_dir;         /* NULL: <config dir>/artifacts/<canonical device name> */
+    const char *config_dir;      /* NULL: as perfpred_ctx_open */
+    int evaluate_only;           /* 1: judge the correction saved in out_dir, train nothing */
+    int dry_run;                 /* 1: train and report, write nothing */
+    int threads;                 /* OpenBLAS threads for training (default 2) */
+    perfpred_log_fn log;
+    void *log_user;
+} perfpred_netfit_params;
+perfpred_netfit_params perfpred_netfit_default_params(void);
+
+typedef struct perfpred_netfit_target {
+    int present, n_train, n_val, n_heldout;
+    perfpred_metrics layer_sum;  /* the predictor alone */
+    perfpred_metrics direct;     /* GNN alone on log(measured), DIPPM-style (n = 0: not trained) */
+    perfpred_metrics corrected;  /* layer sum x exp(correction) */
+} perfpred_netfit_target;
+
+typedef struct perfpred_netfit_report {
+    char device[64];
+    int n_rows, n_used, n_constant, n_failed;
+    char first_failure[256];
+    perfpred_netfit_target latency, energy;
+    double seconds_train, seconds_total;
+    char weights_path[1024];
+} perfpred_netfit_report;
+
+perfpred_status perfpred_calibrate_fit_networks(const perfpred_netfit_params *p,
+                                                perfpred_netfit_report *out, char *errbuf,
+                                                size_t errbuf_len);
 
 #ifdef __cplusplus
 }

@@ -279,7 +279,7 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
     double bf = pp_precision_byte_factor(d);
 
     const char *gnn_src = NULL;
-    const pp_gnn *gnn = pp_calib_gnn(ctx->calib, d, &gnn_src);
+    const pp_gnn *gnn = pp->layer_sum_only ? NULL : pp_calib_gnn(ctx->calib, d, &gnn_src);
     consumers c = {0};
     unsigned char *taken = calloc((size_t)g->n_nodes + 1, 1);
     double *node_ms = gnn ? calloc((size_t)g->n_nodes + 1, sizeof *node_ms) : NULL;

@@ -1,0 +1,112 @@
+/* calibrate/netfit_api.c: the public face of the graph-level correction (calibrate/fit_networks.c):
+ * load network rows from a dataset or CSV, train or judge the device's GNN correction, report the
+ * held-out ablation. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "calibrate/netsets.h"
+
+perfpred_netfit_params perfpred_netfit_default_params(void)
+{
+    perfpred_netfit_params p;
+    memset(&p, 0, sizeof p);
+    p.threads = 2;
+    return p;
+}
+
+static void copy_metrics(perfpred_metrics *o, const pp_metrics *m)
+{
+    o->n = m->n;
+    o->mape_pct = m->mape_pct;
+    o->rmspe_pct = m->rmspe_pct;
+    o->within10_pct = m->within10_pct;
+    o->spearman = m->spearman;
+}
+
+static void copy_target(perfpred_netfit_target *o, const pp_fitnet_target_report *t)
+{
+    o->present = t->present;
+    o->n_train = t->n_train;
+    o->n_val = t->n_val;
+    o->n_heldout = t->n_heldout;
+    copy_metrics(&o->layer_sum, &t->layer_sum);
+    copy_metrics(&o->direct, &t->direct);
+    copy_metrics(&o->corrected, &t->corrected);
+}
+
+perfpred_status perfpred_calibrate_fit_networks(const perfpred_netfit_params *p,
+                                                perfpred_netfit_report *out, char *errbuf,
+                                                size_t errbuf_len)
+{
+    pp_err err = {0};
+    perfpred_status st = PERFPRED_OK;
+    pp_net_table *rows = NULL;
+    pp_device_db *db = NULL;
+    pp_fitnet_report *rep = NULL;
+    if (!p || !out || !p->device || !p->source) {
+        st = pp_err_set(&err, PERFPRED_ERR_INVALID_ARG,
+                        "perfpred_calibrate_fit_networks: device and source are required");
+        goto done;
+    }
+    if (p->threads < 1 || p->threads > 256) {
+        st = pp_err_set(&err, PERFPRED_ERR_INVALID_ARG, "threads must be 1 to 256 (got %d)",
+                        p->threads);
+        goto done;
+    }
+    memset(out, 0, sizeof *out);
+    const char *cfg = p->config_dir ? p->config_dir : pp_default_config_dir();
+    char devdir[4096];
+    snprintf(devdir, sizeof devdir, "%s/devices", cfg);
+    if ((st = pp_devices_load_dir(devdir, &db, &err))) goto done;
+    const pp_device *d = pp_devices_find(db, p->device);
+    if (!d) {
+        st = pp_err_set(&err, PERFPRED_ERR_DEVICE, "unknown device '%s'", p->device);
+        goto done;
+    }
+    snprintf(out->device, sizeof out->device, "%s", d->name);
+    char dir[4096];
+    if (p->out_dir) snprintf(dir, sizeof dir, "%s", p->out_dir);
+    else snprintf(dir, sizeof dir, "%s/artifacts/%s", cfg, d->name);
+
+    pp_netset_opts no = pp_netset_default_opts();
+    no.root = p->datasets_root;
+    no.config_dir = p->config_dir;
+    no.device = d->name;
+    if ((st = pp_net_rows_load(p->source, &no, &rows, NULL, &err))) goto done;
+
+    pp_fitnet_params fp = pp_fitnet_default_params();
+    fp.config_dir = p->config_dir;
+    fp.gnn.nthreads = p->threads;
+    fp.write_artifacts = !p->dry_run;
+    char desc[512];
+    snprintf(desc, sizeof desc, "%s rows of %s (perfpred calibrate fit --networks)", p->source,
+             d->name);
+    fp.data_desc = desc;
+    fp.table_path = rows->path;
+    fp.log.fn = p->log;
+    fp.log.user = p->log_user;
+    rep = calloc(1, sizeof *rep);
+    if (!rep) {
+        st = pp_err_set(&err, PERFPRED_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    st = p->evaluate_only ? pp_eval_networks(d->name, rows->rows, rows->n, &fp, dir, rep, &err)
+                          : pp_fit_networks(d->name, rows->rows, rows->n, &fp, dir, rep, &err);
+    if (st) goto done;
+    out->n_rows = rep->n_rows;
+    out->n_used = rep->n_used;
+    out->n_constant = rep->n_constant;
+    out->n_failed = rep->n_failed;
+    snprintf(out->first_failure, sizeof out->first_failure, "%s", rep->first_failure);
+    copy_target(&out->latency, &rep->target[PP_FITNET_LATENCY]);
+    copy_target(&out->energy, &rep->target[PP_FITNET_ENERGY]);
+    out->seconds_train = rep->seconds_train;
+    out->seconds_total = rep->seconds_total;
+    snprintf(out->weights_path, sizeof out->weights_path, "%s", rep->weights_path);
+done:
+    free(rep);
+    pp_net_table_free(rows);
+    pp_devices_free(db);
+    if (st && errbuf && errbuf_len) snprintf(errbuf, errbuf_len, "%s", err.msg);
+    return st;
+}
