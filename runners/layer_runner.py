@@ -97,7 +97,9 @@ def read_plan(path):
 
 def runtime_version(torch, threads, device):
     """Free-text runtime_version: framework version, threads, and on CUDA the TF32 switches."""
-    v = f"torch {torch.__version__}; threads {threads}"
+    import os
+    v = (f"torch {torch.__version__}; threads {threads}; "
+         f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'default')}")
     if device == "cuda":
         v += (f"; cuda {torch.version.cuda}; cudnn {torch.backends.cudnn.version()}"
               f"; matmul.allow_tf32={int(torch.backends.cuda.matmul.allow_tf32)}"
@@ -254,6 +256,15 @@ def protocol_from_args(a):
 
 
 def setup_torch(threads, device):
+    import os
+    import sys
+    # Debian's torch runs GEMM-backed ops through OpenBLAS, whose thread pool torch.set_num_threads
+    # does not reach: cap it (and OpenMP's) through the environment before the libraries load.
+    # Measurements made before this was added (data/host-cpu, 2026-11-21) ran BLAS ops on OpenBLAS's
+    # default pool (one thread per core); see data/README.md.
+    if "torch" not in sys.modules:
+        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ[var] = str(threads)
     import torch
     # intra-op threads only: eager inference uses no inter-op pool, and setting that one a second
     # time in a process aborts it
