@@ -214,6 +214,7 @@ cJSON *cli_json_device(const perfpred_device_info *d)
     cJSON_AddBoolToObject(o, "calibrated_latency", d->calibrated_latency);
     cJSON_AddBoolToObject(o, "calibrated_energy", d->calibrated_energy);
     cJSON_AddBoolToObject(o, "calibrated_memory", d->calibrated_memory);
+    cJSON_AddBoolToObject(o, "graph_correction", d->graph_correction);
     if (d->calibration_source)
         cJSON_AddStringToObject(o, "calibration_source", d->calibration_source);
     if (d->calibration_device)
@@ -628,9 +629,20 @@ int cmd_mig(const cli_opts *o)
 
 /* ------------------------------------------------------------------ devices ---- */
 
-static const char *cal_from(const perfpred_device_info *d, char *buf, size_t n)
+/* the "calibrated" column: what answers for this device's latency (and energy) */
+static const char *cal_text(const perfpred_device_info *d, char *buf, size_t n)
 {
-    snprintf(buf, n, "latency (scaled from %s)", d->calibration_device);
+    if (d->graph_correction)
+        snprintf(buf, n, "%s (graph-level correction)",
+                 d->calibrated_energy ? "latency, energy" : "latency");
+    else if (d->calibrated_latency && strcmp(d->calibration_device, d->name) == 0)
+        snprintf(buf, n, "latency");
+    else if (d->calibrated_latency)
+        snprintf(buf, n, "latency (scaled from %s)", d->calibration_device);
+    else if (d->peak_tflops > 0 && d->memory_bandwidth_gbs > 0)
+        snprintf(buf, n, "no (roofline estimate)");
+    else
+        snprintf(buf, n, "no (descriptor lacks rates)");
     return buf;
 }
 
@@ -688,9 +700,7 @@ int cmd_devices(const cli_opts *o)
             snprintf(rt, sizeof rt, "%s %s", d.runtime ? d.runtime : "-", d.precision ? d.precision : "");
             printf("%-38s %-8s %9s %10.2f %10.1f %-22.22s %s\n", d.name, d.kind, mem, d.peak_tflops,
                    d.memory_bandwidth_gbs, rt,
-                   !d.calibrated_latency ? "no (roofline estimate)"
-                   : strcmp(d.calibration_device, d.name) == 0 ? "latency"
-                                                               : cal_from(&d, calbuf, sizeof calbuf));
+                   cal_text(&d, calbuf, sizeof calbuf));
         }
         printf("\n%d devices; `perfpred devices show NAME` prints one resolved descriptor\n", n);
     }

@@ -152,6 +152,7 @@ typedef struct perfpred_device_info {
     const char *calibration_source; /* which layer models answer and their data, or NULL */
     const char *calibration_device; /* the device whose layer models answer (itself, its MIG
                                        parent, or its calibration_from), or NULL */
+    int graph_correction;    /* a graph-level GNN correction trained on this device's networks */
 } perfpred_device_info;
 
 int perfpred_device_count(const perfpred_ctx *ctx);

@@ -124,6 +124,13 @@ static void fill_info(const perfpred_ctx *ctx, const pp_device *d, perfpred_devi
     o->calibrated_latency = cs != NULL;
     o->calibration_source = cs ? src : NULL;
     o->calibration_device = cs ? cs->name : NULL;
+    const char *gsrc = NULL;
+    const pp_gnn *gnn = pp_calib_gnn(ctx->calib, d, &gsrc);
+    if (gnn) {
+        o->graph_correction = 1;
+        o->calibrated_energy = gnn->n_targets > 1;
+        if (!o->calibration_source) o->calibration_source = gsrc;
+    }
 }
 
 int perfpred_device_count(const perfpred_ctx *ctx) { return ctx ? pp_devices_count(ctx->db) : 0; }

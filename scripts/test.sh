@@ -15,7 +15,7 @@ echo "== cmocka suite"
 
 echo "== runners (Python unittest)"
 if [ -d tests/runners ]; then
-  /usr/bin/python3 -m unittest discover -s tests/runners -t . -v
+  /usr/bin/python3 -m unittest discover -s tests/runners
 fi
 
 echo "== build under ASan + UBSan"
