@@ -131,6 +131,10 @@ perfpred_status pp_layer_csv_write(const char *path, const pp_layer_row *rows, i
 perfpred_status pp_layer_csv_format(const pp_layer_row *rows, int n, char **out, size_t *len,
                                     pp_err *err);
 
+/* The configuration key of a row ("Conv|xx1x3x8x8|wx4x3x3x3|pads=,1,1,1,1"): op type, inputs with
+ * roles and dims, attributes in row order. fit splits over it; the adaptive plan reproduces it. */
+void pp_layer_row_config_key(const pp_layer_row *r, pp_strbuf *b);
+
 /* Parsers for the compound columns (exposed for tests and for the runner-side tools). */
 int pp_layer_parse_inputs(const char *s, pp_layer_input *out, int max, char *why, size_t why_n);
 int pp_layer_parse_attrs(const char *s, pp_arena *a, pp_layer_attr *out, int max, char *why,

@@ -264,38 +264,6 @@ static perfpred_status make_tmp(const char *out_dir, char *tmp, size_t n, pp_err
 
 /* ------------------------------------------------------------ fitting layer rows ---- */
 
-/* Configuration of a row: op type, inputs and attributes (attributes in row order; rows of one
- * runner plan write them identically). Repeats of one configuration share a side of the split. */
-static void row_config(const pp_layer_row *r, pp_strbuf *b)
-{
-    char num[40];
-    pp_strbuf_put(b, r->op_type);
-    for (int i = 0; i < r->n_inputs; i++) {
-        pp_strbuf_printf(b, "|%c", r->inputs[i].role);
-        for (int d = 0; d < r->inputs[i].rank; d++)
-            pp_strbuf_printf(b, "x%lld", (long long)r->inputs[i].dims[d]);
-    }
-    for (int i = 0; i < r->n_attrs; i++) {
-        const pp_layer_attr *a = &r->attrs[i];
-        pp_strbuf_printf(b, "|%s=", a->name);
-        switch (a->type) {
-        case PP_ATTR_INT: pp_strbuf_printf(b, "%lld", (long long)a->i); break;
-        case PP_ATTR_FLOAT:
-            pp_fmt_double(num, sizeof num, a->f);
-            pp_strbuf_put(b, num);
-            break;
-        case PP_ATTR_STRING: pp_strbuf_put(b, a->s); break;
-        default:
-            for (int k = 0; k < a->n; k++) {
-                if (a->type == PP_ATTR_INTS) pp_strbuf_printf(b, ",%lld", (long long)a->ints[k]);
-                else {
-                    pp_fmt_double(num, sizeof num, a->floats[k]);
-                    pp_strbuf_printf(b, ",%s", num);
-                }
-            }
-        }
-    }
-}
 
 typedef struct used_row {
     const pp_layer_row *r;   /* in one of the tables read */
@@ -661,7 +629,7 @@ static perfpred_status read_rows(fit_ctx *F, pp_err *err)
                 continue;
             }
             pp_strbuf b = {0};
-            row_config(r, &b);
+            pp_layer_row_config_key(r, &b);
             if (b.oom || !b.data) {
                 free(b.data);
                 return pp_err_set(err, PERFPRED_ERR_NOMEM, "fit: out of memory");

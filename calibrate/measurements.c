@@ -682,3 +682,37 @@ perfpred_status pp_net_csv_write(const char *path, const pp_net_row *rows, int n
     free(b.data);
     return st;
 }
+
+/* Configuration of a row: op type, inputs and attributes (attributes in row order; rows of one
+ * runner plan write them identically). Repeats of one configuration share a side of a fit's split,
+ * and the adaptive plan reproduces that split from the same keys. */
+void pp_layer_row_config_key(const pp_layer_row *r, pp_strbuf *b)
+{
+    char num[40];
+    pp_strbuf_put(b, r->op_type);
+    for (int i = 0; i < r->n_inputs; i++) {
+        pp_strbuf_printf(b, "|%c", r->inputs[i].role);
+        for (int d = 0; d < r->inputs[i].rank; d++)
+            pp_strbuf_printf(b, "x%lld", (long long)r->inputs[i].dims[d]);
+    }
+    for (int i = 0; i < r->n_attrs; i++) {
+        const pp_layer_attr *a = &r->attrs[i];
+        pp_strbuf_printf(b, "|%s=", a->name);
+        switch (a->type) {
+        case PP_ATTR_INT: pp_strbuf_printf(b, "%lld", (long long)a->i); break;
+        case PP_ATTR_FLOAT:
+            pp_fmt_double(num, sizeof num, a->f);
+            pp_strbuf_put(b, num);
+            break;
+        case PP_ATTR_STRING: pp_strbuf_put(b, a->s); break;
+        default:
+            for (int k = 0; k < a->n; k++) {
+                if (a->type == PP_ATTR_INTS) pp_strbuf_printf(b, ",%lld", (long long)a->ints[k]);
+                else {
+                    pp_fmt_double(num, sizeof num, a->floats[k]);
+                    pp_strbuf_printf(b, ",%s", num);
+                }
+            }
+        }
+    }
+}

@@ -49,38 +49,6 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* A fit's configuration key of a row, exactly as calibrate/fit_layers.c's row_config writes it (op
- * type, inputs, attributes in row order): the split is drawn over these strings. */
-static void fit_config(const pp_layer_row *r, pp_strbuf *b)
-{
-    char num[40];
-    pp_strbuf_put(b, r->op_type);
-    for (int i = 0; i < r->n_inputs; i++) {
-        pp_strbuf_printf(b, "|%c", r->inputs[i].role);
-        for (int d = 0; d < r->inputs[i].rank; d++)
-            pp_strbuf_printf(b, "x%lld", (long long)r->inputs[i].dims[d]);
-    }
-    for (int i = 0; i < r->n_attrs; i++) {
-        const pp_layer_attr *a = &r->attrs[i];
-        pp_strbuf_printf(b, "|%s=", a->name);
-        switch (a->type) {
-        case PP_ATTR_INT: pp_strbuf_printf(b, "%lld", (long long)a->i); break;
-        case PP_ATTR_FLOAT:
-            pp_fmt_double(num, sizeof num, a->f);
-            pp_strbuf_put(b, num);
-            break;
-        case PP_ATTR_STRING: pp_strbuf_put(b, a->s); break;
-        default:
-            for (int k = 0; k < a->n; k++) {
-                if (a->type == PP_ATTR_INTS) pp_strbuf_printf(b, ",%lld", (long long)a->ints[k]);
-                else {
-                    pp_fmt_double(num, sizeof num, a->floats[k]);
-                    pp_strbuf_printf(b, ",%s", num);
-                }
-            }
-        }
-    }
-}
 
 static int device_matches(const pp_device *dev, const char *name)
 {
@@ -335,7 +303,7 @@ perfpred_status pp_adapt_load(const char *dir, const char *config_dir, const pp_
             pp_err e = {0};
             if (pp_layer_row_features(r, &u[n_u].feat, &e) != PERFPRED_OK) continue;
             pp_strbuf c = {0};
-            fit_config(r, &c);
+            pp_layer_row_config_key(r, &c); /* the fit splits over these keys */
             if (c.oom || !c.data) {
                 free(c.data);
                 st = pp_err_set(err, PERFPRED_ERR_NOMEM, "adaptive plan: out of memory");
