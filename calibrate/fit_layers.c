@@ -58,27 +58,6 @@ static perfpred_metrics no_metrics(void)
     return o;
 }
 
-static perfpred_status mkdir_p(const char *dir, pp_err *err)
-{
-    char buf[4096];
-    size_t n = strlen(dir);
-    if (n == 0 || n >= sizeof buf)
-        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "bad folder name");
-    memcpy(buf, dir, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (buf[i] != '/' && buf[i] != '\0') continue;
-        char c = buf[i];
-        buf[i] = '\0';
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-            return pp_err_set(err, PERFPRED_ERR_IO, "%s: cannot create folder: %s", buf,
-                              strerror(errno));
-        buf[i] = c;
-    }
-    struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        return pp_err_set(err, PERFPRED_ERR_IO, "%s: not a folder", dir);
-    return PERFPRED_OK;
-}
 
 /* Removes the plain files of a folder we created, then the folder (best effort). */
 static void remove_tmp_dir(const char *dir)
@@ -252,7 +231,7 @@ fail:
 /* Makes <out_dir>/.fit-tmp.<pid> (fresh) for the new artifacts. */
 static perfpred_status make_tmp(const char *out_dir, char *tmp, size_t n, pp_err *err)
 {
-    perfpred_status st = mkdir_p(out_dir, err);
+    perfpred_status st = pp_mkdir_p(out_dir, err);
     if (st != PERFPRED_OK) return st;
     if (snprintf(tmp, n, "%s/.fit-tmp.%ld", out_dir, (long)getpid()) >= (int)n)
         return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: path too long", out_dir);

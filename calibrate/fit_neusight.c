@@ -50,26 +50,6 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static perfpred_status mkdir_p(const char *dir, pp_err *err)
-{
-    char buf[4096];
-    size_t n = strlen(dir);
-    if (n == 0 || n >= sizeof buf) return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "bad directory");
-    memcpy(buf, dir, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (buf[i] != '/' && buf[i] != '\0') continue;
-        char c = buf[i];
-        buf[i] = '\0';
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-            return pp_err_set(err, PERFPRED_ERR_IO, "%s: cannot create directory: %s", buf,
-                              strerror(errno));
-        buf[i] = c;
-    }
-    struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        return pp_err_set(err, PERFPRED_ERR_IO, "%s: not a directory", dir);
-    return PERFPRED_OK;
-}
 
 /* splitmix64: the seeded generator behind the conv hold-out split. */
 static uint64_t splitmix64(uint64_t *s)
@@ -458,7 +438,7 @@ perfpred_status pp_calibrate_fit_neusight(const char *neusight_root, const char 
     s.p = params;
     s.rep = report;
     if ((st = pp_neusight_read_source(neusight_root, &s.src, err))) return st;
-    if (params->write_artifacts && (st = mkdir_p(out_dir, err))) return st;
+    if (params->write_artifacts && (st = pp_mkdir_p(out_dir, err))) return st;
     s.arena = pp_arena_new();
     if (!s.arena) return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
     char date[16];

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 void pp_assert_fail(const char *file, int line, const char *expr)
@@ -219,6 +220,28 @@ perfpred_status pp_read_file(const char *path, uint8_t **buf, size_t *len, pp_er
     }
     *buf = b;
     *len = n;
+    return PERFPRED_OK;
+}
+
+perfpred_status pp_mkdir_p(const char *dir, pp_err *err)
+{
+    char buf[4096];
+    size_t n = dir ? strlen(dir) : 0;
+    if (n == 0 || n >= sizeof buf)
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "bad folder name");
+    memcpy(buf, dir, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] != '/' && buf[i] != '\0') continue;
+        char c = buf[i];
+        buf[i] = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            return pp_err_set(err, PERFPRED_ERR_IO, "%s: cannot create folder: %s", buf,
+                              strerror(errno));
+        buf[i] = c;
+    }
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return pp_err_set(err, PERFPRED_ERR_IO, "%s: not a folder", dir);
     return PERFPRED_OK;
 }
 

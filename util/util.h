@@ -49,6 +49,8 @@ int pp_mul_overflow_i64(int64_t a, int64_t b, int64_t *out); /* 1 if overflow */
 /* ---- files ---- */
 /* Reads a whole file into a malloc'd buffer (caller frees). */
 perfpred_status pp_read_file(const char *path, uint8_t **buf, size_t *len, pp_err *err);
+/* Creates dir and its missing parents (mode 0755); an existing folder is fine. */
+perfpred_status pp_mkdir_p(const char *dir, pp_err *err);
 /* Writes data to path atomically: path.tmp.<pid>, fsync, rename. */
 perfpred_status pp_write_file_atomic(const char *path, const void *data, size_t len, pp_err *err);
 
