@@ -29,6 +29,7 @@ typedef struct cli_opts {
     int64_t batches[CLI_MAX_LIST];
     int n_batches;
     perfpred_input_override inputs[CLI_MAX_INPUTS];
+    char input_names[CLI_MAX_INPUTS][256];   /* storage the overrides' names point into */
     int n_inputs;
     int json;
     int allow_unknown;

@@ -115,7 +115,14 @@ static int parse_input(const char *s, cli_opts *o)
         return -1;
     }
     perfpred_input_override *in = &o->inputs[o->n_inputs];
-    in->name = strndup(s, (size_t)(eq - s));
+    size_t nlen = (size_t)(eq - s);
+    if (nlen >= sizeof o->input_names[0]) {
+        cli_error("--input: name too long in '%s'", s);
+        return -1;
+    }
+    memcpy(o->input_names[o->n_inputs], s, nlen);
+    o->input_names[o->n_inputs][nlen] = '\0';
+    in->name = o->input_names[o->n_inputs];
     int rank = 0;
     const char *p = eq + 1;
     while (*p) {

@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
-# tests/install_check.sh BUILD_DIR SOURCE_DIR: `cmake --install` into a scratch prefix, compile the
+# tests/install_check.sh BUILD_DIR SOURCE_DIR [SANITIZE=ON|OFF]: `cmake --install` into a scratch prefix, compile the
 # example against the installed header and library through pkg-config, run it on a model with the
 # installed descriptors. Prints "1 passed, 0 failed" or fails.
 set -euo pipefail
 build=$1 src=$2
+# a sanitized library needs a sanitized program (the ASan runtime must load first)
+san=""
+if [ "${3:-OFF}" = "ON" ]; then san="-fsanitize=address,undefined"; fi
 prefix=$(mktemp -d)
 trap 'rm -rf "$prefix"' EXIT
 cmake --install "$build" --prefix "$prefix" >/dev/null
 test -f "$prefix/include/perfpred.h"
 test -f "$prefix/share/perfpred/configs/devices/a100.yaml"
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
-cc -std=c11 -Wall -Wextra -Werror "$src/examples/predict.c" $(pkg-config --cflags --libs perfpred) -lm \
+cc -std=c11 -Wall -Wextra -Werror $san "$src/examples/predict.c" $(pkg-config --cflags --libs perfpred) -lm \
    -o "$prefix/predict"
 out=$(PERFPRED_CONFIG_DIR="$prefix/share/perfpred/configs" "$prefix/predict" \
       "$src/tests/fixtures/malformed/control.onnx" a100-mig-3g)
