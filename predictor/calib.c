@@ -185,15 +185,20 @@ static const calib_entry *entry_of(const pp_calib *c, const pp_device *d)
     return NULL;
 }
 
+/* Position of d among the context's devices (the order of the per-device tables), or -1. */
+static int device_index(const pp_calib *c, const pp_device *d)
+{
+    for (int i = 0; c && d && i < pp_devices_count(c->db); i++)
+        if (pp_devices_at(c->db, i) == d) return i;
+    return -1;
+}
+
 const pp_device *pp_calib_source_device(const pp_calib *c, const pp_device *d, const char **source)
 {
-    if (!c || !d) return NULL;
-    for (int i = 0; i < pp_devices_count(c->db); i++)
-        if (pp_devices_at(c->db, i) == d) {
-            if (source) *source = c->text[i];
-            return c->src[i];
-        }
-    return NULL;
+    int i = device_index(c, d);
+    if (i < 0) return NULL;
+    if (source) *source = c->text[i];
+    return c->src[i];
 }
 
 int pp_calib_node_ms(const pp_calib *c, const pp_device *d, const pp_node_feat *f, double *ms)
@@ -209,11 +214,8 @@ int pp_calib_node_ms(const pp_calib *c, const pp_device *d, const pp_node_feat *
 
 const struct pp_gnn *pp_calib_gnn(const pp_calib *c, const pp_device *d, const char **source)
 {
-    if (!c || !d || !c->gnn) return NULL;
-    for (int i = 0; i < pp_devices_count(c->db); i++)
-        if (pp_devices_at(c->db, i) == d) {
-            if (source) *source = c->gnn_text[i];
-            return c->gnn[i];
-        }
-    return NULL;
+    int i = c && c->gnn ? device_index(c, d) : -1;
+    if (i < 0) return NULL;
+    if (source) *source = c->gnn_text[i];
+    return c->gnn[i];
 }
