@@ -51,7 +51,7 @@ static const char calibrate_usage[] =
     "  --heldout-frac X        share of each kind's configurations held out (default 0.2)\n"
     "  --seed N                split and XGBoost seed (default 42)\n"
     "  --threads N             XGBoost threads (default 2)\n"
-    "  --boost-rounds N        XGBoost boosting rounds (default: the layer models' 600)\n"
+    "  --boost-rounds N        XGBoost boosting rounds (default: the layer models' 300)\n"
     "  --max-spread-pct P      leave out rows whose run-to-run spread exceeds P % of their\n"
     "                          latency (default: keep every row)\n"
     "  --dry-run               fit and report, write nothing\n"
