@@ -134,12 +134,16 @@ def format_source(device_name, run_id, machine, utc, protocol, stats, inner):
     rounds x burst samples of `inner` calls, fastest/slowest/mean call, IQR of per-round medians
     (= latency_spread_ms) and IQR of all samples, in ms."""
     ms = timing.ns_to_ms
+    scrub = ([f"scrub_bytes={protocol.scrub_bytes}"]
+             if getattr(protocol, "scrub_bytes", 0) > 0 else [])
+    if scrub and getattr(protocol, "scrub_warm_input", False):
+        scrub.append("warm_input=1")
     return "; ".join([
         f"runner-pytorch@{device_name}:{run_id}", f"machine={machine}", f"utc={utc}",
         "stat=median-of-round-minima", "spread=iqr-of-round-medians", f"rounds={stats.rounds}",
         f"burst={protocol.burst}", f"inner={inner}", f"min_ms={ms(stats.min_ns):.6g}",
         f"max_ms={ms(stats.max_ns):.6g}", f"mean_ms={ms(stats.mean_ns):.6g}",
-        f"iqr_all_ms={ms(stats.iqr_all_ns):.6g}"])
+        f"iqr_all_ms={ms(stats.iqr_all_ns):.6g}"] + scrub)
 
 
 def utc_of(t):
@@ -182,6 +186,7 @@ def measure_rows(rows, out_path, *, torch, device_name, device="cpu", precision=
             with torch.inference_mode():
                 return b()
         run.nbytes = b.nbytes
+        run.warm = b.tensors[:1]  # the node's first input: written by the layer before it
         return run
 
     if timer is None:
@@ -191,7 +196,9 @@ def measure_rows(rows, out_path, *, torch, device_name, device="cpu", precision=
         res = timing.run_interleaved([r.key for r in rows], build, store, protocol, timer=timer,
                                      budget_s=budget_s, progress=prog,
                                      cache_bytes=cache_mb * (1 << 20),
-                                     stop_after_visits=stop_after_visits)
+                                     stop_after_visits=stop_after_visits,
+                                     scrub=make_scrub(torch, protocol.scrub_bytes, device,
+                                                      protocol.scrub_warm_input))
     finally:
         if prog is not None:
             prog.close()
@@ -227,6 +234,32 @@ def measure_rows(rows, out_path, *, torch, device_name, device="cpu", precision=
     return res, len(out_rows)
 
 
+def default_scrub_bytes(device):
+    """Cache scrub for --scrub-mb auto: on CPU twice the largest cache one core has to itself
+    (sysfs), at least 8 MiB; on CUDA none (GPU kernels are timed with warm L2, as NeuSight's are)."""
+    if device != "cpu":
+        return 0
+    return max(8 << 20, 2 * timing.private_cache_bytes())
+
+
+def make_scrub(torch, nbytes, device="cpu", warm_input=False):
+    """scrub(fn) writes nbytes of a buffer of its own (None when nbytes is 0), evicting the caches:
+    the timed call that follows finds its weights and input cold. With warm_input it then reads
+    fn.warm (the layer's first input) back, as if the layer before had just written it."""
+    if nbytes <= 0:
+        return None
+    buf = torch.zeros(max(1, nbytes // 4), dtype=torch.float32, device=device)
+
+    def scrub(fn=None):
+        buf.add_(1.0)
+        if warm_input:
+            for t in getattr(fn, "warm", ()):
+                t.sum()
+    scrub.nbytes = buf.numel() * 4
+    scrub.buffer = buf
+    return scrub
+
+
 def add_protocol_args(ap):
     d = timing.Protocol()
     g = ap.add_argument_group("timing protocol (interleaved rounds)")
@@ -241,16 +274,40 @@ def add_protocol_args(ap):
     g.add_argument("--min-sample-us", type=float, default=d.min_sample_us,
                    help="a sample times back-to-back calls lasting at least this long "
                         f"(default {d.min_sample_us:g}); per-call time = sample / calls")
+    g.add_argument("--scrub-mb", default="auto",
+                   help="before every timed call write this many MiB of another buffer, so each "
+                        "call starts with cold caches as inside a network (one call per sample "
+                        "then); 'auto': 2x the per-core cache, at least 8, on CPU, 0 on CUDA; "
+                        "0 = off (back-to-back warm calls)")
+    g.add_argument("--warm-input", action="store_true",
+                   help="after each scrub read the layer's first input back (warm input, cold "
+                        "weights); default: both cold, which matched whole forward passes better "
+                        "on this host (runners/README.md)")
     g.add_argument("--seed", type=int, default=d.seed, help=f"shuffle and data seed (default {d.seed})")
     g.add_argument("--budget-min", type=float, default=None,
                    help="stop starting new visits after this many minutes; what was measured is "
                         "written and a rerun continues (exit status 3)")
 
 
+def scrub_bytes_from_arg(text, device):
+    if text == "auto":
+        return default_scrub_bytes(device)
+    try:
+        mb = float(text)
+    except ValueError:
+        raise ValueError(f"--scrub-mb {text!r}: a number of MiB or 'auto'") from None
+    if not mb >= 0 or mb > 1 << 20:
+        raise ValueError(f"--scrub-mb {text!r}: between 0 and 1048576")
+    return int(mb * (1 << 20))
+
+
 def protocol_from_args(a):
     p = timing.Protocol(rounds=a.rounds, burst=a.burst, warmup_calls=a.warmup_calls,
                         warmup_min_s=a.warmup_ms / 1000.0, min_sample_us=a.min_sample_us,
-                        seed=a.seed)
+                        seed=a.seed,
+                        scrub_bytes=scrub_bytes_from_arg(getattr(a, "scrub_mb", "0"),
+                                                         getattr(a, "device", "cpu")),
+                        scrub_warm_input=bool(getattr(a, "warm_input", False)))
     p.check()
     return p
 

@@ -49,15 +49,23 @@ class ModelSpec:
     def key(self):
         return f"{os.path.basename(self.onnx_path)}|{'x'.join(map(str, self.shape))}"
 
-    def input_shape(self, batch):
+    def is_image(self):
+        return self.dtype == "float32" and len(self.shape) == 4
+
+    def input_shape(self, batch, resolution=None):
+        """Input shape at a batch size; resolution (images only) replaces the spatial size."""
+        if resolution is not None and resolution != self.shape[-1]:
+            if not self.is_image():
+                raise ValueError(f"{self.name}: a resolution applies to image inputs only")
+            return (batch, self.shape[1], resolution, resolution)
         return (batch,) + tuple(self.shape[1:])
 
     def build(self):
         return self.builder()
 
-    def make_input(self, torch, batch, device="cpu", dtype=None, seed=0):
+    def make_input(self, torch, batch, device="cpu", dtype=None, seed=0, resolution=None):
         g = torch.Generator().manual_seed(seed)
-        shape = self.input_shape(batch)
+        shape = self.input_shape(batch, resolution)
         if self.dtype == "int64":
             return torch.randint(1, 1000, shape, generator=g, dtype=torch.int64).to(device)
         return torch.randn(shape, generator=g).to(device=device, dtype=dtype or torch.float32)
@@ -181,6 +189,36 @@ def specs_from_reference(path, only=None):
         seen.add(s.key())
         out.append(s)
     return out
+
+
+def fold_batchnorm(torch, model):
+    """Folds every eval-mode BatchNorm that directly follows a convolution into it, as the ONNX
+    exporter does (do_constant_folding), so the module runs the computation its graph describes.
+
+    torch.fx's inference fuse where the model traces; otherwise each Conv -> BatchNorm pair that
+    sits side by side in an nn.Sequential. Returns (model, how, bn_before, bn_after)."""
+    def count(m):
+        return sum(1 for q in m.modules() if isinstance(q, torch.nn.modules.batchnorm._BatchNorm))
+    before = count(model)
+    if before == 0:
+        return model, "none-present", 0, 0
+    try:
+        from torch.fx.experimental.optimization import fuse
+        fused = fuse(model)
+        return fused, "fx", before, count(fused)
+    except Exception:  # noqa: BLE001 - not symbolically traceable: fold the Sequential pairs
+        pass
+    from torch.nn.utils.fusion import fuse_conv_bn_eval
+    convs = (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d)
+    for seq in [m for m in model.modules() if isinstance(m, torch.nn.Sequential)]:
+        names = list(seq._modules)
+        for a, b in zip(names, names[1:]):
+            conv, bn = seq._modules[a], seq._modules[b]
+            if isinstance(conv, convs) and isinstance(bn, torch.nn.modules.batchnorm._BatchNorm) \
+                    and bn.track_running_stats and not bn.training:
+                seq._modules[a] = fuse_conv_bn_eval(conv, bn)
+                seq._modules[b] = torch.nn.Identity()
+    return model, "sequential", before, count(model)
 
 
 def export_onnx(torch, spec, path, opset=EXPORT_OPSET):

@@ -53,34 +53,98 @@ def ensure_graph(torch, spec, quiet=False):
     model_specs.export_onnx(torch, spec, spec.onnx_path)
 
 
+def config_key(spec, batch, resolution=None):
+    """The configuration's key: model graph and shape, batch, and the resolution where it differs
+    from the model's own."""
+    key = f"{spec.key()}|b{batch}"
+    if resolution is not None and resolution != spec.shape[-1]:
+        key += f"|r{resolution}"
+    return key
+
+
+def read_configs(path, graphs_dir, source="auto"):
+    """--configs CSV: columns model, batch[, resolution] (empty resolution: the model's own).
+    Returns [(spec, batch, resolution or None)]; errors name the file and line."""
+    import csv
+    out = []
+    specs = {}
+    with open(path, newline="", encoding="utf-8") as f:
+        rd = csv.DictReader(f)
+        if rd.fieldnames is None or "model" not in rd.fieldnames or "batch" not in rd.fieldnames:
+            raise ValueError(f"{path}: line 1: needs the columns model and batch")
+        for i, row in enumerate(rd, start=2):
+            name = (row.get("model") or "").strip()
+            try:
+                b = timing.parse_int_list((row.get("batch") or "").strip(), "batch")
+                res_text = (row.get("resolution") or "").strip()
+                res = timing.parse_int_list(res_text, "resolution") if res_text else [None]
+            except ValueError as e:
+                raise ValueError(f"{path}: line {i}: {e}") from None
+            if len(b) != 1 or len(res) != 1:
+                raise ValueError(f"{path}: line {i}: one batch and one resolution per line")
+            if name not in specs:
+                specs[name] = model_specs.spec_for_name(name, graphs_dir, source)
+            s = specs[name]
+            if s is None:
+                raise ValueError(f"{path}: line {i}: unknown model {name!r}")
+            if res[0] is not None and not s.is_image():
+                raise ValueError(f"{path}: line {i}: {name} takes no resolution")
+            out.append((s, b[0], res[0]))
+    if not out:
+        raise ValueError(f"{path}: no configurations")
+    return out
+
+
+def prepared_model(torch, spec, fold_bn):
+    """The spec's model in eval mode, seeded, BatchNorm folded when asked; with the source note."""
+    torch.manual_seed(1)
+    m = spec.build().eval()
+    if not fold_bn:
+        return m, "bn=not-folded"
+    m, how, n0, n1 = model_specs.fold_batchnorm(torch, m)
+    return m, f"bn={how}" + (f" ({n0 - n1} of {n0} folded)" if n0 else "")
+
+
 def measure_networks(specs, batches, out_path, *, torch, device_name, device="cpu", threads=1,
                      protocol=None, budget_s=None, restart=False, retry_errors=False, quiet=False,
-                     cache_mb=4096, timer=None, stop_after_visits=None, progress_stream=None):
-    """Measures every (spec, batch) and writes the network CSV. Returns (RunResult, n_rows)."""
+                     cache_mb=4096, timer=None, stop_after_visits=None, progress_stream=None,
+                     resolutions=None, configs=None, fold_bn=True):
+    """Measures every (spec, batch, resolution) and writes the network CSV.
+    Returns (RunResult, n_rows).
+
+    configs: explicit [(spec, batch, resolution or None)]; otherwise specs x batches x resolutions
+    (None: each model's own). fold_bn: BatchNorm folded into the convolution before it, as in the
+    exported graph (models.fold_batchnorm); how is recorded in the source column."""
     protocol = protocol or NETWORK_PROTOCOL
-    configs = {}
-    for s in specs:
-        for b in batches:
-            configs[f"{s.key()}|b{b}"] = (s, b)
-    identity = {"runner": "network_runner", "configs": sorted(configs), "device": device,
+    if configs is None:
+        configs = [(s, b, r) for s in specs for b in batches for r in (resolutions or [None])]
+    table = {}
+    for s, b, r in configs:
+        if r is not None and r == s.shape[-1]:
+            r = None
+        table[config_key(s, b, r)] = (s, b, r)
+    identity = {"runner": "network_runner", "configs": sorted(table), "device": device,
                 "device_name": device_name, "threads": threads, "torch": torch.__version__,
-                "protocol": protocol.as_dict(), "precision": "fp32"}
+                "protocol": protocol.as_dict(), "precision": "fp32", "fold_bn": bool(fold_bn)}
     store = timing.PartialStore(out_path + ".partial.jsonl", identity, restart=restart,
                                 retry_errors=retry_errors)
-    live = weakref.WeakValueDictionary()  # one module per model, shared by its batch sizes
+    live = weakref.WeakValueDictionary()  # one module per model, shared by its configurations
+    folded = {}  # model key -> "bn=..." note for the source column
 
     def build(key):
-        s, b = configs[key]
+        s, b, r = table[key]
         m = live.get(s.key())
         if m is None:
-            torch.manual_seed(1)
-            m = s.build().eval().to(device)
+            m, folded[s.key()] = prepared_model(torch, s, fold_bn)
+            m = m.to(device)
             live[s.key()] = m
-        x = s.make_input(torch, b, device=device, seed=b)
+        x = s.make_input(torch, b, device=device, seed=b, resolution=r)
 
         def run():
             with torch.inference_mode():
                 return m(x)
+        # the module is shared by the model's configurations but counted in each: the byte bound
+        # errs towards rebuilding
         run.nbytes = (sum(p.numel() * p.element_size() for p in m.parameters()) +
                       x.numel() * x.element_size())
         run.model = m  # keeps the module alive while this configuration is cached
@@ -90,8 +154,9 @@ def measure_networks(specs, batches, out_path, *, torch, device_name, device="cp
         timer = timing.CudaEventTimer(torch) if device == "cuda" else timing.CpuTimer()
     prog = None if quiet else timing.Progress(0, label="network_runner ", stream=progress_stream)
     try:
-        res = timing.run_interleaved(list(configs), build, store, protocol, timer=timer,
-                                     budget_s=budget_s, progress=prog, cache_items=64,
+        res = timing.run_interleaved(list(table), build, store, protocol, timer=timer,
+                                     budget_s=budget_s, progress=prog,
+                                     cache_items=max(64, len(table)),
                                      cache_bytes=cache_mb * (1 << 20),
                                      stop_after_visits=stop_after_visits)
     finally:
@@ -102,14 +167,17 @@ def measure_networks(specs, batches, out_path, *, torch, device_name, device="cp
     rv = layer_runner.runtime_version(torch, threads, device)
     out_dir = os.path.dirname(os.path.abspath(out_path))
     rows = []
-    for key, (s, b) in configs.items():
+    for key, (s, b, r) in table.items():
         st = res.stats.get(key)
         if st is None:
             continue
         utc, date = layer_runner.utc_of(store.last_time.get(key, 0.0) or 0.0)
-        shape = "x".join(map(str, s.input_shape(b)))
+        shape = "x".join(map(str, s.input_shape(b, r)))
         src = layer_runner.format_source(device_name, f"network_runner/{s.name}", machine, utc,
                                          protocol, st, res.inner[key])
+        if s.key() not in folded:  # measured in an earlier, resumed run: fold again to say how
+            folded[s.key()] = prepared_model(torch, s, fold_bn)[1]
+        src += "; " + folded[s.key()]
         if device == "cpu":
             src += "; memory=not measured on CPU"
         rows.append({
@@ -148,6 +216,15 @@ def main(argv=None):
                                                          "models"),
                     help="where --models graphs live or are exported to")
     ap.add_argument("--batch", default="1", help="comma-separated batch sizes (default 1)")
+    ap.add_argument("--resolution", default="",
+                    help="comma-separated input sizes for image models (e.g. 160,224); default: "
+                         "each model's own")
+    ap.add_argument("--configs", default="",
+                    help="CSV of configurations (columns model, batch[, resolution]) instead of "
+                         "--models x --batch x --resolution")
+    ap.add_argument("--no-fold-bn", action="store_true",
+                    help="run BatchNorm as its own op (default: folded into the convolution "
+                         "before it, as in the exported graph)")
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (default 1)")
     ap.add_argument("--restart", action="store_true", help="discard OUT.partial.jsonl")
@@ -176,7 +253,18 @@ def main(argv=None):
                                    min_sample_us=0.0, seed=a.seed)
         protocol.check()
         torch = layer_runner.setup_torch(a.threads, a.device)
-        specs = resolve_specs(a.models, a.reference, a.graphs_dir)
+        resolutions = (timing.parse_int_list(a.resolution, "--resolution")
+                       if a.resolution else None)
+        configs = None
+        if a.configs:
+            if a.models or a.resolution:
+                raise ValueError("--configs replaces --models and --resolution")
+            configs = read_configs(a.configs, a.graphs_dir)
+            specs = list({c[0].key(): c[0] for c in configs}.values())
+        else:
+            specs = resolve_specs(a.models, a.reference, a.graphs_dir)
+            if resolutions and not all(s.is_image() for s in specs):
+                raise ValueError("--resolution: every model must take an image input")
         for s in specs:
             ensure_graph(torch, s, a.quiet)
     except (ValueError, OSError) as e:
@@ -187,7 +275,8 @@ def main(argv=None):
                                   device=a.device, threads=a.threads, protocol=protocol,
                                   budget_s=None if a.budget_min is None else a.budget_min * 60,
                                   restart=a.restart, retry_errors=a.retry_errors, quiet=a.quiet,
-                                  cache_mb=a.cache_mb)
+                                  cache_mb=a.cache_mb, resolutions=resolutions, configs=configs,
+                                  fold_bn=not a.no_fold_bn)
     except timing.ResumeMismatch as e:
         print(f"network_runner: {e}", file=sys.stderr)
         return layer_runner.EXIT_USAGE

@@ -97,6 +97,10 @@ class Protocol:
     max_inner: int = 1000        # cap on inner calls per sample
     seed: int = 1
     max_visit_s: float = 0.0     # > 0: fewer samples per visit (at least 1) for slow configurations
+    scrub_bytes: int = 0         # > 0: before every timed call, write a buffer this large (caches
+                                 # go cold as they are for a layer inside a network); one call per
+                                 # sample then
+    scrub_warm_input: bool = False  # after the scrub, read the layer's first input back
 
     def check(self):
         if self.rounds < 1 or self.burst < 1:
@@ -105,6 +109,8 @@ class Protocol:
             raise ValueError("warm-up settings must be >= 0")
         if self.min_sample_us < 0 or self.max_inner < 1:
             raise ValueError("min_sample_us must be >= 0 and max_inner >= 1")
+        if self.scrub_bytes < 0:
+            raise ValueError("scrub_bytes must be >= 0")
 
     def as_dict(self):
         return dict(self.__dict__)
@@ -140,7 +146,10 @@ class CudaEventTimer:
 
 
 def choose_inner(per_call_ns, protocol):
-    """Calls per sample so that one sample lasts at least min_sample_us (timer overhead < 1%)."""
+    """Calls per sample so that one sample lasts at least min_sample_us (timer overhead < 1%).
+    With a cache scrub every sample is one call (back-to-back calls would find the caches warm)."""
+    if protocol.scrub_bytes > 0:
+        return 1
     if per_call_ns <= 0:
         return protocol.max_inner
     need = math.ceil(protocol.min_sample_us * 1000.0 / per_call_ns)
@@ -409,7 +418,7 @@ class BenchCache:
 
 def run_interleaved(keys, build, store, protocol, timer=None, budget_s=None, clock=None,
                     progress=None, on_visit=None, cache_items=64, cache_bytes=None,
-                    stop_after_visits=None):
+                    stop_after_visits=None, scrub=None):
     """Measures every key in interleaved rounds and returns RunResult.
 
     build(key) -> fn: a zero-argument callable running one forward pass, fully prepared
@@ -417,9 +426,15 @@ def run_interleaved(keys, build, store, protocol, timer=None, budget_s=None, clo
     store: PartialStore (its finished visits are skipped). budget_s: wall time after which no new
     visit starts (the run then returns what it has; a rerun continues). clock: seconds (monotonic),
     injectable for tests; timer.sample(fn, inner) -> ns. stop_after_visits: test hook simulating
-    an interruption after that many visits.
+    an interruption after that many visits. scrub(fn): evicts the caches (writes
+    protocol.scrub_bytes of memory) and may bring back what fn would find warm inside a network
+    (its input); called untimed before every timed sample; required when protocol.scrub_bytes > 0.
     """
     protocol.check()
+    if protocol.scrub_bytes > 0 and scrub is None:
+        raise ValueError("protocol.scrub_bytes > 0 needs a scrub callable")
+    if protocol.scrub_bytes == 0:
+        scrub = None
     timer = timer or CpuTimer()
     clock = clock or time.monotonic
     keys = list(keys)
@@ -444,7 +459,7 @@ def run_interleaved(keys, build, store, protocol, timer=None, budget_s=None, clo
             gc.disable()
             stop = _one_round(r, keys, pending_in_round(r), build, store, protocol, timer, clock,
                               budget_s, t_start, res, cache, inner, progress, on_visit,
-                              stop_after_visits)
+                              stop_after_visits, scrub)
             if stop:
                 break
     finally:
@@ -467,7 +482,7 @@ def run_interleaved(keys, build, store, protocol, timer=None, budget_s=None, clo
 
 
 def _one_round(r, keys, todo, build, store, protocol, timer, clock, budget_s, t_start, res,
-               cache, inner, progress, on_visit, stop_after_visits):
+               cache, inner, progress, on_visit, stop_after_visits, scrub=None):
     """Visits the keys of todo once, in the seeded order of round r. Returns True to stop."""
     # the same order for a given (seed, round) whatever was already done: resumed runs see the
     # same interleaving as uninterrupted ones
@@ -498,7 +513,11 @@ def _one_round(r, keys, todo, build, store, protocol, timer, clock, budget_s, t_
                 if key not in est:
                     est[key] = timer.sample(fn, 1)
                 burst = max(1, min(burst, int(protocol.max_visit_s * 1e9 / max(est[key], 1.0))))
-            samples = [timer.sample(fn, n_in) / n_in for _ in range(burst)]
+            samples = []
+            for _ in range(burst):
+                if scrub is not None:
+                    scrub(fn)
+                samples.append(timer.sample(fn, n_in) / n_in)
         except Exception as e:  # noqa: BLE001 - one failing configuration must not end the run
             cache.drop(key)
             msg = f"{type(e).__name__}: {e}".strip()
@@ -627,6 +646,35 @@ def cpu_model():
     if not name:
         name = platform.processor() or platform.machine() or "unknown-cpu"
     return f"{name} ({os.cpu_count()} logical CPUs, {platform.machine()})"
+
+
+def private_cache_bytes(sysfs="/sys/devices/system/cpu/cpu0/cache"):
+    """Largest data/unified cache that cpu0 does not share with another CPU (sysfs), 0 if unknown."""
+    best = 0
+    try:
+        entries = sorted(os.listdir(sysfs))
+    except OSError:
+        return 0
+    for e in entries:
+        if not e.startswith("index"):
+            continue
+        try:
+            def rd(name):
+                with open(os.path.join(sysfs, e, name), encoding="ascii") as f:
+                    return f.read().strip()
+            if rd("type") == "Instruction":
+                continue
+            shared = rd("shared_cpu_list")
+            size = rd("size")
+        except OSError:
+            continue
+        if "," in shared or "-" in shared:
+            continue
+        mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(size[-1:].upper(), 1)
+        digits = size[:-1] if size[-1:].upper() in ("K", "M", "G") else size
+        if digits.isdigit():
+            best = max(best, int(digits) * mult)
+    return best
 
 
 def parse_int_list(text, what="list"):

@@ -91,6 +91,57 @@ class LayerRunnerTest(unittest.TestCase):
         # the Conv (8x16x16 -> 16 channels, 3x3) does far more work than a 512-element Relu
         self.assertGreater(float(rows[0]["latency_ms"]), float(rows[2]["latency_ms"]))
 
+    def test_scrub_should_be_on_by_default_on_cpu_and_recorded(self):
+        rc, err = self.run_main()
+        self.assertEqual(rc, 0, err)
+        _, rows = read_csv(self.out)
+        want = layer_runner.default_scrub_bytes("cpu")
+        self.assertGreaterEqual(want, 8 << 20)
+        for row in rows:
+            self.assertIn(f"scrub_bytes={want}", row["source"])
+            self.assertIn("inner=1;", row["source"])  # one cold call per sample
+        self.assertTrue(all("warm_input" not in r["source"] for r in rows))
+        rc, err = self.run_main("--warm-input", "--restart")
+        self.assertEqual(rc, 0, err)
+        _, rows = read_csv(self.out)
+        self.assertTrue(all("warm_input=1" in r["source"] for r in rows))
+        rc, err = self.run_main("--scrub-mb", "0", "--restart")
+        self.assertEqual(rc, 0, err)
+        _, rows = read_csv(self.out)
+        self.assertTrue(all("scrub_bytes" not in r["source"] for r in rows))
+        self.assertEqual(layer_runner.default_scrub_bytes("cuda"), 0)
+
+    def test_scrub_option_should_be_checked(self):
+        self.assertEqual(layer_runner.scrub_bytes_from_arg("1.5", "cpu"), 3 << 19)
+        for bad in ("-1", "lots", "nan"):
+            with self.assertRaises(ValueError):
+                layer_runner.scrub_bytes_from_arg(bad, "cpu")
+        rc, err = self.run_main("--scrub-mb", "lots")
+        self.assertEqual(rc, layer_runner.EXIT_USAGE)
+        self.assertIn("--scrub-mb", err)
+
+    def test_scrub_should_write_its_whole_buffer(self):
+        s = layer_runner.make_scrub(torch, 1 << 16)
+        self.assertEqual(s.nbytes, 1 << 16)
+        s()
+        s()
+        self.assertTrue(bool((s.buffer == 2.0).all()))  # every element written twice
+        read = []
+
+        class Spy:
+            def sum(self):
+                read.append(1)
+
+        def fn():
+            pass
+        fn.warm = (Spy(),)
+        s(fn)
+        self.assertEqual(read, [])  # default: the input stays cold
+        w = layer_runner.make_scrub(torch, 1 << 16, warm_input=True)
+        w(fn)
+        self.assertEqual(read, [1])  # --warm-input: read back after the scrub
+        self.assertIsNone(layer_runner.make_scrub(torch, 0))
+
     def test_rerun_should_resume_and_measure_nothing_again(self):
         rc, _ = self.run_main()
         self.assertEqual(rc, 0)

@@ -3,6 +3,7 @@ graph/features.c would assign, and the PyTorch rebuild of single ONNX nodes (out
 out by hand from the ONNX operator definitions)."""
 
 import math
+import os
 import unittest
 
 import _common  # noqa: F401
@@ -245,3 +246,21 @@ class BuildTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class WarmInputTest(unittest.TestCase):
+    """The layer runner re-reads a built layer's tensors[0] after its cache scrub, as the input a
+    previous layer has just written: for every op type of the host-cpu plan that tensor must be the
+    node's first input (same shape), never a weight."""
+
+    def test_first_tensor_should_be_the_first_input_for_every_planned_op(self):
+        import layer_runner
+        plan = os.path.join(_common.REPO, "data", "host-cpu", "plan.csv")
+        seen = {}
+        for r in layer_runner.read_plan(plan):
+            seen.setdefault(r.op_type, r)
+        self.assertGreaterEqual(len(seen), 15)
+        for op, r in sorted(seen.items()):
+            b = layers.build_layer(r.op_type, r.inputs, r.attrs, torch, seed=1)
+            first = [d for d in r.inputs[0][1]]
+            self.assertEqual(list(b.tensors[0].shape), first, f"{op}: {r.inputs_text}")

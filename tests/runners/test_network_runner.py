@@ -79,6 +79,75 @@ class NetworkRunnerTest(unittest.TestCase):
         self.assertEqual(rows[0]["input_shapes"], "input:1x3x12x12")
         self.assertEqual(rows[1]["input_shapes"], "input:3x3x12x12")
 
+    def test_batchnorm_should_be_folded_and_said_so(self):
+        self.measure()
+        with open(self.out, newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+        self.assertTrue(all("bn=fx (1 of 1 folded)" in r["source"] for r in rows))
+        os.remove(self.out)
+        os.remove(self.out + ".partial.jsonl")
+        self.measure(fold_bn=False)
+        with open(self.out, newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+        self.assertTrue(all("bn=not-folded" in r["source"] for r in rows))
+
+    def test_fold_should_keep_the_output_and_fall_back_to_sequential_pairs(self):
+        class Untraceable(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4),
+                                                torch.nn.ReLU(), torch.nn.BatchNorm2d(4))
+
+            def forward(self, x):
+                if x.sum() > -1e30:  # data-dependent control flow: torch.fx cannot trace it
+                    return self.body(x)
+                return x
+        torch.manual_seed(3)
+        m = Untraceable().eval()
+        for bn in (m.body[1], m.body[3]):  # running statistics away from identity
+            bn.running_mean.uniform_(-1, 1)
+            bn.running_var.uniform_(0.5, 2)
+        x = torch.randn(2, 3, 9, 9)
+        with torch.inference_mode():
+            want = m(x)
+        f, how, n0, n1 = models.fold_batchnorm(torch, m)
+        self.assertEqual((how, n0, n1), ("sequential", 2, 1))  # the BN after ReLU stays
+        self.assertIsInstance(f.body[1], torch.nn.Identity)
+        with torch.inference_mode():
+            self.assertTrue(torch.allclose(f(x), want, atol=1e-5))
+
+    def test_resolution_should_change_the_input_and_the_key(self):
+        res, n = self.measure(resolutions=[12, 16])
+        self.assertEqual(n, 4)
+        with open(self.out, newline="", encoding="utf-8") as f:
+            shapes = sorted(r["input_shapes"] for r in csv.DictReader(f))
+        self.assertEqual(shapes, ["input:1x3x12x12", "input:1x3x16x16", "input:3x3x12x12",
+                                  "input:3x3x16x16"])
+        self.assertNotEqual(network_runner.config_key(self.spec, 1, 16),
+                            network_runner.config_key(self.spec, 1, 12))
+        self.assertEqual(network_runner.config_key(self.spec, 1, 12),
+                         network_runner.config_key(self.spec, 1))
+
+    def test_configs_file_should_be_read_strictly(self):
+        path = os.path.join(self.tmp.name, "configs.csv")
+
+        def write(text):
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+        write("model,batch,resolution\nresnet18,2,160\nresnet18,1,\n")
+        got = network_runner.read_configs(path, self.tmp.name)
+        self.assertEqual([(s.name, b, r) for s, b, r in got],
+                         [("resnet18", 2, 160), ("resnet18", 1, None)])
+        self.assertEqual(got[0][0].input_shape(2, 160), (2, 3, 160, 160))
+        for text, where in (("model,batch\nresnet18,0\n", "line 2"),
+                            ("model,batch\nresnet18,1\nnot_a_model,1\n", "line 3"),
+                            ("model,resolution\nresnet18,160\n", "line 1"),
+                            ("model,batch,resolution\nresnet18,1,16x\n", "line 2")):
+            write(text)
+            with self.assertRaises(ValueError) as cm:
+                network_runner.read_configs(path, self.tmp.name)
+            self.assertIn(f"{path}: {where}", str(cm.exception))
+
     def test_rerun_should_resume(self):
         self.measure(stop_after_visits=1)
         res, n = self.measure()

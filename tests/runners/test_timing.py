@@ -114,6 +114,52 @@ class InterleavedTest(unittest.TestCase):
         self.assertEqual(res.stats["a"].median_ns, 100_000.0)
         self.assertEqual(calls["a"], 3 + 4)  # calibration + one sample of 4 calls
 
+    def test_scrub_should_run_before_every_timed_sample_and_force_one_call(self):
+        # min_sample_us would ask for 4 calls per sample; a scrub makes every sample one cold call
+        p = self.protocol(rounds=2, burst=3, min_sample_us=200.0, scrub_bytes=1 << 20)
+        events = []
+        calls = {}
+
+        def build(k):
+            def fn():
+                calls[k] = calls.get(k, 0) + 1
+                events.append("call")
+            fn.key = k
+            return fn
+        clock = FakeClock()
+        timer = ScriptedTimer({"a": [50_000.0] * 9}, clock)
+        store = timing.PartialStore(self.partial, {"t": 1})
+        res = timing.run_interleaved(["a"], build, store, p, timer=timer, clock=clock,
+                                     scrub=lambda fn: events.append(("scrub", fn.key)))
+        store.close()
+        self.assertEqual(res.inner["a"], 1)
+        timed = events[3:]  # after the three calibration calls, which are not scrubbed
+        self.assertEqual(timed, [("scrub", "a"), "call"] * 6)
+        self.assertEqual(calls["a"], 3 + 6)
+
+    def test_scrub_should_be_required_when_the_protocol_asks_for_one(self):
+        store = timing.PartialStore(self.partial, {"t": 1})
+        with self.assertRaises(ValueError):
+            timing.run_interleaved(["a"], lambda k: make_fn(k, {}), store,
+                                   self.protocol(scrub_bytes=4096))
+        store.close()
+        with self.assertRaises(ValueError):
+            self.protocol(scrub_bytes=-1).check()
+
+    def test_private_cache_should_skip_shared_and_instruction_caches(self):
+        root = os.path.join(self.tmp.name, "cache")
+        for idx, (typ, size, shared) in enumerate([("Data", "48K", "0"),
+                                                   ("Instruction", "4096K", "0"),
+                                                   ("Unified", "2048K", "0"),
+                                                   ("Unified", "107520K", "0-1")]):
+            d = os.path.join(root, f"index{idx}")
+            os.makedirs(d)
+            for name, val in (("type", typ), ("size", size), ("shared_cpu_list", shared)):
+                with open(os.path.join(d, name), "w", encoding="ascii") as f:
+                    f.write(val + "\n")
+        self.assertEqual(timing.private_cache_bytes(root), 2048 << 10)
+        self.assertEqual(timing.private_cache_bytes(os.path.join(root, "missing")), 0)
+
     def test_budget_should_stop_new_visits_and_keep_results(self):
         keys = ["a", "b", "c"]
         clock = FakeClock()

@@ -1,0 +1,122 @@
+#!/usr/bin/python3
+"""layer_context_check.py: how a layer timed on its own compares with the same layer inside a
+forward pass, on this machine, all in one process (so machine drift cancels out).
+
+For each torchvision model named: BatchNorm is folded as network_runner.py does, then
+  full       the forward pass (min of --reps calls)
+  in-net     the sum over leaf modules of their time inside the forward pass (forward hooks;
+             min over --reps hooked passes)
+  warm       each leaf module called back to back with the input it saw (min of --reps calls)
+  cold       the same after writing a --scrub-mb buffer before every call (layer_runner's default)
+  cold+in    the same, then reading the module's input back (layer_runner --warm-input)
+Per module type and in total, in ms. It is the evidence behind the layer runner's default
+(runners/README.md); it measures, it trains nothing.
+
+  /usr/bin/python3 tools/layer_context_check.py regnet_x_400mf mnasnet0_5 efficientnet_b0
+"""
+
+import argparse
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "runners"))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("models", nargs="+", help="torchvision model names")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--scrub-mb", type=float, default=8.0)
+    ap.add_argument("--reps", type=int, default=9)
+    ap.add_argument("--resolution", type=int, default=224)
+    a = ap.parse_args(argv)
+    import layer_runner
+    import models as model_specs
+    torch = layer_runner.setup_torch(a.threads, "cpu")
+    buf = torch.zeros(int(a.scrub_mb * (1 << 20)) // 4)
+
+    def best(fn, reps, before=None):
+        ts = []
+        for _ in range(reps):
+            if before is not None:
+                before()
+            t = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - t)
+        return min(ts) * 1e3
+
+    def kind(mod):
+        k = type(mod).__name__
+        if k.startswith("Conv") and getattr(mod, "groups", 1) > 1:
+            k += "(grouped)"
+        return k
+
+    print(f"torch {torch.__version__}, {a.threads} thread(s), scrub {a.scrub_mb:g} MiB, "
+          f"min of {a.reps}, {a.resolution} px, batch 1, utc "
+          f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}")
+    for name in a.models:
+        spec = model_specs.spec_for_name(name, ".", "torchvision")
+        if spec is None:
+            print(f"{name}: not a torchvision model", file=sys.stderr)
+            return 2
+        torch.manual_seed(1)
+        m, _, _, _ = model_specs.fold_batchnorm(torch, spec.build().eval())
+        x = spec.make_input(torch, 1, resolution=a.resolution)
+        leaves = [q for q in m.modules() if len(list(q.children())) == 0]
+        rows = {}
+
+        def add(k, col, v):
+            rows.setdefault(k, {}).setdefault(col, 0.0)
+            rows[k][col] += v
+        with torch.inference_mode():
+            for _ in range(3):
+                m(x)
+            full = best(lambda: m(x), a.reps)
+            starts, acc, seen = {}, {}, {}
+
+            def pre(mod, inp):
+                starts[id(mod)] = time.perf_counter()
+
+            def post(mod, inp, out):
+                acc[id(mod)] = acc.get(id(mod), 0.0) + time.perf_counter() - starts[id(mod)]
+                seen.setdefault(id(mod), (mod, inp))
+            hs = [h for q in leaves for h in (q.register_forward_pre_hook(pre),
+                                               q.register_forward_hook(post))]
+            best_pass = None
+            for _ in range(a.reps):
+                acc.clear()
+                t = time.perf_counter()
+                m(x)
+                t = time.perf_counter() - t
+                if best_pass is None or t < best_pass[0]:
+                    best_pass = (t, dict(acc))
+            for h in hs:
+                h.remove()
+            for mid, v in best_pass[1].items():
+                add(kind(seen[mid][0]), "in-net", v * 1e3)
+            for mod, inp in seen.values():
+                def call(mod=mod, inp=inp):
+                    mod(*inp)
+                first = [t for t in inp if torch.is_tensor(t)][:1]
+
+                def cold_in(first=first):
+                    buf.add_(1.0)
+                    for t in first:
+                        t.sum()
+                call()
+                add(kind(mod), "warm", best(call, a.reps))
+                add(kind(mod), "cold", best(call, a.reps, lambda: buf.add_(1.0)))
+                add(kind(mod), "cold+in", best(call, a.reps, cold_in))
+        cols = ("in-net", "warm", "cold", "cold+in")
+        tot = {c: sum(r.get(c, 0.0) for r in rows.values()) for c in cols}
+        print(f"\n{name}: full forward {full:.2f} ms; leaf sums: " +
+              ", ".join(f"{c} {tot[c]:.2f}" for c in cols) + f" ({len(seen)} leaf modules)")
+        for k in sorted(rows, key=lambda k: -rows[k].get("in-net", 0.0)):
+            print(f"  {k:28s}" + "".join(f" {c} {rows[k].get(c, 0.0):8.3f}" for c in cols))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
