@@ -114,6 +114,10 @@ static void copy_field(pp_device *dst, const pp_device *src, int f)
         dst->n_fusion = src->n_fusion;
         memcpy(dst->fusion, src->fusion, sizeof dst->fusion);
         break;
+    case PP_F_COMPOSITE:
+        dst->n_composite = src->n_composite;
+        memcpy(dst->composite, src->composite, sizeof dst->composite);
+        break;
     default: PP_ASSERT(0 && "unknown inheritable field");
     }
 }

@@ -279,19 +279,20 @@ static int valid_op(const char *s)
     return 1;
 }
 
-static perfpred_status get_fusion(pctx *c, yaml_node_t *v, pp_device *d)
+static perfpred_status get_rules(pctx *c, yaml_node_t *v, const char *key, pp_fusion_rule *rules,
+                                 int *n_rules)
 {
     if (v->type != YAML_SEQUENCE_NODE)
-        return FAIL(c, v, "runtime.fusion must be a list of op-type lists, e.g. [[Conv, Relu]]");
-    d->n_fusion = 0;
+        return FAIL(c, v, "runtime.%s must be a list of op-type lists, e.g. [[Conv, Relu]]", key);
+    *n_rules = 0;
     for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top;
          it++) {
         yaml_node_t *r = node_at(c, *it);
-        if (d->n_fusion >= PP_DEV_MAX_FUSION)
-            return FAIL(c, r, "more than %d fusion rules", PP_DEV_MAX_FUSION);
+        if (*n_rules >= PP_DEV_MAX_FUSION)
+            return FAIL(c, r, "more than %d %s rules", PP_DEV_MAX_FUSION, key);
         if (r->type != YAML_SEQUENCE_NODE)
             return FAIL(c, r, "a fusion rule must be a list of ONNX op types, e.g. [Conv, Relu]");
-        pp_fusion_rule *rule = &d->fusion[d->n_fusion];
+        pp_fusion_rule *rule = &rules[*n_rules];
         rule->len = 0;
         for (yaml_node_item_t *o = r->data.sequence.items.start; o < r->data.sequence.items.top;
              o++) {
@@ -305,13 +306,14 @@ static perfpred_status get_fusion(pctx *c, yaml_node_t *v, pp_device *d)
             rule->ops[rule->len++] = name;
         }
         if (rule->len < 2) return FAIL(c, r, "a fusion rule needs at least two ops");
-        d->n_fusion++;
+        (*n_rules)++;
     }
     return PERFPRED_OK;
 }
 
 static const char *const rt_keys[] = {"framework", "precision", "launch_overhead_us",
-                                      "runtime_memory_overhead_mb", "workspace_mb", "fusion", NULL};
+                                      "runtime_memory_overhead_mb", "workspace_mb", "fusion",
+                                      "composite_ops", NULL};
 
 static perfpred_status rt_pair(pctx *c, const char *key, yaml_node_t *k, yaml_node_t *v, void *o)
 {
@@ -348,7 +350,10 @@ static perfpred_status rt_pair(pctx *c, const char *key, yaml_node_t *k, yaml_no
         st = get_double(c, v, key, &d->runtime_memory_overhead_mb), mark(c, s, PP_F_RTMEM, k);
         break;
     case 4: st = get_double(c, v, key, &d->workspace_mb), mark(c, s, PP_F_WORKSPACE, k); break;
-    case 5: st = get_fusion(c, v, d), mark(c, s, PP_F_FUSION, k); break;
+    case 5: st = get_rules(c, v, key, d->fusion, &d->n_fusion), mark(c, s, PP_F_FUSION, k); break;
+    case 6:
+        st = get_rules(c, v, key, d->composite, &d->n_composite), mark(c, s, PP_F_COMPOSITE, k);
+        break;
     default: return unknown_key(c, k, "runtime", rt_keys);
     }
     return st;

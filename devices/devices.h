@@ -79,6 +79,11 @@ typedef struct pp_device {
     double workspace_mb;               /* cuDNN/cuBLAS workspace held during inference */
     int n_fusion;
     pp_fusion_rule fusion[PP_DEV_MAX_FUSION];
+    /* exporter decompositions of one framework op (GELU as Div, Erf, Add, Mul, Mul; SiLU as
+     * Sigmoid, Mul): one kernel, matched only when each later node's other inputs are constants or
+     * inputs of the first node (so x * sigmoid(x) matches and an SE block's x * sigmoid(s) does not) */
+    int n_composite;
+    pp_fusion_rule composite[PP_DEV_MAX_FUSION];
 
     const char *artifacts_dir; /* where trained artifacts live (relative to configs/), or NULL */
     /* a calibrated descriptor whose layer models answer for this one, scaled by Habitat's rule

@@ -31,6 +31,7 @@ enum {
     PP_F_RTMEM,
     PP_F_WORKSPACE,
     PP_F_FUSION,
+    PP_F_COMPOSITE,
     PP_F__COUNT
 };
 

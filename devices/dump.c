@@ -32,6 +32,17 @@ static void put_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
+static void put_rules(FILE *f, const char *key, const pp_fusion_rule *rules, int n)
+{
+    fprintf(f, "  %s: [", key);
+    for (int r = 0; r < n; r++) {
+        fprintf(f, "%s[", r ? ", " : "");
+        for (int k = 0; k < rules[r].len; k++) fprintf(f, "%s%s", k ? ", " : "", rules[r].ops[k]);
+        fputc(']', f);
+    }
+    fputs("]\n", f);
+}
+
 static void put_kv(FILE *f, const char *indent, const char *key, double v)
 {
     fprintf(f, "%s%s: ", indent, key);
@@ -86,14 +97,8 @@ char *pp_device_to_yaml(const pp_device *d)
     put_kv(f, "  ", "launch_overhead_us", d->launch_overhead_us);
     put_kv(f, "  ", "runtime_memory_overhead_mb", d->runtime_memory_overhead_mb);
     put_kv(f, "  ", "workspace_mb", d->workspace_mb);
-    fputs("  fusion: [", f);
-    for (int r = 0; r < d->n_fusion; r++) {
-        fprintf(f, "%s[", r ? ", " : "");
-        for (int k = 0; k < d->fusion[r].len; k++)
-            fprintf(f, "%s%s", k ? ", " : "", d->fusion[r].ops[k]);
-        fputc(']', f);
-    }
-    fputs("]\n", f);
+    put_rules(f, "fusion", d->fusion, d->n_fusion);
+    if (d->n_composite) put_rules(f, "composite_ops", d->composite, d->n_composite);
 
     if (d->is_mig) {
         const char *parent = d->parent ? d->parent->name : d->base;

@@ -200,32 +200,56 @@ static int runs_no_kernel(const pp_node *n)
     return n->feat.folded || n->feat.kind == PP_OPK_SHAPE || n->feat.kind == PP_OPK_RESHAPE;
 }
 
-/* Length of the longest fusion rule that matches a chain starting at node i: each next node is
- * the single consumer of the previous node's first output and has the rule's op type. */
+/* 1 when every input of node nx other than tensor prev is a known constant or an input of node
+ * first: the node only finishes what the chain computes from first's inputs. */
+static int closed_step(const pp_graph *g, int first, int nx, int prev)
+{
+    const pp_node *n = &g->nodes[nx], *f = &g->nodes[first];
+    for (int k = 0; k < n->n_inputs; k++) {
+        int t = n->inputs[k];
+        if (t < 0 || t == prev || (g->tensors[t].flags & PP_T_CONST)) continue;
+        int own = 0;
+        for (int q = 0; q < f->n_inputs && !own; q++) own = f->inputs[q] == t;
+        if (!own) return 0;
+    }
+    return 1;
+}
+
+/* Matches rule at node i: each next node is the single consumer of the previous node's first
+ * output and has the rule's op type (closed rules: see closed_step). Returns 1 and fills tmp. */
+static int match_rule(const pp_graph *g, const consumers *c, const unsigned char *taken,
+                      const pp_fusion_rule *rule, int closed, int i, int *tmp)
+{
+    if (strcmp(rule->ops[0], g->nodes[i].op_type) != 0) return 0;
+    int cur = i;
+    tmp[0] = i;
+    for (int s = 1; s < rule->len; s++) {
+        int t = g->nodes[cur].n_outputs > 0 ? g->nodes[cur].outputs[0] : -1;
+        if (t < 0 || (g->tensors[t].flags & PP_T_GRAPH_OUTPUT) || c->off[t + 1] - c->off[t] != 1)
+            return 0;
+        int nx = c->idx[c->off[t]];
+        if (taken[nx] || strcmp(g->nodes[nx].op_type, rule->ops[s]) != 0) return 0;
+        if (closed && !closed_step(g, i, nx, t)) return 0;
+        tmp[s] = cur = nx;
+    }
+    return 1;
+}
+
+/* Length of the longest fusion or composite-op rule that matches a chain starting at node i. */
 static int match_fusion(const pp_graph *g, const consumers *c, const pp_device *d,
                         const unsigned char *taken, int i, int *chain)
 {
     int best = 1;
     chain[0] = i;
-    for (int r = 0; r < d->n_fusion; r++) {
-        const pp_fusion_rule *rule = &d->fusion[r];
-        if (rule->len <= best || strcmp(rule->ops[0], g->nodes[i].op_type) != 0) continue;
-        int tmp[PP_DEV_MAX_FUSION_LEN], cur = i, ok = 1;
-        tmp[0] = i;
-        for (int s = 1; s < rule->len && ok; s++) {
-            int t = g->nodes[cur].n_outputs > 0 ? g->nodes[cur].outputs[0] : -1;
-            if (t < 0 || (g->tensors[t].flags & PP_T_GRAPH_OUTPUT) ||
-                c->off[t + 1] - c->off[t] != 1) {
-                ok = 0;
-                break;
+    for (int closed = 0; closed < 2; closed++) {
+        const pp_fusion_rule *rules = closed ? d->composite : d->fusion;
+        int n = closed ? d->n_composite : d->n_fusion;
+        for (int r = 0; r < n; r++) {
+            int tmp[PP_DEV_MAX_FUSION_LEN];
+            if (rules[r].len > best && match_rule(g, c, taken, &rules[r], closed, i, tmp)) {
+                best = rules[r].len;
+                memcpy(chain, tmp, (size_t)best * sizeof *chain);
             }
-            int nx = c->idx[c->off[t]];
-            if (taken[nx] || strcmp(g->nodes[nx].op_type, rule->ops[s]) != 0) ok = 0;
-            tmp[s] = cur = nx;
-        }
-        if (ok) {
-            best = rule->len;
-            memcpy(chain, tmp, (size_t)best * sizeof *chain);
         }
     }
     return best;

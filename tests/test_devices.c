@@ -386,6 +386,12 @@ static void expect_text_error(const char *text, perfpred_status st, const char *
 
 static void parser_should_be_strict(void **state)
 {
+    expect_text_error("name: t\ndescription: t\nvendor: T\nkind: gpu\nruntime:\n"
+                      "  framework: pytorch-eager\n  composite_ops: [[Sigmoid, 3Mul]]\n",
+                      PERFPRED_ERR_DEVICE, "'3Mul' is not an ONNX op type");
+    expect_text_error("name: t\ndescription: t\nvendor: T\nkind: gpu\nruntime:\n"
+                      "  framework: pytorch-eager\n  composite_ops: [[Sigmoid]]\n",
+                      PERFPRED_ERR_DEVICE, "at least two ops");
     expect_text_error(HEAD "hardware: {memory_gb: \"40\"}\n", PERFPRED_ERR_DEVICE, "quoted");
     expect_text_error(HEAD "hardware:\n  memory_bandwidth_gbs: 1,555\n", PERFPRED_ERR_DEVICE,
                       "no thousands separators");
@@ -504,6 +510,12 @@ static void assert_same_device(const pp_device *a, const pp_device *b)
         assert_int_equal(a->fusion[r].len, b->fusion[r].len);
         for (int k = 0; k < a->fusion[r].len; k++)
             assert_string_equal(a->fusion[r].ops[k], b->fusion[r].ops[k]);
+    }
+    assert_int_equal(a->n_composite, b->n_composite);
+    for (int r = 0; r < a->n_composite; r++) {
+        assert_int_equal(a->composite[r].len, b->composite[r].len);
+        for (int k = 0; k < a->composite[r].len; k++)
+            assert_string_equal(a->composite[r].ops[k], b->composite[r].ops[k]);
     }
     if (a->artifacts_dir) assert_string_equal(a->artifacts_dir, b->artifacts_dir);
     else assert_null(b->artifacts_dir);

@@ -134,6 +134,56 @@ static void fusion_rule_should_merge_conv_and_relu(void **state)
     perfpred_ctx_close(ctx);
 }
 
+/* Counts kernels whose op list is exactly ops. */
+static int count_ops(const perfpred_kernel *ks, int n, const char *ops)
+{
+    int c = 0;
+    for (int i = 0; i < n; i++) c += strcmp(ks[i].ops, ops) == 0;
+    return c;
+}
+
+/* host-cpu's composite_ops on real exports: every GELU (torchvision convnext_tiny has 18 nn.GELU)
+ * and SiLU (efficientnet_b0: 49 nn.SiLU) becomes one kernel, while the 16 squeeze-excitation gates
+ * (x * sigmoid(s), nn.Sigmoid then a multiply by a different tensor) stay a Sigmoid and a Mul. */
+static void composite_ops_should_fuse_decomposed_activations_only(void **state)
+{
+    (void)state;
+    perfpred_ctx *ctx = perfpred_ctx_open(NULL, NULL, NULL, 0);
+    assert_non_null(ctx);
+    static perfpred_kernel ks[1024];
+    int nk = 0;
+    perfpred_predict_params pp = perfpred_predict_default_params();
+    pp.kernels = ks;
+    pp.kernels_cap = 1024;
+    pp.n_kernels = &nk;
+    const char *files[2] = {PP_SOURCE_DIR "/tests/fixtures/models/efficientnet_b0.onnx",
+                            PP_SOURCE_DIR "/tests/fixtures/models/convnext_tiny.onnx"};
+    perfpred_model *m[2];
+    perfpred_model_params mp = perfpred_model_default_params();
+    mp.batch = 1;
+    for (int i = 0; i < 2; i++) {
+        perfpred_status st;
+        char err[512];
+        m[i] = perfpred_model_load(files[i], &mp, &st, err, sizeof err);
+        if (!m[i]) fail_msg("%s", err);
+    }
+    perfpred_prediction pr;
+    assert_int_equal(perfpred_predict(ctx, m[0], "host-cpu", &pp, &pr, NULL, 0), PERFPRED_OK);
+    assert_true(nk < 1024);
+    assert_int_equal(count_ops(ks, nk, "Sigmoid+Mul"), 49);
+    assert_int_equal(count_ops(ks, nk, "Sigmoid"), 16);
+    assert_int_equal(count_ops(ks, nk, "Mul"), 16);
+    assert_int_equal(perfpred_predict(ctx, m[1], "host-cpu", &pp, &pr, NULL, 0), PERFPRED_OK);
+    assert_int_equal(count_ops(ks, nk, "Div+Erf+Add+Mul+Mul"), 18);
+    assert_int_equal(count_ops(ks, nk, "Erf"), 0);
+    /* a device without composite rules keeps the decomposition: five kernels per GELU */
+    assert_int_equal(perfpred_predict(ctx, m[1], "rpi4", &pp, &pr, NULL, 0), PERFPRED_OK);
+    assert_int_equal(count_ops(ks, nk, "Erf"), 18);
+    assert_int_equal(count_ops(ks, nk, "Div+Erf+Add+Mul+Mul"), 0);
+    for (int i = 0; i < 2; i++) perfpred_model_free(m[i]);
+    perfpred_ctx_close(ctx);
+}
+
 static void habitat_scaling_should_follow_bandwidth_and_sms(void **state)
 {
     perfpred_ctx *ctx = open_toy();
@@ -312,6 +362,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(roofline_should_match_hand_computation),
         cmocka_unit_test(fusion_rule_should_merge_conv_and_relu),
+        cmocka_unit_test(composite_ops_should_fuse_decomposed_activations_only),
         cmocka_unit_test(habitat_scaling_should_follow_bandwidth_and_sms),
         cmocka_unit_test(mig_latency_should_be_monotone_in_slices),
         cmocka_unit_test(mig_advice_should_pick_smallest_fitting_and_slo_profiles),
