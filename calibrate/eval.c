@@ -263,8 +263,10 @@ static perfpred_status eval_networks(eval_ctx *E, pp_err *err)
             continue;
         }
         perfpred_prediction pred;
+        perfpred_predict_params pp = perfpred_predict_default_params();
+        pp.layer_sum_only = E->p->layer_sum_only;
         perfpred_status ps =
-            perfpred_predict(E->ctx, m, E->dev->name, NULL, &pred, msg, sizeof msg);
+            perfpred_predict(E->ctx, m, E->dev->name, &pp, &pred, msg, sizeof msg);
         perfpred_model_free(m);
         if (ps != PERFPRED_OK || pred.latency_ms.prov == PERFPRED_PROV_UNAVAILABLE ||
             !isfinite(pred.latency_ms.value)) {

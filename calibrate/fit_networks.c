@@ -266,6 +266,34 @@ static int row_bucket(const pp_net_row *r)
     return b >= 0 ? b : (int)(fnv(r->family ? r->family : "", FNV0) % 100);
 }
 
+/* 1 when family is an item of the comma-separated list. */
+static int family_listed(const char *list, const char *family)
+{
+    if (!list || !family || !family[0]) return 0;
+    size_t n = strlen(family);
+    for (const char *q = list; *q;) {
+        const char *e = strchr(q, ',');
+        size_t len = e ? (size_t)(e - q) : strlen(q);
+        if (len == n && !strncmp(q, family, n)) return 1;
+        if (!e) break;
+        q = e + 1;
+    }
+    return 0;
+}
+
+/* Split of a row: 2 held out, 1 validation, 0 training. With p->heldout_families the listed
+ * families are held out and validation takes the other families' models whose name hashes below
+ * val_pct (whole families stay unseen only where they are listed); else family hash buckets. */
+static int row_split(const pp_net_row *r, const pp_fitnet_params *p)
+{
+    if (p->heldout_families && p->heldout_families[0]) {
+        if (family_listed(p->heldout_families, r->family)) return 2;
+        return (int)(fnv(r->model ? r->model : "", FNV0) % 100) < p->val_pct ? 1 : 0;
+    }
+    int b = row_bucket(r);
+    return b < p->heldout_pct ? 2 : b < p->heldout_pct + p->val_pct ? 1 : 0;
+}
+
 typedef struct keyed {
     uint64_t key;
     int idx;
@@ -413,6 +441,8 @@ static perfpred_status write_eval(const char *path, const char *device,
                                              "energy_base_mJ * exp(output[1]) / 1000");
         cJSON_AddStringToObject(in, "energy_base", r->energy_base ? r->energy_base : "");
     }
+    if (p->heldout_families && p->heldout_families[0])
+        cJSON_AddStringToObject(root, "heldout_families", p->heldout_families);
     cJSON_AddNumberToObject(root, "rows", r->n_rows);
     cJSON_AddNumberToObject(root, "rows_used", r->n_used);
     cJSON_AddNumberToObject(root, "rows_constant", r->n_constant);
@@ -481,8 +511,7 @@ perfpred_status pp_fit_networks(const char *device, const pp_net_row *rows, int 
             strcmp(ri.name, dev) != 0)
             continue;
         rep->n_rows++;
-        int b = row_bucket(&rows[i]);
-        int s = b < p.heldout_pct ? 2 : b < p.heldout_pct + p.val_pct ? 1 : 0;
+        int s = row_split(&rows[i], &p);
         split_idx[s][split_n[s]++] = i;
     }
     if (split_n[0] == 0 || split_n[2] == 0) {
@@ -636,13 +665,22 @@ perfpred_status pp_fit_networks(const char *device, const pp_net_row *rows, int 
             st = pp_err_set(err, PERFPRED_ERR_IO, "fit networks: cannot create '%s'",
                             out_dir ? out_dir : "(null)");
         } else {
-            char split[512], evalp[1100];
-            snprintf(split, sizeof split,
-                     "held-out architectures: family hash buckets [0, %d) (%d rows, never trained "
-                     "on); validation (early stopping): buckets [%d, %d) (%d rows); training: the "
-                     "rest (%d rows), at most %d, chosen by seeded hash of the model ref",
-                     p.heldout_pct, fs.n_held, p.heldout_pct, p.heldout_pct + p.val_pct, fs.n_val,
-                     fs.n_train, p.max_train);
+            char split[1024], evalp[1100];
+            if (p.heldout_families && p.heldout_families[0])
+                snprintf(split, sizeof split,
+                         "held-out families: %.400s (%d rows, never trained on); validation "
+                         "(early stopping): models of the other families whose name hashes below "
+                         "%d %% (%d rows); training: the rest (%d rows), at most %d",
+                         p.heldout_families, fs.n_held, p.val_pct, fs.n_val, fs.n_train,
+                         p.max_train);
+            else
+                snprintf(split, sizeof split,
+                         "held-out architectures: family hash buckets [0, %d) (%d rows, never "
+                         "trained on); validation (early stopping): buckets [%d, %d) (%d rows); "
+                         "training: the rest (%d rows), at most %d, chosen by seeded hash of the "
+                         "model ref",
+                         p.heldout_pct, fs.n_held, p.heldout_pct, p.heldout_pct + p.val_pct,
+                         fs.n_val, fs.n_train, p.max_train);
             pp_gnn_provenance prov = {p.data_desc ? p.data_desc : "", split,
                                       {"latency", have_energy ? "energy" : NULL, NULL}};
             snprintf(rep->weights_path, sizeof rep->weights_path, "%s/gnn-latency.bin", out_dir);
@@ -732,7 +770,7 @@ perfpred_status pp_eval_networks(const char *device, const pp_net_row *rows, int
         if (!r->device || perfpred_device_find(ctx, r->device, &ri) || strcmp(ri.name, info.name))
             continue;
         rep->n_rows++;
-        if (row_bucket(r) < p.heldout_pct) held[n_held++] = i; /* held-out families only */
+        if (row_split(r, &p) == 2) held[n_held++] = i; /* held-out families only */
     }
     /* the subset pp_fit_networks evaluates with the same max_heldout and seed */
     if ((n_held = pick(rows, held, n_held, p.max_heldout, p.gnn.seed + 2, held)) < 0) {

@@ -14,6 +14,30 @@ perfpred_netfit_params perfpred_netfit_default_params(void)
     return p;
 }
 
+/* Every family of the comma-separated list has rows of the device (a typo would otherwise hold
+ * nothing out and train on everything). */
+static perfpred_status check_families(const char *list, const pp_net_table *t, const char *device,
+                                      pp_err *err)
+{
+    for (const char *q = list; q && *q;) {
+        const char *e = strchr(q, ',');
+        size_t len = e ? (size_t)(e - q) : strlen(q);
+        int found = 0;
+        for (int i = 0; i < t->n && !found; i++) {
+            const pp_net_row *r = &t->rows[i];
+            found = r->family && strlen(r->family) == len && !strncmp(r->family, q, len) &&
+                    r->device && !strcmp(r->device, device);
+        }
+        if (!found || len == 0)
+            return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                              "%s: held-out family '%.*s' has no rows of device %s", t->path,
+                              (int)len, q, device);
+        if (!e) break;
+        q = e + 1;
+    }
+    return PERFPRED_OK;
+}
+
 static void copy_metrics(perfpred_metrics *o, const pp_metrics *m)
 {
     o->n = m->n;
@@ -73,6 +97,9 @@ perfpred_status perfpred_calibrate_fit_networks(const perfpred_netfit_params *p,
     no.config_dir = p->config_dir;
     no.device = d->name;
     if ((st = pp_net_rows_load(p->source, &no, &rows, NULL, &err))) goto done;
+    if (p->heldout_families &&
+        (st = check_families(p->heldout_families, rows, d->name, &err)))
+        goto done;
 
     pp_fitnet_params fp = pp_fitnet_default_params();
     fp.config_dir = p->config_dir;
@@ -83,6 +110,7 @@ perfpred_status perfpred_calibrate_fit_networks(const perfpred_netfit_params *p,
              d->name);
     fp.data_desc = desc;
     fp.table_path = rows->path;
+    fp.heldout_families = p->heldout_families;
     fp.log.fn = p->log;
     fp.log.user = p->log_user;
     rep = calloc(1, sizeof *rep);

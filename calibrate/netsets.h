@@ -133,6 +133,9 @@ typedef struct pp_fitnet_params {
     const char *config_dir;   /* descriptors and layer models; NULL = default */
     const char *data_desc;    /* provenance for the manifest (dataset, file, commit) */
     const char *table_path;   /* where relative .onnx refs live (NULL: working directory) */
+    const char *heldout_families; /* comma-separated families held out instead of the hash
+                                     buckets (validation: other families' models by name hash
+                                     below val_pct); NULL: buckets */
     pp_logger log;
 } pp_fitnet_params;
 pp_fitnet_params pp_fitnet_default_params(void);

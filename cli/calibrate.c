@@ -15,7 +15,8 @@ static const char calibrate_usage[] =
     "       perfpred calibrate fit --device DEV --neusight DIR [options]\n"
     "       perfpred calibrate fit --device DEV --networks SOURCE [--datasets DIR] [options]\n"
     "         (the graph-level GNN correction from whole-network rows: help-nb201, help-fbnet,\n"
-    "          help-ofa, hw-nas-bench-360, eagle, or a network CSV; --dry-run, --threads, --out)\n"
+    "          help-ofa, hw-nas-bench-360, eagle, or a network CSV; --dry-run, --threads, --out,\n"
+    "          --heldout-families F1,F2 to hold those families out instead of hash buckets)\n"
     "       perfpred calibrate import --dataset NAME --root DIR -o LAYERS.csv [options]\n"
     "\n"
     "Calibrating a device: plan -> the layer runner on the device -> fit -> eval\n"
@@ -81,7 +82,8 @@ static const char eval_usage[] =
     "       perfpred eval --scaling-check DIR [--json]   (A100 models scaled to NeuSight's GPUs)\n"
     "       perfpred eval --device DEV --gnn-heldout SOURCE [--datasets DIR] [--json]\n"
     "         (the saved graph-level correction on the held-out architectures of SOURCE:\n"
-    "          help-nb201, help-fbnet, help-ofa, hw-nas-bench-360, eagle, or a network CSV)\n"
+    "          help-nb201, help-fbnet, help-ofa, hw-nas-bench-360, eagle, or a network CSV;\n"
+    "          --heldout-families F1,F2 as given to calibrate fit)\n"
     "\n"
     "Predicts measured rows and reports MAPE, RMSPE, the share within +-10 %, Spearman's rank\n"
     "correlation and the measurements' own run-to-run spread (median IQR / latency), per\n"
@@ -96,6 +98,8 @@ static const char eval_usage[] =
     "  --markdown              tables in markdown (for the README)\n"
     "  --points                also list every layer row's prediction\n"
     "  --allow-unknown         networks: treat unknown ops as element-wise\n"
+    "  --layer-sum-only        networks: the layer sum without the device's graph-level\n"
+    "                          correction (the correction's own effect: compare with and without)\n"
     "  --json                  one JSON object on stdout (docs/calibration.md)\n"
     "  --config-dir DIR        device descriptors and artifacts\n"
     "  -h, --help              this text\n"
@@ -436,10 +440,12 @@ static void print_netfit_row(const char *what, const perfpred_metrics *m)
 
 /* calibrate fit --networks SRC (train) and eval --gnn-heldout SRC (judge the saved correction) */
 static int netfit(const char *device, const char *source, const char *datasets, const char *out,
-                  const char *config_dir, int evaluate_only, int dry_run, int threads, int json)
+                  const char *config_dir, const char *heldout_families, int evaluate_only,
+                  int dry_run, int threads, int json)
 {
     perfpred_netfit_params p = perfpred_netfit_default_params();
     p.device = device;
+    p.heldout_families = heldout_families;
     p.source = source;
     p.datasets_root = datasets;
     p.out_dir = out;
@@ -462,6 +468,7 @@ static int netfit(const char *device, const char *source, const char *datasets, 
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "device", r->device);
         cJSON_AddStringToObject(o, "source", source);
+        if (heldout_families) cJSON_AddStringToObject(o, "heldout_families", heldout_families);
         cJSON_AddNumberToObject(o, "rows", r->n_rows);
         cJSON_AddNumberToObject(o, "rows_used", r->n_used);
         cJSON_AddNumberToObject(o, "rows_failed", r->n_failed);
@@ -481,7 +488,11 @@ static int netfit(const char *device, const char *source, const char *datasets, 
                r->n_failed, r->n_failed ? ": " : "", r->first_failure);
         for (int t = 0; t < 2; t++) {
             if (!T[t]->present) continue;
-            printf("\n%s, held-out families/architectures (never trained on):\n", names[t]);
+            if (heldout_families)
+                printf("\n%s, held-out families %s (never trained on):\n", names[t],
+                       heldout_families);
+            else
+                printf("\n%s, held-out families/architectures (never trained on):\n", names[t]);
             printf("  %-30s %6s %8s %8s %9s %9s\n", "", "rows", "MAPE %", "RMSPE %", "+-10 %",
                    "Spearman");
             print_netfit_row("layer sum alone", &T[t]->layer_sum);
@@ -500,7 +511,7 @@ static int cmd_fit(int argc, char **argv)
 {
     perfpred_fit_params p = perfpred_fit_default_params();
     const char *files[MAX_LIST];
-    const char *networks = NULL, *datasets = NULL;
+    const char *networks = NULL, *datasets = NULL, *heldout_families = NULL;
     int json = 0;
     args A = {argc, argv, 0};
     for (A.i = 2; A.i < argc; A.i++) {
@@ -518,6 +529,8 @@ static int cmd_fit(int argc, char **argv)
             if (!(p.neusight_root = value(&A, "--neusight"))) return EXIT_USAGE;
         } else if (is_opt(a, "--networks")) {
             if (!(networks = value(&A, "--networks"))) return EXIT_USAGE;
+        } else if (is_opt(a, "--heldout-families")) {
+            if (!(heldout_families = value(&A, "--heldout-families"))) return EXIT_USAGE;
         } else if (is_opt(a, "--datasets")) {
             if (!(datasets = value(&A, "--datasets"))) return EXIT_USAGE;
         } else if (is_opt(a, "--conv-gpu")) {
@@ -562,8 +575,12 @@ static int cmd_fit(int argc, char **argv)
             cli_error("calibrate fit: --networks trains the graph-level correction alone");
             return EXIT_USAGE;
         }
-        return netfit(p.device, networks, datasets, p.out_dir, p.config_dir, 0,
-                      !p.write_artifacts, p.nthread, json);
+        return netfit(p.device, networks, datasets, p.out_dir, p.config_dir, heldout_families,
+                      0, !p.write_artifacts, p.nthread, json);
+    }
+    if (heldout_families) {
+        cli_error("calibrate fit: --heldout-families goes with --networks");
+        return EXIT_USAGE;
     }
     if ((p.n_layers_csvs > 0) == (p.neusight_root != NULL)) {
         cli_error("calibrate fit: give --layers MEASURED.csv or --neusight DIR (one of them)");
@@ -964,12 +981,17 @@ int cli_eval_main(int argc, char **argv)
         }
     }
     const char *neusight_models = NULL, *scaling = NULL, *gnn_heldout = NULL, *datasets = NULL;
+    const char *heldout_families = NULL;
     for (A.i = 1; A.i < argc; A.i++) {
         const char *a = argv[A.i];
         if (is_opt(a, "--device")) {
             if (!(p.device = value(&A, "--device"))) return EXIT_USAGE;
         } else if (is_opt(a, "--gnn-heldout")) {
             if (!(gnn_heldout = value(&A, "--gnn-heldout"))) return EXIT_USAGE;
+        } else if (is_opt(a, "--heldout-families")) {
+            if (!(heldout_families = value(&A, "--heldout-families"))) return EXIT_USAGE;
+        } else if (strcmp(a, "--layer-sum-only") == 0) {
+            p.layer_sum_only = 1;
         } else if (is_opt(a, "--datasets")) {
             if (!(datasets = value(&A, "--datasets"))) return EXIT_USAGE;
         } else if (is_opt(a, "--scaling-check")) {
@@ -1004,7 +1026,12 @@ int cli_eval_main(int argc, char **argv)
             cli_error("eval --gnn-heldout: --device is required");
             return EXIT_USAGE;
         }
-        return netfit(p.device, gnn_heldout, datasets, NULL, p.config_dir, 1, 0, 0, json);
+        return netfit(p.device, gnn_heldout, datasets, NULL, p.config_dir, heldout_families, 1,
+                      0, 0, json);
+    }
+    if (heldout_families) {
+        cli_error("eval: --heldout-families goes with --gnn-heldout");
+        return EXIT_USAGE;
     }
     if (scaling) {
         if (neusight_models || p.layers_csv || p.networks_csv || plot || markdown || points ||

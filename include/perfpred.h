@@ -446,6 +446,7 @@ typedef struct perfpred_eval_params {
     int allow_unknown;             /* networks: unknown ops as element-wise */
     perfpred_log_fn log;
     void *log_user;
+    int layer_sum_only;            /* networks: leave out the device's graph-level correction */
 } perfpred_eval_params;
 
 typedef struct perfpred_eval_point {
@@ -684,6 +685,8 @@ typedef struct perfpred_netfit_params {
     int threads;                 /* OpenBLAS threads for training (default 2) */
     perfpred_log_fn log;
     void *log_user;
+    const char *heldout_families; /* comma-separated families to hold out (training never sees
+                                     them; evaluation is on them); NULL: family hash buckets */
 } perfpred_netfit_params;
 perfpred_netfit_params perfpred_netfit_default_params(void);
 

@@ -327,6 +327,112 @@ static void fit_should_train_on_real_rows_and_save_a_loadable_artifact(void **st
     pp_net_table_free(t);
 }
 
+/* host-cpu's own network rows (data/host-cpu/networks.csv): an explicit list of held-out families
+ * holds out exactly their rows, the others train; a family with no rows is refused by name. */
+static void fit_should_hold_out_the_listed_families(void **state)
+{
+    (void)state;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/data/host-cpu/networks.csv", PP_SOURCE_DIR);
+    pp_net_table *t = NULL;
+    pp_err err = {0};
+    if (pp_net_csv_read(path, &t, &err)) fail_msg("%s", err.msg);
+    int n_listed = 0;
+    for (int i = 0; i < t->n; i++)
+        n_listed += !strcmp(t->rows[i].family, "squeezenet") || !strcmp(t->rows[i].family, "googlenet");
+    assert_true(n_listed >= 4 && n_listed < t->n / 4);
+    pp_fitnet_params p = small_params();
+    p.max_train = 0x7fffffff;
+    p.max_val = 0x7fffffff;
+    p.max_heldout = 0;
+    p.write_artifacts = 0;
+    p.direct_ablation = 0;
+    p.table_path = t->path;
+    p.heldout_families = "squeezenet,googlenet";
+    p.data_desc = "data/host-cpu/networks.csv (test)";
+    pp_fitnet_report r;
+    if (pp_fit_networks("host-cpu", t->rows, t->n, &p, NULL, &r, &err)) fail_msg("%s", err.msg);
+    const pp_fitnet_target_report *lt = &r.target[PP_FITNET_LATENCY];
+    assert_int_equal(lt->n_heldout, n_listed);
+    assert_int_equal(lt->n_train + lt->n_val + lt->n_heldout, r.n_used);
+    assert_true(lt->n_val > 0);
+    assert_true(isfinite(lt->corrected.mape_pct) && isfinite(lt->layer_sum.mape_pct));
+    pp_net_table_free(t);
+
+    /* the public entry point checks the list against the rows */
+    perfpred_netfit_params pp = perfpred_netfit_default_params();
+    pp.device = "host-cpu";
+    pp.source = path;
+    pp.dry_run = 1;
+    pp.threads = 1;
+    pp.heldout_families = "squeezenet,squeezenett";
+    perfpred_netfit_report rep;
+    char msg[512] = "";
+    assert_int_equal(perfpred_calibrate_fit_networks(&pp, &rep, msg, sizeof msg),
+                     PERFPRED_ERR_INVALID_ARG);
+    assert_non_null(strstr(msg, "'squeezenett'"));
+    assert_non_null(strstr(msg, "networks.csv"));
+}
+
+/* eval --layer-sum-only: rpi5 carries a graph-level correction; with the flag each network row is
+ * predicted as the public API predicts it without the correction, and without the flag with it. */
+static void eval_layer_sum_only_should_leave_out_the_correction(void **state)
+{
+    (void)state;
+    const char *root = mk_root();
+    char csv[4200], onnx[2][4200];
+    snprintf(onnx[0], sizeof onnx[0], "%s/tests/fixtures/models/resnet18.onnx", PP_SOURCE_DIR);
+    snprintf(onnx[1], sizeof onnx[1], "%s/tests/fixtures/models/mobilenet_v2.onnx", PP_SOURCE_DIR);
+    char text[12000];
+    snprintf(text, sizeof text,
+             "model,family,device,runtime,runtime_version,precision,batch,input_shapes,latency_ms,"
+             "latency_spread_ms,repetitions,energy_j,peak_memory_bytes,source,date\n"
+             "%s,resnet,rpi5,pytorch-eager,,fp32,1,,300,,,,,test,2026-01-01\n"
+             "%s,mobilenet,rpi5,pytorch-eager,,fp32,2,input:2x3x160x160,90,,,,,test,2026-01-01\n",
+             onnx[0], onnx[1]);
+    write_file(root, "lso.csv", text);
+    snprintf(csv, sizeof csv, "%s/lso.csv", root);
+    perfpred_eval_report r[2];
+    char err[1024];
+    for (int k = 0; k < 2; k++) {
+        perfpred_eval_params p = perfpred_eval_default_params();
+        p.device = "rpi5";
+        p.networks_csv = csv;
+        p.layer_sum_only = k;
+        assert_int_equal(perfpred_eval(&p, &r[k], err, sizeof err), PERFPRED_OK);
+        assert_int_equal(r[k].n_points, 2);
+    }
+    perfpred_ctx *ctx = perfpred_ctx_open(NULL, NULL, NULL, 0);
+    assert_non_null(ctx);
+    const int64_t batch[2] = {1, 2};
+    for (int i = 0; i < 2; i++) {
+        perfpred_input_override ov = {"input", 4, {2, 3, 160, 160}};
+        perfpred_model_params mp = perfpred_model_default_params();
+        mp.batch = batch[i];
+        if (i == 1) {
+            mp.inputs = &ov;
+            mp.n_inputs = 1;
+        }
+        perfpred_status st;
+        perfpred_model *m = perfpred_model_load(onnx[i], &mp, &st, err, sizeof err);
+        assert_non_null(m);
+        for (int k = 0; k < 2; k++) {
+            perfpred_predict_params pp = perfpred_predict_default_params();
+            pp.layer_sum_only = k;
+            perfpred_prediction pred;
+            assert_int_equal(perfpred_predict(ctx, m, "rpi5", &pp, &pred, err, sizeof err),
+                             PERFPRED_OK);
+            assert_true(fabs(r[k].points[i].predicted_ms / pred.latency_ms.value - 1.0) < 1e-12);
+        }
+        /* the correction changes the figure */
+        assert_true(fabs(r[0].points[i].predicted_ms / r[1].points[i].predicted_ms - 1.0) > 1e-3);
+        perfpred_model_free(m);
+    }
+    perfpred_ctx_close(ctx);
+    perfpred_eval_report_free(&r[0]);
+    perfpred_eval_report_free(&r[1]);
+}
+
 static void fit_should_refuse_a_device_without_layer_sum(void **state)
 {
     (void)state;
@@ -431,6 +537,8 @@ int main(void)
         cmocka_unit_test(help_import_should_count_bad_rows_with_lines),
         cmocka_unit_test(eagle_and_hwnb360_imports_should_convert_units),
         cmocka_unit_test(fit_should_train_on_real_rows_and_save_a_loadable_artifact),
+        cmocka_unit_test(fit_should_hold_out_the_listed_families),
+        cmocka_unit_test(eval_layer_sum_only_should_leave_out_the_correction),
         cmocka_unit_test(fit_should_refuse_a_device_without_layer_sum),
         cmocka_unit_test(fewshot_should_pretrain_on_other_devices_and_adapt),
     };
