@@ -280,7 +280,12 @@ static perfpred_status eval_networks(eval_ctx *E, pp_err *err)
         copy_trunc(model_name, sizeof model_name, base_name(r->model));
         size_t L = strlen(model_name);
         if (L > 5 && strcmp(model_name + L - 5, ".onnx") == 0) model_name[L - 5] = '\0';
-        snprintf(label, sizeof label, "%s b%lld", model_name, (long long)r->batch);
+        /* the batch, and the input shape where the row gives one (resolution variants) */
+        const char *shape = r->input_shapes ? strchr(r->input_shapes, ':') : NULL;
+        if (shape && shape[1])
+            snprintf(label, sizeof label, "%s %.200s", model_name, shape + 1);
+        else
+            snprintf(label, sizeof label, "%s b%lld", model_name, (long long)r->batch);
         pt->label = pp_arena_strdup(E->a, label);
         pt->group = pp_arena_strdup(E->a, by_model ? model_name : r->family);
         pt->line = r->line;

@@ -111,6 +111,15 @@ perfpred_status perfpred_calibrate_fit_networks(const perfpred_netfit_params *p,
     fp.data_desc = desc;
     fp.table_path = rows->path;
     fp.heldout_families = p->heldout_families;
+    if (p->epochs < 0 || p->hidden < 0 || p->lr < 0 || p->weight_decay < 0) {
+        st = pp_err_set(&err, PERFPRED_ERR_INVALID_ARG,
+                        "epochs, hidden, lr and weight_decay must not be negative");
+        goto done;
+    }
+    if (p->epochs) fp.gnn.epochs = p->epochs;
+    if (p->hidden) fp.gnn.hidden = p->hidden;
+    if (p->lr > 0) fp.gnn.lr = p->lr;
+    if (p->weight_decay > 0) fp.gnn.weight_decay = p->weight_decay;
     fp.log.fn = p->log;
     fp.log.user = p->log_user;
     rep = calloc(1, sizeof *rep);
@@ -131,6 +140,10 @@ perfpred_status perfpred_calibrate_fit_networks(const perfpred_netfit_params *p,
     out->seconds_train = rep->seconds_train;
     out->seconds_total = rep->seconds_total;
     snprintf(out->weights_path, sizeof out->weights_path, "%s", rep->weights_path);
+    out->n_val = rep->gnn.n_val;
+    out->best_epoch = rep->gnn.best_epoch;
+    out->epochs_run = rep->gnn.epochs_run;
+    out->val_rmse_latency = rep->gnn.n_val > 0 ? rep->gnn.val_rmse[0] : -1;
 done:
     free(rep);
     pp_net_table_free(rows);

@@ -16,7 +16,8 @@ static const char calibrate_usage[] =
     "       perfpred calibrate fit --device DEV --networks SOURCE [--datasets DIR] [options]\n"
     "         (the graph-level GNN correction from whole-network rows: help-nb201, help-fbnet,\n"
     "          help-ofa, hw-nas-bench-360, eagle, or a network CSV; --dry-run, --threads, --out,\n"
-    "          --heldout-families F1,F2 to hold those families out instead of hash buckets)\n"
+    "          --heldout-families F1,F2 to hold those families out instead of hash buckets;\n"
+    "          GNN: --epochs N (60), --hidden H (32), --lr X (0.002), --weight-decay X (0))\n"
     "       perfpred calibrate import --dataset NAME --root DIR -o LAYERS.csv [options]\n"
     "\n"
     "Calibrating a device: plan -> the layer runner on the device -> fit -> eval\n"
@@ -439,11 +440,12 @@ static void print_netfit_row(const char *what, const perfpred_metrics *m)
 }
 
 /* calibrate fit --networks SRC (train) and eval --gnn-heldout SRC (judge the saved correction) */
-static int netfit(const char *device, const char *source, const char *datasets, const char *out,
-                  const char *config_dir, const char *heldout_families, int evaluate_only,
-                  int dry_run, int threads, int json)
+static int netfit(const perfpred_netfit_params *gnn, const char *device, const char *source,
+                  const char *datasets, const char *out, const char *config_dir,
+                  const char *heldout_families, int evaluate_only, int dry_run, int threads,
+                  int json)
 {
-    perfpred_netfit_params p = perfpred_netfit_default_params();
+    perfpred_netfit_params p = gnn ? *gnn : perfpred_netfit_default_params();
     p.device = device;
     p.heldout_families = heldout_families;
     p.source = source;
@@ -481,6 +483,14 @@ static int netfit(const char *device, const char *source, const char *datasets, 
             cJSON_AddItemToObject(j, "corrected", json_metrics(&T[t]->corrected));
         }
         if (r->weights_path[0]) cJSON_AddStringToObject(o, "artifact", r->weights_path);
+        if (!evaluate_only) {
+            cJSON *v = cJSON_AddObjectToObject(o, "validation");
+            cJSON_AddNumberToObject(v, "rows", r->n_val);
+            cJSON_AddNumberToObject(v, "best_epoch", r->best_epoch);
+            cJSON_AddNumberToObject(v, "epochs_run", r->epochs_run);
+            if (r->val_rmse_latency >= 0)
+                cJSON_AddNumberToObject(v, "rmse_log_latency", r->val_rmse_latency);
+        }
         cli_print_json(o);
     } else {
         printf("%s: graph-level correction of %s from %s: %d rows, %d used, %d failed%s%s\n",
@@ -499,9 +509,14 @@ static int netfit(const char *device, const char *source, const char *datasets, 
             print_netfit_row("GNN alone (DIPPM-style)", &T[t]->direct);
             print_netfit_row("layer sum x exp(correction)", &T[t]->corrected);
         }
-        if (!evaluate_only)
+        if (!evaluate_only) {
+            printf("\nvalidation (early stopping): %d rows, best epoch %d of %d", r->n_val,
+                   r->best_epoch, r->epochs_run);
+            if (r->val_rmse_latency >= 0)
+                printf(", RMSE of log(measured / layer sum) %.4f", r->val_rmse_latency);
             printf("\ntraining %.0f s; %s\n", r->seconds_train,
                    r->weights_path[0] ? r->weights_path : "dry run: nothing written");
+        }
     }
     free(r);
     return EXIT_OK_;
@@ -512,7 +527,8 @@ static int cmd_fit(int argc, char **argv)
     perfpred_fit_params p = perfpred_fit_default_params();
     const char *files[MAX_LIST];
     const char *networks = NULL, *datasets = NULL, *heldout_families = NULL;
-    int json = 0;
+    perfpred_netfit_params gnn = perfpred_netfit_default_params();
+    int json = 0, gnn_opts = 0;
     args A = {argc, argv, 0};
     for (A.i = 2; A.i < argc; A.i++) {
         const char *a = argv[A.i], *v;
@@ -531,6 +547,23 @@ static int cmd_fit(int argc, char **argv)
             if (!(networks = value(&A, "--networks"))) return EXIT_USAGE;
         } else if (is_opt(a, "--heldout-families")) {
             if (!(heldout_families = value(&A, "--heldout-families"))) return EXIT_USAGE;
+        } else if (is_opt(a, "--epochs")) {
+            if (!(v = value(&A, "--epochs")) || parse_int(v, "--epochs", 1, 100000, &gnn.epochs))
+                return EXIT_USAGE;
+            gnn_opts = 1;
+        } else if (is_opt(a, "--hidden")) {
+            if (!(v = value(&A, "--hidden")) || parse_int(v, "--hidden", 2, 1024, &gnn.hidden))
+                return EXIT_USAGE;
+            gnn_opts = 1;
+        } else if (is_opt(a, "--lr")) {
+            if (!(v = value(&A, "--lr")) || parse_num(v, "--lr", 1e-6, 1.0, &gnn.lr))
+                return EXIT_USAGE;
+            gnn_opts = 1;
+        } else if (is_opt(a, "--weight-decay")) {
+            if (!(v = value(&A, "--weight-decay")) ||
+                parse_num(v, "--weight-decay", 0, 1.0, &gnn.weight_decay))
+                return EXIT_USAGE;
+            gnn_opts = 1;
         } else if (is_opt(a, "--datasets")) {
             if (!(datasets = value(&A, "--datasets"))) return EXIT_USAGE;
         } else if (is_opt(a, "--conv-gpu")) {
@@ -575,11 +608,12 @@ static int cmd_fit(int argc, char **argv)
             cli_error("calibrate fit: --networks trains the graph-level correction alone");
             return EXIT_USAGE;
         }
-        return netfit(p.device, networks, datasets, p.out_dir, p.config_dir, heldout_families,
-                      0, !p.write_artifacts, p.nthread, json);
+        return netfit(&gnn, p.device, networks, datasets, p.out_dir, p.config_dir,
+                      heldout_families, 0, !p.write_artifacts, p.nthread, json);
     }
-    if (heldout_families) {
-        cli_error("calibrate fit: --heldout-families goes with --networks");
+    if (heldout_families || gnn_opts) {
+        cli_error("calibrate fit: --heldout-families, --epochs, --hidden, --lr and --weight-decay "
+                  "go with --networks");
         return EXIT_USAGE;
     }
     if ((p.n_layers_csvs > 0) == (p.neusight_root != NULL)) {
@@ -1026,8 +1060,8 @@ int cli_eval_main(int argc, char **argv)
             cli_error("eval --gnn-heldout: --device is required");
             return EXIT_USAGE;
         }
-        return netfit(p.device, gnn_heldout, datasets, NULL, p.config_dir, heldout_families, 1,
-                      0, 0, json);
+        return netfit(NULL, p.device, gnn_heldout, datasets, NULL, p.config_dir,
+                      heldout_families, 1, 0, 0, json);
     }
     if (heldout_families) {
         cli_error("eval: --heldout-families goes with --gnn-heldout");

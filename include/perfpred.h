@@ -687,6 +687,8 @@ typedef struct perfpred_netfit_params {
     void *log_user;
     const char *heldout_families; /* comma-separated families to hold out (training never sees
                                      them; evaluation is on them); NULL: family hash buckets */
+    int epochs, hidden;          /* GNN size and training length; 0: defaults (60, 32) */
+    double lr, weight_decay;     /* Adam step and decoupled decay; 0: defaults (2e-3, 0) */
 } perfpred_netfit_params;
 perfpred_netfit_params perfpred_netfit_default_params(void);
 
@@ -704,6 +706,8 @@ typedef struct perfpred_netfit_report {
     perfpred_netfit_target latency, energy;
     double seconds_train, seconds_total;
     char weights_path[1024];
+    int n_val, best_epoch, epochs_run; /* early stopping on the validation rows */
+    double val_rmse_latency;           /* RMSE of log(measured / layer sum) there; -1: none */
 } perfpred_netfit_report;
 
 perfpred_status perfpred_calibrate_fit_networks(const perfpred_netfit_params *p,
