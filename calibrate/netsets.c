@@ -813,16 +813,71 @@ perfpred_status pp_netset_import(const char *dataset, const pp_netset_opts *opts
     return PERFPRED_OK;
 }
 
+static const char *const netset_names[] = {"help-nb201", "help-fbnet", "help-ofa",
+                                           "hw-nas-bench-360", "eagle"};
+
+static int is_netset_name(const char *s, size_t len)
+{
+    for (size_t i = 0; i < sizeof netset_names / sizeof netset_names[0]; i++)
+        if (strlen(netset_names[i]) == len && !strncmp(s, netset_names[i], len)) return 1;
+    return 0;
+}
+
+/* "help-nb201,help-fbnet": the rows of several datasets in one table (dataset names only: a CSV's
+ * relative model paths belong to its own folder). */
+static perfpred_status load_several(const char *source, const pp_netset_opts *opts,
+                                    pp_net_table **out, pp_netset_stats *stats, pp_err *err)
+{
+    pp_net_table *all = NULL;
+    perfpred_status st = PERFPRED_OK;
+    if (stats) memset(stats, 0, sizeof *stats);
+    for (const char *q = source; *q;) {
+        const char *e = strchr(q, ',');
+        size_t len = e ? (size_t)(e - q) : strlen(q);
+        char name[64];
+        if (!is_netset_name(q, len) || len >= sizeof name) {
+            st = pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                            "'%s': only dataset names combine with ',' (help-nb201, help-fbnet, "
+                            "help-ofa, hw-nas-bench-360, eagle); '%.*s' is not one",
+                            source, (int)len, q);
+            break;
+        }
+        memcpy(name, q, len);
+        name[len] = '\0';
+        pp_net_table *t = NULL;
+        pp_netset_stats s1;
+        if ((st = pp_netset_import(name, opts, &t, &s1, err))) break;
+        if (stats) {
+            stats->n_rows += s1.n_rows;
+            stats->n_skipped_columns += s1.n_skipped_columns;
+        }
+        if (!all) {
+            all = t;
+        } else {
+            st = pp_net_table_append(all, t, err);
+            pp_net_table_free(t);
+            if (st) break;
+        }
+        if (!e) break;
+        q = e + 1;
+    }
+    if (st) {
+        pp_net_table_free(all);
+        return st;
+    }
+    *out = all;
+    return PERFPRED_OK;
+}
+
 perfpred_status pp_net_rows_load(const char *source, const pp_netset_opts *opts, pp_net_table **out,
                                  pp_netset_stats *stats, pp_err *err)
 {
-    static const char *const names[] = {"help-nb201", "help-fbnet", "help-ofa", "hw-nas-bench-360",
-                                        "eagle"};
     if (!out) return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "net rows: NULL out");
     *out = NULL;
     if (!source) return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "net rows: NULL source");
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (!strcmp(source, names[i])) return pp_netset_import(source, opts, out, stats, err);
+    if (is_netset_name(source, strlen(source))) return pp_netset_import(source, opts, out, stats, err);
+    if (strchr(source, ',') && is_netset_name(source, (size_t)(strchr(source, ',') - source)))
+        return load_several(source, opts, out, stats, err);
     if (stats) memset(stats, 0, sizeof *stats);
     perfpred_status st = pp_net_csv_read(source, out, err);
     if (!st && stats) stats->n_rows = (*out)->n;

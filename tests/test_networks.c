@@ -212,6 +212,37 @@ static pp_net_table *real_rpi4(void)
     return t;
 }
 
+/* "help-nb201,help-fbnet" loads both datasets' rows into one table, as the two loads do apart;
+ * anything but dataset names in a list is refused by name. */
+static void rows_load_should_join_dataset_names(void **state)
+{
+    (void)state;
+    pp_net_table *nb = real_rpi4();
+    if (!nb) skip();
+    pp_netset_opts o = pp_netset_default_opts();
+    o.device = "rpi4";
+    pp_net_table *fb = NULL, *both = NULL;
+    pp_err err = {0};
+    if (pp_net_rows_load("help-fbnet", &o, &fb, NULL, &err)) fail_msg("%s", err.msg);
+    pp_netset_stats st;
+    if (pp_net_rows_load("help-nb201,help-fbnet", &o, &both, &st, &err)) fail_msg("%s", err.msg);
+    assert_true(nb->n > 0 && fb->n > 0);
+    assert_int_equal(both->n, nb->n + fb->n);
+    assert_int_equal(st.n_rows, both->n);
+    assert_string_equal(both->rows[0].model, nb->rows[0].model);
+    assert_string_equal(both->rows[nb->n].model, fb->rows[0].model);
+    assert_rel_close(both->rows[nb->n + fb->n - 1].latency_ms, fb->rows[fb->n - 1].latency_ms,
+                     1e-15);
+    pp_net_table *t = NULL;
+    assert_int_equal(pp_net_rows_load("help-nb201,bogus", &o, &t, NULL, &err),
+                     PERFPRED_ERR_INVALID_ARG);
+    assert_null(t);
+    assert_non_null(strstr(err.msg, "'bogus' is not one"));
+    pp_net_table_free(nb);
+    pp_net_table_free(fb);
+    pp_net_table_free(both);
+}
+
 static pp_fitnet_params small_params(void)
 {
     pp_fitnet_params p = pp_fitnet_default_params();
@@ -537,6 +568,7 @@ int main(void)
         cmocka_unit_test(help_import_should_count_bad_rows_with_lines),
         cmocka_unit_test(eagle_and_hwnb360_imports_should_convert_units),
         cmocka_unit_test(fit_should_train_on_real_rows_and_save_a_loadable_artifact),
+        cmocka_unit_test(rows_load_should_join_dataset_names),
         cmocka_unit_test(fit_should_hold_out_the_listed_families),
         cmocka_unit_test(eval_layer_sum_only_should_leave_out_the_correction),
         cmocka_unit_test(fit_should_refuse_a_device_without_layer_sum),
