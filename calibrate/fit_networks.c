@@ -270,14 +270,9 @@ static int row_bucket(const pp_net_row *r)
 static int family_listed(const char *list, const char *family)
 {
     if (!list || !family || !family[0]) return 0;
-    size_t n = strlen(family);
-    for (const char *q = list; *q;) {
-        const char *e = strchr(q, ',');
-        size_t len = e ? (size_t)(e - q) : strlen(q);
+    size_t n = strlen(family), len;
+    for (const char *c = list, *q; (q = pp_list_item(&c, &len));)
         if (len == n && !strncmp(q, family, n)) return 1;
-        if (!e) break;
-        q = e + 1;
-    }
     return 0;
 }
 

@@ -19,9 +19,8 @@ perfpred_netfit_params perfpred_netfit_default_params(void)
 static perfpred_status check_families(const char *list, const pp_net_table *t, const char *device,
                                       pp_err *err)
 {
-    for (const char *q = list; q && *q;) {
-        const char *e = strchr(q, ',');
-        size_t len = e ? (size_t)(e - q) : strlen(q);
+    size_t len;
+    for (const char *c = list, *q; (q = pp_list_item(&c, &len));) {
         int found = 0;
         for (int i = 0; i < t->n && !found; i++) {
             const pp_net_row *r = &t->rows[i];
@@ -32,8 +31,6 @@ static perfpred_status check_families(const char *list, const pp_net_table *t, c
             return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
                               "%s: held-out family '%.*s' has no rows of device %s", t->path,
                               (int)len, q, device);
-        if (!e) break;
-        q = e + 1;
     }
     return PERFPRED_OK;
 }

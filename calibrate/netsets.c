@@ -831,9 +831,8 @@ static perfpred_status load_several(const char *source, const pp_netset_opts *op
     pp_net_table *all = NULL;
     perfpred_status st = PERFPRED_OK;
     if (stats) memset(stats, 0, sizeof *stats);
-    for (const char *q = source; *q;) {
-        const char *e = strchr(q, ',');
-        size_t len = e ? (size_t)(e - q) : strlen(q);
+    size_t len;
+    for (const char *c = source, *q; (q = pp_list_item(&c, &len));) {
         char name[64];
         if (!is_netset_name(q, len) || len >= sizeof name) {
             st = pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
@@ -858,8 +857,6 @@ static perfpred_status load_several(const char *source, const pp_netset_opts *op
             pp_net_table_free(t);
             if (st) break;
         }
-        if (!e) break;
-        q = e + 1;
     }
     if (st) {
         pp_net_table_free(all);

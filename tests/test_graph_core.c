@@ -104,6 +104,29 @@ static void tensor_bytes_should_be_unknown_until_all_dims_are(void **state)
     pp_graph_free(g);
 }
 
+/* "a,bb,,c" walks as a, bb, (empty), c; an empty list has no items */
+static void list_items_should_walk_commas(void **state)
+{
+    (void)state;
+    const char *want[4] = {"a", "bb", "", "c"};
+    const char *c = "a,bb,,c", *q;
+    size_t len;
+    int n = 0;
+    while ((q = pp_list_item(&c, &len))) {
+        assert_true(n < 4);
+        assert_int_equal(len, strlen(want[n]));
+        assert_memory_equal(q, want[n], len);
+        n++;
+    }
+    assert_int_equal(n, 4);
+    c = "";
+    assert_null(pp_list_item(&c, &len));
+    c = "solo";
+    assert_non_null(q = pp_list_item(&c, &len));
+    assert_int_equal(len, 4);
+    assert_null(pp_list_item(&c, &len));
+}
+
 static void parse_dims_should_be_strict(void **state)
 {
     int64_t d[8];
@@ -132,6 +155,7 @@ int main(void)
         cmocka_unit_test(tensor_lookup_should_survive_many_names),
         cmocka_unit_test(tensor_bytes_should_be_unknown_until_all_dims_are),
         cmocka_unit_test(parse_dims_should_be_strict),
+        cmocka_unit_test(list_items_should_walk_commas),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -158,6 +158,16 @@ int pp_parse_double(const char *s, double *out)
     return 0;
 }
 
+const char *pp_list_item(const char **cursor, size_t *len)
+{
+    const char *q = *cursor;
+    if (!q || !*q) return NULL;
+    const char *e = strchr(q, ',');
+    *len = e ? (size_t)(e - q) : strlen(q);
+    *cursor = e ? e + 1 : q + *len;
+    return q;
+}
+
 int pp_parse_dims(const char *s, int64_t *dims, int max_rank)
 {
     if (!s || !*s) return -1;

@@ -42,6 +42,10 @@ int pp_parse_i64(const char *s, int64_t *out);   /* 0 ok, -1 bad */
 int pp_parse_double(const char *s, double *out); /* 0 ok, -1 bad (also rejects nan/inf) */
 /* "1x3x224x224" -> dims; returns rank or -1 */
 int pp_parse_dims(const char *s, int64_t *dims, int max_rank);
+/* Comma-separated lists: returns the item at *cursor (its length in *len, possibly 0) and moves
+ * *cursor past it and its comma; NULL at the end.
+ *   for (const char *c = list, *it; (it = pp_list_item(&c, &len));) ... */
+const char *pp_list_item(const char **cursor, size_t *len);
 
 /* ---- checked size arithmetic ---- */
 int pp_mul_overflow_i64(int64_t a, int64_t b, int64_t *out); /* 1 if overflow */
