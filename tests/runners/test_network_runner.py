@@ -116,6 +116,26 @@ class NetworkRunnerTest(unittest.TestCase):
         with torch.inference_mode():
             self.assertTrue(torch.allclose(f(x), want, atol=1e-5))
 
+    def test_fold_should_clear_a_real_untraceable_model(self):
+        # torchvision's shufflenet does not trace with torch.fx (it iterates a Proxy); its 56
+        # BatchNorms all follow a convolution inside an nn.Sequential
+        spec = models.spec_for_name("shufflenet_v2_x0_5", self.tmp.name, "torchvision")
+        torch.manual_seed(0)
+        m = spec.build().eval()
+        for bn in m.modules():  # statistics away from identity, so folding changes the weights
+            if isinstance(bn, torch.nn.BatchNorm2d):
+                bn.running_mean.uniform_(-0.5, 0.5)
+                bn.running_var.uniform_(0.5, 2.0)
+                bn.weight.data.uniform_(0.5, 1.5)
+                bn.bias.data.uniform_(-0.5, 0.5)
+        x = spec.make_input(torch, 2, resolution=64)
+        with torch.inference_mode():
+            want = m(x)
+        f, how, n0, n1 = models.fold_batchnorm(torch, m)
+        self.assertEqual((how, n0, n1), ("sequential", 56, 0))
+        with torch.inference_mode():
+            self.assertTrue(torch.allclose(f(x), want, rtol=1e-4, atol=1e-4))
+
     def test_resolution_should_change_the_input_and_the_key(self):
         res, n = self.measure(resolutions=[12, 16])
         self.assertEqual(n, 4)
