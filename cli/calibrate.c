@@ -17,7 +17,8 @@ static const char calibrate_usage[] =
     "         (the graph-level GNN correction from whole-network rows: help-nb201, help-fbnet,\n"
     "          help-ofa, hw-nas-bench-360, eagle, several joined by ',' (help-nb201,help-fbnet),\n"
     "          or a network CSV; --dry-run, --threads, --out,\n"
-    "          --heldout-families F1,F2 to hold those families out instead of hash buckets;\n"
+    "          --heldout-families F1,F2 to hold those families out instead of hash buckets,\n"
+    "          or folds F1,F2;F3;F4,F5: one dry run per fold and the pooled held-out error;\n"
     "          GNN: --epochs N (60), --hidden H (32), --lr X (0.002), --weight-decay X (0))\n"
     "       perfpred calibrate import --dataset NAME --root DIR -o LAYERS.csv [options]\n"
     "\n"
@@ -440,6 +441,116 @@ static void print_netfit_row(const char *what, const perfpred_metrics *m)
                m->within10_pct, m->spearman);
 }
 
+/* --heldout-families "a,b;c;d,e": one dry-run fit per ';'-separated fold, each fold's families held
+ * out once, and the MAPE and share within +-10 % pooled over all folds' held-out rows (means
+ * weighted by rows: exact, since each row is held out in one fold only). Latency only. */
+static int netfit_folds(const perfpred_netfit_params *gnn, const char *device, const char *source,
+                        const char *datasets, const char *config_dir, const char *folds,
+                        int threads, int json)
+{
+    enum { MAX_FOLDS = 32 };
+    char buf[4096], *fold[MAX_FOLDS];
+    int nf = 0;
+    if (snprintf(buf, sizeof buf, "%s", folds) >= (int)sizeof buf) {
+        cli_error("--heldout-families: too long");
+        return EXIT_USAGE;
+    }
+    int n_sep = 0;
+    for (const char *q = folds; *q; q++) n_sep += *q == ';';
+    if (n_sep >= MAX_FOLDS) {
+        cli_error("--heldout-families: at most %d folds", MAX_FOLDS);
+        return EXIT_USAGE;
+    }
+    for (char *q = buf, *e; q; q = e ? e + 1 : NULL) {
+        e = strchr(q, ';');
+        if (e) *e = '\0';
+        if (!*q) {
+            cli_error("--heldout-families: empty fold in '%s'", folds);
+            return EXIT_USAGE;
+        }
+        fold[nf++] = q;
+    }
+    perfpred_netfit_report *r = calloc((size_t)nf, sizeof *r);
+    if (!r) return EXIT_INTERNAL;
+    for (int k = 0; k < nf; k++) {
+        perfpred_netfit_params p = gnn ? *gnn : perfpred_netfit_default_params();
+        p.device = device;
+        p.source = source;
+        p.datasets_root = datasets;
+        p.config_dir = config_dir;
+        p.heldout_families = fold[k];
+        p.dry_run = 1;
+        if (threads > 0) p.threads = threads;
+        char err[1024] = "";
+        perfpred_status st = perfpred_calibrate_fit_networks(&p, &r[k], err, sizeof err);
+        if (st) {
+            cli_error("fold %d (%s): %s", k + 1, fold[k], err);
+            free(r);
+            return cli_exit_code(st);
+        }
+    }
+    /* pooled: sum of n * metric over folds / sum of n */
+    double pool[3][2] = {{0, 0}, {0, 0}, {0, 0}};
+    int pool_n[3] = {0, 0, 0};
+    for (int k = 0; k < nf; k++) {
+        const perfpred_metrics *m[3] = {&r[k].latency.layer_sum, &r[k].latency.direct,
+                                        &r[k].latency.corrected};
+        for (int a = 0; a < 3; a++) {
+            if (m[a]->n <= 0) continue;
+            pool[a][0] += m[a]->n * m[a]->mape_pct;
+            pool[a][1] += m[a]->n * m[a]->within10_pct;
+            pool_n[a] += m[a]->n;
+        }
+    }
+    static const char *const what[3] = {"layer_sum", "gnn_direct", "corrected"};
+    if (json) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "device", r[0].device);
+        cJSON_AddStringToObject(o, "source", source);
+        cJSON *fs = cJSON_AddArrayToObject(o, "folds");
+        for (int k = 0; k < nf; k++) {
+            cJSON *f = cJSON_CreateObject();
+            cJSON_AddStringToObject(f, "heldout_families", fold[k]);
+            cJSON_AddNumberToObject(f, "heldout_rows", r[k].latency.n_heldout);
+            cJSON_AddItemToObject(f, "layer_sum", json_metrics(&r[k].latency.layer_sum));
+            if (r[k].latency.direct.n > 0)
+                cJSON_AddItemToObject(f, "gnn_direct", json_metrics(&r[k].latency.direct));
+            cJSON_AddItemToObject(f, "corrected", json_metrics(&r[k].latency.corrected));
+            cJSON_AddItemToArray(fs, f);
+        }
+        cJSON *pl = cJSON_AddObjectToObject(o, "pooled");
+        for (int a = 0; a < 3; a++) {
+            if (!pool_n[a]) continue;
+            cJSON *j = cJSON_AddObjectToObject(pl, what[a]);
+            cJSON_AddNumberToObject(j, "n", pool_n[a]);
+            cJSON_AddNumberToObject(j, "mape_pct", pool[a][0] / pool_n[a]);
+            cJSON_AddNumberToObject(j, "within10_pct", pool[a][1] / pool_n[a]);
+        }
+        cli_print_json(o);
+    } else {
+        printf("calibrate fit (dry run, %d family folds): graph-level correction of %s from %s\n\n",
+               nf, r[0].device, source);
+        printf("latency MAPE %% on each fold's held-out families (never trained on):\n");
+        printf("  %-56s %6s %10s %10s %12s\n", "held-out families", "rows", "layer sum",
+               "GNN alone", "sum x corr.");
+        for (int k = 0; k < nf; k++) {
+            const perfpred_netfit_target *t = &r[k].latency;
+            printf("  %-56.56s %6d %10.2f ", fold[k], t->n_heldout, t->layer_sum.mape_pct);
+            if (t->direct.n > 0) printf("%10.2f", t->direct.mape_pct);
+            else printf("%10s", "-");
+            printf(" %12.2f\n", t->corrected.mape_pct);
+        }
+        printf("  %-56s %6d %10.2f ", "pooled", pool_n[0], pool_n[0] ? pool[0][0] / pool_n[0] : 0);
+        if (pool_n[1]) printf("%10.2f", pool[1][0] / pool_n[1]);
+        else printf("%10s", "-");
+        printf(" %12.2f\n", pool_n[2] ? pool[2][0] / pool_n[2] : 0);
+        printf("\nnothing written: folds are an evaluation; train the artifact with one "
+               "--heldout-families list\n");
+    }
+    free(r);
+    return EXIT_OK_;
+}
+
 /* calibrate fit --networks SRC (train) and eval --gnn-heldout SRC (judge the saved correction) */
 static int netfit(const perfpred_netfit_params *gnn, const char *device, const char *source,
                   const char *datasets, const char *out, const char *config_dir,
@@ -609,6 +720,9 @@ static int cmd_fit(int argc, char **argv)
             cli_error("calibrate fit: --networks trains the graph-level correction alone");
             return EXIT_USAGE;
         }
+        if (heldout_families && strchr(heldout_families, ';'))
+            return netfit_folds(&gnn, p.device, networks, datasets, p.config_dir,
+                                heldout_families, p.nthread, json);
         return netfit(&gnn, p.device, networks, datasets, p.out_dir, p.config_dir,
                       heldout_families, 0, !p.write_artifacts, p.nthread, json);
     }

@@ -3,6 +3,7 @@
 #include "tests/helpers.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -251,6 +252,60 @@ static void every_bundled_model_should_predict_compare_and_advise(void **state)
 
 /* A device with a trained graph-level correction (configs/artifacts/rpi5/gnn-latency.*, latency
  * and energy) answers through it and says so; one without (rpi3) stays an estimate. */
+static double group_mape(const cJSON *eval, const char *family)
+{
+    const cJSON *g;
+    cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(eval, "groups"))
+    {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(g, "name");
+        if (cJSON_IsString(name) && !strcmp(name->valuestring, family))
+            return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(g, "model"),
+                                                    "mape_pct")->valuedouble;
+    }
+    fail_msg("no group %s", family);
+    return 0;
+}
+
+/* --heldout-families with ';' runs one dry-run fold per group: each fold's layer-sum error is what
+ * `eval --networks --layer-sum-only` reports for that family (another code path), and the pooled
+ * figure weighs the folds by their rows. */
+static void family_folds_should_pool_what_eval_reports(void **state)
+{
+    (void)state;
+    cJSON *ev = run_json("eval --device host-cpu --networks data/host-cpu/networks.csv "
+                         "--layer-sum-only --json");
+    cJSON *f = run_json("calibrate fit --device host-cpu --networks data/host-cpu/networks.csv "
+                        "--heldout-families 'squeezenet;googlenet' --epochs 2 --hidden 8 "
+                        "--threads 1 --json");
+    const cJSON *folds = cJSON_GetObjectItemCaseSensitive(f, "folds");
+    assert_int_equal(cJSON_GetArraySize(folds), 2);
+    const char *fam[2] = {"squeezenet", "googlenet"};
+    double sum = 0;
+    int rows = 0;
+    for (int k = 0; k < 2; k++) {
+        const cJSON *fk = cJSON_GetArrayItem(folds, k);
+        assert_string_equal(cJSON_GetObjectItemCaseSensitive(fk, "heldout_families")->valuestring,
+                            fam[k]);
+        const cJSON *ls = cJSON_GetObjectItemCaseSensitive(fk, "layer_sum");
+        int n = cJSON_GetObjectItemCaseSensitive(ls, "n")->valueint;
+        double mape = cJSON_GetObjectItemCaseSensitive(ls, "mape_pct")->valuedouble;
+        assert_true(fabs(mape - group_mape(ev, fam[k])) < 1e-9);
+        sum += n * mape;
+        rows += n;
+    }
+    const cJSON *pl = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(f, "pooled"), "layer_sum");
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(pl, "n")->valueint, rows);
+    assert_true(fabs(cJSON_GetObjectItemCaseSensitive(pl, "mape_pct")->valuedouble - sum / rows) <
+                1e-9);
+    cJSON_Delete(ev);
+    cJSON_Delete(f);
+    assert_int_equal(run_cli("calibrate fit --device host-cpu --networks data/host-cpu/networks.csv "
+                             "--heldout-families 'squeezenet;;googlenet'"),
+                     1);
+    assert_non_null(strstr(out_buf, "empty fold"));
+}
+
 static void gnn_correction_should_answer_and_be_named(void **state)
 {
     cJSON *j = run_json("--device rpi5 tests/fixtures/nas/nb201_arch0_cifar10.onnx --json");
@@ -281,6 +336,7 @@ int main(void)
         cmocka_unit_test(devices_should_list_and_show),
         cmocka_unit_test(every_bundled_model_should_predict_compare_and_advise),
         cmocka_unit_test(gnn_correction_should_answer_and_be_named),
+        cmocka_unit_test(family_folds_should_pool_what_eval_reports),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
