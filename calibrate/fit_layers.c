@@ -441,7 +441,7 @@ static perfpred_status fit_kind(fit_ctx *F, pp_op_kind k, pp_err *err)
         /* the first n_hold of the shuffled configurations are held out; sort them for lookup */
         qsort(cfg, (size_t)n_hold, sizeof *cfg, cmp_str);
     }
-    int n_tr = 0, n_te = 0;
+    int n_tr = 0, n_te = 0, worse = 0;
     for (int i = 0; i < n; i++) {
         used_row *ur = &F->u[sel[i]];
         const char *key = ur->config;
@@ -486,8 +486,16 @@ static perfpred_status fit_kind(fit_ctx *F, pp_op_kind k, pp_err *err)
         if ((st = pp_metrics_compute(pr, yte, n_te, &m, err))) goto done;
         kr->roofline = to_public(&m);
         kr->spread_pct = median_spread_pct(F->u, te_sel, n_te, &kr->n_spread);
+        /* a regressor that does worse than its own analytic base on rows it never saw is not
+         * shipped: the kind falls back to the roofline, and the overall figures say so */
+        worse = kr->model.mape_pct > kr->roofline.mape_pct;
+        if (worse)
+            snprintf(kr->note, sizeof kr->note,
+                     "not written: the roofline is closer on the held-out rows (%.1f %% vs %.1f "
+                     "%% MAPE); this kind uses the roofline",
+                     kr->roofline.mape_pct, kr->model.mape_pct);
         for (int i = 0; i < n_te; i++) {
-            F->all_pm[F->n_all] = pm[i];
+            F->all_pm[F->n_all] = worse ? pr[i] : pm[i];
             F->all_pr[F->n_all] = pr[i];
             F->all_y[F->n_all++] = yte[i];
             const pp_layer_row *r = F->u[te_sel[i]].r;
@@ -500,6 +508,9 @@ static perfpred_status fit_kind(fit_ctx *F, pp_op_kind k, pp_err *err)
     }
     pp_log(&F->log, PERFPRED_LOG_INFO, "fit %s: %d training rows, %d held-out rows, %.1f s",
            kr->kind, n_tr, n_te, kr->train_seconds);
+    F->rep->n_kinds++;
+    if (worse) goto done;
+    kr->written = 1;
 
     pp_lm_entry *e = &F->man.entries[F->man.n_entries];
     memset(e, 0, sizeof *e);
@@ -533,7 +544,6 @@ static perfpred_status fit_kind(fit_ctx *F, pp_op_kind k, pp_err *err)
         snprintf(path, sizeof path, "%s/%s", F->tmp, file);
         if ((st = pp_lm_model_save(model, path, err))) goto done;
     }
-    F->rep->n_kinds++;
 done:
     pp_lm_model_free(model);
     free(sel);
@@ -776,6 +786,7 @@ static perfpred_status fit_neusight(fit_ctx *F, const char *out_tmp, pp_err *err
         o->bw_gbs = PP_A100_PCIE40_BW_GBS;
         o->floor_ms = k->floor_ms;
         o->train_seconds = k->train_seconds;
+        o->written = 1; /* the NeuSight path writes every kind it trains (no roofline guard) */
         int n = snprintf(o->note, sizeof o->note, "%s",
                          k->heldout_is_split ? "held out: a seeded split of the training sweep"
                                              : "held out: NeuSight's test rows");

@@ -779,6 +779,7 @@ static int cmd_fit(int argc, char **argv)
             cJSON_AddNumberToObject(b, "bw_gbs", k->bw_gbs);
             cJSON_AddNumberToObject(b, "floor_ms", k->floor_ms);
             cJSON_AddNumberToObject(j, "train_seconds", k->train_seconds);
+            cJSON_AddBoolToObject(j, "written", k->written);
             if (k->note[0]) cJSON_AddStringToObject(j, "note", k->note);
             cJSON_AddItemToArray(ks, j);
         }

@@ -357,6 +357,9 @@ typedef struct perfpred_fit_kind {
     double peak_tflops, bw_gbs, floor_ms; /* the base */
     double train_seconds;
     char note[160];
+    int written;                          /* 1: the regressor is in the artifacts; 0: left out,
+                                             because the roofline was closer on the held-out rows
+                                             (the predictor then uses the roofline for this kind) */
 } perfpred_fit_kind;
 
 typedef struct perfpred_fit_report {

@@ -582,6 +582,52 @@ static void fit_should_write_artifacts_that_load_back(void **state)
     free(text);
 }
 
+/* The roofline guard on host-cpu's own layers: a kind whose regressor does worse than its roofline
+ * on the held-out rows is reported, not written, and the manifest leaves it out; every written
+ * kind beats its roofline there. */
+static void fit_should_leave_out_kinds_the_roofline_beats(void **state)
+{
+    (void)state;
+    char dir[1300], err[1024], csv[1300];
+    path_in(dir, sizeof dir, "art_guard");
+    snprintf(csv, sizeof csv, "%s/data/host-cpu/layers.csv", PP_SOURCE_DIR);
+    perfpred_fit_params p = perfpred_fit_default_params();
+    const char *files[1] = {csv};
+    p.device = "host-cpu";
+    p.layers_csvs = files;
+    p.n_layers_csvs = 1;
+    p.out_dir = dir;
+    p.nthread = 1;
+    p.n_rounds = 60;
+    perfpred_fit_report r;
+    assert_int_equal(perfpred_calibrate_fit(&p, &r, err, sizeof err), PERFPRED_OK);
+    pp_layer_models *lm = NULL;
+    pp_err e = {0};
+    assert_int_equal(pp_layer_models_load(dir, &lm, &e), PERFPRED_OK);
+    int n_written = 0, n_left = 0;
+    for (int i = 0; i < r.n_kinds; i++) {
+        const perfpred_fit_kind *k = &r.kinds[i];
+        if (k->model.n == 0) continue; /* nothing held out: nothing to judge */
+        pp_op_kind kind = PP_OPK__COUNT;
+        for (int q = 1; q < PP_OPK__COUNT; q++)
+            if (!strcmp(pp_op_kind_name((pp_op_kind)q), k->kind)) kind = (pp_op_kind)q;
+        assert_true(kind != PP_OPK__COUNT);
+        if (k->written) {
+            n_written++;
+            assert_true(k->model.mape_pct <= k->roofline.mape_pct);
+            assert_true(pp_layer_models_covers(lm, kind, PP_LM_LATENCY));
+        } else {
+            n_left++;
+            assert_true(k->model.mape_pct > k->roofline.mape_pct);
+            assert_non_null(strstr(k->note, "roofline is closer"));
+            assert_false(pp_layer_models_covers(lm, kind, PP_LM_LATENCY));
+        }
+    }
+    assert_true(n_written >= 8);
+    assert_true(n_left >= 1); /* datamove, on these rows */
+    pp_layer_models_free(lm);
+}
+
 static void fit_should_keep_previous_artifacts_when_interrupted(void **state)
 {
     (void)state;
@@ -941,6 +987,7 @@ int main(void)
         cmocka_unit_test(plan_should_read_a_model_list),
         cmocka_unit_test(plan_should_reject_bad_parameters),
         cmocka_unit_test(fit_should_write_artifacts_that_load_back),
+        cmocka_unit_test(fit_should_leave_out_kinds_the_roofline_beats),
         cmocka_unit_test(fit_should_keep_previous_artifacts_when_interrupted),
         cmocka_unit_test(fit_should_refuse_rows_of_other_devices_and_mig_slices),
         cmocka_unit_test(fit_should_leave_out_noisy_rows_when_asked),
