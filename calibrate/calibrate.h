@@ -131,6 +131,15 @@ perfpred_status pp_layer_csv_write(const char *path, const pp_layer_row *rows, i
 perfpred_status pp_layer_csv_format(const pp_layer_row *rows, int n, char **out, size_t *len,
                                     pp_err *err);
 
+/* The inputs and attrs columns of a row, as the CSV writes them (docs/measurements.md). */
+void pp_layer_put_inputs(pp_strbuf *b, const pp_layer_row *r);
+void pp_layer_put_attr(pp_strbuf *b, const pp_layer_attr *a);  /* one `name:type=value` */
+
+/* Row building for importers: appends an input (role, the first rank of dims) or an attribute
+ * (zeroed, name and type set; the caller fills the value). */
+void pp_layer_row_add_input(pp_layer_row *row, char role, int rank, const int64_t *dims);
+pp_layer_attr *pp_layer_row_add_attr(pp_layer_row *row, const char *name, int type);
+
 /* The configuration key of a row ("Conv|xx1x3x8x8|wx4x3x3x3|pads=,1,1,1,1"): op type, inputs with
  * roles and dims, attributes in row order. fit splits over it; the adaptive plan reproduces it. */
 void pp_layer_row_config_key(const pp_layer_row *r, pp_strbuf *b);

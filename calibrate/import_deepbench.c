@@ -181,27 +181,11 @@ static const char *field(const pp_csv_record *rec, int c)
     return c >= 0 && c < rec->n_fields ? rec->fields[c] : "";
 }
 
-static void add_input(pp_layer_row *row, char role, int rank, const int64_t *d)
-{
-    pp_layer_input *in = &row->inputs[row->n_inputs++];
-    memset(in, 0, sizeof *in);
-    in->role = role;
-    in->rank = rank;
-    for (int i = 0; i < rank; i++) in->dims[i] = d[i];
-}
 
-static pp_layer_attr *add_attr(pp_layer_row *row, const char *name, int type)
-{
-    pp_layer_attr *a = &row->attrs[row->n_attrs++];
-    memset(a, 0, sizeof *a);
-    a->name = name;
-    a->type = type;
-    return a;
-}
 
 static void add_ints(pp_layer_row *row, const char *name, int n, const int64_t *v)
 {
-    pp_layer_attr *a = add_attr(row, name, PP_ATTR_INTS);
+    pp_layer_attr *a = pp_layer_row_add_attr(row, name, PP_ATTR_INTS);
     a->n = n;
     for (int i = 0; i < n; i++) a->ints[i] = v[i];
 }
@@ -292,10 +276,10 @@ static int data_row(db_read *r, const pp_csv_record *rec, int conv, pp_err *err)
         row.kind = PP_OPK_LINEAR;
         row.op_type = "Gemm";
         row.batch = 1;
-        add_input(&row, 'x', 2, a);
-        add_input(&row, 'w', 2, b);
-        if (tra) add_attr(&row, "transA", PP_ATTR_INT)->i = 1;
-        if (trb) add_attr(&row, "transB", PP_ATTR_INT)->i = 1;
+        pp_layer_row_add_input(&row, 'x', 2, a);
+        pp_layer_row_add_input(&row, 'w', 2, b);
+        if (tra) pp_layer_row_add_attr(&row, "transA", PP_ATTR_INT)->i = 1;
+        if (trb) pp_layer_row_add_attr(&row, "transB", PP_ATTR_INT)->i = 1;
     } else {
         int64_t W = v[C_W], H = v[C_H], C = v[C_C], N = v[C_N], K = v[C_K], S = v[C_S], R = v[C_R];
         int64_t ph = v[C_PADH], pw = v[C_PADW], sh = v[C_STRH], sw = v[C_STRW];
@@ -317,14 +301,14 @@ static int data_row(db_read *r, const pp_csv_record *rec, int conv, pp_err *err)
         row.op_type = "Conv";
         row.batch = N;
         int64_t x[4] = {N, C, H, W}, w[4] = {K, C, R, S};
-        add_input(&row, 'x', 4, x);
-        add_input(&row, 'w', 4, w);
+        pp_layer_row_add_input(&row, 'x', 4, x);
+        pp_layer_row_add_input(&row, 'w', 4, w);
         int64_t ks[2] = {R, S}, st[2] = {sh, sw}, pads[4] = {ph, pw, ph, pw}, dil[2] = {1, 1};
         add_ints(&row, "kernel_shape", 2, ks);
         add_ints(&row, "strides", 2, st);
         add_ints(&row, "pads", 4, pads);
         add_ints(&row, "dilations", 2, dil);
-        add_attr(&row, "group", PP_ATTR_INT)->i = 1;
+        pp_layer_row_add_attr(&row, "group", PP_ATTR_INT)->i = 1;
     }
     pp_node_feat feat;
     char why[512];

@@ -119,29 +119,11 @@ static int dict_int(const feat_dict *d, const char *key, int64_t lo, int64_t *ou
 
 /* ---------------------------------------------------------------- row building ---- */
 
-static void add_input(pp_layer_row *row, char role, int rank, int64_t d0, int64_t d1, int64_t d2,
-                      int64_t d3)
-{
-    pp_layer_input *in = &row->inputs[row->n_inputs++];
-    memset(in, 0, sizeof *in);
-    in->role = role;
-    in->rank = rank;
-    int64_t d[4] = {d0, d1, d2, d3};
-    for (int i = 0; i < rank; i++) in->dims[i] = d[i];
-}
 
-static pp_layer_attr *add_attr(pp_layer_row *row, const char *name, int type)
-{
-    pp_layer_attr *a = &row->attrs[row->n_attrs++];
-    memset(a, 0, sizeof *a);
-    a->name = name;
-    a->type = type;
-    return a;
-}
 
 static void add_ints(pp_layer_row *row, const char *name, int n, const int64_t *v)
 {
-    pp_layer_attr *a = add_attr(row, name, PP_ATTR_INTS);
+    pp_layer_attr *a = pp_layer_row_add_attr(row, name, PP_ATTR_INTS);
     a->n = n;
     for (int i = 0; i < n; i++) a->ints[i] = v[i];
 }
@@ -209,11 +191,11 @@ static int tflite_row(const char *op, const feat_dict *d, pp_layer_row *row, int
         }
         row->op_type = "Conv";
         row->kind = group > 1 && group == C ? PP_OPK_DWCONV : PP_OPK_CONV;
-        add_input(row, 'x', 4, 1, C, H, H);
-        add_input(row, 'w', 4, cout, C / group, K, K);
-        add_input(row, 'w', 1, cout, 0, 0, 0);
+        pp_layer_row_add_input(row, 'x', 4, (const int64_t[]){1, C, H, H});
+        pp_layer_row_add_input(row, 'w', 4, (const int64_t[]){cout, C / group, K, K});
+        pp_layer_row_add_input(row, 'w', 1, (const int64_t[]){cout, 0, 0, 0});
         window(row, K, S, b, e);
-        add_attr(row, "group", PP_ATTR_INT)->i = group;
+        pp_layer_row_add_attr(row, "group", PP_ATTR_INT)->i = group;
         *check = 1; /* FLOPS = 2 x MACs */
         return 0;
     }
@@ -232,7 +214,7 @@ static int tflite_row(const char *op, const feat_dict *d, pp_layer_row *row, int
         }
         row->op_type = op[0] == 'M' ? "MaxPool" : "AveragePool";
         row->kind = PP_OPK_POOL;
-        add_input(row, 'x', 4, 1, C, H, H);
+        pp_layer_row_add_input(row, 'x', 4, (const int64_t[]){1, C, H, H});
         window(row, K, S, b, e);
         /* TFLite averages over the valid cells only: ONNX count_include_pad = 0, the default */
         *check = 2; /* FLOPS = O^2 C K^2 */
@@ -252,7 +234,7 @@ static int tflite_row(const char *op, const feat_dict *d, pp_layer_row *row, int
         /* the mean over H and W of every channel: GlobalAveragePool's work and bytes */
         row->op_type = "GlobalAveragePool";
         row->kind = PP_OPK_GLOBALPOOL;
-        add_input(row, 'x', 4, 1, C, H, H);
+        pp_layer_row_add_input(row, 'x', 4, (const int64_t[]){1, C, H, H});
         *check = 3; /* FLOPS = H^2 C */
         return 0;
     }
@@ -262,10 +244,10 @@ static int tflite_row(const char *op, const feat_dict *d, pp_layer_row *row, int
             return -1;
         row->op_type = "Gemm";
         row->kind = PP_OPK_LINEAR;
-        add_input(row, 'x', 2, 1, C, 0, 0);
-        add_input(row, 'w', 2, F, C, 0, 0);
-        add_input(row, 'w', 1, F, 0, 0, 0);
-        add_attr(row, "transB", PP_ATTR_INT)->i = 1;
+        pp_layer_row_add_input(row, 'x', 2, (const int64_t[]){1, C, 0, 0});
+        pp_layer_row_add_input(row, 'w', 2, (const int64_t[]){F, C, 0, 0});
+        pp_layer_row_add_input(row, 'w', 1, (const int64_t[]){F, 0, 0, 0});
+        pp_layer_row_add_attr(row, "transB", PP_ATTR_INT)->i = 1;
         *check = 1;
         return 0;
     }
@@ -328,11 +310,12 @@ static int torch_row(const char *op, const feat_dict *d, pp_layer_row *row, char
         }
         row->op_type = "Conv";
         row->kind = G > 1 && G == C ? PP_OPK_DWCONV : PP_OPK_CONV;
-        add_input(row, 'x', 4, 1, C, H, H);
-        add_input(row, 'w', 4, F, C / G, K, K);
-        add_input(row, 'w', 1, F, 0, 0, 0); /* the prepacked context always holds a bias */
+        pp_layer_row_add_input(row, 'x', 4, (const int64_t[]){1, C, H, H});
+        pp_layer_row_add_input(row, 'w', 4, (const int64_t[]){F, C / G, K, K});
+        /* the prepacked context always holds a bias */
+        pp_layer_row_add_input(row, 'w', 1, (const int64_t[]){F, 0, 0, 0});
         window(row, K, S, P, P);
-        add_attr(row, "group", PP_ATTR_INT)->i = G;
+        pp_layer_row_add_attr(row, "group", PP_ATTR_INT)->i = G;
         return 0;
     }
     if (strcmp(op, "vulkan_prepack::run_linear_context") == 0) {
@@ -348,10 +331,10 @@ static int torch_row(const char *op, const feat_dict *d, pp_layer_row *row, char
         }
         row->op_type = "Gemm";
         row->kind = PP_OPK_LINEAR;
-        add_input(row, 'x', 2, 1, C, 0, 0);
-        add_input(row, 'w', 2, F, C, 0, 0);
-        add_input(row, 'w', 1, F, 0, 0, 0);
-        add_attr(row, "transB", PP_ATTR_INT)->i = 1;
+        pp_layer_row_add_input(row, 'x', 2, (const int64_t[]){1, C, 0, 0});
+        pp_layer_row_add_input(row, 'w', 2, (const int64_t[]){F, C, 0, 0});
+        pp_layer_row_add_input(row, 'w', 1, (const int64_t[]){F, 0, 0, 0});
+        pp_layer_row_add_attr(row, "transB", PP_ATTR_INT)->i = 1;
         return 0;
     }
     if (strcmp(op, "aten::max_pool2d") == 0 ||
@@ -384,9 +367,9 @@ static int torch_row(const char *op, const feat_dict *d, pp_layer_row *row, char
         }
         row->op_type = op[5] == 'm' ? "MaxPool" : "AveragePool";
         row->kind = PP_OPK_POOL;
-        add_input(row, 'x', 4, 1, C, H, H);
+        pp_layer_row_add_input(row, 'x', 4, (const int64_t[]){1, C, H, H});
         window(row, K, S, P, P);
-        if (ceil_mode) add_attr(row, "ceil_mode", PP_ATTR_INT)->i = 1;
+        if (ceil_mode) pp_layer_row_add_attr(row, "ceil_mode", PP_ATTR_INT)->i = 1;
         return 0;
     }
     if (strcmp(op, "aten::avg_pool2d") == 0 || strcmp(op, "aten::adaptive_avg_pool2d") == 0) {
@@ -406,8 +389,9 @@ static int torch_row(const char *op, const feat_dict *d, pp_layer_row *row, char
         }
         row->op_type = "BatchNormalization";
         row->kind = PP_OPK_NORM;
-        add_input(row, 'x', 4, 1, C, H, H);
-        for (int i = 0; i < 4; i++) add_input(row, 'w', 1, C, 0, 0, 0);
+        pp_layer_row_add_input(row, 'x', 4, (const int64_t[]){1, C, H, H});
+        for (int i = 0; i < 4; i++)
+            pp_layer_row_add_input(row, 'w', 1, (const int64_t[]){C, 0, 0, 0});
         return 0;
     }
     static const struct {
@@ -428,7 +412,7 @@ static int torch_row(const char *op, const feat_dict *d, pp_layer_row *row, char
         }
         row->op_type = unary[i].onnx;
         row->kind = PP_OPK_ELEMWISE;
-        add_input(row, 'x', 4, 1, C, H, H);
+        pp_layer_row_add_input(row, 'x', 4, (const int64_t[]){1, C, H, H});
         return 0;
     }
     if (strcmp(op, "aten::add") == 0 || strcmp(op, "aten::mul") == 0) {

@@ -413,35 +413,63 @@ static void put_opt_i64(pp_strbuf *b, int64_t v)
     if (v >= 0) pp_strbuf_printf(b, "%lld", (long long)v);
 }
 
-static void put_attrs(pp_strbuf *b, const pp_layer_row *r)
+void pp_layer_put_attr(pp_strbuf *b, const pp_layer_attr *a)
 {
     char num[40];
-    for (int i = 0; i < r->n_attrs; i++) {
-        const pp_layer_attr *a = &r->attrs[i];
-        if (i) pp_strbuf_put(b, ";");
-        pp_strbuf_put(b, a->name);
-        switch (a->type) {
-        case PP_ATTR_INT: pp_strbuf_printf(b, ":i=%lld", (long long)a->i); break;
-        case PP_ATTR_FLOAT:
-            pp_fmt_double(num, sizeof num, a->f);
-            pp_strbuf_printf(b, ":f=%s", num);
-            break;
-        case PP_ATTR_STRING: pp_strbuf_printf(b, ":s=%s", a->s); break;
-        case PP_ATTR_INTS:
-            pp_strbuf_put(b, ":ints=");
-            for (int k = 0; k < a->n; k++)
-                pp_strbuf_printf(b, k ? ",%lld" : "%lld", (long long)a->ints[k]);
-            break;
-        case PP_ATTR_FLOATS:
-            pp_strbuf_put(b, ":floats=");
-            for (int k = 0; k < a->n; k++) {
-                pp_fmt_double(num, sizeof num, a->floats[k]);
-                pp_strbuf_printf(b, k ? ",%s" : "%s", num);
-            }
-            break;
-        default: break;
+    pp_strbuf_put(b, a->name);
+    switch (a->type) {
+    case PP_ATTR_INT: pp_strbuf_printf(b, ":i=%lld", (long long)a->i); break;
+    case PP_ATTR_FLOAT:
+        pp_fmt_double(num, sizeof num, a->f);
+        pp_strbuf_printf(b, ":f=%s", num);
+        break;
+    case PP_ATTR_STRING: pp_strbuf_printf(b, ":s=%s", a->s); break;
+    case PP_ATTR_INTS:
+        pp_strbuf_put(b, ":ints=");
+        for (int k = 0; k < a->n; k++)
+            pp_strbuf_printf(b, k ? ",%lld" : "%lld", (long long)a->ints[k]);
+        break;
+    case PP_ATTR_FLOATS:
+        pp_strbuf_put(b, ":floats=");
+        for (int k = 0; k < a->n; k++) {
+            pp_fmt_double(num, sizeof num, a->floats[k]);
+            pp_strbuf_printf(b, k ? ",%s" : "%s", num);
         }
+        break;
+    default: break;
     }
+}
+
+void pp_layer_put_inputs(pp_strbuf *b, const pp_layer_row *r)
+{
+    for (int k = 0; k < r->n_inputs; k++) {
+        const pp_layer_input *in = &r->inputs[k];
+        if (k) pp_strbuf_put(b, ";");
+        if (in->role == '-') {
+            pp_strbuf_put(b, "-");
+            continue;
+        }
+        pp_strbuf_printf(b, "%c:", in->role);
+        put_dims(b, in->rank, in->dims);
+    }
+}
+
+void pp_layer_row_add_input(pp_layer_row *row, char role, int rank, const int64_t *dims)
+{
+    pp_layer_input *in = &row->inputs[row->n_inputs++];
+    memset(in, 0, sizeof *in);
+    in->role = role;
+    in->rank = rank;
+    for (int i = 0; i < rank; i++) in->dims[i] = dims[i];
+}
+
+pp_layer_attr *pp_layer_row_add_attr(pp_layer_row *row, const char *name, int type)
+{
+    pp_layer_attr *a = &row->attrs[row->n_attrs++];
+    memset(a, 0, sizeof *a);
+    a->name = name;
+    a->type = type;
+    return a;
 }
 
 perfpred_status pp_layer_csv_format(const pp_layer_row *rows, int n, char **out, size_t *len,
@@ -464,21 +492,15 @@ perfpred_status pp_layer_csv_format(const pp_layer_row *rows, int n, char **out,
         pp_strbuf_printf(&b, ",%s,%s,", pp_precision_name(r->precision), pp_op_kind_name(r->kind));
         pp_strbuf_csv_field(&b, r->op_type);
         pp_strbuf_printf(&b, ",%lld,", (long long)r->batch);
-        for (int k = 0; k < r->n_inputs; k++) {
-            const pp_layer_input *in = &r->inputs[k];
-            if (k) pp_strbuf_put(&tmp, ";");
-            if (in->role == '-') {
-                pp_strbuf_put(&tmp, "-");
-                continue;
-            }
-            pp_strbuf_printf(&tmp, "%c:", in->role);
-            put_dims(&tmp, in->rank, in->dims);
-        }
+        pp_layer_put_inputs(&tmp, r);
         pp_strbuf_csv_field(&b, tmp.data);
         pp_strbuf_put(&b, ",");
         tmp.len = 0;
         if (tmp.data) tmp.data[0] = '\0';
-        put_attrs(&tmp, r);
+        for (int k = 0; k < r->n_attrs; k++) {
+            if (k) pp_strbuf_put(&tmp, ";");
+            pp_layer_put_attr(&tmp, &r->attrs[k]);
+        }
         pp_strbuf_csv_field(&b, tmp.data);
         if (tmp.oom) b.oom = 1;
         free(tmp.data);

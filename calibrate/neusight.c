@@ -201,29 +201,11 @@ static int ns_header(ns_read *r, const pp_csv_record *rec, pp_err *err)
         return 0;                                                                 \
     } while (0)
 
-static void set_input(pp_layer_row *row, char role, int rank, int64_t d0, int64_t d1, int64_t d2,
-                      int64_t d3)
-{
-    pp_layer_input *in = &row->inputs[row->n_inputs++];
-    memset(in, 0, sizeof *in);
-    in->role = role;
-    in->rank = rank;
-    int64_t d[4] = {d0, d1, d2, d3};
-    for (int i = 0; i < rank; i++) in->dims[i] = d[i];
-}
 
-static pp_layer_attr *add_attr(pp_layer_row *row, const char *name, int type)
-{
-    pp_layer_attr *a = &row->attrs[row->n_attrs++];
-    memset(a, 0, sizeof *a);
-    a->name = name;
-    a->type = type;
-    return a;
-}
 
 static void set_ints2(pp_layer_row *row, const char *name, int64_t v, int n)
 {
-    pp_layer_attr *a = add_attr(row, name, PP_ATTR_INTS);
+    pp_layer_attr *a = pp_layer_row_add_attr(row, name, PP_ATTR_INTS);
     a->n = n;
     for (int i = 0; i < n; i++) a->ints[i] = v;
 }
@@ -273,17 +255,17 @@ static int ns_record(const pp_csv_record *rec, int is_header, void *user, pp_err
         int64_t B = v[0], M = v[1], N = v[2], K = v[3];
         if (r->m->kind == PP_OPK_BMM) {
             /* torch.bmm(A[B,M,N], W[B,N,K]): both operands are activations */
-            set_input(&row, 'x', 3, B, M, N, 0);
-            set_input(&row, 'x', 3, B, N, K, 0);
+            pp_layer_row_add_input(&row, 'x', 3, (const int64_t[]){B, M, N, 0});
+            pp_layer_row_add_input(&row, 'x', 3, (const int64_t[]){B, N, K, 0});
         } else {
             /* nn.Linear(N -> K) on [B,M,N]: PyTorch runs addmm on the [B*M, N] view, which is the
              * Gemm(A, W^T, bias) ONNX exports for a 2-D input */
             int64_t BM;
             if (pp_mul_overflow_i64(B, M, &BM)) BAD("B*M overflows");
-            set_input(&row, 'x', 2, BM, N, 0, 0);
-            set_input(&row, 'w', 2, K, N, 0, 0);
-            set_input(&row, 'w', 1, K, 0, 0, 0);
-            add_attr(&row, "transB", PP_ATTR_INT)->i = 1;
+            pp_layer_row_add_input(&row, 'x', 2, (const int64_t[]){BM, N, 0, 0});
+            pp_layer_row_add_input(&row, 'w', 2, (const int64_t[]){K, N, 0, 0});
+            pp_layer_row_add_input(&row, 'w', 1, (const int64_t[]){K, 0, 0, 0});
+            pp_layer_row_add_attr(&row, "transB", PP_ATTR_INT)->i = 1;
         }
         break;
     }
@@ -291,28 +273,28 @@ static int ns_record(const pp_csv_record *rec, int is_header, void *user, pp_err
         int64_t B = v[0], ci = v[1], co = v[2], k = v[3], s = v[4], st = v[5], pad = v[6];
         /* fp32, not TF32: the Kernels column names only FP32 SIMT kernels (winograd, scudnn,
          * sgemm, FFT gcgemm), none of cuDNN's tensor-core ones */
-        set_input(&row, 'x', 4, B, ci, s, s);
-        set_input(&row, 'w', 4, co, ci, k, k);
-        set_input(&row, 'w', 1, co, 0, 0, 0);
+        pp_layer_row_add_input(&row, 'x', 4, (const int64_t[]){B, ci, s, s});
+        pp_layer_row_add_input(&row, 'w', 4, (const int64_t[]){co, ci, k, k});
+        pp_layer_row_add_input(&row, 'w', 1, (const int64_t[]){co, 0, 0, 0});
         set_ints2(&row, "kernel_shape", k, 2);
         set_ints2(&row, "strides", st, 2);
         set_ints2(&row, "pads", pad, 4);
         set_ints2(&row, "dilations", 1, 2);
-        add_attr(&row, "group", PP_ATTR_INT)->i = 1;
+        pp_layer_row_add_attr(&row, "group", PP_ATTR_INT)->i = 1;
         break;
     }
     case FAM_2D: {
         int64_t B = v[0], H = v[1];
-        set_input(&row, 'x', 2, B, H, 0, 0);
-        if (r->m->binary) set_input(&row, 'x', 2, B, H, 0, 0);
-        if (r->m->scalar) set_input(&row, 'w', 0, 0, 0, 0, 0);
+        pp_layer_row_add_input(&row, 'x', 2, (const int64_t[]){B, H, 0, 0});
+        if (r->m->binary) pp_layer_row_add_input(&row, 'x', 2, (const int64_t[]){B, H, 0, 0});
+        if (r->m->scalar) pp_layer_row_add_input(&row, 'w', 0, (const int64_t[]){0, 0, 0, 0});
         if (r->m->kind == PP_OPK_NORM) {
-            set_input(&row, 'w', 1, H, 0, 0, 0);
-            set_input(&row, 'w', 1, H, 0, 0, 0);
-            add_attr(&row, "axis", PP_ATTR_INT)->i = -1;
-            add_attr(&row, "epsilon", PP_ATTR_FLOAT)->f = 1e-5;
+            pp_layer_row_add_input(&row, 'w', 1, (const int64_t[]){H, 0, 0, 0});
+            pp_layer_row_add_input(&row, 'w', 1, (const int64_t[]){H, 0, 0, 0});
+            pp_layer_row_add_attr(&row, "axis", PP_ATTR_INT)->i = -1;
+            pp_layer_row_add_attr(&row, "epsilon", PP_ATTR_FLOAT)->f = 1e-5;
         } else if (r->m->kind == PP_OPK_SOFTMAX) {
-            add_attr(&row, "axis", PP_ATTR_INT)->i = -1;
+            pp_layer_row_add_attr(&row, "axis", PP_ATTR_INT)->i = -1;
         }
         break;
     }

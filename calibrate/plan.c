@@ -273,54 +273,6 @@ static int cand_add(plan *P, const char *sig, pp_err *err)
 
 /* --------------------------------------------------------- text of rows and nodes ---- */
 
-static void put_dims(pp_strbuf *b, int rank, const int64_t *dims)
-{
-    if (rank == 0) {
-        pp_strbuf_put(b, "scalar");
-        return;
-    }
-    for (int d = 0; d < rank; d++) pp_strbuf_printf(b, d ? "x%lld" : "%lld", (long long)dims[d]);
-}
-
-static void put_inputs(pp_strbuf *b, const pp_layer_row *r)
-{
-    for (int k = 0; k < r->n_inputs; k++) {
-        if (k) pp_strbuf_put(b, ";");
-        if (r->inputs[k].role == '-') {
-            pp_strbuf_put(b, "-");
-            continue;
-        }
-        pp_strbuf_printf(b, "%c:", r->inputs[k].role);
-        put_dims(b, r->inputs[k].rank, r->inputs[k].dims);
-    }
-}
-
-/* One attribute as `name:type=value` (docs/measurements.md). */
-static void put_attr(pp_strbuf *b, const pp_layer_attr *a)
-{
-    char num[40];
-    pp_strbuf_put(b, a->name);
-    switch (a->type) {
-    case PP_ATTR_INT: pp_strbuf_printf(b, ":i=%lld", (long long)a->i); break;
-    case PP_ATTR_FLOAT:
-        pp_fmt_double(num, sizeof num, a->f);
-        pp_strbuf_printf(b, ":f=%s", num);
-        break;
-    case PP_ATTR_STRING: pp_strbuf_printf(b, ":s=%s", a->s); break;
-    case PP_ATTR_INTS:
-        pp_strbuf_put(b, ":ints=");
-        for (int k = 0; k < a->n; k++)
-            pp_strbuf_printf(b, k ? ",%lld" : "%lld", (long long)a->ints[k]);
-        break;
-    default:
-        pp_strbuf_put(b, ":floats=");
-        for (int k = 0; k < a->n; k++) {
-            pp_fmt_double(num, sizeof num, a->floats[k]);
-            pp_strbuf_printf(b, k ? ",%s" : "%s", num);
-        }
-        break;
-    }
-}
 
 static int cmp_attr_name(const void *x, const void *y)
 {
@@ -336,11 +288,11 @@ static void put_sig(pp_strbuf *b, const pp_layer_row *r)
     qsort(sorted, (size_t)r->n_attrs, sizeof sorted[0], cmp_attr_name);
     pp_strbuf_put(b, r->op_type);
     pp_strbuf_put(b, "\t");
-    put_inputs(b, r);
+    pp_layer_put_inputs(b, r);
     pp_strbuf_put(b, "\t");
     for (int i = 0; i < r->n_attrs; i++) {
         if (i) pp_strbuf_put(b, ";");
-        put_attr(b, &sorted[i]);
+        pp_layer_put_attr(b, &sorted[i]);
     }
 }
 
