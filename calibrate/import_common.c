@@ -95,14 +95,7 @@ perfpred_status pp_import_source_commit(const char *root, const char *after, cha
     size_t len;
     perfpred_status st = pp_read_file(path, &buf, &len, err);
     if (st != PERFPRED_OK) return st;
-    char *text = malloc(len + 1);
-    if (!text) {
-        free(buf);
-        return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", path);
-    }
-    memcpy(text, buf, len);
-    text[len] = '\0';
-    free(buf);
+    char *text = (char *)buf; /* pp_read_file ends it with a NUL */
     const char *p = strstr(text, after);
     if (p) {
         for (p += strlen(after); *p && !is_hex40(p); p++) {}

@@ -106,14 +106,7 @@ perfpred_status pp_neusight_read_source(const char *root, pp_neusight_source *ou
     size_t len;
     perfpred_status st = pp_read_file(path, &buf, &len, err);
     if (st != PERFPRED_OK) return st;
-    char *text = malloc(len + 1);
-    if (!text) {
-        free(buf);
-        return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", path);
-    }
-    memcpy(text, buf, len);
-    text[len] = '\0';
-    free(buf);
+    char *text = (char *)buf; /* pp_read_file ends it with a NUL */
     int line = 0;
     for (char *p = text; p && *p;) {
         char *nl = strchr(p, '\n');

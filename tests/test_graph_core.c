@@ -1,7 +1,9 @@
 /* tests/test_graph_core.c: IR building, name lookup, linking (dangling names, cycles, order). */
 #include "tests/helpers.h"
 
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "graph/graph.h"
 
@@ -104,6 +106,30 @@ static void tensor_bytes_should_be_unknown_until_all_dims_are(void **state)
     pp_graph_free(g);
 }
 
+/* pp_read_file ends what it read with a NUL byte, also when the file fills its first buffer */
+static void read_file_should_end_with_a_nul(void **state)
+{
+    (void)state;
+    static char big[1 << 16];
+    memset(big, 'a', sizeof big);
+    const size_t sizes[3] = {0, 5, sizeof big};
+    for (int i = 0; i < 3; i++) {
+        const char *tmp = pp_test_tmpfile(big, sizes[i], ".txt");
+        assert_non_null(tmp);
+        char path[4096];
+        snprintf(path, sizeof path, "%s", tmp);
+        uint8_t *buf;
+        size_t len;
+        pp_err err = {0};
+        assert_int_equal(pp_read_file(path, &buf, &len, &err), PERFPRED_OK);
+        unlink(path);
+        assert_int_equal(len, sizes[i]);
+        assert_int_equal(buf[len], 0);
+        assert_int_equal(strlen((const char *)buf), sizes[i]);
+        free(buf);
+    }
+}
+
 /* "a,bb,,c" walks as a, bb, (empty), c; an empty list has no items */
 static void list_items_should_walk_commas(void **state)
 {
@@ -156,6 +182,7 @@ int main(void)
         cmocka_unit_test(tensor_bytes_should_be_unknown_until_all_dims_are),
         cmocka_unit_test(parse_dims_should_be_strict),
         cmocka_unit_test(list_items_should_walk_commas),
+        cmocka_unit_test(read_file_should_end_with_a_nul),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

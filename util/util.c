@@ -228,6 +228,15 @@ perfpred_status pp_read_file(const char *path, uint8_t **buf, size_t *len, pp_er
         free(b);
         return pp_err_set(err, PERFPRED_ERR_IO, "%s: read error", path);
     }
+    if (n == cap) { /* room for the terminating NUL */
+        uint8_t *nb = realloc(b, cap + 1);
+        if (!nb) {
+            free(b);
+            return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", path);
+        }
+        b = nb;
+    }
+    b[n] = 0;
     *buf = b;
     *len = n;
     return PERFPRED_OK;

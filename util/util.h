@@ -52,6 +52,8 @@ int pp_mul_overflow_i64(int64_t a, int64_t b, int64_t *out); /* 1 if overflow */
 
 /* ---- files ---- */
 /* Reads a whole file into a malloc'd buffer (caller frees). */
+/* The whole file in *buf (malloc'd, caller frees), *len bytes, always followed by a NUL byte so
+ * that a text file can be read as a string. */
 perfpred_status pp_read_file(const char *path, uint8_t **buf, size_t *len, pp_err *err);
 /* Creates dir and its missing parents (mode 0755); an existing folder is fine. */
 perfpred_status pp_mkdir_p(const char *dir, pp_err *err);
