@@ -250,6 +250,8 @@ perfpred_status pp_metrics_by_group(const double *pred, const double *meas, cons
                                     int n_groups, pp_metrics *out, pp_err *err);
 /* Spearman's rho with averaged tie ranks; NaN when undefined. */
 double pp_spearman(const double *a, const double *b, int n);
+/* The same figures as the public API's struct. */
+perfpred_metrics pp_metrics_public(const pp_metrics *m);
 
 /* ------------------------------------------------------ A100 from NeuSight (fit_neusight.c) ---- */
 

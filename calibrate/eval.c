@@ -27,12 +27,6 @@ static void add_msg(perfpred_eval_report *r, const char *path, int line, const c
     copy_trunc(r->msgs[r->n_msgs++], sizeof r->msgs[0], buf);
 }
 
-static perfpred_metrics to_public(const pp_metrics *m)
-{
-    perfpred_metrics o = {m->n, m->mape_pct, m->rmspe_pct, m->within10_pct, m->spearman};
-    return o;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -363,7 +357,7 @@ static perfpred_status summarize(eval_ctx *E, pp_err *err)
     for (int g = 0; g < ng; g++) {
         perfpred_eval_group *G = &rep->groups[g];
         G->name = E->group_names[g];
-        G->model = to_public(&gm[g]);
+        G->model = pp_metrics_public(&gm[g]);
         G->roofline = none;
         G->spread_pct = median_spread(rep->points, E->point_group, n, g, tmp, &G->n_spread);
         for (int i = 0; i < n; i++)
@@ -374,16 +368,16 @@ static perfpred_status summarize(eval_ctx *E, pp_err *err)
     pp_metrics m;
     if ((st = pp_metrics_compute(pred, meas, n, &m, err))) goto done;
     rep->overall.name = "overall";
-    rep->overall.model = to_public(&m);
+    rep->overall.model = pp_metrics_public(&m);
     rep->overall.roofline = none;
     rep->overall.spread_pct = median_spread(rep->points, E->point_group, n, -1, tmp,
                                             &rep->overall.n_spread);
     for (int g = 0; g < ng; g++) rep->overall.n_calibrated += rep->groups[g].n_calibrated;
     if (have_roof && !rep->networks) {
         if ((st = pp_metrics_by_group(roof, meas, E->point_group, n, ng, gm, err))) goto done;
-        for (int g = 0; g < ng; g++) rep->groups[g].roofline = to_public(&gm[g]);
+        for (int g = 0; g < ng; g++) rep->groups[g].roofline = pp_metrics_public(&gm[g]);
         if ((st = pp_metrics_compute(roof, meas, n, &m, err))) goto done;
-        rep->overall.roofline = to_public(&m);
+        rep->overall.roofline = pp_metrics_public(&m);
     }
 done:
     free(pred);

@@ -11,19 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "calibrate/calibrate.h"
 
 /* ------------------------------------------------------------------------ helpers ---- */
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static uint64_t splitmix64(uint64_t *s)
 {
@@ -44,12 +36,6 @@ static void copy_trunc(char *dst, size_t n, const char *src)
 static void add_msg(perfpred_fit_report *r, const char *msg)
 {
     if (r->n_msgs < PERFPRED_REPORT_MSGS) copy_trunc(r->msgs[r->n_msgs++], sizeof r->msgs[0], msg);
-}
-
-static perfpred_metrics to_public(const pp_metrics *m)
-{
-    perfpred_metrics o = {m->n, m->mape_pct, m->rmspe_pct, m->within10_pct, m->spearman};
-    return o;
 }
 
 static perfpred_metrics no_metrics(void)
@@ -469,22 +455,22 @@ static perfpred_status fit_kind(fit_ctx *F, pp_op_kind k, pp_err *err)
     lm.seed = p->seed;
     lm.nthread = p->nthread;
     if (p->n_rounds > 0) lm.n_rounds = p->n_rounds;
-    double t0 = now_s();
+    double t0 = pp_now_s();
     if ((st = pp_lm_train(ftr, ytr, n_tr, k, PP_LM_LATENCY, &base, &lm, &model, err))) goto done;
-    kr->train_seconds = now_s() - t0;
+    kr->train_seconds = pp_now_s() - t0;
     pp_metrics m;
     if ((st = pp_lm_model_predict_many(model, ftr, n_tr, pm, err)) ||
         (st = pp_metrics_compute(pm, ytr, n_tr, &m, err)))
         goto done;
-    kr->train = to_public(&m);
+    kr->train = pp_metrics_public(&m);
     if (n_te > 0) {
         if ((st = pp_lm_model_predict_many(model, fte, n_te, pm, err)) ||
             (st = pp_metrics_compute(pm, yte, n_te, &m, err)))
             goto done;
-        kr->model = to_public(&m);
+        kr->model = pp_metrics_public(&m);
         for (int i = 0; i < n_te; i++) pr[i] = pp_lm_base_eval(&base, PP_LM_LATENCY, &fte[i]);
         if ((st = pp_metrics_compute(pr, yte, n_te, &m, err))) goto done;
-        kr->roofline = to_public(&m);
+        kr->roofline = pp_metrics_public(&m);
         kr->spread_pct = median_spread_pct(F->u, te_sel, n_te, &kr->n_spread);
         /* a regressor that does worse than its own analytic base on rows it never saw is not
          * shipped: the kind falls back to the roofline, and the overall figures say so */
@@ -659,9 +645,9 @@ static perfpred_status fit_layers(fit_ctx *F, pp_err *err)
     rep->spread_pct = NAN;
     if (F->n_all > 0) {
         if ((st = pp_metrics_compute(F->all_pm, F->all_y, F->n_all, &m, err))) return st;
-        rep->model = to_public(&m);
+        rep->model = pp_metrics_public(&m);
         if ((st = pp_metrics_compute(F->all_pr, F->all_y, F->n_all, &m, err))) return st;
-        rep->roofline = to_public(&m);
+        rep->roofline = pp_metrics_public(&m);
     }
     if (F->n_all_spread > 0) {
         qsort(F->all_spread, (size_t)F->n_all_spread, sizeof(double), cmp_double);
@@ -778,9 +764,9 @@ static perfpred_status fit_neusight(fit_ctx *F, const char *out_tmp, pp_err *err
         o->n_heldout = k->n_heldout;
         o->n_train_configs = k->n_train;
         o->n_heldout_configs = k->n_heldout;
-        o->model = to_public(&k->model);
-        o->roofline = to_public(&k->roofline);
-        o->train = to_public(&k->train);
+        o->model = pp_metrics_public(&k->model);
+        o->roofline = pp_metrics_public(&k->roofline);
+        o->train = pp_metrics_public(&k->train);
         o->spread_pct = NAN;
         o->peak_tflops = PP_A100_PCIE40_FP32_TFLOPS;
         o->bw_gbs = PP_A100_PCIE40_BW_GBS;
@@ -809,7 +795,7 @@ perfpred_status perfpred_calibrate_fit(const perfpred_fit_params *p, perfpred_fi
     if (st != PERFPRED_OK) return st;
     if (!out) return PERFPRED_ERR_INVALID_ARG;
     memset(out, 0, sizeof *out);
-    double t_start = now_s();
+    double t_start = pp_now_s();
     pp_err err = {0};
     fit_ctx F;
     memset(&F, 0, sizeof F);
@@ -878,7 +864,7 @@ perfpred_status perfpred_calibrate_fit(const perfpred_fit_params *p, perfpred_fi
     }
 done:
     if (have_tmp) remove_tmp_dir(tmp);
-    out->total_seconds = now_s() - t_start;
+    out->total_seconds = pp_now_s() - t_start;
     if (st != PERFPRED_OK && errbuf && errbuf_len) snprintf(errbuf, errbuf_len, "%s", err.msg);
     if (F.u)
         for (int i = 0; i < F.n_u; i++) free(F.u[i].config);

@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include <cjson/cJSON.h>
 
@@ -252,13 +251,6 @@ pp_fitnet_params pp_fitnet_default_params(void)
     return p;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Bucket 0..99 of a row: its family's hash bucket, else a hash of the family name. */
 static int row_bucket(const pp_net_row *r)
 {
@@ -471,7 +463,7 @@ perfpred_status pp_fit_networks(const char *device, const pp_net_row *rows, int 
     pp_fitnet_params p = params ? *params : pp_fitnet_default_params();
     pp_fitnet_report rep_local, *rep = report ? report : &rep_local;
     memset(rep, 0, sizeof *rep);
-    double t0 = now_s();
+    double t0 = pp_now_s();
     if (!device || !rows || n_rows < 0)
         return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "fit networks: NULL device or rows");
     if (p.heldout_pct < 1 || p.val_pct < 1 || p.heldout_pct + p.val_pct > 90)
@@ -524,7 +516,7 @@ perfpred_status pp_fit_networks(const char *device, const pp_net_row *rows, int 
     }
 
     /* samples, one per distinct network */
-    double ts0 = now_s();
+    double ts0 = pp_now_s();
     n_chosen = split_n[0] + split_n[1] + split_n[2];
     chosen = malloc(((size_t)n_chosen + 1) * sizeof *chosen);
     ent_of = malloc(((size_t)n_chosen + 1) * sizeof *ent_of);
@@ -541,7 +533,7 @@ perfpred_status pp_fit_networks(const char *device, const pp_net_row *rows, int 
                               sizeof rep->first_failure, err)))
             goto done;
     }
-    rep->seconds_samples = now_s() - ts0;
+    rep->seconds_samples = pp_now_s() - ts0;
     /* per-row samples: shallow copies of the entry's arrays, with the row's targets */
     samples = calloc((size_t)n_chosen + 1, sizeof *samples);
     direct_s = calloc((size_t)n_chosen + 1, sizeof *direct_s);
@@ -626,21 +618,21 @@ perfpred_status pp_fit_networks(const char *device, const pp_net_row *rows, int 
         goto done;
     }
     int T = have_energy ? 2 : 1;
-    double tt0 = now_s();
+    double tt0 = pp_now_s();
     st = pp_gnn_new(PP_GNN_GRAPH_NODE_FEAT, PP_GNN_GRAPH_EDGE_FEAT, PP_FITNET_N_GLOBALS, T, &p.gnn,
                     &corr, err);
     if (!st)
         st = pp_gnn_train(corr, samples, n_s, fs.train, fs.n_train, fs.val, fs.n_val, &rep->gnn,
                           err);
-    rep->seconds_train = now_s() - tt0;
+    rep->seconds_train = pp_now_s() - tt0;
     if (!st && p.direct_ablation) {
-        tt0 = now_s();
+        tt0 = pp_now_s();
         st = pp_gnn_new(PP_GNN_GRAPH_NODE_FEAT, PP_GNN_GRAPH_EDGE_FEAT, PP_FITNET_N_GLOBALS, T,
                         &p.gnn, &dir, err);
         if (!st)
             st = pp_gnn_train(dir, direct_s, n_s, fs.train, fs.n_train, fs.val, fs.n_val,
                               &rep->gnn_direct, err);
-        rep->seconds_train_direct = now_s() - tt0;
+        rep->seconds_train_direct = pp_now_s() - tt0;
     }
     for (int t = 0; !st && t < T; t++) {
         pp_fitnet_target_report *tr = &rep->target[t];
@@ -690,7 +682,7 @@ perfpred_status pp_fit_networks(const char *device, const pp_net_row *rows, int 
 oom:
     st = pp_err_set(err, PERFPRED_ERR_NOMEM, "fit networks: out of memory");
 done:
-    rep->seconds_total = now_s() - t0;
+    rep->seconds_total = pp_now_s() - t0;
     pp_gnn_free(corr);
     pp_gnn_free(dir);
     free(samples);
@@ -717,7 +709,7 @@ perfpred_status pp_eval_networks(const char *device, const pp_net_row *rows, int
     pp_fitnet_params p = params ? *params : pp_fitnet_default_params();
     pp_fitnet_report rep_local, *rep = report ? report : &rep_local;
     memset(rep, 0, sizeof *rep);
-    double t0 = now_s();
+    double t0 = pp_now_s();
     if (!device || !rows || !artifact_dir || n_rows < 0)
         return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "eval networks: NULL argument");
     snprintf(rep->weights_path, sizeof rep->weights_path, "%s/gnn-latency.bin", artifact_dir);
@@ -815,7 +807,7 @@ perfpred_status pp_eval_networks(const char *device, const pp_net_row *rows, int
                           &rep->target[t], err);
     }
 done:
-    rep->seconds_total = now_s() - t0;
+    rep->seconds_total = pp_now_s() - t0;
     free(smp);
     free(base);
     free(meas[0]);
@@ -918,7 +910,7 @@ perfpred_status pp_fit_networks_fewshot(const char *target_device, int n_shots,
     pp_fitnet_params p = params ? *params : pp_fitnet_default_params();
     pp_fewshot_report rep_local, *rep = report ? report : &rep_local;
     memset(rep, 0, sizeof *rep);
-    double t0 = now_s();
+    double t0 = pp_now_s();
     if (!target_device || !rows || n_shots < 2 || n_shots > 256 || n_pretrain < 1 ||
         n_pretrain > 64 || !pretrain_devices)
         return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
@@ -1213,7 +1205,7 @@ perfpred_status pp_fit_networks_fewshot(const char *target_device, int n_shots,
 oom:
     st = pp_err_set(err, PERFPRED_ERR_NOMEM, "few-shot: out of memory");
 done:
-    rep->seconds_total = now_s() - t0;
+    rep->seconds_total = pp_now_s() - t0;
     pp_gnn_free(g);
     free(fr);
     free(shots);

@@ -43,13 +43,6 @@ double pp_a100_roofline_ms(const pp_node_feat *f, double floor_ms)
 }
 
 /* ---- helpers ---- */
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 
 /* splitmix64: the seeded generator behind the conv hold-out split. */
 static uint64_t splitmix64(uint64_t *s)
@@ -319,11 +312,11 @@ static perfpred_status fit_group(fit_state *s, const kind_group *g, pp_err *err)
     kr->n_heldout = test->n;
     pp_log(&p->log, PERFPRED_LOG_INFO, "fit %s: %d training rows (%s), %d held-out rows",
            pp_op_kind_name(g->kind), train->n, gpu, test->n);
-    double t0 = now_s();
+    double t0 = pp_now_s();
     if ((st = train_and_judge(ftr, ytr, train->n, fte, yte, test->n, g->kind, &base, &p->lm,
                               &model, &kr->model, &kr->roofline, &kr->train, err)))
         goto done;
-    kr->train_seconds = now_s() - t0;
+    kr->train_seconds = pp_now_s() - t0;
 
     /* in-distribution check: the same recipe on a seeded split of the training rows */
     if (is_split) {
@@ -423,7 +416,7 @@ perfpred_status pp_calibrate_fit_neusight(const char *neusight_root, const char 
                                           pp_fit_report *report, pp_err *err)
 {
     memset(report, 0, sizeof *report);
-    double t_start = now_s();
+    double t_start = pp_now_s();
     const char *device = params->device ? params->device : pp_neusight_device_name(gpu);
     if (!device) return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "NeuSight: unknown GPU '%s'", gpu);
     if (!(params->conv_heldout_fraction > 0 && params->conv_heldout_fraction < 1))
@@ -469,7 +462,7 @@ perfpred_status pp_calibrate_fit_neusight(const char *neusight_root, const char 
         st = fit_group(&s, &groups[i], err);
     if (st == PERFPRED_OK && params->write_artifacts)
         st = pp_lm_manifest_write(out_dir, &s.man, err);
-    report->total_seconds = now_s() - t_start;
+    report->total_seconds = pp_now_s() - t_start;
     pp_arena_free(s.arena);
     return st;
 }

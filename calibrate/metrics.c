@@ -133,3 +133,9 @@ perfpred_status pp_metrics_by_group(const double *pred, const double *meas, cons
     free(m);
     return st;
 }
+
+perfpred_metrics pp_metrics_public(const pp_metrics *m)
+{
+    perfpred_metrics o = {m->n, m->mape_pct, m->rmspe_pct, m->within10_pct, m->spearman};
+    return o;
+}

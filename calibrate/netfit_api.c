@@ -35,24 +35,15 @@ static perfpred_status check_families(const char *list, const pp_net_table *t, c
     return PERFPRED_OK;
 }
 
-static void copy_metrics(perfpred_metrics *o, const pp_metrics *m)
-{
-    o->n = m->n;
-    o->mape_pct = m->mape_pct;
-    o->rmspe_pct = m->rmspe_pct;
-    o->within10_pct = m->within10_pct;
-    o->spearman = m->spearman;
-}
-
 static void copy_target(perfpred_netfit_target *o, const pp_fitnet_target_report *t)
 {
     o->present = t->present;
     o->n_train = t->n_train;
     o->n_val = t->n_val;
     o->n_heldout = t->n_heldout;
-    copy_metrics(&o->layer_sum, &t->layer_sum);
-    copy_metrics(&o->direct, &t->direct);
-    copy_metrics(&o->corrected, &t->corrected);
+    o->layer_sum = pp_metrics_public(&t->layer_sum);
+    o->direct = pp_metrics_public(&t->direct);
+    o->corrected = pp_metrics_public(&t->corrected);
 }
 
 perfpred_status perfpred_calibrate_fit_networks(const perfpred_netfit_params *p,

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 void pp_assert_fail(const char *file, int line, const char *expr)
@@ -240,6 +241,13 @@ perfpred_status pp_read_file(const char *path, uint8_t **buf, size_t *len, pp_er
     *buf = b;
     *len = n;
     return PERFPRED_OK;
+}
+
+double pp_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 perfpred_status pp_mkdir_p(const char *dir, pp_err *err)

@@ -57,6 +57,8 @@ int pp_mul_overflow_i64(int64_t a, int64_t b, int64_t *out); /* 1 if overflow */
 perfpred_status pp_read_file(const char *path, uint8_t **buf, size_t *len, pp_err *err);
 /* Creates dir and its missing parents (mode 0755); an existing folder is fine. */
 perfpred_status pp_mkdir_p(const char *dir, pp_err *err);
+/* Seconds on the monotonic clock (for durations in reports). */
+double pp_now_s(void);
 /* Writes data to path atomically: path.tmp.<pid>, fsync, rename. */
 perfpred_status pp_write_file_atomic(const char *path, const void *data, size_t len, pp_err *err);
 
