@@ -72,16 +72,22 @@ static void layer_label(const pp_layer_row *r, char *out, size_t n)
     free(b.data);
 }
 
+/* Rows read and the CSV reader's bad rows (count, and the first messages) into the report. */
+static void report_rows_read(perfpred_eval_report *rep, int n_rows, const pp_bad_rows *bad)
+{
+    rep->n_rows_read = n_rows;
+    rep->n_bad_rows = bad->n;
+    for (int i = 0; i < bad->n_kept && rep->n_msgs < PERFPRED_REPORT_MSGS; i++)
+        copy_trunc(rep->msgs[rep->n_msgs++], sizeof rep->msgs[0], bad->msgs[i]);
+}
+
 static perfpred_status eval_layers(eval_ctx *E, pp_err *err)
 {
     perfpred_eval_report *rep = E->rep;
     pp_layer_table *t = NULL;
     perfpred_status st = pp_layer_csv_read(E->p->layers_csv, &t, err);
     if (st != PERFPRED_OK) return st;
-    rep->n_rows_read = t->n;
-    rep->n_bad_rows = t->bad.n;
-    for (int i = 0; i < t->bad.n_kept && rep->n_msgs < PERFPRED_REPORT_MSGS; i++)
-        copy_trunc(rep->msgs[rep->n_msgs++], sizeof rep->msgs[0], t->bad.msgs[i]);
+    report_rows_read(rep, t->n, &t->bad);
     rep->points = pp_arena_array(E->a, (size_t)t->n + 1, sizeof *rep->points);
     E->point_group = pp_arena_array(E->a, (size_t)t->n + 1, sizeof *E->point_group);
     E->group_names = pp_arena_array(E->a, PP_OPK__COUNT, sizeof *E->group_names);
@@ -207,10 +213,7 @@ static perfpred_status eval_networks(eval_ctx *E, pp_err *err)
     pp_net_table *t = NULL;
     perfpred_status st = pp_net_csv_read(E->p->networks_csv, &t, err);
     if (st != PERFPRED_OK) return st;
-    rep->n_rows_read = t->n;
-    rep->n_bad_rows = t->bad.n;
-    for (int i = 0; i < t->bad.n_kept && rep->n_msgs < PERFPRED_REPORT_MSGS; i++)
-        copy_trunc(rep->msgs[rep->n_msgs++], sizeof rep->msgs[0], t->bad.msgs[i]);
+    report_rows_read(rep, t->n, &t->bad);
     int by_model = E->p->group_by && strcmp(E->p->group_by, "model") == 0;
     rep->points = pp_arena_array(E->a, (size_t)t->n + 1, sizeof *rep->points);
     E->point_group = pp_arena_array(E->a, (size_t)t->n + 1, sizeof *E->point_group);
