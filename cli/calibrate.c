@@ -444,10 +444,9 @@ static void print_netfit_row(const char *what, const perfpred_metrics *m)
 /* --heldout-families "a,b;c;d,e": one dry-run fit per ';'-separated fold, each fold's families held
  * out once, and the MAPE and share within +-10 % pooled over all folds' held-out rows (means
  * weighted by rows: exact, since each row is held out in one fold only). Latency only. */
-static int netfit_folds(const perfpred_netfit_params *gnn, const char *device, const char *source,
-                        const char *datasets, const char *config_dir, const char *folds,
-                        int threads, int json)
+static int netfit_folds(const perfpred_netfit_params *base, const char *folds, int json)
 {
+    const char *source = base->source;
     enum { MAX_FOLDS = 32 };
     char buf[4096], *fold[MAX_FOLDS];
     int nf = 0;
@@ -473,14 +472,9 @@ static int netfit_folds(const perfpred_netfit_params *gnn, const char *device, c
     perfpred_netfit_report *r = calloc((size_t)nf, sizeof *r);
     if (!r) return EXIT_INTERNAL;
     for (int k = 0; k < nf; k++) {
-        perfpred_netfit_params p = gnn ? *gnn : perfpred_netfit_default_params();
-        p.device = device;
-        p.source = source;
-        p.datasets_root = datasets;
-        p.config_dir = config_dir;
+        perfpred_netfit_params p = *base;
         p.heldout_families = fold[k];
         p.dry_run = 1;
-        if (threads > 0) p.threads = threads;
         char err[1024] = "";
         perfpred_status st = perfpred_calibrate_fit_networks(&p, &r[k], err, sizeof err);
         if (st) {
@@ -552,21 +546,11 @@ static int netfit_folds(const perfpred_netfit_params *gnn, const char *device, c
 }
 
 /* calibrate fit --networks SRC (train) and eval --gnn-heldout SRC (judge the saved correction) */
-static int netfit(const perfpred_netfit_params *gnn, const char *device, const char *source,
-                  const char *datasets, const char *out, const char *config_dir,
-                  const char *heldout_families, int evaluate_only, int dry_run, int threads,
-                  int json)
+static int netfit(const perfpred_netfit_params *params, int json)
 {
-    perfpred_netfit_params p = gnn ? *gnn : perfpred_netfit_default_params();
-    p.device = device;
-    p.heldout_families = heldout_families;
-    p.source = source;
-    p.datasets_root = datasets;
-    p.out_dir = out;
-    p.config_dir = config_dir;
-    p.evaluate_only = evaluate_only;
-    p.dry_run = dry_run;
-    if (threads > 0) p.threads = threads;
+    const perfpred_netfit_params p = *params;
+    const char *source = p.source, *heldout_families = p.heldout_families;
+    const int evaluate_only = p.evaluate_only;
     perfpred_netfit_report *r = calloc(1, sizeof *r);
     if (!r) return EXIT_INTERNAL;
     char err[1024] = "";
@@ -720,11 +704,17 @@ static int cmd_fit(int argc, char **argv)
             cli_error("calibrate fit: --networks trains the graph-level correction alone");
             return EXIT_USAGE;
         }
+        gnn.device = p.device;
+        gnn.source = networks;
+        gnn.datasets_root = datasets;
+        gnn.out_dir = p.out_dir;
+        gnn.config_dir = p.config_dir;
+        gnn.heldout_families = heldout_families;
+        gnn.dry_run = !p.write_artifacts;
+        if (p.nthread > 0) gnn.threads = p.nthread;
         if (heldout_families && strchr(heldout_families, ';'))
-            return netfit_folds(&gnn, p.device, networks, datasets, p.config_dir,
-                                heldout_families, p.nthread, json);
-        return netfit(&gnn, p.device, networks, datasets, p.out_dir, p.config_dir,
-                      heldout_families, 0, !p.write_artifacts, p.nthread, json);
+            return netfit_folds(&gnn, heldout_families, json);
+        return netfit(&gnn, json);
     }
     if (heldout_families || gnn_opts) {
         cli_error("calibrate fit: --heldout-families, --epochs, --hidden, --lr and --weight-decay "
@@ -1176,8 +1166,14 @@ int cli_eval_main(int argc, char **argv)
             cli_error("eval --gnn-heldout: --device is required");
             return EXIT_USAGE;
         }
-        return netfit(NULL, p.device, gnn_heldout, datasets, NULL, p.config_dir,
-                      heldout_families, 1, 0, 0, json);
+        perfpred_netfit_params np = perfpred_netfit_default_params();
+        np.device = p.device;
+        np.source = gnn_heldout;
+        np.datasets_root = datasets;
+        np.config_dir = p.config_dir;
+        np.heldout_families = heldout_families;
+        np.evaluate_only = 1;
+        return netfit(&np, json);
     }
     if (heldout_families) {
         cli_error("eval: --heldout-families goes with --gnn-heldout");
