@@ -548,13 +548,12 @@ static int netfit_folds(const perfpred_netfit_params *base, const char *folds, i
 /* calibrate fit --networks SRC (train) and eval --gnn-heldout SRC (judge the saved correction) */
 static int netfit(const perfpred_netfit_params *params, int json)
 {
-    const perfpred_netfit_params p = *params;
-    const char *source = p.source, *heldout_families = p.heldout_families;
-    const int evaluate_only = p.evaluate_only;
+    const char *source = params->source, *heldout_families = params->heldout_families;
+    const int evaluate_only = params->evaluate_only;
     perfpred_netfit_report *r = calloc(1, sizeof *r);
     if (!r) return EXIT_INTERNAL;
     char err[1024] = "";
-    perfpred_status st = perfpred_calibrate_fit_networks(&p, r, err, sizeof err);
+    perfpred_status st = perfpred_calibrate_fit_networks(params, r, err, sizeof err);
     if (st) {
         cli_error("%s", err);
         free(r);
