@@ -2,7 +2,8 @@
 # bench/run.sh: builds the benchmark, exports ResNet-50 with its weights (about 100 MB, into a temp
 # folder) next to the weightless fixture, and reports the ratios of bench/bench_perfpred.c:
 # load with/without weights, prediction vs load, and prediction vs running the model (the measured
-# host-cpu forward latency of resnet50 at batch 1 from data/host-cpu/networks.csv).
+# host-cpu forward latency of resnet50 at batch 1 from data/host-cpu/networks.csv), and the cold
+# start of a context on a100-mig-3g, host-cpu and rpi4 (no layer models of its own).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build >/dev/null && cmake --build build -j"$(nproc)" --target bench_perfpred >/dev/null
@@ -19,3 +20,4 @@ measured=$(awk -F, 'NR==1{for(i=1;i<=NF;i++) if($i=="latency_ms") c=i; next}
 ls -la "$tmp/resnet50_weights.onnx" tests/fixtures/models/resnet50.onnx | awk '{print $5, $9}'
 ./build/bench_perfpred tests/fixtures/models/resnet50.onnx "$tmp/resnet50_weights.onnx" a100-mig-3g
 ./build/bench_perfpred tests/fixtures/models/resnet50.onnx "$tmp/resnet50_weights.onnx" host-cpu ${measured:+"$measured"}
+./build/bench_perfpred tests/fixtures/models/resnet50.onnx "$tmp/resnet50_weights.onnx" rpi4 | tail -1

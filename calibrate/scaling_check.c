@@ -564,6 +564,7 @@ perfpred_status pp_scaling_check(const perfpred_scaling_params *p, perfpred_scal
         goto done;
     }
     R.src_calibrated = cal != NULL;
+    if (R.src_calibrated && (st = pp_calib_ready(R.calib, cal, err)) != PERFPRED_OK) goto done;
     if (!R.src_calibrated && !has_roofline(R.src)) {
         st = pp_err_set(err, PERFPRED_ERR_DEVICE,
                         "scaling check: source '%s' has neither layer models nor the fp32 peak "

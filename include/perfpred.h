@@ -105,7 +105,11 @@ const char *perfpred_model_input(const perfpred_model *m, int i, int *rank, int6
 /* ------------------------------------------------------------- predictions ---- */
 
 /* A context holds the device descriptors and the trained artifacts of a configs directory.
- * Opened once, then read-only: predictions from several threads on one context are safe. */
+ * Opened once, then read-only: predictions from several threads on one context are safe.
+ * Opening reads every descriptor and every artifact manifest (a corrupt one, or one naming a
+ * missing file, fails the open); a device's XGBoost regressors are read by the first prediction
+ * that needs them, so a corrupt model file fails that prediction (PERFPRED_ERR_MODEL, naming the
+ * file) and every later one on a device that uses it. */
 typedef struct perfpred_ctx perfpred_ctx;
 
 typedef struct perfpred_ctx_params {

@@ -146,13 +146,24 @@ typedef struct pp_layer_models pp_layer_models;
 /* Reads <dir>/manifest.json and every regressor it lists. A manifest whose feature names differ from
  * this build's is PERFPRED_ERR_MODEL (the artifacts were trained on other features). */
 perfpred_status pp_layer_models_load(const char *dir, pp_layer_models **out, pp_err *err);
+/* The same checks of the manifest, and every listed model file must exist; with deferred != 0 the
+ * regressors themselves are read on first use (pp_layer_models_ready, or the first prediction).
+ * Reading the A100's 7 MB of trees takes ~0.1 s: a context that knows every calibrated device
+ * should not pay that for a device the call never predicts on. */
+perfpred_status pp_layer_models_open(const char *dir, int deferred, pp_layer_models **out,
+                                     pp_err *err);
+/* Reads the regressors of a deferred set if that has not happened yet; PERFPRED_OK at once for a
+ * set opened eagerly. A corrupt or unreadable file is an error naming it, and stays the answer to
+ * every later call. Thread-safe. */
+perfpred_status pp_layer_models_ready(const pp_layer_models *lm, pp_err *err);
 void pp_layer_models_free(pp_layer_models *lm);   /* NULL is a no-op */
 
 /* Return codes of pp_layer_models_predict. */
 #define PP_LM_OK 0          /* *out holds the calibrated prediction */
 #define PP_LM_UNCOVERED 1   /* no regressor for this op kind and target, or the node's attributes are
                                outside what it was trained on: fall back to the roofline */
-#define PP_LM_ERROR (-1)    /* XGBoost failed; err says why */
+#define PP_LM_ERROR (-1)    /* XGBoost failed, or a deferred set could not read a model file; err
+                               says why */
 /* Thread-safe. */
 int pp_layer_models_predict(const pp_layer_models *lm, const pp_node_feat *f, pp_lm_target target,
                             double *out, pp_err *err);

@@ -1,14 +1,17 @@
 /* layer_models/lm_set.c: a device's regressors as a set: manifest.json (cJSON) naming the data
  * sources, feature names, hyper-parameters, base figures and held-out errors of each regressor; the
  * loader that checks the manifest against this build and answers per node, or says "not covered" so
- * that the predictor falls back to its roofline. */
+ * that the predictor falls back to its roofline. A set opened deferred reads its regressors the
+ * first time one is asked for (a context holds every calibrated device; a call uses one or two). */
 #include "layer_models/layer_models.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define MANIFEST_FORMAT "perfpred-layer-models/1"
 #define LABEL_TEXT "log(measured / base)"
@@ -126,6 +129,11 @@ struct pp_layer_models {
     const char *dir;
     const char *device;
     const char *source;
+    /* a deferred set reads its regressors on first use, under the lock; the first failure sticks */
+    pthread_mutex_t lock;
+    int deferred, loaded;
+    pp_err load_err;
+    unsigned char present[PP_OPK__COUNT][PP_LM__COUNT];
     pp_lm_model *models[PP_OPK__COUNT][PP_LM__COUNT];
     pp_lm_entry entries[PP_OPK__COUNT][PP_LM__COUNT];
 };
@@ -135,6 +143,7 @@ void pp_layer_models_free(pp_layer_models *lm)
     if (!lm) return;
     for (int k = 0; k < PP_OPK__COUNT; k++)
         for (int t = 0; t < PP_LM__COUNT; t++) pp_lm_model_free(lm->models[k][t]);
+    pthread_mutex_destroy(&lm->lock);
     pp_arena_free(lm->arena);
     free(lm);
 }
@@ -224,14 +233,60 @@ static perfpred_status load_entry(pp_layer_models *lm, const cJSON *o, int idx, 
     char mpath[4096];
     if (snprintf(mpath, sizeof mpath, "%s/%s", lm->dir, file) >= (int)sizeof mpath)
         return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: path too long", lm->dir);
-    perfpred_status st = pp_lm_model_load(mpath, e.kind, e.target, &e.base, &e.domain,
-                                          &lm->models[kind][target], err);
-    if (st != PERFPRED_OK) return st;
     lm->entries[kind][target] = e;
+    lm->present[kind][target] = 1;
+    if (lm->deferred) {
+        /* read later; a missing file is still refused now, with the manifest */
+        struct stat sb;
+        if (stat(mpath, &sb) != 0 || !S_ISREG(sb.st_mode))
+            return pp_err_set(err, PERFPRED_ERR_MODEL, "%s: models[%d]: no model file %s", path,
+                              idx, mpath);
+        return PERFPRED_OK;
+    }
+    return pp_lm_model_load(mpath, e.kind, e.target, &e.base, &e.domain, &lm->models[kind][target],
+                            err);
+}
+
+/* Reads every regressor of a deferred set that is not read yet (all or none: the first failure
+ * is kept and returned again to later callers). */
+static perfpred_status load_models_locked(pp_layer_models *lm)
+{
+    for (int k = 0; k < PP_OPK__COUNT; k++)
+        for (int t = 0; t < PP_LM__COUNT; t++) {
+            if (!lm->present[k][t] || lm->models[k][t]) continue;
+            const pp_lm_entry *e = &lm->entries[k][t];
+            char mpath[4096];
+            snprintf(mpath, sizeof mpath, "%s/%s", lm->dir, e->file);
+            perfpred_status st = pp_lm_model_load(mpath, e->kind, e->target, &e->base, &e->domain,
+                                                  &lm->models[k][t], &lm->load_err);
+            if (st != PERFPRED_OK) return st;
+        }
     return PERFPRED_OK;
 }
 
+perfpred_status pp_layer_models_ready(const pp_layer_models *set, pp_err *err)
+{
+    if (!set) return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "layer models: NULL set");
+    if (!set->deferred) return PERFPRED_OK;
+    /* the lock and the lazily filled tables are the object's own state, not its contents */
+    pp_layer_models *lm = (pp_layer_models *)set;
+    pthread_mutex_lock(&lm->lock);
+    if (!lm->loaded && lm->load_err.status == PERFPRED_OK) {
+        if (load_models_locked(lm) == PERFPRED_OK) lm->loaded = 1;
+    }
+    perfpred_status st = lm->load_err.status;
+    if (st != PERFPRED_OK && err) *err = lm->load_err;
+    pthread_mutex_unlock(&lm->lock);
+    return st;
+}
+
 perfpred_status pp_layer_models_load(const char *dir, pp_layer_models **out, pp_err *err)
+{
+    return pp_layer_models_open(dir, 0, out, err);
+}
+
+perfpred_status pp_layer_models_open(const char *dir, int deferred, pp_layer_models **out,
+                                     pp_err *err)
 {
     *out = NULL;
     char path[4096];
@@ -250,6 +305,13 @@ perfpred_status pp_layer_models_load(const char *dir, pp_layer_models **out, pp_
         cJSON_Delete(root);
         return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", path);
     }
+    if (pthread_mutex_init(&lm->lock, NULL) != 0) {
+        pp_arena_free(lm->arena);
+        free(lm);
+        cJSON_Delete(root);
+        return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: cannot create a mutex", path);
+    }
+    lm->deferred = deferred != 0;
     lm->dir = pp_arena_strdup(lm->arena, dir);
     const char *fmt = get_str(root, "format"), *device = get_str(root, "device");
     const cJSON *feat = cJSON_GetObjectItemCaseSensitive(root, "features");
@@ -314,7 +376,7 @@ fail:
 int pp_layer_models_covers(const pp_layer_models *lm, pp_op_kind kind, pp_lm_target target)
 {
     return lm && kind > 0 && kind < PP_OPK__COUNT && target >= 0 && target < PP_LM__COUNT &&
-           lm->models[kind][target] != NULL;
+           lm->present[kind][target];
 }
 
 int pp_layer_models_predict(const pp_layer_models *lm, const pp_node_feat *f, pp_lm_target target,
@@ -322,6 +384,7 @@ int pp_layer_models_predict(const pp_layer_models *lm, const pp_node_feat *f, pp
 {
     if (!pp_layer_models_covers(lm, f->kind, target)) return PP_LM_UNCOVERED;
     if (!pp_lm_domain_contains(&lm->entries[f->kind][target].domain, f)) return PP_LM_UNCOVERED;
+    if (pp_layer_models_ready(lm, err) != PERFPRED_OK) return PP_LM_ERROR;
     return pp_lm_model_predict(lm->models[f->kind][target], f, out, err) == PERFPRED_OK
                ? PP_LM_OK
                : PP_LM_ERROR;

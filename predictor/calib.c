@@ -1,6 +1,7 @@
-/* predictor/calib.c: the calibrated side of a prediction: loads each descriptor's layer models
- * (configs/<artifacts>/manifest.json + .ubj regressors) once at context open, and answers which
- * device's models stand for a given device (itself, its MIG parent, or its calibration_from). */
+/* predictor/calib.c: the calibrated side of a prediction: opens each descriptor's layer models
+ * (configs/<artifacts>/manifest.json) at context open, reads their .ubj regressors the first time
+ * a prediction needs them, and answers which device's models stand for a given device (itself,
+ * its MIG parent, or its calibration_from). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -115,7 +116,7 @@ perfpred_status pp_calib_open(const pp_device_db *db, const char *config_dir, pp
         if (d->artifacts_dir) snprintf(dir, sizeof dir, "%s/%s", config_dir, d->artifacts_dir);
         else snprintf(dir, sizeof dir, "%s/artifacts/%s", config_dir, d->name);
         pp_layer_models *lm = NULL;
-        perfpred_status st = pp_layer_models_load(dir, &lm, err);
+        perfpred_status st = pp_layer_models_open(dir, 1, &lm, err);
         if (st == PERFPRED_ERR_IO) {
             /* a descriptor may name the folder before anything was calibrated into it */
             pp_err_clear(err);
@@ -199,6 +200,12 @@ const pp_device *pp_calib_source_device(const pp_calib *c, const pp_device *d, c
     if (i < 0) return NULL;
     if (source) *source = c->text[i];
     return c->src[i];
+}
+
+perfpred_status pp_calib_ready(const pp_calib *c, const pp_device *d, pp_err *err)
+{
+    const calib_entry *e = entry_of(c, d);
+    return e ? pp_layer_models_ready(e->lm, err) : PERFPRED_OK;
 }
 
 int pp_calib_node_ms(const pp_calib *c, const pp_device *d, const pp_node_feat *f, double *ms)

@@ -8,8 +8,10 @@
 
 typedef struct pp_calib pp_calib;
 
-/* Loads the layer models of every descriptor in db that names an artifacts directory under
- * config_dir. A descriptor without artifacts is not an error; a corrupt artifact is. */
+/* Opens the layer models of every descriptor in db that names an artifacts directory under
+ * config_dir: manifests are read and checked now, the regressors when first needed
+ * (pp_calib_ready). A descriptor without artifacts is not an error; a corrupt manifest, or one
+ * naming a missing model file, is. */
 perfpred_status pp_calib_open(const pp_device_db *db, const char *config_dir, pp_calib **out,
                               pp_err *err);
 void pp_calib_close(pp_calib *c);
@@ -18,6 +20,11 @@ void pp_calib_close(pp_calib *c);
  * scaled from; NULL when none is calibrated. *source names the models' training data. */
 const pp_device *pp_calib_source_device(const pp_calib *c, const pp_device *d,
                                         const char **source);
+
+/* Reads the regressors of d's layer models if not yet read (d as returned by
+ * pp_calib_source_device; PERFPRED_OK for a device without models). A corrupt model file is an
+ * error naming it. Call before pp_calib_node_ms, which cannot report one. Thread-safe. */
+perfpred_status pp_calib_ready(const pp_calib *c, const pp_device *d, pp_err *err);
 
 /* Latency in ms of a node on calibrated device d (d must have models: pp_calib_source_device(d)
  * == d). Returns 1 when a model for the node's op kind answered, 0 otherwise. Thread-safe. */

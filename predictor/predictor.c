@@ -305,6 +305,8 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
 
     const char *calib_src = NULL;
     const pp_device *src = pp_calib_source_device(ctx->calib, d, &calib_src);
+    perfpred_status rst = pp_calib_ready(ctx->calib, src, err);
+    if (rst != PERFPRED_OK) return rst;
     /* kernels are timed on the device whose figures or models we trust most, then scaled */
     const pp_device *timed_on = src ? src : (d->is_mig && d->parent ? d->parent : d);
     double bf = pp_precision_byte_factor(d);

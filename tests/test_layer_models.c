@@ -401,6 +401,57 @@ static void manifest_with_other_features_should_be_refused(void **state)
     pp_lm_model_free(conv);
 }
 
+/* A deferred set answers exactly as the eagerly read one; a corrupt model file does not stop the
+ * open, is an error naming the file on first use, and stays one; a missing file is refused at open. */
+static void deferred_set_should_read_models_on_first_use(void **state)
+{
+    if (!have_data) skip();
+    pp_lm_model *lin = train(&linear_rows, PP_OPK_LINEAR, 5);
+    pp_lm_model *conv = train(&conv_rows, PP_OPK_CONV, 5);
+    char dir[2048], path[4200];
+    snprintf(dir, sizeof dir, "%s/set3", tmp_dir());
+    mkdir(dir, 0755);
+    write_set(dir, lin, conv);
+    pp_layer_models *eager = NULL, *lazy = NULL;
+    pp_err err = {0};
+    assert_int_equal(pp_layer_models_load(dir, &eager, &err), PERFPRED_OK);
+    assert_int_equal(pp_layer_models_open(dir, 1, &lazy, &err), PERFPRED_OK);
+    assert_true(pp_layer_models_covers(lazy, PP_OPK_CONV, PP_LM_LATENCY));
+    for (int i = 0; i < N_ROWS; i += 7) {
+        double a, b;
+        assert_int_equal(pp_layer_models_predict(eager, &linear_rows.f[i], PP_LM_LATENCY, &a, &err),
+                         PP_LM_OK);
+        assert_int_equal(pp_layer_models_predict(lazy, &linear_rows.f[i], PP_LM_LATENCY, &b, &err),
+                         PP_LM_OK);
+        assert_memory_equal(&a, &b, sizeof a);
+    }
+    pp_layer_models_free(lazy);
+    pp_layer_models_free(eager);
+
+    /* overwrite the conv model with bytes that are not a model */
+    snprintf(path, sizeof path, "%s/conv-latency.ubj", dir);
+    assert_int_equal(pp_write_file_atomic(path, "{not a model", 12, &err), PERFPRED_OK);
+    assert_int_equal(pp_layer_models_load(dir, &eager, &err), PERFPRED_ERR_MODEL);
+    assert_null(eager);
+    assert_int_equal(pp_layer_models_open(dir, 1, &lazy, &err), PERFPRED_OK);
+    pp_err e1 = {0}, e2 = {0};
+    assert_int_equal(pp_layer_models_ready(lazy, &e1), PERFPRED_ERR_MODEL);
+    assert_non_null(strstr(e1.msg, "conv-latency.ubj"));
+    double v;
+    assert_int_equal(pp_layer_models_predict(lazy, &linear_rows.f[0], PP_LM_LATENCY, &v, &e2),
+                     PP_LM_ERROR);
+    assert_string_equal(e2.msg, e1.msg);
+    pp_layer_models_free(lazy);
+
+    /* a listed file that is not there at all: refused when the manifest is read */
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(pp_layer_models_open(dir, 1, &lazy, &err), PERFPRED_ERR_MODEL);
+    assert_null(lazy);
+    assert_non_null(strstr(err.msg, "conv-latency.ubj"));
+    pp_lm_model_free(lin);
+    pp_lm_model_free(conv);
+}
+
 typedef struct thread_job {
     pp_lm_model *m;
     double out[N_ROWS];
@@ -486,6 +537,7 @@ int main(void)
         cmocka_unit_test(save_and_load_should_reject_bad_files),
         cmocka_unit_test(layer_models_should_answer_covered_kinds_and_decline_others),
         cmocka_unit_test(manifest_with_other_features_should_be_refused),
+        cmocka_unit_test(deferred_set_should_read_models_on_first_use),
         cmocka_unit_test(predictions_should_be_thread_safe),
         cmocka_unit_test(committed_a100_artifacts_should_load_with_this_builds_features),
     };

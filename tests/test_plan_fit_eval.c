@@ -582,6 +582,68 @@ static void fit_should_write_artifacts_that_load_back(void **state)
     free(text);
 }
 
+/* A context reads a device's regressors when a prediction first needs them: a corrupt model file
+ * of the A100 does not stop the context from opening, nor a prediction on a device that does not
+ * use it; a prediction that does (the A100, its MIG slice) fails with an error naming the file. */
+static void context_should_read_layer_models_when_first_needed(void **state)
+{
+    (void)state;
+    if (!has_neusight() || !has_models()) skip();
+    char cfg[1300], dir[1400], link[1400], ubj[1700], err[1024];
+    path_in(cfg, sizeof cfg, "cfg_lazy");
+    assert_int_equal(mkdir(cfg, 0755), 0);
+    snprintf(link, sizeof link, "%s/devices", cfg);
+    assert_int_equal(symlink(PP_SOURCE_DIR "/configs/devices", link), 0);
+    snprintf(dir, sizeof dir, "%s/artifacts", cfg);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    snprintf(dir, sizeof dir, "%s/artifacts/a100-pcie-40gb", cfg);
+    perfpred_fit_params fp = fit_params(dir, 42);
+    perfpred_fit_report r;
+    assert_int_equal(perfpred_calibrate_fit(&fp, &r, err, sizeof err), PERFPRED_OK);
+    assert_int_equal(r.wrote_artifacts, 1);
+
+    perfpred_ctx_params cp = perfpred_ctx_default_params();
+    cp.config_dir = cfg;
+    perfpred_status st;
+    perfpred_model_params mp = perfpred_model_default_params();
+    mp.batch = 1;
+    perfpred_model *m = perfpred_model_load(plan_models[0], &mp, &st, err, sizeof err); /* alexnet */
+    assert_non_null(m);
+    perfpred_prediction good, pred;
+    perfpred_ctx *ctx = perfpred_ctx_open(&cp, &st, err, sizeof err);
+    assert_non_null(ctx);
+    assert_int_equal(perfpred_predict(ctx, m, "a100-pcie-40gb", NULL, &good, err, sizeof err),
+                     PERFPRED_OK);
+    assert_true(good.n_calibrated_kernels > 0); /* its Gemm layers: the linear model answers */
+    perfpred_ctx_close(ctx);
+
+    /* the same folder with its model file overwritten */
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *de;
+    ubj[0] = '\0';
+    while ((de = readdir(d)))
+        if (strstr(de->d_name, ".ubj")) snprintf(ubj, sizeof ubj, "%s/%s", dir, de->d_name);
+    closedir(d);
+    assert_true(ubj[0] != '\0');
+    write_text(ubj, "{ not an XGBoost model");
+    ctx = perfpred_ctx_open(&cp, &st, err, sizeof err);
+    if (!ctx) print_error("%s\n", err);
+    assert_non_null(ctx);
+    assert_int_equal(perfpred_predict(ctx, m, "host-cpu", NULL, &pred, err, sizeof err),
+                     PERFPRED_OK);
+    assert_int_equal(pred.n_calibrated_kernels, 0); /* no host-cpu models in this folder */
+    const char *users[] = {"a100-pcie-40gb", "a100-mig-3g"};
+    for (int i = 0; i < 2; i++) {
+        err[0] = '\0';
+        assert_int_equal(perfpred_predict(ctx, m, users[i], NULL, &pred, err, sizeof err),
+                         PERFPRED_ERR_MODEL);
+        assert_non_null(strstr(err, strrchr(ubj, '/') + 1));
+    }
+    perfpred_ctx_close(ctx);
+    perfpred_model_free(m);
+}
+
 /* The roofline guard on host-cpu's own layers: a kind whose regressor does worse than its roofline
  * on the held-out rows is reported, not written, and the manifest leaves it out; every written
  * kind beats its roofline there. */
@@ -987,6 +1049,7 @@ int main(void)
         cmocka_unit_test(plan_should_read_a_model_list),
         cmocka_unit_test(plan_should_reject_bad_parameters),
         cmocka_unit_test(fit_should_write_artifacts_that_load_back),
+        cmocka_unit_test(context_should_read_layer_models_when_first_needed),
         cmocka_unit_test(fit_should_leave_out_kinds_the_roofline_beats),
         cmocka_unit_test(fit_should_keep_previous_artifacts_when_interrupted),
         cmocka_unit_test(fit_should_refuse_rows_of_other_devices_and_mig_slices),
