@@ -1,0 +1,112 @@
+#!/usr/bin/python3
+"""kind_share_check.py: does a simple graph-level correction carry over to unseen model families?
+
+The simplest thing a correction of the layer sum could learn is "networks that spend more of their
+time in op kind X are off by a factor": log(measured / layer sum) as a linear function of the
+layer sum's time share per op kind (split by calibrated / roofline kernels), plus log(layer sum)
+and log(batch). This fits that function by ridge regression on the network rows of all families
+but one fold's, predicts the fold's rows, and prints each fold's MAPE next to the layer sum's,
+for several ridge strengths. It trains nothing that ships; it is the evidence next to the GNN
+correction's fold table in README.md ("host-cpu" accuracy).
+
+  /usr/bin/python3 tools/kind_share_check.py --device host-cpu \\
+      --networks data/host-cpu/networks.csv \\
+      --folds "googlenet,mnasnet,regnet,shufflenet,squeezenet;resnet,resnext,densenet,alexnet;..."
+
+The per-kernel times come from `perfpred --device DEV MODEL --json --layers N` (the built CLI,
+--perfpred), one call per distinct (model, batch, input shapes).
+"""
+
+import argparse
+import csv
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+
+def kernel_times(perfpred, device, model, batch, shapes):
+    args = [perfpred, "--device", device, model, "--json", "--layers", "1000000", "--batch", batch]
+    for item in shapes.split(";"):
+        name, dims = item.rsplit(":", 1)
+        args += ["--input", f"{name}={dims}"]
+    res = subprocess.run(args, capture_output=True, text=True)
+    if res.returncode != 0:
+        sys.exit(f"kind_share_check: {' '.join(args)}: {res.stderr.strip()}")
+    out = json.loads(res.stdout)
+    shares = {}
+    for k in out["kernels"]:
+        key = k["kind"] + ("/calibrated" if k["provenance"] == "calibrated" else "/roofline")
+        shares[key] = shares.get(key, 0.0) + k["latency_ms"]
+    return out["prediction"]["latency"]["value"], shares
+
+
+def mape(pred, meas):
+    return 100.0 * float(np.mean(np.abs(pred / meas - 1.0)))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--device", required=True)
+    ap.add_argument("--networks", required=True, help="network CSV (docs/measurements.md)")
+    ap.add_argument("--folds", required=True, help="families of a fold joined by ',', folds by ';'")
+    ap.add_argument("--lambdas", default="0.01,0.1,1,10")
+    ap.add_argument("--perfpred", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                      "..", "build", "perfpred"))
+    a = ap.parse_args(argv)
+    base = os.path.dirname(os.path.abspath(a.networks))
+    rows, cache = [], {}
+    with open(a.networks, newline="") as f:
+        for r in csv.DictReader(f):
+            if r["device"] != a.device:
+                continue
+            model = r["model"] if os.path.isabs(r["model"]) else os.path.normpath(
+                os.path.join(base, r["model"]))
+            key = (model, r["batch"], r["input_shapes"])
+            if key not in cache:
+                cache[key] = kernel_times(a.perfpred, a.device, model, r["batch"], r["input_shapes"])
+            rows.append((r["family"], int(r["batch"]), float(r["latency_ms"])) + cache[key])
+    if not rows:
+        sys.exit(f"kind_share_check: no rows of {a.device} in {a.networks}")
+    kinds = sorted({k for r in rows for k in r[4]})
+    X = np.array([[r[4].get(k, 0.0) / sum(r[4].values()) for k in kinds] +
+                  [math.log(r[3]), math.log(r[1])] for r in rows])
+    y = np.array([math.log(r[2] / r[3]) for r in rows])
+    meas = np.array([r[2] for r in rows])
+    layer_sum = np.array([r[3] for r in rows])
+    fam = [r[0] for r in rows]
+    folds = [f.split(",") for f in a.folds.split(";")]
+    print(f"{len(rows)} rows of {a.device}, {len(cache)} graphs; features: time share of "
+          f"{', '.join(kinds)}; log layer sum; log batch")
+    print(f"{'fold':60s} {'rows':>5s} {'layer sum':>10s} " +
+          " ".join(f"{'ridge ' + l:>11s}" for l in a.lambdas.split(",")))
+    pooled = {l: [] for l in a.lambdas.split(",")}
+    pooled_base = []
+    for fold in folds:
+        te = [i for i in range(len(rows)) if fam[i] in fold]
+        tr = [i for i in range(len(rows)) if fam[i] not in fold]
+        if not te or not tr:
+            sys.exit(f"kind_share_check: fold {','.join(fold)} has {len(te)} rows")
+        mu, sd = X[tr].mean(0), X[tr].std(0) + 1e-9
+        A = np.hstack([(X[tr] - mu) / sd, np.ones((len(tr), 1))])
+        T = np.hstack([(X[te] - mu) / sd, np.ones((len(te), 1))])
+        line = f"{','.join(fold):60s} {len(te):5d} {mape(layer_sum[te], meas[te]):10.2f} "
+        pooled_base += list(np.abs(layer_sum[te] / meas[te] - 1))
+        for l in a.lambdas.split(","):
+            R = float(l) * np.eye(A.shape[1])
+            R[-1, -1] = 0.0  # the intercept is not shrunk
+            w = np.linalg.solve(A.T @ A + R, A.T @ y[tr])
+            pred = layer_sum[te] * np.exp(T @ w)
+            pooled[l] += list(np.abs(pred / meas[te] - 1))
+            line += f"{mape(pred, meas[te]):11.2f} "
+        print(line)
+    print(f"{'pooled':60s} {len(pooled_base):5d} {100 * np.mean(pooled_base):10.2f} " +
+          " ".join(f"{100 * np.mean(pooled[l]):11.2f}" for l in a.lambdas.split(",")))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
