@@ -21,6 +21,18 @@ static double now_s(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* median of n timings (sorts t in place) */
+static double median(double *t, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
+            double x = t[j];
+            t[j] = t[j - 1];
+            t[j - 1] = x;
+        }
+    return t[n / 2];
+}
+
 /* median of reps timings of one load */
 static double time_load(const char *path, int reps)
 {
@@ -39,13 +51,7 @@ static double time_load(const char *path, int reps)
         }
         perfpred_model_free(m);
     }
-    for (int i = 1; i < reps; i++)
-        for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
-            double x = t[j];
-            t[j] = t[j - 1];
-            t[j - 1] = x;
-        }
-    return t[reps / 2];
+    return median(t, reps);
 }
 
 /* median of reps cold starts: open a context, predict m once on each of the n devices, close */
@@ -71,13 +77,7 @@ static double time_cold(const perfpred_model *m, const char *const *devices, int
         perfpred_ctx_close(ctx);
         t[i] = now_s() - t0;
     }
-    for (int i = 1; i < reps; i++)
-        for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
-            double x = t[j];
-            t[j] = t[j - 1];
-            t[j - 1] = x;
-        }
-    return t[reps / 2];
+    return median(t, reps);
 }
 
 /* Devices whose layer models are their own (at most max), into out; their count. */
