@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,9 +130,10 @@ struct pp_layer_models {
     const char *dir;
     const char *device;
     const char *source;
-    /* a deferred set reads its regressors on first use, under the lock; the first failure sticks */
+    /* every regressor is read (from the open, or the first use of a deferred set: that reads
+     * them under the lock; its first failure sticks in load_err) */
+    atomic_int loaded;
     pthread_mutex_t lock;
-    int deferred, loaded;
     pp_err load_err;
     unsigned char present[PP_OPK__COUNT][PP_LM__COUNT];
     pp_lm_model *models[PP_OPK__COUNT][PP_LM__COUNT];
@@ -194,7 +196,7 @@ static int get_domain(const cJSON *o, pp_lm_domain *d)
 }
 
 static perfpred_status load_entry(pp_layer_models *lm, const cJSON *o, int idx, const char *path,
-                                  pp_err *err)
+                                  int deferred, pp_err *err)
 {
     const char *kind_s = get_str(o, "op_kind"), *target_s = get_str(o, "target");
     const char *file = get_str(o, "file");
@@ -218,7 +220,7 @@ static perfpred_status load_entry(pp_layer_models *lm, const cJSON *o, int idx, 
                           "rows_heldout, "
                           "heldout_mape_pct, roofline_mape_pct",
                           path, idx);
-    if (lm->models[kind][target])
+    if (lm->present[kind][target])
         return pp_err_set(err, PERFPRED_ERR_MODEL, "%s: models[%d]: second %s/%s model", path, idx,
                           kind_s, target_s);
     e.base.compute_units = (int)cu;
@@ -235,30 +237,25 @@ static perfpred_status load_entry(pp_layer_models *lm, const cJSON *o, int idx, 
         return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: path too long", lm->dir);
     lm->entries[kind][target] = e;
     lm->present[kind][target] = 1;
-    if (lm->deferred) {
-        /* read later; a missing file is still refused now, with the manifest */
-        struct stat sb;
-        if (stat(mpath, &sb) != 0 || !S_ISREG(sb.st_mode))
-            return pp_err_set(err, PERFPRED_ERR_MODEL, "%s: models[%d]: no model file %s", path,
-                              idx, mpath);
-        return PERFPRED_OK;
-    }
-    return pp_lm_model_load(mpath, e.kind, e.target, &e.base, &e.domain, &lm->models[kind][target],
-                            err);
+    /* a deferred set reads the file later, but a missing one is refused now, with the manifest */
+    struct stat sb;
+    if (deferred && (stat(mpath, &sb) != 0 || !S_ISREG(sb.st_mode)))
+        return pp_err_set(err, PERFPRED_ERR_MODEL, "%s: models[%d]: no model file %s", path, idx,
+                          mpath);
+    return PERFPRED_OK;
 }
 
-/* Reads every regressor of a deferred set that is not read yet (all or none: the first failure
- * is kept and returned again to later callers). */
-static perfpred_status load_models_locked(pp_layer_models *lm)
+/* Reads every listed regressor that is not read yet; stops at the first failure. */
+static perfpred_status load_models(pp_layer_models *lm, pp_err *err)
 {
     for (int k = 0; k < PP_OPK__COUNT; k++)
         for (int t = 0; t < PP_LM__COUNT; t++) {
             if (!lm->present[k][t] || lm->models[k][t]) continue;
             const pp_lm_entry *e = &lm->entries[k][t];
-            char mpath[4096];
+            char mpath[4096]; /* its length was checked when the entry was read */
             snprintf(mpath, sizeof mpath, "%s/%s", lm->dir, e->file);
             perfpred_status st = pp_lm_model_load(mpath, e->kind, e->target, &e->base, &e->domain,
-                                                  &lm->models[k][t], &lm->load_err);
+                                                  &lm->models[k][t], err);
             if (st != PERFPRED_OK) return st;
         }
     return PERFPRED_OK;
@@ -267,13 +264,14 @@ static perfpred_status load_models_locked(pp_layer_models *lm)
 perfpred_status pp_layer_models_ready(const pp_layer_models *set, pp_err *err)
 {
     if (!set) return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "layer models: NULL set");
-    if (!set->deferred) return PERFPRED_OK;
+    /* read once: predictions after that only pay this load */
+    if (atomic_load_explicit(&set->loaded, memory_order_acquire)) return PERFPRED_OK;
     /* the lock and the lazily filled tables are the object's own state, not its contents */
     pp_layer_models *lm = (pp_layer_models *)set;
     pthread_mutex_lock(&lm->lock);
-    if (!lm->loaded && lm->load_err.status == PERFPRED_OK) {
-        if (load_models_locked(lm) == PERFPRED_OK) lm->loaded = 1;
-    }
+    if (!atomic_load_explicit(&lm->loaded, memory_order_relaxed) &&
+        lm->load_err.status == PERFPRED_OK && load_models(lm, &lm->load_err) == PERFPRED_OK)
+        atomic_store_explicit(&lm->loaded, 1, memory_order_release);
     perfpred_status st = lm->load_err.status;
     if (st != PERFPRED_OK && err) *err = lm->load_err;
     pthread_mutex_unlock(&lm->lock);
@@ -311,7 +309,7 @@ perfpred_status pp_layer_models_open(const char *dir, int deferred, pp_layer_mod
         cJSON_Delete(root);
         return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: cannot create a mutex", path);
     }
-    lm->deferred = deferred != 0;
+    atomic_init(&lm->loaded, 0);
     lm->dir = pp_arena_strdup(lm->arena, dir);
     const char *fmt = get_str(root, "format"), *device = get_str(root, "device");
     const cJSON *feat = cJSON_GetObjectItemCaseSensitive(root, "features");
@@ -361,8 +359,12 @@ perfpred_status pp_layer_models_open(const char *dir, int deferred, pp_layer_mod
             st = pp_err_set(err, PERFPRED_ERR_MODEL, "%s: models[%d] is not an object", path, idx);
             goto fail;
         }
-        if ((st = load_entry(lm, o, idx, path, err)) != PERFPRED_OK) goto fail;
+        if ((st = load_entry(lm, o, idx, path, deferred, err)) != PERFPRED_OK) goto fail;
         idx++;
+    }
+    if (!deferred) {
+        if ((st = load_models(lm, err)) != PERFPRED_OK) goto fail;
+        atomic_store_explicit(&lm->loaded, 1, memory_order_relaxed);
     }
     cJSON_Delete(root);
     *out = lm;

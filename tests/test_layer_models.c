@@ -448,6 +448,16 @@ static void deferred_set_should_read_models_on_first_use(void **state)
     assert_int_equal(pp_layer_models_open(dir, 1, &lazy, &err), PERFPRED_ERR_MODEL);
     assert_null(lazy);
     assert_non_null(strstr(err.msg, "conv-latency.ubj"));
+
+    /* two regressors for one kind and target: refused either way, before any file is read */
+    snprintf(dir, sizeof dir, "%s/set4", tmp_dir());
+    mkdir(dir, 0755);
+    write_set(dir, lin, lin);
+    for (int deferred = 0; deferred < 2; deferred++) {
+        assert_int_equal(pp_layer_models_open(dir, deferred, &lazy, &err), PERFPRED_ERR_MODEL);
+        assert_null(lazy);
+        assert_non_null(strstr(err.msg, "second linear/latency model"));
+    }
     pp_lm_model_free(lin);
     pp_lm_model_free(conv);
 }
