@@ -1,4 +1,4 @@
-/* tests/helpers.c: float compares with relative tolerance, fixture paths, temp files. */
+/* tests/helpers.c: float compares with relative tolerance, fixture paths, temp and text files. */
 #include "tests/helpers.h"
 
 #include <math.h>
@@ -36,4 +36,27 @@ const char *pp_test_tmpfile(const void *data, size_t len, const char *suffix)
     }
     fclose(f);
     return buf;
+}
+
+void pp_test_write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    assert_true(fputs(text, f) >= 0);
+    assert_int_equal(fclose(f), 0);
+}
+
+char *pp_test_read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    assert_non_null(s);
+    assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = '\0';
+    fclose(f);
+    return s;
 }

@@ -14,4 +14,8 @@ void pp_test_assert_rel_close(double a, double b, double rel, const char *file, 
 const char *pp_test_path(const char *rel);
 /* Writes bytes to a temporary file and returns its path (static buffer). */
 const char *pp_test_tmpfile(const void *data, size_t len, const char *suffix);
+/* Writes text to path (fails the test if it cannot). */
+void pp_test_write_text(const char *path, const char *text);
+/* The whole file as a NUL-terminated string (caller frees), or NULL if it cannot be opened. */
+char *pp_test_read_text(const char *path);
 #endif

@@ -23,14 +23,6 @@ static pp_device_db *g_db;
 
 /* ------------------------------------------------------------------- helpers ---- */
 
-static void write_text(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    assert_true(fputs(text, f) >= 0);
-    assert_int_equal(fclose(f), 0);
-}
-
 static void mkdirs(const char *path)
 {
     char cmd[2200];
@@ -213,16 +205,16 @@ static void make_deepbench(const char *name, const char *rpi3_sheet, char *root,
     snprintf(p, sizeof p, "%s/csv/results/inference/device", root);
     mkdirs(p);
     snprintf(p, sizeof p, "%s/SOURCE.md", root);
-    write_text(p, DB_SOURCE);
+    pp_test_write_text(p, DB_SOURCE);
     snprintf(p, sizeof p, "%s/csv/results/inference/device/DeepBench_Raspberry_Pi_3__Kernels.csv",
              root);
-    write_text(p, rpi3_sheet);
+    pp_test_write_text(p, rpi3_sheet);
     snprintf(p, sizeof p, "%s/csv/results/inference/device/DeepBench_Raspberry_Pi_3__Specs.csv",
              root);
-    write_text(p, "CPU,1.2 GHZ quad-core ARM Cortex A53\nEigen Version,3.3.3\n"
+    pp_test_write_text(p, "CPU,1.2 GHZ quad-core ARM Cortex A53\nEigen Version,3.3.3\n"
                   "ARM Compute Lib version,17.05\n");
     snprintf(p, sizeof p, "%s/csv/results/inference/device/DeepBench_iPhone_6__Kernels.csv", root);
-    write_text(p, "Precision,Int8 inputs 32 bit math\n");
+    pp_test_write_text(p, "Precision,Int8 inputs 32 bit math\n");
 }
 
 static void make_mobile(char *root, size_t n)
@@ -231,11 +223,11 @@ static void make_mobile(char *root, size_t n)
     tmp_path(root, n, "mobile");
     mkdirs(root);
     snprintf(p, sizeof p, "%s/SOURCE.md", root);
-    write_text(p, MB_SOURCE);
+    pp_test_write_text(p, MB_SOURCE);
     snprintf(p, sizeof p, "%s/tflite_cnn_ops_gpu.csv", root);
-    write_text(p, TFLITE_OPS);
+    pp_test_write_text(p, TFLITE_OPS);
     snprintf(p, sizeof p, "%s/torch_cnn_ops_gpu.csv", root);
-    write_text(p, TORCH_OPS);
+    pp_test_write_text(p, TORCH_OPS);
 }
 
 /* ------------------------------------------------------------------ DeepBench ---- */

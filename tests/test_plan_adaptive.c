@@ -45,29 +45,6 @@ static const char LAYER_HEADER[] =
 
 static int has_models(void) { return access(zoo[0], R_OK) == 0 && access(zoo[1], R_OK) == 0; }
 
-static void write_text(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    assert_true(fputs(text, f) >= 0);
-    assert_int_equal(fclose(f), 0);
-}
-
-static char *read_text(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    assert_non_null(s);
-    assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
-    s[n] = '\0';
-    fclose(f);
-    return s;
-}
-
 static perfpred_plan_params params(const char *out, uint64_t seed, const char *manifest_dir)
 {
     perfpred_plan_params p = perfpred_plan_default_params();
@@ -166,7 +143,7 @@ static void write_manifest(const char *dir, const char *const *kinds, const doub
                       i ? ", " : "", kinds[i], kinds[i], mape[i]);
     snprintf(buf + k, sizeof buf - (size_t)k, "]\n}\n");
     snprintf(path, sizeof path, "%s/manifest.json", dir);
-    write_text(path, buf);
+    pp_test_write_text(path, buf);
 }
 
 static const char *const six_kinds[] = {"conv", "dwconv", "linear", "pool", "globalpool",
@@ -260,7 +237,7 @@ static void adaptive_plan_should_leave_out_measured_configurations(void **state)
         pp_strbuf_put(&b, "\n");
     }
     snprintf(csv, sizeof csv, "%s/measured.csv", dir);
-    write_text(csv, b.data);
+    pp_test_write_text(csv, b.data);
     free(b.data);
     const double mape[6] = {20, 20, 20, 20, 20, 20};
     write_manifest(dir, six_kinds, mape, 6, "measured.csv"); /* relative: found in dir */
@@ -302,7 +279,11 @@ static void adaptive_plan_should_give_the_same_bytes_for_a_seed(void **state)
         perfpred_plan_report r;
         assert_int_equal(perfpred_calibrate_plan(&p, &r, err, sizeof err), PERFPRED_OK);
     }
-    char *a = read_text(out[0]), *b = read_text(out[1]), *c = read_text(out[2]);
+    char *a = pp_test_read_text(out[0]), *b = pp_test_read_text(out[1]);
+    char *c = pp_test_read_text(out[2]);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_non_null(c);
     assert_string_equal(a, b);
     assert_true(strcmp(a, c) != 0);
     free(a);
@@ -326,7 +307,7 @@ static void adaptive_plan_should_weight_rows_after_a_real_fit(void **state)
         pp_strbuf_put(&b, plain->line[i]);
         pp_strbuf_put(&b, "\n");
     }
-    write_text(csv, b.data);
+    pp_test_write_text(csv, b.data);
     free(b.data);
     perfpred_fit_params f = perfpred_fit_default_params();
     const char *files[1] = {csv};
@@ -393,7 +374,7 @@ static void adaptive_plan_should_refuse_a_missing_or_foreign_manifest(void **sta
     mkdir(dir, 0755);
     char path[1400];
     snprintf(path, sizeof path, "%s/manifest.json", dir);
-    write_text(path, "{\"device\": \"rpi3\", \"models\": []}\n");
+    pp_test_write_text(path, "{\"device\": \"rpi3\", \"models\": []}\n");
     p = params(out, 2, dir);
     assert_int_equal(perfpred_calibrate_plan(&p, &r, err, sizeof err), PERFPRED_ERR_MODEL);
     assert_non_null(strstr(err, "rpi3"));

@@ -64,29 +64,6 @@ static int has_models(void)
 }
 static int has_neusight(void) { return access(NEUSIGHT_ROOT "/SOURCE.md", R_OK) == 0; }
 
-static void write_text(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    assert_int_equal(fputs(text, f) >= 0, 1);
-    assert_int_equal(fclose(f), 0);
-}
-
-static char *read_text(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    assert_non_null(s);
-    assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
-    s[n] = '\0';
-    fclose(f);
-    return s;
-}
-
 static void path_in(char *out, size_t n, const char *name)
 {
     snprintf(out, n, "%s/%s", g_tmp, name);
@@ -130,7 +107,7 @@ static int run_cli(const char *args, char **out)
     path_in(log, sizeof log, "cli.txt");
     snprintf(cmd, sizeof cmd, "'%s' %s >'%s' 2>&1", CLI, args, log);
     int rc = system(cmd);
-    *out = read_text(log);
+    *out = pp_test_read_text(log);
     if (!*out) *out = calloc(1, 1);
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
@@ -277,7 +254,7 @@ static void plan_should_give_the_same_bytes_for_a_seed(void **state)
     p.out_csv = c;
     p.seed = 8;
     assert_int_equal(perfpred_calibrate_plan(&p, &r3, err, sizeof err), PERFPRED_OK);
-    char *ta = read_text(a), *tb = read_text(b), *tc = read_text(c);
+    char *ta = pp_test_read_text(a), *tb = pp_test_read_text(b), *tc = pp_test_read_text(c);
     assert_non_null(ta);
     assert_string_equal(ta, tb);
     assert_int_not_equal(strcmp(ta, tc), 0);
@@ -380,7 +357,7 @@ static void plan_rows_should_rebuild_as_their_kind_and_run_in_the_runner(void **
     perfpred_plan_report r;
     assert_int_equal(perfpred_calibrate_plan(&p, &r, err, sizeof err), PERFPRED_OK);
     plan_rows *P = read_plan(out);
-    char *layers_py = read_text(PP_SOURCE_DIR "/runners/layers.py");
+    char *layers_py = pp_test_read_text(PP_SOURCE_DIR "/runners/layers.py");
     assert_non_null(layers_py);
     for (int i = 0; i < P->n; i++) {
         pp_graph *g = NULL;
@@ -400,14 +377,14 @@ static void plan_rows_should_rebuild_as_their_kind_and_run_in_the_runner(void **
     free(layers_py);
     /* the first 3 rows through the PyTorch runner: it reads the plan, and its CSV reads back */
     if (python_has_torch()) {
-        char *text = read_text(out), three[1300], meas[1300], cmd[4096];
+        char *text = pp_test_read_text(out), three[1300], meas[1300], cmd[4096];
         char *end = text;
         for (int k = 0; k < 4 && end; k++) end = strchr(end + (k ? 1 : 0), '\n');
         assert_non_null(end);
         end[1] = '\0';
         path_in(three, sizeof three, "plan3.csv");
         path_in(meas, sizeof meas, "measured3.csv");
-        write_text(three, text);
+        pp_test_write_text(three, text);
         free(text);
         snprintf(cmd, sizeof cmd,
                  "cd '%s' && /usr/bin/python3 runners/layer_runner.py '%s' -o '%s' "
@@ -464,7 +441,7 @@ static void plan_should_read_a_model_list(void **state)
     char list[1300], out[1300], err[1024];
     path_in(list, sizeof list, "zoo.csv");
     /* a reference.csv-like list: extra columns are ignored, files are relative to the list */
-    write_text(list, "file,model,family,input_name,input_shape,opset\n"
+    pp_test_write_text(list, "file,model,family,input_name,input_shape,opset\n"
                      "models/alexnet.onnx,alexnet,alexnet,input,1x3x224x224,17\n");
     path_in(out, sizeof out, "plan_list.csv");
     perfpred_plan_params p = plan_params(out, 1, 1);
@@ -485,7 +462,7 @@ static void plan_should_read_a_model_list(void **state)
     }
     assert_true(b2 > 0 && b4 > 0);
     free_plan(P);
-    write_text(list, "file,family,input_shape\nmodels/alexnet.onnx,alexnet,1x3x224x224\n");
+    pp_test_write_text(list, "file,family,input_shape\nmodels/alexnet.onnx,alexnet,1x3x224x224\n");
     assert_int_equal(perfpred_calibrate_plan(&p, &r, err, sizeof err), PERFPRED_ERR_PARSE);
     assert_non_null(strstr(err, "input_name"));
 }
@@ -567,7 +544,7 @@ static void fit_should_write_artifacts_that_load_back(void **state)
     /* the manifest names the CSV and accounts for every row */
     char mpath[1400];
     snprintf(mpath, sizeof mpath, "%s/manifest.json", dir);
-    char *text = read_text(mpath);
+    char *text = pp_test_read_text(mpath);
     cJSON *root = cJSON_Parse(text);
     assert_non_null(root);
     const cJSON *src;
@@ -626,7 +603,7 @@ static void context_should_read_layer_models_when_first_needed(void **state)
         if (strstr(de->d_name, ".ubj")) snprintf(ubj, sizeof ubj, "%s/%s", dir, de->d_name);
     closedir(d);
     assert_true(ubj[0] != '\0');
-    write_text(ubj, "{ not an XGBoost model");
+    pp_test_write_text(ubj, "{ not an XGBoost model");
     ctx = perfpred_ctx_open(&cp, &st, err, sizeof err);
     if (!ctx) print_error("%s\n", err);
     assert_non_null(ctx);
@@ -700,14 +677,14 @@ static void fit_should_keep_previous_artifacts_when_interrupted(void **state)
     perfpred_fit_params p = fit_params(dir, 1);
     perfpred_fit_report r;
     assert_int_equal(perfpred_calibrate_fit(&p, &r, err, sizeof err), PERFPRED_OK);
-    char *m1 = read_text(manifest), *l1 = ubj_listing(dir);
+    char *m1 = pp_test_read_text(manifest), *l1 = ubj_listing(dir);
     /* the temporary folder cannot be made: the write fails before anything is replaced */
     snprintf(blocker, sizeof blocker, "%s/.fit-tmp.%ld", dir, (long)getpid());
-    write_text(blocker, "in the way\n");
+    pp_test_write_text(blocker, "in the way\n");
     p.seed = 2;
     assert_int_equal(perfpred_calibrate_fit(&p, &r, err, sizeof err), PERFPRED_ERR_IO);
     assert_non_null(strstr(err, ".fit-tmp"));
-    char *m2 = read_text(manifest), *l2 = ubj_listing(dir);
+    char *m2 = pp_test_read_text(manifest), *l2 = ubj_listing(dir);
     assert_string_equal(m1, m2);
     assert_string_equal(l1, l2);
     pp_layer_models *lm = NULL;
@@ -717,7 +694,7 @@ static void fit_should_keep_previous_artifacts_when_interrupted(void **state)
     /* unblocked: the new fit replaces the manifest and retires the old model file */
     assert_int_equal(unlink(blocker), 0);
     assert_int_equal(perfpred_calibrate_fit(&p, &r, err, sizeof err), PERFPRED_OK);
-    char *m3 = read_text(manifest), *l3 = ubj_listing(dir);
+    char *m3 = pp_test_read_text(manifest), *l3 = ubj_listing(dir);
     assert_int_not_equal(strcmp(m1, m3), 0);
     assert_int_not_equal(strcmp(l1, l3), 0);
     assert_null(strstr(l3, l1)); /* the previous file is gone */
@@ -726,7 +703,7 @@ static void fit_should_keep_previous_artifacts_when_interrupted(void **state)
     free(l3);
     l3 = ubj_listing(dir);
     assert_int_equal(perfpred_calibrate_fit(&p, &r, err, sizeof err), PERFPRED_OK);
-    char *m4 = read_text(manifest), *l4 = ubj_listing(dir);
+    char *m4 = pp_test_read_text(manifest), *l4 = ubj_listing(dir);
     assert_string_equal(m3, m4);
     assert_string_equal(l3, l4);
     free(m1);
@@ -773,7 +750,7 @@ static void fit_should_leave_out_noisy_rows_when_asked(void **state)
                         "toy-roofline,pytorch-eager,,fp32,elemwise,Relu,1,x:%d,,%.6g,%.6g,10,,,"
                         "test,2026-01-0%d\n", n, lat, spread, 1 + i % 3);
     }
-    write_text(csv, text);
+    pp_test_write_text(csv, text);
     perfpred_fit_params p = perfpred_fit_default_params();
     const char *files[] = {csv};
     p.device = "toy-roofline";
@@ -794,7 +771,7 @@ static void fit_should_leave_out_noisy_rows_when_asked(void **state)
     /* the manifest is dated by the newest measurement, never by the clock */
     char mpath[1400];
     snprintf(mpath, sizeof mpath, "%s/manifest.json", dir);
-    char *m = read_text(mpath);
+    char *m = pp_test_read_text(mpath);
     assert_non_null(strstr(m, "\"date\":\t\"2026-01-03\""));
     free(m);
 }
@@ -816,7 +793,7 @@ static const char *toy_layers(void)
              "toy-roofline,pytorch-eager,,fp32,elemwise,Relu,1,x:4000,,0.0256,,,,,test,2026-01-01\n"
              "host-cpu,pytorch-eager,,fp32,elemwise,Relu,1,x:4000,,0.1,,,,,test,2026-01-01\n",
              LAYER_HEADER);
-    write_text(path, text);
+    pp_test_write_text(path, text);
     return path;
 }
 
@@ -877,7 +854,7 @@ static void eval_networks_should_predict_like_the_public_api(void **state)
              "90,,,,,test,2026-01-01\n"
              "%s,mobilenet,toy-roofline,pytorch-eager,,fp32,1,,15,,,,,test,2026-01-01\n",
              NET_HEADER, plan_models[1]);
-    write_text(path, text);
+    pp_test_write_text(path, text);
     perfpred_eval_params p = perfpred_eval_default_params();
     p.device = "toy-roofline";
     p.networks_csv = path;
@@ -940,7 +917,7 @@ static void eval_should_name_the_file_and_line_of_bad_input(void **state)
     path_in(path, sizeof path, "bad_quote.csv");
     char text[1024];
     snprintf(text, sizeof text, "%s\"unterminated,x\n", LAYER_HEADER);
-    write_text(path, text);
+    pp_test_write_text(path, text);
     p.layers_csv = path;
     assert_int_equal(perfpred_eval(&p, &r, err, sizeof err), PERFPRED_ERR_PARSE);
     snprintf(want, sizeof want, "%s:2", path);
@@ -962,7 +939,7 @@ static void eval_plot_should_draw_an_svg(void **state)
     assert_int_equal(perfpred_eval(&p, &r, err, sizeof err), PERFPRED_OK);
     path_in(svg, sizeof svg, "plot.svg");
     assert_int_equal(perfpred_eval_plot(&r, svg, "toy", err, sizeof err), PERFPRED_OK);
-    char *text = read_text(svg);
+    char *text = pp_test_read_text(svg);
     assert_non_null(text);
     assert_non_null(strstr(text, "<svg"));
     assert_non_null(strstr(text, "elemwise (3)"));
@@ -1008,7 +985,7 @@ static void cli_should_use_documented_exit_codes(void **state)
     path_in(bad, sizeof bad, "cli_bad.csv");
     char text[1024];
     snprintf(text, sizeof text, "%s\"unterminated,x\n", LAYER_HEADER);
-    write_text(bad, text);
+    pp_test_write_text(bad, text);
     snprintf(args, sizeof args, "eval --device host-cpu --layers '%s'", bad);
     assert_int_equal(run_cli(args, &out), 2);
     char want[1400];
