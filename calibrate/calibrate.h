@@ -199,6 +199,12 @@ typedef enum pp_neusight_split {
  * pow, powu, relu, gelu, tanh, ln, softmax. NULL-terminated list. */
 extern const char *const pp_neusight_ops[];
 
+/* <root>/SOURCE.md, a dataset's provenance, as NUL-terminated text (caller frees); its path goes
+ * to path, for messages. */
+#define PP_SOURCE_MD_PATH 4096
+perfpred_status pp_read_source_md(const char *root, char path[PP_SOURCE_MD_PATH], char **text,
+                                  pp_err *err);
+
 /* Provenance read from <root>/SOURCE.md ("- Repo: <url>", "- Commit: <40 hex> (YYYY-MM-DD)"). */
 typedef struct pp_neusight_source {
     char repo[256];

@@ -83,19 +83,27 @@ static int is_date(const char *s)
     return 1;
 }
 
+perfpred_status pp_read_source_md(const char *root, char path[PP_SOURCE_MD_PATH], char **text,
+                                  pp_err *err)
+{
+    *text = NULL;
+    if (snprintf(path, PP_SOURCE_MD_PATH, "%s/SOURCE.md", root) >= PP_SOURCE_MD_PATH)
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: path too long", root);
+    uint8_t *buf;
+    size_t len;
+    perfpred_status st = pp_read_file(path, &buf, &len, err);
+    if (st == PERFPRED_OK) *text = (char *)buf; /* pp_read_file ends it with a NUL */
+    return st;
+}
+
 perfpred_status pp_import_source_commit(const char *root, const char *after, char commit[41],
                                         char date[11], pp_err *err)
 {
     commit[0] = '\0';
     if (date) date[0] = '\0';
-    char path[4096];
-    if (snprintf(path, sizeof path, "%s/SOURCE.md", root) >= (int)sizeof path)
-        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: path too long", root);
-    uint8_t *buf;
-    size_t len;
-    perfpred_status st = pp_read_file(path, &buf, &len, err);
+    char path[PP_SOURCE_MD_PATH], *text;
+    perfpred_status st = pp_read_source_md(root, path, &text, err);
     if (st != PERFPRED_OK) return st;
-    char *text = (char *)buf; /* pp_read_file ends it with a NUL */
     const char *p = strstr(text, after);
     if (p) {
         for (p += strlen(after); *p && !is_hex40(p); p++) {}

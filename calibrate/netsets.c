@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calibrate/calibrate.h"
 #include "devices/devices.h"
 
 /* ------------------------------------------------------------------------- refs ---- */
@@ -311,14 +312,11 @@ typedef struct source_info {
 static perfpred_status read_source(const char *dir, source_info *si, pp_err *err)
 {
     memset(si, 0, sizeof *si);
-    char path[4096];
-    if (snprintf(path, sizeof path, "%s/SOURCE.md", dir) >= (int)sizeof path)
-        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: path too long", dir);
-    uint8_t *buf;
-    size_t len;
-    perfpred_status st = pp_read_file(path, &buf, &len, err);
+    char path[PP_SOURCE_MD_PATH], *buf;
+    perfpred_status st = pp_read_source_md(dir, path, &buf, err);
     if (st) return st;
-    const char *s = (const char *)buf;
+    const char *s = buf;
+    size_t len = strlen(buf);
     size_t at = 0;
     for (size_t i = 0; i + 40 <= len && !si->commit[0]; i++) {
         size_t k = 0;

@@ -99,14 +99,9 @@ perfpred_status pp_neusight_rel_path(const char *op, const char *gpu, pp_neusigh
 perfpred_status pp_neusight_read_source(const char *root, pp_neusight_source *out, pp_err *err)
 {
     memset(out, 0, sizeof *out);
-    char path[4096];
-    if (snprintf(path, sizeof path, "%s/SOURCE.md", root) >= (int)sizeof path)
-        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: path too long", root);
-    uint8_t *buf;
-    size_t len;
-    perfpred_status st = pp_read_file(path, &buf, &len, err);
+    char path[PP_SOURCE_MD_PATH], *text;
+    perfpred_status st = pp_read_source_md(root, path, &text, err);
     if (st != PERFPRED_OK) return st;
-    char *text = (char *)buf; /* pp_read_file ends it with a NUL */
     int line = 0;
     for (char *p = text; p && *p;) {
         char *nl = strchr(p, '\n');
