@@ -137,6 +137,20 @@ static void window(pp_layer_row *row, int64_t k, int64_t s, int64_t b, int64_t e
     add_ints(row, "pads", 4, pads);
 }
 
+/* A square conv on one C x H x H image: cout filters of K x K, stride S, pads b (begin) and e
+ * (end), group groups, with a bias (both runtimes' rows have one); depthwise when group == C. */
+static void conv_row(pp_layer_row *row, int64_t C, int64_t H, int64_t cout, int64_t group,
+                     int64_t K, int64_t S, int64_t b, int64_t e)
+{
+    row->op_type = "Conv";
+    row->kind = group > 1 && group == C ? PP_OPK_DWCONV : PP_OPK_CONV;
+    pp_layer_row_add_input(row, 'x', 4, (const int64_t[]){1, C, H, H});
+    pp_layer_row_add_input(row, 'w', 4, (const int64_t[]){cout, C / group, K, K});
+    pp_layer_row_add_input(row, 'w', 1, (const int64_t[]){cout, 0, 0, 0});
+    window(row, K, S, b, e);
+    pp_layer_row_add_attr(row, "group", PP_ATTR_INT)->i = group;
+}
+
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* TFLite's two paddings, told apart by the recorded output size: VALID gives ceil((H - K + 1) / S),
@@ -189,13 +203,7 @@ static int tflite_row(const char *op, const feat_dict *d, pp_layer_row *row, int
                      (long long)S);
             return -1;
         }
-        row->op_type = "Conv";
-        row->kind = group > 1 && group == C ? PP_OPK_DWCONV : PP_OPK_CONV;
-        pp_layer_row_add_input(row, 'x', 4, (const int64_t[]){1, C, H, H});
-        pp_layer_row_add_input(row, 'w', 4, (const int64_t[]){cout, C / group, K, K});
-        pp_layer_row_add_input(row, 'w', 1, (const int64_t[]){cout, 0, 0, 0});
-        window(row, K, S, b, e);
-        pp_layer_row_add_attr(row, "group", PP_ATTR_INT)->i = group;
+        conv_row(row, C, H, cout, group, K, S, b, e);
         *check = 1; /* FLOPS = 2 x MACs */
         return 0;
     }
@@ -308,14 +316,7 @@ static int torch_row(const char *op, const feat_dict *d, pp_layer_row *row, char
                      (long long)G);
             return -1;
         }
-        row->op_type = "Conv";
-        row->kind = G > 1 && G == C ? PP_OPK_DWCONV : PP_OPK_CONV;
-        pp_layer_row_add_input(row, 'x', 4, (const int64_t[]){1, C, H, H});
-        pp_layer_row_add_input(row, 'w', 4, (const int64_t[]){F, C / G, K, K});
-        /* the prepacked context always holds a bias */
-        pp_layer_row_add_input(row, 'w', 1, (const int64_t[]){F, 0, 0, 0});
-        window(row, K, S, P, P);
-        pp_layer_row_add_attr(row, "group", PP_ATTR_INT)->i = G;
+        conv_row(row, C, H, F, G, K, S, P, P); /* the prepacked context always holds a bias */
         return 0;
     }
     if (strcmp(op, "vulkan_prepack::run_linear_context") == 0) {
