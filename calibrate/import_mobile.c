@@ -151,6 +151,27 @@ static void conv_row(pp_layer_row *row, int64_t C, int64_t H, int64_t cout, int6
     pp_layer_row_add_attr(row, "group", PP_ATTR_INT)->i = group;
 }
 
+/* A pooling window over one C x H x H image (type "MaxPool" or "AveragePool"). */
+static void pool_row(pp_layer_row *row, const char *type, int64_t C, int64_t H, int64_t K,
+                     int64_t S, int64_t b, int64_t e)
+{
+    row->op_type = type;
+    row->kind = PP_OPK_POOL;
+    pp_layer_row_add_input(row, 'x', 4, (const int64_t[]){1, C, H, H});
+    window(row, K, S, b, e);
+}
+
+/* A fully connected layer of one row: C inputs, F outputs, with a bias. */
+static void linear_row(pp_layer_row *row, int64_t C, int64_t F)
+{
+    row->op_type = "Gemm";
+    row->kind = PP_OPK_LINEAR;
+    pp_layer_row_add_input(row, 'x', 2, (const int64_t[]){1, C, 0, 0});
+    pp_layer_row_add_input(row, 'w', 2, (const int64_t[]){F, C, 0, 0});
+    pp_layer_row_add_input(row, 'w', 1, (const int64_t[]){F, 0, 0, 0});
+    pp_layer_row_add_attr(row, "transB", PP_ATTR_INT)->i = 1;
+}
+
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* TFLite's two paddings, told apart by the recorded output size: VALID gives ceil((H - K + 1) / S),
@@ -220,10 +241,7 @@ static int tflite_row(const char *op, const feat_dict *d, pp_layer_row *row, int
                      (long long)S);
             return -1;
         }
-        row->op_type = op[0] == 'M' ? "MaxPool" : "AveragePool";
-        row->kind = PP_OPK_POOL;
-        pp_layer_row_add_input(row, 'x', 4, (const int64_t[]){1, C, H, H});
-        window(row, K, S, b, e);
+        pool_row(row, op[0] == 'M' ? "MaxPool" : "AveragePool", C, H, K, S, b, e);
         /* TFLite averages over the valid cells only: ONNX count_include_pad = 0, the default */
         *check = 2; /* FLOPS = O^2 C K^2 */
         return 0;
@@ -250,12 +268,7 @@ static int tflite_row(const char *op, const feat_dict *d, pp_layer_row *row, int
         if (dict_int(d, "Input_channel", 1, &C, why, why_n) ||
             dict_int(d, "Filter", 1, &F, why, why_n) || dict_int(d, "FLOPS", 1, flops, why, why_n))
             return -1;
-        row->op_type = "Gemm";
-        row->kind = PP_OPK_LINEAR;
-        pp_layer_row_add_input(row, 'x', 2, (const int64_t[]){1, C, 0, 0});
-        pp_layer_row_add_input(row, 'w', 2, (const int64_t[]){F, C, 0, 0});
-        pp_layer_row_add_input(row, 'w', 1, (const int64_t[]){F, 0, 0, 0});
-        pp_layer_row_add_attr(row, "transB", PP_ATTR_INT)->i = 1;
+        linear_row(row, C, F);
         *check = 1;
         return 0;
     }
@@ -330,12 +343,7 @@ static int torch_row(const char *op, const feat_dict *d, pp_layer_row *row, char
                      (long long)C, (long long)F);
             return -1;
         }
-        row->op_type = "Gemm";
-        row->kind = PP_OPK_LINEAR;
-        pp_layer_row_add_input(row, 'x', 2, (const int64_t[]){1, C, 0, 0});
-        pp_layer_row_add_input(row, 'w', 2, (const int64_t[]){F, C, 0, 0});
-        pp_layer_row_add_input(row, 'w', 1, (const int64_t[]){F, 0, 0, 0});
-        pp_layer_row_add_attr(row, "transB", PP_ATTR_INT)->i = 1;
+        linear_row(row, C, F);
         return 0;
     }
     if (strcmp(op, "aten::max_pool2d") == 0 ||
@@ -366,10 +374,7 @@ static int torch_row(const char *op, const feat_dict *d, pp_layer_row *row, char
                      (long long)S, (long long)P);
             return -1;
         }
-        row->op_type = op[5] == 'm' ? "MaxPool" : "AveragePool";
-        row->kind = PP_OPK_POOL;
-        pp_layer_row_add_input(row, 'x', 4, (const int64_t[]){1, C, H, H});
-        window(row, K, S, P, P);
+        pool_row(row, op[5] == 'm' ? "MaxPool" : "AveragePool", C, H, K, S, P, P);
         if (ceil_mode) pp_layer_row_add_attr(row, "ceil_mode", PP_ATTR_INT)->i = 1;
         return 0;
     }
