@@ -1,7 +1,7 @@
 /* calibrate/plan.c: `perfpred calibrate plan`: a layer benchmark plan sized to a time budget. Every
  * runtime node of a model zoo becomes a layer row of docs/measurements.md, de-duplicated by its
  * configuration; perturbations of channels, spatial size and batch (nn-Meter / Sponner style) densify
- * around them inside the zoo's observed ranges; rows are picked per op kind, weighted by the kind's
+ * around them inside the zoo's observed ranges, and pooling rows get a grid of windows; rows are picked per op kind, weighted by the kind's
  * share of zoo time (--adaptive: and its held-out error, plan_adaptive.c), until the runner's
  * estimated time fills the budget. Deterministic per seed. */
 #include <dirent.h>
@@ -1006,6 +1006,84 @@ static int64_t scaled(int64_t v, double f, int ax)
     return r < 1 ? 1 : r;
 }
 
+/* Adds r, a variant of base candidate b, unless its configuration is known already; tag names the
+ * change in its source ("plan:perturb:<tag>:zoo:..."). */
+static perfpred_status add_variant(plan *P, int b_idx, const pp_layer_row *r, const char *tag,
+                                   int64_t batch, pp_strbuf *sig, pp_err *err)
+{
+    char why[256];
+    sig->len = 0;
+    if (sig->data) sig->data[0] = '\0';
+    put_sig(sig, r);
+    if (sig->oom) return pp_err_set(err, PERFPRED_ERR_NOMEM, "plan: out of memory");
+    if (map_find(P, sig->data) >= 0) return PERFPRED_OK;
+    int ci = cand_add(P, sig->data, err);
+    if (ci < 0) return err->status;
+    cand *c = &P->c[ci];
+    const cand *b = &P->c[b_idx];
+    char src[640];
+    /* "plan:perturb:cin*0.5:zoo:resnet50.onnx@b1:/layer1/.../Conv" */
+    snprintf(src, sizeof src, "plan:perturb:%s:%s", tag,
+             b->source + (strncmp(b->source, "plan:", 5) == 0 ? 5 : 0));
+    c->source = pp_arena_strdup(P->arena, src);
+    if (!c->source) return pp_err_set(err, PERFPRED_ERR_NOMEM, "plan: out of memory");
+    c->kind = b->kind;
+    c->batch = batch;
+    validate(P, c, why, sizeof why);
+    double bytes = c->feat.in_bytes + c->feat.out_bytes + c->feat.param_bytes;
+    if (c->valid == 1 && bytes > P->mem_cap_bytes) c->valid = 0;
+    return PERFPRED_OK;
+}
+
+/* The window grid of pooling rows: kernel 2, 3 and 5, stride 1 and 2, padded by (kernel - 1) / 2
+ * as the common CNNs pad (VGG's 2/2, ResNet's 3/2/1, Inception's 3/1/1, YOLO's SPP 5/1/2). A zoo
+ * shows only some of these (a held-out family may be the only one with stride 1), and the layer
+ * models answer only for attribute values they were trained on. */
+static const int window_kernels[] = {2, 3, 5};
+static const int window_strides[] = {1, 2};
+
+/* Sets a square ints attribute (count n, every value v), adding it when the row lacks it. */
+static int set_square_attr(pp_layer_row *r, const char *name, int n, int64_t v)
+{
+    pp_layer_attr *a = NULL;
+    for (int i = 0; i < r->n_attrs && !a; i++)
+        if (strcmp(r->attrs[i].name, name) == 0) a = &r->attrs[i];
+    if (!a) {
+        if (r->n_attrs >= PP_LAYER_MAX_ATTRS) return -1;
+        a = pp_layer_row_add_attr(r, name, PP_ATTR_INTS);
+    }
+    if (a->type != PP_ATTR_INTS || n > PP_LAYER_MAX_INTS) return -1;
+    a->n = n;
+    for (int i = 0; i < n; i++) a->ints[i] = v;
+    return 0;
+}
+
+static perfpred_status perturb_window(plan *P, int i, const pp_layer_row *base, pp_strbuf *sig,
+                                      pp_err *err)
+{
+    int sp = base->inputs[0].rank - 2; /* spatial dims of an NCHW pooling input */
+    if (base->kind != PP_OPK_POOL || sp < 1 || sp > 3 ||
+        (strcmp(base->op_type, "MaxPool") != 0 && strcmp(base->op_type, "AveragePool") != 0))
+        return PERFPRED_OK;
+    for (int a = 0; a < base->n_attrs; a++)
+        if (strcmp(base->attrs[a].name, "auto_pad") == 0 && base->attrs[a].type == PP_ATTR_STRING &&
+            strcmp(base->attrs[a].s, "NOTSET") != 0)
+            return PERFPRED_OK; /* padding follows the shape, not the pads */
+    perfpred_status st = PERFPRED_OK;
+    for (size_t ki = 0; ki < sizeof window_kernels / sizeof window_kernels[0] && !st; ki++)
+        for (size_t si = 0; si < sizeof window_strides / sizeof window_strides[0] && !st; si++) {
+            int k = window_kernels[ki], s = window_strides[si], pad = (k - 1) / 2;
+            pp_layer_row r = *base;
+            if (set_square_attr(&r, "kernel_shape", sp, k) ||
+                set_square_attr(&r, "strides", sp, s) || set_square_attr(&r, "pads", 2 * sp, pad))
+                continue;
+            char tag[48];
+            snprintf(tag, sizeof tag, "window=k%ds%dp%d", k, s, pad);
+            st = add_variant(P, i, &r, tag, P->c[i].batch, sig, err);
+        }
+    return st;
+}
+
 static perfpred_status perturb(plan *P, int n_base, const range *rg, pp_err *err)
 {
     char why[256];
@@ -1025,43 +1103,50 @@ static perfpred_status perturb(plan *P, int n_base, const range *rg, pp_err *err
                 if (nv == v || nv < R->lo[ax] || nv > R->hi[ax]) continue;
                 pp_layer_row r = base;
                 if (!substitute(&r, ax, v, nv)) continue;
-                sig.len = 0;
-                if (sig.data) sig.data[0] = '\0';
-                put_sig(&sig, &r);
-                if (sig.oom) {
-                    st = pp_err_set(err, PERFPRED_ERR_NOMEM, "plan: out of memory");
-                    break;
-                }
-                if (map_find(P, sig.data) >= 0) continue;
-                int ci = cand_add(P, sig.data, err);
-                if (ci < 0) {
-                    st = err->status;
-                    break;
-                }
-                cand *c = &P->c[ci];
-                const cand *b = &P->c[i];
-                char src[640];
-                /* "plan:perturb:cin*0.5:zoo:resnet50.onnx@b1:/layer1/.../Conv" */
-                snprintf(src, sizeof src, "plan:perturb:%s*%g:%s", axis_names[ax], factors[fi],
-                         b->source + (strncmp(b->source, "plan:", 5) == 0 ? 5 : 0));
-                c->source = pp_arena_strdup(P->arena, src);
-                if (!c->source) {
-                    st = pp_err_set(err, PERFPRED_ERR_NOMEM, "plan: out of memory");
-                    break;
-                }
-                c->kind = b->kind;
-                c->batch = ax == AX_BATCH && b->batch == v ? nv : b->batch;
-                validate(P, c, why, sizeof why);
-                double bytes = c->feat.in_bytes + c->feat.out_bytes + c->feat.param_bytes;
-                if (c->valid == 1 && bytes > P->mem_cap_bytes) c->valid = 0;
+                char tag[48];
+                snprintf(tag, sizeof tag, "%s*%g", axis_names[ax], factors[fi]);
+                int64_t b = P->c[i].batch;
+                st = add_variant(P, i, &r, tag, ax == AX_BATCH && b == v ? nv : b, &sig, err);
             }
         }
+        if (st == PERFPRED_OK) st = perturb_window(P, i, &base, &sig, err);
     }
     free(sig.data);
     return st;
 }
 
 /* --------------------------------------------------------------------- selection ---- */
+
+/* Puts one row of every window of the pooling grid first among its kind's perturbations (per
+ * window the candidate that drew the largest key, in grid order), so that a small plan still
+ * trains the pool model on every kernel and stride of the grid. */
+static void first_windows(plan *P)
+{
+    enum { MAX_W = 16 };
+    char tags[MAX_W][32];
+    int best[MAX_W], n = 0;
+    static const char prefix[] = "plan:perturb:window=";
+    for (int i = 0; i < P->n; i++) {
+        const cand *c = &P->c[i];
+        if (c->valid != 1 || c->measured || strncmp(c->source, prefix, sizeof prefix - 1) != 0)
+            continue;
+        const char *t = c->source + sizeof prefix - 1, *e = strchr(t, ':');
+        size_t len = e ? (size_t)(e - t) : strlen(t);
+        if (len >= sizeof tags[0]) continue;
+        int w = 0;
+        while (w < n && !(strncmp(tags[w], t, len) == 0 && tags[w][len] == '\0')) w++;
+        if (w == n) {
+            if (n == MAX_W) continue;
+            memcpy(tags[n], t, len);
+            tags[n][len] = '\0';
+            best[n++] = i;
+        } else if (c->key > P->c[best[w]].key) {
+            best[w] = i;
+        }
+    }
+    /* keys of other candidates are below 1 (uniform) or at most 0 (weighted, adaptive) */
+    for (int w = 0; w < n; w++) P->c[best[w]].key = 2.0 - 1e-3 * w;
+}
 
 typedef struct kind_pool {
     int *idx;        /* candidate indices in pick order */
@@ -1459,6 +1544,7 @@ perfpred_status perfpred_calibrate_plan(const perfpred_plan_params *p, perfpred_
             out->adaptive_rows = 1;
         }
     }
+    first_windows(&P);
     if ((st = select_rows(&P, &err))) goto done;
     fill_report(&P);
     if (out->n_rows == 0) {

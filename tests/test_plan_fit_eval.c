@@ -434,6 +434,99 @@ static void plan_should_leave_out_excluded_families(void **state)
     free_plan(P);
 }
 
+/* The ints of attribute name in a row (n = 0 when absent). */
+static int row_ints(const pp_layer_row *r, const char *name, const int64_t **v)
+{
+    for (int i = 0; i < r->n_attrs; i++)
+        if (strcmp(r->attrs[i].name, name) == 0 && r->attrs[i].type == PP_ATTR_INTS) {
+            *v = r->attrs[i].ints;
+            return r->attrs[i].n;
+        }
+    return 0;
+}
+
+/* alexnet max-pools with 3x3 windows at stride 2 only; the plan adds the other windows of its grid
+ * around them, and each such row is the pooling its source names. */
+static void plan_should_vary_pooling_windows(void **state)
+{
+    (void)state;
+    if (!has_models()) skip();
+    char out[1300], err[1024];
+    path_in(out, sizeof out, "plan_window.csv");
+    perfpred_plan_params p = plan_params(out, 600, 1);
+    p.models = plan_models; /* alexnet */
+    p.n_models = 1;
+    perfpred_plan_report r;
+    assert_int_equal(perfpred_calibrate_plan(&p, &r, err, sizeof err), PERFPRED_OK);
+    plan_rows *P = read_plan(out);
+    int zoo_pools = 0, stride1 = 0, seen[6][3] = {{0}};
+    for (int i = 0; i < P->n; i++) {
+        const pp_layer_row *row = &P->rows[i];
+        if (row->kind != PP_OPK_POOL) continue;
+        const int64_t *ks = NULL, *ss = NULL, *ps = NULL;
+        int nk = row_ints(row, "kernel_shape", &ks), ns = row_ints(row, "strides", &ss);
+        int np = row_ints(row, "pads", &ps);
+        const char *w = strstr(row->source, "window=");
+        if (!w) { /* alexnet's own: max pooling 3/2, and its 6x6 adaptive pooling as 1/1 */
+            zoo_pools += strstr(row->source, "plan:zoo:") != NULL && nk == 2 && ks[0] == 3 &&
+                         ns == 2 && ss[0] == 2;
+            continue;
+        }
+        int K, S, Pd;
+        assert_int_equal(sscanf(w, "window=k%ds%dp%d", &K, &S, &Pd), 3);
+        assert_true(nk == 2 && ns == 2 && np == 4);
+        assert_true(ks[0] == K && ks[1] == K && ss[0] == S && ss[1] == S);
+        for (int d = 0; d < 4; d++) assert_true(ps[d] == Pd);
+        assert_int_equal(Pd, (K - 1) / 2);
+        /* the rebuilt node pools to floor((H + 2 P - K) / S) + 1 */
+        pp_graph *g = NULL;
+        int node = -1;
+        pp_err e = {0};
+        P->rows[i].source = "test";
+        assert_int_equal(pp_layer_row_graph(&P->rows[i], &g, &node, &e), PERFPRED_OK);
+        const pp_tensor *y = &g->tensors[g->nodes[node].outputs[0]];
+        int64_t H = row->inputs[0].dims[2], Wd = row->inputs[0].dims[3];
+        assert_int_equal(y->dims[2], (H + 2 * Pd - K) / S + 1);
+        assert_int_equal(y->dims[3], (Wd + 2 * Pd - K) / S + 1);
+        assert_int_equal(y->dims[1], row->inputs[0].dims[1]);
+        pp_graph_free(g);
+        stride1 += S == 1;
+        seen[K][S]++;
+    }
+    assert_true(zoo_pools > 0);
+    assert_true(stride1 > 0);
+    for (int K = 2; K <= 5; K += K == 3 ? 2 : 1)
+        for (int S = 1; S <= 2; S++) {
+            if (!seen[K][S]) print_error("no pooling row with window k%d s%d\n", K, S);
+            assert_true(seen[K][S] > 0);
+        }
+    free_plan(P);
+    /* a small plan: its first pooling perturbations are distinct windows of the grid */
+    p.budget_min = 1;
+    assert_int_equal(perfpred_calibrate_plan(&p, &r, err, sizeof err), PERFPRED_OK);
+    P = read_plan(out);
+    char tags[16][32];
+    int n_pert = 0, n_win = 0, n_tags = 0;
+    for (int i = 0; i < P->n; i++) {
+        const pp_layer_row *row = &P->rows[i];
+        if (row->kind != PP_OPK_POOL || !strstr(row->source, "plan:perturb:")) continue;
+        n_pert++;
+        const char *w = strstr(row->source, "window=");
+        if (!w) continue;
+        n_win++;
+        char t[32];
+        snprintf(t, sizeof t, "%.*s", (int)strcspn(w, ":"), w);
+        int k = 0;
+        while (k < n_tags && strcmp(tags[k], t) != 0) k++;
+        if (k == n_tags && n_tags < 16) snprintf(tags[n_tags++], sizeof tags[0], "%s", t);
+    }
+    print_message("1-minute plan: %d pooling perturbations, %d windows, %d distinct\n", n_pert,
+                  n_win, n_tags);
+    assert_true(n_pert > 0);
+    assert_int_equal(n_tags, n_pert < 6 ? n_pert : 6);
+    free_plan(P);
+}
+
 static void plan_should_read_a_model_list(void **state)
 {
     (void)state;
@@ -1023,6 +1116,7 @@ int main(void)
         cmocka_unit_test(plan_should_fit_the_budget_and_cover_every_zoo_kind),
         cmocka_unit_test(plan_rows_should_rebuild_as_their_kind_and_run_in_the_runner),
         cmocka_unit_test(plan_should_leave_out_excluded_families),
+        cmocka_unit_test(plan_should_vary_pooling_windows),
         cmocka_unit_test(plan_should_read_a_model_list),
         cmocka_unit_test(plan_should_reject_bad_parameters),
         cmocka_unit_test(fit_should_write_artifacts_that_load_back),
