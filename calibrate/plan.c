@@ -1,9 +1,9 @@
 /* calibrate/plan.c: `perfpred calibrate plan`: a layer benchmark plan sized to a time budget. Every
  * runtime node of a model zoo becomes a layer row of docs/measurements.md, de-duplicated by its
  * configuration; perturbations of channels, spatial size and batch (nn-Meter / Sponner style) densify
- * around them inside the zoo's observed ranges, and pooling rows get a grid of windows; rows are picked per op kind, weighted by the kind's
- * share of zoo time (--adaptive: and its held-out error, plan_adaptive.c), until the runner's
- * estimated time fills the budget. Deterministic per seed. */
+ * around them inside the zoo's observed ranges, and pooling rows get a grid of windows; rows are
+ * picked per op kind, weighted by the kind's share of zoo time (--adaptive: and its held-out error,
+ * plan_adaptive.c), until the runner's estimated time fills the budget. Deterministic per seed. */
 #include <dirent.h>
 #include <math.h>
 #include <stdarg.h>

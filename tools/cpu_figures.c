@@ -1,7 +1,8 @@
 /* tools/cpu_figures.c: the two measured figures of a CPU descriptor (configs/devices/NAME.yaml):
  * memory bandwidth, from a STREAM-style triad a[i] = b[i] + s * c[i] over three arrays far larger
- * than the last-level cache on every thread (12 bytes per fp32 element counted), and single-core fp32
- * FMA throughput, from a loop of independent 8-lane fused multiply-adds. Best of several trials.
+ * than the last-level cache on every thread (12 bytes per fp32 element counted), and single-core
+ * fp32 FMA throughput, from a loop of independent 8-lane fused multiply-adds. Best of several
+ * trials. Needs AVX2 and FMA for the FMA figure (-march=native picks them where the CPU has them).
  *
  *   gcc -O3 -march=native -fopenmp tools/cpu_figures.c -o /tmp/cpu_figures && /tmp/cpu_figures
  */
