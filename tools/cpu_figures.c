@@ -4,9 +4,9 @@
  * fp32 FMA throughput, from a loop of independent 8-lane fused multiply-adds. Best of several
  * trials. Needs AVX2 and FMA for the FMA figure (-march=native picks them where the CPU has them).
  *
- *   gcc -O3 -march=native -fopenmp tools/cpu_figures.c -o /tmp/cpu_figures && /tmp/cpu_figures
+ *   built by CMake as build/cpu_figures, or on its own:
+ *   gcc -O3 -march=native -fopenmp -D_POSIX_C_SOURCE=200809L tools/cpu_figures.c -o /tmp/cpu_figures
  */
-#define _POSIX_C_SOURCE 199309L
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
