@@ -1038,7 +1038,7 @@ static perfpred_status add_variant(plan *P, int b_idx, const pp_layer_row *r, co
 /* The window grid of pooling rows: kernel 2, 3 and 5, stride 1 and 2, padded by (kernel - 1) / 2
  * as the common CNNs pad (VGG's 2/2, ResNet's 3/2/1, Inception's 3/1/1, YOLO's SPP 5/1/2). A zoo
  * shows only some of these (a held-out family may be the only one with stride 1), and the layer
- * models answer only for attribute values they were trained on. */
+ * models answer only for attribute values they were trained on (cover_domain). */
 static const int window_kernels[] = {2, 3, 5};
 static const int window_strides[] = {1, 2};
 
@@ -1084,6 +1084,42 @@ static perfpred_status perturb_window(plan *P, int i, const pp_layer_row *base, 
     return st;
 }
 
+/* Group counts of the grouped-convolution grid, for dense convolutions whose channels they
+ * divide: ResNeXt's 32 and the smaller counts of RegNet-style blocks. A zoo may hold grouped
+ * convolutions of one family only. */
+static const int group_counts[] = {2, 4, 8, 16, 32};
+
+static perfpred_status perturb_group(plan *P, int i, const pp_layer_row *base, pp_strbuf *sig,
+                                     pp_err *err)
+{
+    if (base->kind != PP_OPK_CONV || strcmp(base->op_type, "Conv") != 0 || base->n_inputs < 2 ||
+        base->inputs[0].rank != 4 || base->inputs[1].rank != 4)
+        return PERFPRED_OK;
+    pp_layer_attr *ga = NULL;
+    pp_layer_row r0 = *base;
+    for (int a = 0; a < r0.n_attrs; a++)
+        if (strcmp(r0.attrs[a].name, "group") == 0) ga = &r0.attrs[a];
+    if (ga && (ga->type != PP_ATTR_INT || ga->i != 1)) return PERFPRED_OK;
+    if (!ga) {
+        if (r0.n_attrs >= PP_LAYER_MAX_ATTRS) return PERFPRED_OK;
+        ga = pp_layer_row_add_attr(&r0, "group", PP_ATTR_INT);
+    }
+    int64_t cin = base->inputs[0].dims[1], cout = base->inputs[1].dims[0];
+    perfpred_status st = PERFPRED_OK;
+    for (size_t gi = 0; gi < sizeof group_counts / sizeof group_counts[0] && !st; gi++) {
+        int g = group_counts[gi];
+        /* at least 4 channels per group on each side: fewer is depthwise-like, another kind */
+        if (cin % g || cout % g || cin / g < 4 || cout / g < 4) continue;
+        pp_layer_row r = r0;
+        r.attrs[ga - r0.attrs].i = g;
+        r.inputs[1].dims[1] = cin / g;
+        char tag[32];
+        snprintf(tag, sizeof tag, "group=%d", g);
+        st = add_variant(P, i, &r, tag, P->c[i].batch, sig, err);
+    }
+    return st;
+}
+
 static perfpred_status perturb(plan *P, int n_base, const range *rg, pp_err *err)
 {
     char why[256];
@@ -1110,6 +1146,7 @@ static perfpred_status perturb(plan *P, int n_base, const range *rg, pp_err *err
             }
         }
         if (st == PERFPRED_OK) st = perturb_window(P, i, &base, &sig, err);
+        if (st == PERFPRED_OK) st = perturb_group(P, i, &base, &sig, err);
     }
     free(sig.data);
     return st;
@@ -1117,35 +1154,37 @@ static perfpred_status perturb(plan *P, int n_base, const range *rg, pp_err *err
 
 /* --------------------------------------------------------------------- selection ---- */
 
-/* Puts one row of every window of the pooling grid first among its kind's perturbations (per
- * window the candidate that drew the largest key, in grid order), so that a small plan still
- * trains the pool model on every kernel and stride of the grid. */
-static void first_windows(plan *P)
+/* Puts rows that cover the layer models' domain first: per op kind, for every value of every
+ * domain attribute (kernel, stride, dilation, group: layer_models/, pp_lm_domain_value) that some
+ * candidate has, the candidate with that value that drew the largest key, in candidate order.
+ * A layer model answers only for attribute values it was trained on, so a small plan that left out
+ * ResNet's 7x7 stem or ResNeXt's groups would leave them to the roofline; the window grid's
+ * stride-1 pooling is covered the same way. */
+static void cover_domain(plan *P)
 {
-    enum { MAX_W = 16 };
-    char tags[MAX_W][32];
-    int best[MAX_W], n = 0;
-    static const char prefix[] = "plan:perturb:window=";
+    enum { NV = 32 };
+    int best[PP_OPK__COUNT][PP_LM_N_DOMAIN][NV];
+    for (int k = 0; k < PP_OPK__COUNT; k++)
+        for (int d = 0; d < PP_LM_N_DOMAIN; d++)
+            for (int v = 0; v < NV; v++) best[k][d][v] = -1;
     for (int i = 0; i < P->n; i++) {
         const cand *c = &P->c[i];
-        if (c->valid != 1 || c->measured || strncmp(c->source, prefix, sizeof prefix - 1) != 0)
-            continue;
-        const char *t = c->source + sizeof prefix - 1, *e = strchr(t, ':');
-        size_t len = e ? (size_t)(e - t) : strlen(t);
-        if (len >= sizeof tags[0]) continue;
-        int w = 0;
-        while (w < n && !(strncmp(tags[w], t, len) == 0 && tags[w][len] == '\0')) w++;
-        if (w == n) {
-            if (n == MAX_W) continue;
-            memcpy(tags[n], t, len);
-            tags[n][len] = '\0';
-            best[n++] = i;
-        } else if (c->key > P->c[best[w]].key) {
-            best[w] = i;
+        if (c->valid != 1 || c->measured) continue;
+        for (int d = 0; d < PP_LM_N_DOMAIN; d++) {
+            int v = pp_lm_domain_value(&c->feat, d);
+            if (v < 0 || v >= NV) continue;
+            int *b = &best[c->kind][d][v];
+            if (*b < 0 || c->key > P->c[*b].key) *b = i;
         }
     }
     /* keys of other candidates are below 1 (uniform) or at most 0 (weighted, adaptive) */
-    for (int w = 0; w < n; w++) P->c[best[w]].key = 2.0 - 1e-3 * w;
+    int w = 0;
+    for (int k = 0; k < PP_OPK__COUNT; k++)
+        for (int d = 0; d < PP_LM_N_DOMAIN; d++)
+            for (int v = 0; v < NV; v++) {
+                int i = best[k][d][v];
+                if (i >= 0 && P->c[i].key < 1.0) P->c[i].key = 2.0 - 1e-6 * w++;
+            }
 }
 
 typedef struct kind_pool {
@@ -1269,11 +1308,13 @@ static perfpred_status select_rows(plan *P, pp_err *err)
         pp_adapt_kind_weights(P->adapt, share, use, P->kind_weight);
         for (int k = 1; k < PP_OPK__COUNT; k++)
             if (use[k]) pools[k].target_s = budget * (0.7 * P->kind_weight[k] + 0.3 / n_kinds);
-        /* coverage first: a few rows of every kind, whatever its share */
+        /* coverage first: a few rows of every kind, whatever its share, each kind spending at
+         * most its target or an even share of the budget, so that the first kinds' domain rows
+         * (cover_domain) cannot take a small budget from the others */
         for (int k = 1; k < PP_OPK__COUNT; k++) {
             if (!pools[k].n) continue;
             double t = pools[k].target_s;
-            pools[k].target_s = budget;
+            pools[k].target_s = fmax(t, budget / n_kinds);
             fill_pool(P, &pools[k], &total, budget, MIN_ROWS_PER_KIND);
             pools[k].target_s = fmax(t, pools[k].spent_s);
         }
@@ -1544,7 +1585,7 @@ perfpred_status perfpred_calibrate_plan(const perfpred_plan_params *p, perfpred_
             out->adaptive_rows = 1;
         }
     }
-    first_windows(&P);
+    cover_domain(&P);
     if ((st = select_rows(&P, &err))) goto done;
     fill_report(&P);
     if (out->n_rows == 0) {

@@ -357,9 +357,48 @@ static void layer_models_should_answer_covered_kinds_and_decline_others(void **s
     c = conv_rows.f[0];
     c.stride[0] = c.stride[1] = 2;
     assert_int_equal(pp_layer_models_predict(lm, &c, PP_LM_LATENCY, &v, &err), PP_LM_UNCOVERED);
+    /* ... and dense: a grouped convolution is outside it too */
+    c = conv_rows.f[0];
+    c.group = 4;
+    assert_int_equal(pp_layer_models_predict(lm, &c, PP_LM_LATENCY, &v, &err), PP_LM_UNCOVERED);
     pp_layer_models_free(lm);
     pp_lm_model_free(lin);
     pp_lm_model_free(conv);
+}
+
+/* Kernel, stride and dilation values are matched exactly; group counts above 1 are one class. */
+static void domain_should_match_attributes_exactly_but_group_counts_as_a_class(void **state)
+{
+    (void)state;
+    pp_node_feat f;
+    memset(&f, 0, sizeof f);
+    f.kind = PP_OPK_CONV;
+    f.kernel[0] = f.kernel[1] = 3;
+    f.stride[0] = f.stride[1] = 1;
+    f.dilation[0] = f.dilation[1] = 1;
+    f.group = 1;
+    pp_lm_domain d;
+    memset(&d, 0, sizeof d);
+    d.seen[0] = d.seen[1] = 1u << 3;  /* kernel 3 */
+    d.seen[2] = d.seen[3] = 1u << 1;  /* stride 1 */
+    d.seen[4] = 1u << 1;              /* dilation 1 */
+    d.seen[5] = 1u << 1;              /* dense only */
+    assert_true(pp_lm_domain_contains(&d, &f));
+    f.group = 8;
+    assert_false(pp_lm_domain_contains(&d, &f));
+    d.seen[5] |= 1u << 31;            /* ... and 32 or more groups (ResNeXt) */
+    assert_true(pp_lm_domain_contains(&d, &f));
+    f.group = 2;
+    assert_true(pp_lm_domain_contains(&d, &f));
+    d.seen[5] = 1u << 31;             /* grouped only: dense is not covered */
+    f.group = 1;
+    assert_false(pp_lm_domain_contains(&d, &f));
+    d.seen[5] = 1u << 1;
+    f.kernel[0] = f.kernel[1] = 5;    /* an unseen kernel size stays outside */
+    assert_false(pp_lm_domain_contains(&d, &f));
+    f.kernel[0] = f.kernel[1] = 3;
+    f.stride[0] = f.stride[1] = 2;
+    assert_false(pp_lm_domain_contains(&d, &f));
 }
 
 static void manifest_with_other_features_should_be_refused(void **state)
@@ -546,6 +585,7 @@ int main(void)
         cmocka_unit_test(failed_save_should_leave_the_old_artifact_intact),
         cmocka_unit_test(save_and_load_should_reject_bad_files),
         cmocka_unit_test(layer_models_should_answer_covered_kinds_and_decline_others),
+        cmocka_unit_test(domain_should_match_attributes_exactly_but_group_counts_as_a_class),
         cmocka_unit_test(manifest_with_other_features_should_be_refused),
         cmocka_unit_test(deferred_set_should_read_models_on_first_use),
         cmocka_unit_test(predictions_should_be_thread_safe),

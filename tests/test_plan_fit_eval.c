@@ -445,9 +445,26 @@ static int row_ints(const pp_layer_row *r, const char *name, const int64_t **v)
     return 0;
 }
 
-/* alexnet max-pools with 3x3 windows at stride 2 only; the plan adds the other windows of its grid
- * around them, and each such row is the pooling its source names. */
-static void plan_should_vary_pooling_windows(void **state)
+/* Per op kind, the kernel_shape[0], strides[0] and group values (capped at 31) of a plan's
+ * rows, as bit sets. */
+static const char *const value_attrs[3] = {"kernel_shape", "strides", "group"};
+static void attr_values(const plan_rows *P, uint32_t out[PP_OPK__COUNT][3])
+{
+    memset(out, 0, sizeof(uint32_t) * PP_OPK__COUNT * 3);
+    for (int i = 0; i < P->n; i++)
+        for (int a = 0; a < 3; a++)
+            for (int j = 0; j < P->rows[i].n_attrs; j++) {
+                const pp_layer_attr *at = &P->rows[i].attrs[j];
+                if (strcmp(at->name, value_attrs[a]) != 0) continue;
+                int64_t v = at->type == PP_ATTR_INTS ? (at->n ? at->ints[0] : -1) : at->i;
+                if (v >= 0) out[P->rows[i].kind][a] |= 1u << (v > 31 ? 31 : v);
+            }
+}
+
+/* alexnet max-pools with 3x3 windows at stride 2 only and has no grouped convolution; the plan adds
+ * the other windows of its grid around the pools and the group grid around the convolutions, each
+ * row is what its source names, and a small plan keeps every attribute value the large one has. */
+static void plan_should_vary_windows_and_groups(void **state)
 {
     (void)state;
     if (!has_models()) skip();
@@ -459,9 +476,21 @@ static void plan_should_vary_pooling_windows(void **state)
     perfpred_plan_report r;
     assert_int_equal(perfpred_calibrate_plan(&p, &r, err, sizeof err), PERFPRED_OK);
     plan_rows *P = read_plan(out);
-    int zoo_pools = 0, stride1 = 0, seen[6][3] = {{0}};
+    int zoo_pools = 0, stride1 = 0, n_group = 0, seen[6][3] = {{0}};
     for (int i = 0; i < P->n; i++) {
         const pp_layer_row *row = &P->rows[i];
+        const char *gs = strstr(row->source, "perturb:group=");
+        if (gs) { /* the group grid: g groups of cin / g input channels each */
+            int g = atoi(gs + strlen("perturb:group="));
+            int64_t gv = -1;
+            for (int j = 0; j < row->n_attrs; j++)
+                if (strcmp(row->attrs[j].name, "group") == 0) gv = row->attrs[j].i;
+            assert_int_equal(row->kind, PP_OPK_CONV);
+            assert_int_equal(gv, g);
+            assert_int_equal(row->inputs[1].dims[1] * g, row->inputs[0].dims[1]);
+            n_group++;
+            continue;
+        }
         if (row->kind != PP_OPK_POOL) continue;
         const int64_t *ks = NULL, *ss = NULL, *ps = NULL;
         int nk = row_ints(row, "kernel_shape", &ks), ns = row_ints(row, "strides", &ss);
@@ -495,35 +524,32 @@ static void plan_should_vary_pooling_windows(void **state)
     }
     assert_true(zoo_pools > 0);
     assert_true(stride1 > 0);
+    assert_true(n_group > 0);
     for (int K = 2; K <= 5; K += K == 3 ? 2 : 1)
         for (int S = 1; S <= 2; S++) {
             if (!seen[K][S]) print_error("no pooling row with window k%d s%d\n", K, S);
             assert_true(seen[K][S] > 0);
         }
-    free_plan(P);
-    /* a small plan: its first pooling perturbations are distinct windows of the grid */
+    /* a small plan still holds every kernel, stride and group value of the large one's rows,
+     * per op kind: the values the layer models are gated on */
     p.budget_min = 1;
     assert_int_equal(perfpred_calibrate_plan(&p, &r, err, sizeof err), PERFPRED_OK);
-    P = read_plan(out);
-    char tags[16][32];
-    int n_pert = 0, n_win = 0, n_tags = 0;
-    for (int i = 0; i < P->n; i++) {
-        const pp_layer_row *row = &P->rows[i];
-        if (row->kind != PP_OPK_POOL || !strstr(row->source, "plan:perturb:")) continue;
-        n_pert++;
-        const char *w = strstr(row->source, "window=");
-        if (!w) continue;
-        n_win++;
-        char t[32];
-        snprintf(t, sizeof t, "%.*s", (int)strcspn(w, ":"), w);
-        int k = 0;
-        while (k < n_tags && strcmp(tags[k], t) != 0) k++;
-        if (k == n_tags && n_tags < 16) snprintf(tags[n_tags++], sizeof tags[0], "%s", t);
-    }
-    print_message("1-minute plan: %d pooling perturbations, %d windows, %d distinct\n", n_pert,
-                  n_win, n_tags);
-    assert_true(n_pert > 0);
-    assert_int_equal(n_tags, n_pert < 6 ? n_pert : 6);
+    plan_rows *Q = read_plan(out);
+    uint32_t big[PP_OPK__COUNT][3], small[PP_OPK__COUNT][3];
+    attr_values(P, big);
+    attr_values(Q, small);
+    int grouped = 0;
+    for (int k = 0; k < PP_OPK__COUNT; k++)
+        for (int a = 0; a < 3; a++) {
+            if (big[k][a] != small[k][a])
+                print_error("%s %s: values %#x in the large plan, %#x in the 1-minute one\n",
+                            pp_op_kind_name((pp_op_kind)k), value_attrs[a], big[k][a],
+                            small[k][a]);
+            assert_int_equal(big[k][a], small[k][a]);
+        }
+    grouped = (small[PP_OPK_CONV][2] & ~3u) != 0;
+    assert_true(grouped); /* from the group grid: alexnet has no grouped convolution */
+    free_plan(Q);
     free_plan(P);
 }
 
@@ -1116,7 +1142,7 @@ int main(void)
         cmocka_unit_test(plan_should_fit_the_budget_and_cover_every_zoo_kind),
         cmocka_unit_test(plan_rows_should_rebuild_as_their_kind_and_run_in_the_runner),
         cmocka_unit_test(plan_should_leave_out_excluded_families),
-        cmocka_unit_test(plan_should_vary_pooling_windows),
+        cmocka_unit_test(plan_should_vary_windows_and_groups),
         cmocka_unit_test(plan_should_read_a_model_list),
         cmocka_unit_test(plan_should_reject_bad_parameters),
         cmocka_unit_test(fit_should_write_artifacts_that_load_back),
