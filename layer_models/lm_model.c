@@ -149,15 +149,18 @@ int pp_lm_domain_value(const pp_node_feat *f, int i)
     return v > 31 ? 31 : (int)v;
 }
 
-/* Kernel, stride and dilation values must have been seen exactly. Group counts above 1 form one
- * class: a model trained on some grouped (or depthwise) convolutions answers for other group
- * counts, which the roofline features already scale (RegNet's group counts vary block by block). */
+/* Kernel, stride, dilation and group values must have been seen exactly, except that for dense
+ * convolutions (kind conv) group counts above 1 form one class: a model trained on some grouped
+ * convolutions answers for other group counts, which the roofline features already scale
+ * (RegNet's group counts vary block by block). A depthwise convolution's group is its channel
+ * count, a size rather than a structure, and stays an exact match (counts of 31 and more are one
+ * value, pp_lm_domain_value). */
 int pp_lm_domain_contains(const pp_lm_domain *d, const pp_node_feat *f)
 {
     for (int i = 0; i < PP_LM_N_DOMAIN; i++) {
         int v = pp_lm_domain_value(f, i);
         if (v < 0) return 0;
-        if (i == 5 && v > 1 && (d->seen[i] & ~3u)) continue;
+        if (i == 5 && v > 1 && f->kind == PP_OPK_CONV && (d->seen[i] & ~3u)) continue;
         if (!(d->seen[i] & (1u << v))) return 0;
     }
     return 1;

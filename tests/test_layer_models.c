@@ -366,8 +366,9 @@ static void layer_models_should_answer_covered_kinds_and_decline_others(void **s
     pp_lm_model_free(conv);
 }
 
-/* Kernel, stride and dilation values are matched exactly; group counts above 1 are one class. */
-static void domain_should_match_attributes_exactly_but_group_counts_as_a_class(void **state)
+/* Kernel, stride, dilation and depthwise group values are matched exactly; a dense convolution's
+ * group counts above 1 are one class. */
+static void domain_should_match_attributes_exactly_but_dense_group_counts_as_a_class(void **state)
 {
     (void)state;
     pp_node_feat f;
@@ -393,6 +394,14 @@ static void domain_should_match_attributes_exactly_but_group_counts_as_a_class(v
     d.seen[5] = 1u << 31;             /* grouped only: dense is not covered */
     f.group = 1;
     assert_false(pp_lm_domain_contains(&d, &f));
+    f.kind = PP_OPK_DWCONV;           /* depthwise: the group is the channel count, exact */
+    f.group = 16;
+    d.seen[5] = 1u << 31;
+    assert_false(pp_lm_domain_contains(&d, &f));
+    f.group = 40;
+    assert_true(pp_lm_domain_contains(&d, &f));
+    f.kind = PP_OPK_CONV;
+    f.group = 1;
     d.seen[5] = 1u << 1;
     f.kernel[0] = f.kernel[1] = 5;    /* an unseen kernel size stays outside */
     assert_false(pp_lm_domain_contains(&d, &f));
@@ -585,7 +594,7 @@ int main(void)
         cmocka_unit_test(failed_save_should_leave_the_old_artifact_intact),
         cmocka_unit_test(save_and_load_should_reject_bad_files),
         cmocka_unit_test(layer_models_should_answer_covered_kinds_and_decline_others),
-        cmocka_unit_test(domain_should_match_attributes_exactly_but_group_counts_as_a_class),
+        cmocka_unit_test(domain_should_match_attributes_exactly_but_dense_group_counts_as_a_class),
         cmocka_unit_test(manifest_with_other_features_should_be_refused),
         cmocka_unit_test(deferred_set_should_read_models_on_first_use),
         cmocka_unit_test(predictions_should_be_thread_safe),
