@@ -655,7 +655,7 @@ static perfpred_status node_features(pp_graph *g, int ni, pp_err *err)
     /* bytes: distinct non-static inputs read, parameter inputs, outputs written */
     for (int i = 0; i < n->n_inputs; i++) {
         int t = n->inputs[i];
-        double b;
+        double b = 0;
         if (t < 0 || seen_before(n->inputs, i, t)) continue;
         if (!is_static(g, t)) {
             if ((st = tensor_bytes(&c, t, &b))) return st;
@@ -668,7 +668,7 @@ static perfpred_status node_features(pp_graph *g, int ni, pp_err *err)
     }
     for (int o = 0; o < n->n_outputs; o++) {
         int t = n->outputs[o];
-        double b;
+        double b = 0; /* set by tensor_bytes; GCC -O3 cannot see that through the inlining */
         if (t < 0) continue;
         if ((st = tensor_bytes(&c, t, &b))) return st;
         f->out_bytes += b;
