@@ -315,7 +315,7 @@ static perfpred_status j_num(jctx *c, const cJSON *o, const char *key, double lo
 static perfpred_status j_int(jctx *c, const cJSON *o, const char *key, double lo, double hi,
                              int *out)
 {
-    double d;
+    double d = 0;
     perfpred_status st = j_num(c, o, key, lo, hi, 1, &d);
     if (!st) *out = (int)d;
     return st;
@@ -373,7 +373,7 @@ static perfpred_status apply_manifest(pp_gnn *m, const char *mpath, const char *
     if (strcmp(s, base_name(wpath)) != 0)
         return pp_err_set(err, PERFPRED_ERR_MODEL, "%s: describes weights '%s', not '%s'", mpath, s,
                           base_name(wpath));
-    double bytes;
+    double bytes = 0;
     if ((st = j_num(&c, w, "bytes", 0, 9007199254740992.0, 1, &bytes))) return st;
     if ((size_t)bytes != wlen)
         return pp_err_set(err, PERFPRED_ERR_MODEL, "%s: weights of %.0f bytes, '%s' has %zu", mpath,
