@@ -9,6 +9,7 @@ measurement CSV of docs/measurements.md, written atomically; a rerun resumes fro
 import argparse
 import csv
 import datetime
+import json
 import os
 import sys
 
@@ -126,6 +127,35 @@ def machine_description(torch, device):
     if device == "cuda":
         return torch.cuda.get_device_name(torch.cuda.current_device())
     return timing.cpu_model()
+
+
+DEFAULT_CONFIG_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs")
+
+
+def calibrated_machines(device_name, config_dir=DEFAULT_CONFIG_DIR):
+    """The machines (the `machine=` of the rows) that device_name's committed layer models were
+    measured on, from configs/artifacts/<device>/manifest.json; empty when it has none."""
+    path = os.path.join(config_dir, "artifacts", device_name, "manifest.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            sources = json.load(f).get("sources", [])
+    except (OSError, ValueError, AttributeError):
+        return set()
+    return {s.get("gpu") for s in sources if isinstance(s, dict) and s.get("gpu")}
+
+
+def warn_if_other_machine(prog, device_name, machine, config_dir=DEFAULT_CONFIG_DIR,
+                          stream=None):
+    """Warns (stream, default stderr) when device_name is calibrated from rows of another machine:
+    rows measured here under that name would describe two machines. Returns True if it warned."""
+    known = calibrated_machines(device_name, config_dir)
+    if not known or machine in known:
+        return False
+    print(f"{prog}: warning: {device_name} is calibrated from rows measured on "
+          f"{', '.join(sorted(known))}; this machine is {machine}. Its rows would mix two "
+          f"machines under one name: give this one its own device (README, \"Calibrate a new "
+          f"machine\").", file=stream or sys.stderr)
+    return True
 
 
 def format_source(device_name, run_id, machine, utc, protocol, stats, inner):
@@ -371,6 +401,7 @@ def main(argv=None):
     if a.limit is not None:
         rows = rows[:max(0, a.limit)]
     torch = setup_torch(a.threads, a.device)
+    warn_if_other_machine("layer_runner", a.device_name, machine_description(torch, a.device))
     digest = timing.file_sha256(a.plan) + (f":limit={a.limit}" if a.limit is not None else "")
     try:
         res, n = measure_rows(rows, a.out, torch=torch, device_name=a.device_name, device=a.device,

@@ -253,6 +253,8 @@ def main(argv=None):
                                    min_sample_us=0.0, seed=a.seed)
         protocol.check()
         torch = layer_runner.setup_torch(a.threads, a.device)
+        layer_runner.warn_if_other_machine("network_runner", a.device_name,
+                                           layer_runner.machine_description(torch, a.device))
         resolutions = (timing.parse_int_list(a.resolution, "--resolution")
                        if a.resolution else None)
         configs = None

@@ -233,5 +233,46 @@ class LayerRunnerTest(unittest.TestCase):
         self.assertEqual((rows[0].kind, rows[0].batch), ("linear", 4))
 
 
+class OtherMachineTest(unittest.TestCase):
+    """A device calibrated from rows of one machine: measuring it under the same name on another
+    machine is warned about before the run; the same machine, or no calibration, is not."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        d = os.path.join(self.tmp.name, "artifacts", "box")
+        os.makedirs(d)
+        with open(os.path.join(d, "manifest.json"), "w", encoding="utf-8") as f:
+            json.dump({"device": "box", "sources": [
+                {"path": "data/box/layers.csv", "gpu": "Intel(R) Xeon(R) Processor (2 logical CPUs, "
+                 "x86_64)", "role": "train"},
+                {"path": "data/box/layers.csv", "gpu": "Intel(R) Xeon(R) Processor (2 logical CPUs, "
+                 "x86_64)", "role": "test"}]}, f)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def warned(self, device, machine):
+        out = io.StringIO()
+        w = layer_runner.warn_if_other_machine("layer_runner", device, machine, self.tmp.name, out)
+        self.assertEqual(w, bool(out.getvalue()))
+        return out.getvalue()
+
+    def test_another_machine_should_be_warned_about(self):
+        msg = self.warned("box", "AMD EPYC (2 logical CPUs, x86_64)")
+        self.assertIn("box is calibrated from rows measured on Intel(R) Xeon(R) Processor", msg)
+        self.assertIn("this machine is AMD EPYC (2 logical CPUs, x86_64)", msg)
+
+    def test_the_same_machine_or_no_calibration_should_pass_quietly(self):
+        self.assertEqual(self.warned("box", "Intel(R) Xeon(R) Processor (2 logical CPUs, x86_64)"), "")
+        self.assertEqual(self.warned("other-box", "AMD EPYC (2 logical CPUs, x86_64)"), "")
+        self.assertEqual(layer_runner.calibrated_machines("other-box", self.tmp.name), set())
+
+    def test_the_committed_calibrations_should_name_their_machines(self):
+        self.assertEqual(layer_runner.calibrated_machines("host-cpu"),
+                         {"Intel(R) Xeon(R) Processor (2 logical CPUs, x86_64)"})
+        self.assertEqual(layer_runner.calibrated_machines("epyc-kvm-2vcpu"),
+                         {"AMD EPYC (2 logical CPUs, x86_64)"})
+
+
 if __name__ == "__main__":
     unittest.main()
