@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "calibrate/calibrate.h"
+#include "predictor/calib.h"
 #include "predictor/predictor.h"
 
 static void copy_trunc(char *dst, size_t n, const char *src)
@@ -207,6 +208,51 @@ static int cmp_cstr(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* The machine= of a runner row's source ("...; machine=AMD EPYC (2 logical CPUs, x86_64); ...")
+ * into out; 0 when the source names none. */
+static int source_machine(const char *source, char *out, size_t n)
+{
+    const char *m = source ? strstr(source, "machine=") : NULL;
+    if (!m) return 0;
+    m += strlen("machine=");
+    size_t len = strcspn(m, ";");
+    if (len == 0) return 0;
+    snprintf(out, n, "%.*s", (int)len, m);
+    return 1;
+}
+
+/* Network rows measured on a machine other than the one(s) the device's own layer models were
+ * measured on: the layer sums then describe that other machine (a device name reused on new
+ * hardware). One message naming both and the first such row. */
+static void check_machines(eval_ctx *E, const pp_net_table *t)
+{
+    const pp_layer_models *lm = pp_calib_own_models(pp_ctx_calib(E->ctx), E->dev);
+    int n_known = pp_layer_models_n_machines(lm);
+    if (n_known == 0) return;
+    int n_rows = 0, n_other = 0, first_line = 0;
+    char first[256] = "", m[256];
+    for (int i = 0; i < t->n; i++) {
+        const pp_net_row *r = &t->rows[i];
+        if (!row_device_matches(E, r->device) || !source_machine(r->source, m, sizeof m))
+            continue;
+        n_rows++;
+        int known = 0;
+        for (int k = 0; k < n_known && !known; k++)
+            known = strcmp(m, pp_layer_models_machine(lm, k)) == 0;
+        if (known) continue;
+        if (!n_other++) {
+            snprintf(first, sizeof first, "%s", m);
+            first_line = r->line;
+        }
+    }
+    if (!n_other) return;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%d of %d rows measured on %s, %s's layer models on %s%s: "
+             "layer sums of another machine", n_other, n_rows, first, E->dev->name,
+             pp_layer_models_machine(lm, 0), n_known > 1 ? " and others" : "");
+    add_msg(E->rep, t->path, first_line, msg);
+}
+
 static perfpred_status eval_networks(eval_ctx *E, pp_err *err)
 {
     perfpred_eval_report *rep = E->rep;
@@ -214,6 +260,7 @@ static perfpred_status eval_networks(eval_ctx *E, pp_err *err)
     perfpred_status st = pp_net_csv_read(E->p->networks_csv, &t, err);
     if (st != PERFPRED_OK) return st;
     report_rows_read(rep, t->n, &t->bad);
+    check_machines(E, t);
     int by_model = E->p->group_by && strcmp(E->p->group_by, "model") == 0;
     rep->points = pp_arena_array(E->a, (size_t)t->n + 1, sizeof *rep->points);
     E->point_group = pp_arena_array(E->a, (size_t)t->n + 1, sizeof *E->point_group);

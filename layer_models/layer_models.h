@@ -171,6 +171,10 @@ int pp_layer_models_covers(const pp_layer_models *lm, pp_op_kind kind, pp_lm_tar
 const char *pp_layer_models_device(const pp_layer_models *lm);
 /* Manifest text naming where the training data came from ("NeuSight <repo>@<commit>"). */
 const char *pp_layer_models_source(const pp_layer_models *lm);
+/* The distinct machines the training rows were measured on (the manifest sources' "gpu": a
+ * runner row's machine=, or a dataset's GPU name); i in [0, n). */
+int pp_layer_models_n_machines(const pp_layer_models *lm);
+const char *pp_layer_models_machine(const pp_layer_models *lm, int i);
 /* The entry (base, held-out error, note) of a covered kind, else NULL. */
 const pp_lm_entry *pp_layer_models_entry(const pp_layer_models *lm, pp_op_kind kind,
                                          pp_lm_target target);

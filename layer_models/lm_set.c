@@ -130,6 +130,9 @@ struct pp_layer_models {
     const char *dir;
     const char *device;
     const char *source;
+    /* the machines the rows were measured on (the sources' "gpu": a runner's machine=) */
+    const char *machines[PP_LM_MAX_SOURCES];
+    int n_machines;
     /* every regressor is read (from the open, or the first use of a deferred set: that reads
      * them under the lock; its first failure sticks in load_err) */
     atomic_int loaded;
@@ -351,6 +354,18 @@ perfpred_status pp_layer_models_open(const char *dir, int deferred, pp_layer_mod
     } else {
         lm->source = pp_arena_strdup(lm->arena, "(no source listed)");
     }
+    const cJSON *so;
+    cJSON_ArrayForEach(so, sources)
+    {
+        const char *m = cJSON_IsObject(so) ? get_str(so, "gpu") : NULL;
+        if (!m || !*m || lm->n_machines == PP_LM_MAX_SOURCES) continue;
+        int dup = 0;
+        for (int k = 0; k < lm->n_machines && !dup; k++) dup = strcmp(lm->machines[k], m) == 0;
+        if (!dup && !(lm->machines[lm->n_machines++] = pp_arena_strdup(lm->arena, m))) {
+            st = pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+            goto fail;
+        }
+    }
     int idx = 0;
     const cJSON *o;
     cJSON_ArrayForEach(o, models)
@@ -394,6 +409,13 @@ int pp_layer_models_predict(const pp_layer_models *lm, const pp_node_feat *f, pp
 
 const char *pp_layer_models_device(const pp_layer_models *lm) { return lm ? lm->device : NULL; }
 const char *pp_layer_models_source(const pp_layer_models *lm) { return lm ? lm->source : NULL; }
+
+int pp_layer_models_n_machines(const pp_layer_models *lm) { return lm ? lm->n_machines : 0; }
+
+const char *pp_layer_models_machine(const pp_layer_models *lm, int i)
+{
+    return lm && i >= 0 && i < lm->n_machines ? lm->machines[i] : NULL;
+}
 
 const pp_lm_entry *pp_layer_models_entry(const pp_layer_models *lm, pp_op_kind kind,
                                          pp_lm_target target)

@@ -226,3 +226,10 @@ const struct pp_gnn *pp_calib_gnn(const pp_calib *c, const pp_device *d, const c
     if (source) *source = c->gnn_text[i];
     return c->gnn[i];
 }
+
+const struct pp_layer_models *pp_calib_own_models(const pp_calib *c, const pp_device *d)
+{
+    /* by name: d may come from another load of the same descriptors */
+    const calib_entry *e = c && d ? entry_of(c, pp_devices_find(c->db, d->name)) : NULL;
+    return e ? e->lm : NULL;
+}

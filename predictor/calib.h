@@ -35,5 +35,10 @@ int pp_calib_node_ms(const pp_calib *c, const pp_device *d, const pp_node_feat *
  * model has a second target, energy = layer sum x 1 W x exp(out[1]). */
 struct pp_gnn;
 const struct pp_gnn *pp_calib_gnn(const pp_calib *c, const pp_device *d, const char **source);
+/* A context's calibrations (predictor/predictor.c). */
+const pp_calib *pp_ctx_calib(const perfpred_ctx *ctx);
+/* The layer models of the device named like d, its own (not a parent's or calibration_from's),
+ * or NULL. */
+const struct pp_layer_models *pp_calib_own_models(const pp_calib *c, const pp_device *d);
 
 #endif

@@ -18,6 +18,8 @@ struct perfpred_ctx {
     pp_logger log;
 };
 
+const pp_calib *pp_ctx_calib(const perfpred_ctx *ctx) { return ctx ? ctx->calib : NULL; }
+
 perfpred_ctx_params perfpred_ctx_default_params(void)
 {
     perfpred_ctx_params p = {0};

@@ -1021,6 +1021,49 @@ static void eval_networks_should_predict_like_the_public_api(void **state)
     perfpred_eval_report_free(&r);
 }
 
+/* Network rows of host-cpu measured on another machine (a device name reused on new hardware):
+ * eval says so, naming both machines and the first such row; rows of the calibrated machine, or
+ * rows that name no machine, pass without it. */
+static void eval_networks_should_flag_rows_of_another_machine(void **state)
+{
+    (void)state;
+    if (!has_models()) skip();
+    static const char intel[] = "Intel(R) Xeon(R) Processor (2 logical CPUs, x86_64)";
+    const char *machines[3] = {intel, "Other CPU (8 logical CPUs, aarch64)", NULL};
+    for (int c = 0; c < 3; c++) {
+        char path[1300], text[4096], src[160];
+        path_in(path, sizeof path, "machine_networks.csv");
+        if (machines[c]) snprintf(src, sizeof src, "\"runner; machine=%s; utc=x\"", machines[c]);
+        else snprintf(src, sizeof src, "runner");
+        snprintf(text, sizeof text,
+                 "%s"
+                 "models/alexnet.onnx,alexnet,host-cpu,pytorch-eager,,fp32,1,,40,,,,,runner,"
+                 "2026-01-01\n"
+                 "models/alexnet.onnx,alexnet,host-cpu,pytorch-eager,,fp32,2,,80,,,,,%s,"
+                 "2026-01-01\n",
+                 NET_HEADER, src);
+        pp_test_write_text(path, text);
+        perfpred_eval_params p = perfpred_eval_default_params();
+        p.device = "host-cpu";
+        p.networks_csv = path;
+        p.config_dir = PP_SOURCE_DIR "/configs";
+        perfpred_eval_report r;
+        char err[1024];
+        assert_int_equal(perfpred_eval(&p, &r, err, sizeof err), PERFPRED_OK);
+        assert_int_equal(r.n_points, 2);
+        int flagged = 0;
+        for (int i = 0; i < r.n_msgs; i++)
+            if (strstr(r.msgs[i], "another machine")) {
+                flagged = 1;
+                assert_non_null(strstr(r.msgs[i], "machine_networks.csv:3: 1 of 1 rows"));
+                assert_non_null(strstr(r.msgs[i], "measured on Other CPU (8 logical CPUs"));
+                assert_non_null(strstr(r.msgs[i], "host-cpu's layer models on Intel(R) Xeon(R)"));
+            }
+        assert_int_equal(flagged, c == 1);
+        perfpred_eval_report_free(&r);
+    }
+}
+
 static void eval_should_name_the_file_and_line_of_bad_input(void **state)
 {
     (void)state;
@@ -1153,6 +1196,7 @@ int main(void)
         cmocka_unit_test(fit_should_leave_out_noisy_rows_when_asked),
         cmocka_unit_test(eval_should_match_hand_computed_metrics),
         cmocka_unit_test(eval_networks_should_predict_like_the_public_api),
+        cmocka_unit_test(eval_networks_should_flag_rows_of_another_machine),
         cmocka_unit_test(eval_should_name_the_file_and_line_of_bad_input),
         cmocka_unit_test(eval_plot_should_draw_an_svg),
         cmocka_unit_test(cli_should_use_documented_exit_codes),
