@@ -19,6 +19,9 @@ static const char calibrate_usage[] =
     "          or a network CSV; --dry-run, --threads, --out,\n"
     "          --heldout-families F1,F2 to hold those families out instead of hash buckets,\n"
     "          or folds F1,F2;F3;F4,F5: one dry run per fold and the pooled held-out error;\n"
+    "          --overhead (with folds): the in-network overhead correction instead,\n"
+    "          latency = a x layer sum + c x kernels, judged on the folds, then fitted on\n"
+    "          every row and written where it beats the layer sum;\n"
     "          GNN: --epochs N (60), --hidden H (32), --lr X (0.002), --weight-decay X (0))\n"
     "       perfpred calibrate import --dataset NAME --root DIR -o LAYERS.csv [options]\n"
     "\n"
@@ -101,8 +104,8 @@ static const char eval_usage[] =
     "  --markdown              tables in markdown (for the README)\n"
     "  --points                also list every layer row's prediction\n"
     "  --allow-unknown         networks: treat unknown ops as element-wise\n"
-    "  --layer-sum-only        networks: the layer sum without the device's graph-level\n"
-    "                          correction (the correction's own effect: compare with and without)\n"
+    "  --layer-sum-only        networks: the layer sum without the device's graph-level or\n"
+    "                          overhead correction (its own effect: compare with and without)\n"
     "  --json                  one JSON object on stdout (docs/calibration.md)\n"
     "  --config-dir DIR        device descriptors and artifacts\n"
     "  -h, --help              this text\n"
@@ -617,13 +620,74 @@ static int netfit(const perfpred_netfit_params *params, int json)
     return EXIT_OK_;
 }
 
+/* calibrate fit --networks FILE.csv --overhead --heldout-families FOLDS */
+static int fit_overhead(const perfpred_overhead_params *p, int json)
+{
+    perfpred_overhead_report r;
+    char err[1024] = "";
+    perfpred_status st = perfpred_calibrate_fit_overhead(p, &r, err, sizeof err);
+    if (st != PERFPRED_OK) {
+        print_errbuf(err, perfpred_status_str(st));
+        return cli_exit_code(st);
+    }
+    if (json) {
+        cJSON *o = cJSON_CreateObject(), *folds = cJSON_CreateArray();
+        cJSON_AddStringToObject(o, "device", r.device);
+        cJSON_AddStringToObject(o, "networks", p->networks_csv);
+        cJSON_AddNumberToObject(o, "rows_used", r.n_used);
+        cJSON_AddNumberToObject(o, "rows_failed", r.n_failed);
+        cJSON_AddItemToObject(o, "folds", folds);
+        for (int k = 0; k < r.n_folds; k++) {
+            const perfpred_overhead_fold *f = &r.folds[k];
+            cJSON *j = cJSON_CreateObject();
+            cJSON_AddStringToObject(j, "heldout_families", f->families);
+            cJSON_AddNumberToObject(j, "heldout_rows", f->n_rows);
+            cJSON_AddItemToObject(j, "layer_sum_mape_pct", json_num(f->layer_sum_mape_pct));
+            cJSON_AddItemToObject(j, "corrected_mape_pct", json_num(f->corrected_mape_pct));
+            cJSON_AddItemToObject(j, "scale", json_num(f->scale));
+            cJSON_AddItemToObject(j, "per_kernel_us", json_num(f->per_kernel_us));
+            cJSON_AddItemToArray(folds, j);
+        }
+        cJSON_AddItemToObject(o, "pooled_layer_sum_mape_pct", json_num(r.pooled_layer_sum_mape_pct));
+        cJSON_AddItemToObject(o, "pooled_corrected_mape_pct", json_num(r.pooled_corrected_mape_pct));
+        cJSON_AddItemToObject(o, "scale", json_num(r.scale));
+        cJSON_AddItemToObject(o, "per_kernel_us", json_num(r.per_kernel_us));
+        cJSON_AddBoolToObject(o, "written", r.written);
+        cJSON_AddStringToObject(o, "artifact", r.path);
+        cli_print_json(o);
+        return EXIT_OK_;
+    }
+    printf("calibrate fit (in-network overhead): %s from %s: %d rows used, %d failed\n", r.device,
+           p->networks_csv, r.n_used, r.n_failed);
+    if (r.n_failed) printf("first failure: %s\n", r.first_failure);
+    printf("\nlatency = a x layer sum + c x kernels; MAPE %% on each fold's held-out families "
+           "(a, c fitted on the other rows):\n");
+    printf("  %-56s %6s %10s %10s %7s %7s\n", "held-out families", "rows", "layer sum",
+           "corrected", "a", "c us");
+    for (int k = 0; k < r.n_folds; k++) {
+        const perfpred_overhead_fold *f = &r.folds[k];
+        printf("  %-56.56s %6d %10.2f %10.2f %7.3f %7.1f\n", f->families, f->n_rows,
+               f->layer_sum_mape_pct, f->corrected_mape_pct, f->scale, f->per_kernel_us);
+    }
+    printf("  %-56s %6d %10.2f %10.2f\n", "pooled", r.n_pooled, r.pooled_layer_sum_mape_pct,
+           r.pooled_corrected_mape_pct);
+    printf("\nfitted on every row: a = %.4f, c = %.2f us per kernel\n", r.scale, r.per_kernel_us);
+    if (r.written)
+        printf("written: %s (applied where the device has no GNN correction)\n", r.path);
+    else if (p->dry_run)
+        printf("dry run: nothing written\n");
+    else
+        printf("not written: over the folds it does not beat the layer sum\n");
+    return EXIT_OK_;
+}
+
 static int cmd_fit(int argc, char **argv)
 {
     perfpred_fit_params p = perfpred_fit_default_params();
     const char *files[MAX_LIST];
     const char *networks = NULL, *datasets = NULL, *heldout_families = NULL;
     perfpred_netfit_params gnn = perfpred_netfit_default_params();
-    int json = 0, gnn_opts = 0;
+    int json = 0, gnn_opts = 0, overhead = 0;
     args A = {argc, argv, 0};
     for (A.i = 2; A.i < argc; A.i++) {
         const char *a = argv[A.i], *v;
@@ -687,6 +751,8 @@ static int cmd_fit(int argc, char **argv)
             if (!(p.config_dir = value(&A, "--config-dir"))) return EXIT_USAGE;
         } else if (strcmp(a, "--dry-run") == 0) {
             p.write_artifacts = 0;
+        } else if (strcmp(a, "--overhead") == 0) {
+            overhead = 1;
         } else if (strcmp(a, "--json") == 0) {
             json = 1;
         } else {
@@ -703,6 +769,21 @@ static int cmd_fit(int argc, char **argv)
             cli_error("calibrate fit: --networks trains the graph-level correction alone");
             return EXIT_USAGE;
         }
+        if (overhead) {
+            if (!heldout_families || gnn_opts || datasets) {
+                cli_error("calibrate fit: --overhead needs --heldout-families \"a,b;c;...\" (the "
+                          "folds that judge it) and takes no GNN options or --datasets");
+                return EXIT_USAGE;
+            }
+            perfpred_overhead_params op = perfpred_overhead_default_params();
+            op.device = p.device;
+            op.networks_csv = networks;
+            op.folds = heldout_families;
+            op.config_dir = p.config_dir;
+            op.out_dir = p.out_dir;
+            op.dry_run = !p.write_artifacts;
+            return fit_overhead(&op, json);
+        }
         gnn.device = p.device;
         gnn.source = networks;
         gnn.datasets_root = datasets;
@@ -715,7 +796,7 @@ static int cmd_fit(int argc, char **argv)
             return netfit_folds(&gnn, heldout_families, json);
         return netfit(&gnn, json);
     }
-    if (heldout_families || gnn_opts) {
+    if (heldout_families || gnn_opts || overhead) {
         cli_error("calibrate fit: --heldout-families, --epochs, --hidden, --lr and --weight-decay "
                   "go with --networks");
         return EXIT_USAGE;

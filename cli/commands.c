@@ -215,6 +215,7 @@ cJSON *cli_json_device(const perfpred_device_info *d)
     cJSON_AddBoolToObject(o, "calibrated_energy", d->calibrated_energy);
     cJSON_AddBoolToObject(o, "calibrated_memory", d->calibrated_memory);
     cJSON_AddBoolToObject(o, "graph_correction", d->graph_correction);
+    cJSON_AddBoolToObject(o, "overhead_correction", d->overhead_correction);
     if (d->calibration_source)
         cJSON_AddStringToObject(o, "calibration_source", d->calibration_source);
     if (d->calibration_device)
@@ -635,6 +636,8 @@ static const char *cal_text(const perfpred_device_info *d, char *buf, size_t n)
     if (d->graph_correction)
         snprintf(buf, n, "%s (graph-level correction)",
                  d->calibrated_energy ? "latency, energy" : "latency");
+    else if (d->overhead_correction)
+        snprintf(buf, n, "latency (in-network overhead correction)");
     else if (d->calibrated_latency && strcmp(d->calibration_device, d->name) == 0)
         snprintf(buf, n, "latency");
     else if (d->calibrated_latency)

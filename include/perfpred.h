@@ -157,6 +157,8 @@ typedef struct perfpred_device_info {
     const char *calibration_device; /* the device whose layer models answer (itself, its MIG
                                        parent, or its calibration_from), or NULL */
     int graph_correction;    /* a graph-level GNN correction trained on this device's networks */
+    int overhead_correction; /* an in-network overhead correction (perfpred_calibrate_fit_overhead);
+                                a GNN correction, where both exist, is the one applied */
 } perfpred_device_info;
 
 int perfpred_device_count(const perfpred_ctx *ctx);
@@ -195,8 +197,8 @@ typedef struct perfpred_predict_params {
     perfpred_kernel *kernels;   /* optional per-kernel breakdown, in execution order */
     int kernels_cap;
     int *n_kernels;             /* set to the number of kernels (may exceed kernels_cap) */
-    int layer_sum_only;         /* 1: leave out the device's graph-level correction (the sum it
-                                   corrects, as used to train it) */
+    int layer_sum_only;         /* 1: leave out the device's graph-level or in-network overhead
+                                   correction (the sum it corrects, as used to train it) */
 } perfpred_predict_params;
 perfpred_predict_params perfpred_predict_default_params(void);
 
@@ -453,7 +455,8 @@ typedef struct perfpred_eval_params {
     int allow_unknown;             /* networks: unknown ops as element-wise */
     perfpred_log_fn log;
     void *log_user;
-    int layer_sum_only;            /* networks: leave out the device's graph-level correction */
+    int layer_sum_only;            /* networks: leave out the device's graph-level or overhead
+                                      correction */
 } perfpred_eval_params;
 
 typedef struct perfpred_eval_point {
@@ -465,6 +468,7 @@ typedef struct perfpred_eval_point {
     double roofline_ms;            /* layers: the descriptor's roofline; networks: NaN */
     double spread_ms;              /* NaN when not reported */
     perfpred_provenance prov;      /* of the prediction */
+    int n_kernels;                 /* networks: kernels the prediction summed; layers: 1 */
 } perfpred_eval_point;
 
 typedef struct perfpred_eval_group {
@@ -719,6 +723,48 @@ typedef struct perfpred_netfit_report {
 
 perfpred_status perfpred_calibrate_fit_networks(const perfpred_netfit_params *p,
                                                 perfpred_netfit_report *out, char *errbuf,
+                                                size_t errbuf_len);
+
+/* The in-network overhead correction of a device (calibrate/fit_overhead.c): latency = scale x
+ * layer sum + per_kernel x kernels, the time a forward pass spends between the kernels that layers
+ * timed one at a time do not see. Fitted on whole-network rows of a network CSV by least squares on
+ * the relative error (per_kernel >= 0; a negative fit refits the scale alone). It is judged first
+ * on folds of held-out model families (each fold fitted on the other rows), then fitted on every
+ * row and written atomically to <out_dir or config_dir/artifacts/<device>>/overhead-latency.json,
+ * unless dry_run, and only where the folds' pooled error beats the layer sum's. */
+#define PERFPRED_MAX_FOLDS 16
+typedef struct perfpred_overhead_params {
+    const char *device;
+    const char *networks_csv;
+    const char *folds;       /* required: families of each held-out fold, "a,b;c;d,e" */
+    const char *config_dir;  /* NULL: the default */
+    const char *out_dir;     /* NULL: config_dir/artifacts/<device> */
+    int dry_run;
+} perfpred_overhead_params;
+
+typedef struct perfpred_overhead_fold {
+    char families[256];
+    int n_rows;
+    double layer_sum_mape_pct, corrected_mape_pct;
+    double scale, per_kernel_us;       /* fitted on the other folds' rows */
+} perfpred_overhead_fold;
+
+typedef struct perfpred_overhead_report {
+    char device[64];
+    int n_rows_read, n_used, n_failed; /* rows of the device, predicted, not predictable */
+    char first_failure[256];
+    int n_folds;
+    perfpred_overhead_fold folds[PERFPRED_MAX_FOLDS];
+    int n_pooled;
+    double pooled_layer_sum_mape_pct, pooled_corrected_mape_pct;
+    double scale, per_kernel_us;       /* fitted on every row */
+    int written;                       /* 0: dry run, or the folds did not beat the layer sum */
+    char path[1024];                   /* the artifact (written or not) */
+} perfpred_overhead_report;
+
+perfpred_overhead_params perfpred_overhead_default_params(void);
+perfpred_status perfpred_calibrate_fit_overhead(const perfpred_overhead_params *p,
+                                                perfpred_overhead_report *out, char *errbuf,
                                                 size_t errbuf_len);
 
 #ifdef __cplusplus

@@ -2,6 +2,7 @@
  * (configs/<artifacts>/manifest.json) at context open, reads their .ubj regressors the first time
  * a prediction needs them, and answers which device's models stand for a given device (itself,
  * its MIG parent, or its calibration_from). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,9 @@ struct pp_calib {
     char **text;
     pp_gnn **gnn;        /* graph-level correction per device, or NULL */
     char **gnn_text;
+    /* in-network overhead correction per device (overhead-latency.json): text NULL when none */
+    double *ovh_scale, *ovh_per_kernel_ms;
+    char **ovh_text;
 };
 
 static const calib_entry *entry_of(const pp_calib *c, const pp_device *d);
@@ -95,6 +99,65 @@ static perfpred_status load_gnns(pp_calib *c, const char *config_dir, pp_err *er
     return PERFPRED_OK;
 }
 
+/* A finite number of a JSON object within [lo, hi], or NAN. */
+static double json_num_in(const cJSON *o, const char *key, double lo, double hi)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble >= lo &&
+                   v->valuedouble <= hi
+               ? v->valuedouble
+               : NAN;
+}
+
+/* Loads configs/artifacts/<name>/overhead-latency.json (perfpred_calibrate_fit_overhead) of every
+ * whole device that has one; a malformed file is an error naming it. */
+static perfpred_status load_overheads(pp_calib *c, const char *config_dir, pp_err *err)
+{
+    int nd = pp_devices_count(c->db);
+    c->ovh_scale = calloc((size_t)nd + 1, sizeof *c->ovh_scale);
+    c->ovh_per_kernel_ms = calloc((size_t)nd + 1, sizeof *c->ovh_per_kernel_ms);
+    c->ovh_text = calloc((size_t)nd + 1, sizeof *c->ovh_text);
+    if (!c->ovh_scale || !c->ovh_per_kernel_ms || !c->ovh_text)
+        return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < nd; i++) {
+        const pp_device *d = pp_devices_at(c->db, i);
+        if (d->is_mig) continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/artifacts/%s/overhead-latency.json", config_dir, d->name);
+        struct stat sb;
+        if (stat(path, &sb) != 0) continue;
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        perfpred_status st = pp_read_file(path, &buf, &len, err);
+        if (st) return st;
+        cJSON *j = cJSON_ParseWithLength((const char *)buf, len);
+        free(buf);
+        const cJSON *fmt = j ? cJSON_GetObjectItemCaseSensitive(j, "format") : NULL;
+        const cJSON *data = j ? cJSON_GetObjectItemCaseSensitive(j, "data") : NULL;
+        double ver = j ? json_num_in(j, "version", 1, 1) : NAN;
+        double sc = j ? json_num_in(j, "scale", 0.05, 20) : NAN;
+        double pk = j ? json_num_in(j, "per_kernel_ms", 0, 100) : NAN;
+        double rows = j ? json_num_in(j, "rows", 2, 1e9) : NAN;
+        if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, "perfpred-overhead") != 0 ||
+            !cJSON_IsString(data) || isnan(ver) || isnan(sc) || isnan(pk) || isnan(rows)) {
+            cJSON_Delete(j);
+            return pp_err_set(err, PERFPRED_ERR_MODEL,
+                              "%s: not a perfpred-overhead version 1 file (format, version, "
+                              "scale in [0.05, 20], per_kernel_ms in [0, 100], rows, data)", path);
+        }
+        char text[1024];
+        snprintf(text, sizeof text,
+                 "layer sum x %.3f + %.1f us per kernel (in-network overhead of %s, fitted on "
+                 "%.0f rows of %s)", sc, pk * 1e3, d->name, rows, data->valuestring);
+        cJSON_Delete(j);
+        c->ovh_scale[i] = sc;
+        c->ovh_per_kernel_ms[i] = pk;
+        if (!(c->ovh_text[i] = strdup(text)))
+            return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+    }
+    return PERFPRED_OK;
+}
+
 perfpred_status pp_calib_open(const pp_device_db *db, const char *config_dir, pp_calib **out,
                               pp_err *err)
 {
@@ -130,7 +193,7 @@ perfpred_status pp_calib_open(const pp_device_db *db, const char *config_dir, pp
         c->e[c->n].lm = lm;
         c->n++;
     }
-    if ((st_gnn = load_gnns(c, config_dir, err))) {
+    if ((st_gnn = load_gnns(c, config_dir, err)) || (st_gnn = load_overheads(c, config_dir, err))) {
         pp_calib_close(c);
         return st_gnn;
     }
@@ -173,6 +236,10 @@ void pp_calib_close(pp_calib *c)
     }
     free(c->gnn);
     free(c->gnn_text);
+    for (int i = 0; c->ovh_text && i < pp_devices_count(c->db); i++) free(c->ovh_text[i]);
+    free(c->ovh_text);
+    free(c->ovh_scale);
+    free(c->ovh_per_kernel_ms);
     free(c->text);
     free(c->src);
     free(c->e);
@@ -232,4 +299,14 @@ const struct pp_layer_models *pp_calib_own_models(const pp_calib *c, const pp_de
     /* by name: d may come from another load of the same descriptors */
     const calib_entry *e = c && d ? entry_of(c, pp_devices_find(c->db, d->name)) : NULL;
     return e ? e->lm : NULL;
+}
+
+const char *pp_calib_overhead(const pp_calib *c, const pp_device *d, double *scale,
+                              double *per_kernel_ms)
+{
+    int i = c && c->ovh_text ? device_index(c, d) : -1;
+    if (i < 0 || !c->ovh_text[i]) return NULL;
+    *scale = c->ovh_scale[i];
+    *per_kernel_ms = c->ovh_per_kernel_ms[i];
+    return c->ovh_text[i];
 }

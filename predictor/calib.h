@@ -35,6 +35,10 @@ int pp_calib_node_ms(const pp_calib *c, const pp_device *d, const pp_node_feat *
  * model has a second target, energy = layer sum x 1 W x exp(out[1]). */
 struct pp_gnn;
 const struct pp_gnn *pp_calib_gnn(const pp_calib *c, const pp_device *d, const char **source);
+/* d's in-network overhead correction: its provenance text (NULL when it has none), scale and
+ * per-kernel time (latency = scale x layer sum + per_kernel_ms x kernels). */
+const char *pp_calib_overhead(const pp_calib *c, const pp_device *d, double *scale,
+                              double *per_kernel_ms);
 /* A context's calibrations (predictor/predictor.c). */
 const pp_calib *pp_ctx_calib(const perfpred_ctx *ctx);
 /* The layer models of the device named like d, its own (not a parent's or calibration_from's),

@@ -133,6 +133,8 @@ static void fill_info(const perfpred_ctx *ctx, const pp_device *d, perfpred_devi
         o->calibrated_energy = gnn->n_targets > 1;
         if (!o->calibration_source) o->calibration_source = gsrc;
     }
+    double sc, pk;
+    o->overhead_correction = pp_calib_overhead(ctx->calib, d, &sc, &pk) != NULL;
 }
 
 int perfpred_device_count(const perfpred_ctx *ctx) { return ctx ? pp_devices_count(ctx->db) : 0; }
@@ -400,6 +402,12 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
         corrected = 1;
     }
     free(node_ms);
+    /* else the in-network overhead correction: scale x layer sum + a fixed time per kernel,
+     * fitted on whole-network measurements of this device against this same layer sum */
+    double ovh_scale = 1, ovh_kernel_ms = 0;
+    const char *ovh_src = corrected || pp->layer_sum_only || untimed || ncal == 0
+                              ? NULL
+                              : pp_calib_overhead(ctx->calib, d, &ovh_scale, &ovh_kernel_ms);
 
     out->n_kernels = nk;
     out->n_calibrated_kernels = ncal;
@@ -413,6 +421,10 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
         out->latency_ms.value = total_ms * exp(corr[0]);
         out->latency_ms.prov = PERFPRED_PROV_CALIBRATED;
         out->latency_ms.source = gnn_src;
+    } else if (ovh_src) {
+        out->latency_ms.value = ovh_scale * total_ms + ovh_kernel_ms * nk;
+        out->latency_ms.prov = ncal == nk ? PERFPRED_PROV_CALIBRATED : PERFPRED_PROV_MIXED;
+        out->latency_ms.source = ovh_src;
     } else if (ncal == 0) {
         out->latency_ms.prov = PERFPRED_PROV_ESTIMATE;
         out->latency_ms.source = "roofline estimate from the device descriptor (uncalibrated)";

@@ -1064,6 +1064,132 @@ static void eval_networks_should_flag_rows_of_another_machine(void **state)
     }
 }
 
+/* The in-network overhead correction: rows made from the public API's own layer sums as
+ * 1.25 x sum + 0.5 ms x kernels give back a = 1.25 and c = 500 us on every fold, with no error;
+ * the artifact is written, and predictions then apply it (and leave it out when asked). A
+ * negative per-kernel time is refitted as a scale alone. */
+static void fit_overhead_should_recover_scale_and_per_kernel_time(void **state)
+{
+    (void)state;
+    if (!has_models()) skip();
+    /* a config with host-cpu's real layer models, in a folder of our own */
+    char cfg[1300], dir[1400], link[1400], from[1500], to[1700], err[1024], path[1500];
+    path_in(cfg, sizeof cfg, "cfg_overhead");
+    assert_int_equal(mkdir(cfg, 0755), 0);
+    snprintf(link, sizeof link, "%s/devices", cfg);
+    assert_int_equal(symlink(PP_SOURCE_DIR "/configs/devices", link), 0);
+    snprintf(dir, sizeof dir, "%s/artifacts", cfg);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    snprintf(dir, sizeof dir, "%s/artifacts/host-cpu", cfg);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    DIR *d = opendir(PP_SOURCE_DIR "/configs/artifacts/host-cpu");
+    assert_non_null(d);
+    for (struct dirent *de; (de = readdir(d)) != NULL;) {
+        if (de->d_name[0] == '.' || strncmp(de->d_name, "gnn-", 4) == 0) continue;
+        snprintf(from, sizeof from, "%s/configs/artifacts/host-cpu/%s", PP_SOURCE_DIR, de->d_name);
+        snprintf(to, sizeof to, "%s/%s", dir, de->d_name);
+        assert_int_equal(symlink(from, to), 0);
+    }
+    closedir(d);
+    perfpred_ctx_params cp = perfpred_ctx_default_params();
+    cp.config_dir = cfg;
+    perfpred_status st;
+    perfpred_ctx *ctx = perfpred_ctx_open(&cp, &st, err, sizeof err);
+    assert_non_null(ctx);
+    const char *files[2] = {MODELS "/alexnet.onnx", plan_models[1]};
+    const char *family[2] = {"alexnet", "mobilenet"};
+    double sum[2][3];
+    int nk[2][3];
+    for (int sign = 0; sign < 2; sign++) {
+        char text[4096];
+        int off = snprintf(text, sizeof text, "%s", NET_HEADER);
+        for (int f = 0; f < 2; f++)
+            for (int b = 1; b <= 3; b++) {
+                perfpred_model_params mp = perfpred_model_default_params();
+                mp.batch = b;
+                perfpred_model *m = perfpred_model_load(files[f], &mp, &st, err, sizeof err);
+                assert_non_null(m);
+                perfpred_prediction pred;
+                perfpred_predict_params pp = perfpred_predict_default_params();
+                pp.layer_sum_only = 1;
+                assert_int_equal(perfpred_predict(ctx, m, "host-cpu", &pp, &pred, err, sizeof err),
+                                 PERFPRED_OK);
+                perfpred_model_free(m);
+                sum[f][b - 1] = pred.latency_ms.value;
+                nk[f][b - 1] = pred.n_kernels;
+                /* sign 1: a per-kernel time of -0.01 ms, which the fit must not keep */
+                double meas = sign ? 1.25 * pred.latency_ms.value - 0.01 * pred.n_kernels
+                                   : 1.25 * pred.latency_ms.value + 0.5 * pred.n_kernels;
+                off += snprintf(text + off, sizeof text - (size_t)off,
+                                "%s,%s,host-cpu,pytorch-eager,,fp32,%d,,%.17g,,,,,test,"
+                                "2026-01-01\n", files[f], family[f], b, meas);
+            }
+        path_in(path, sizeof path, "overhead_networks.csv");
+        pp_test_write_text(path, text);
+        perfpred_overhead_params op = perfpred_overhead_default_params();
+        op.device = "host-cpu";
+        op.networks_csv = path;
+        op.folds = "alexnet;mobilenet";
+        op.config_dir = cfg;
+        op.dry_run = sign;
+        perfpred_overhead_report r;
+        assert_int_equal(perfpred_calibrate_fit_overhead(&op, &r, err, sizeof err), PERFPRED_OK);
+        assert_int_equal(r.n_used, 6);
+        assert_int_equal(r.n_folds, 2);
+        assert_int_equal(r.folds[0].n_rows, 3);
+        if (!sign) {
+            for (int k = 0; k < 2; k++) {
+                assert_rel_close(r.folds[k].scale, 1.25, 1e-9);
+                assert_rel_close(r.folds[k].per_kernel_us, 500, 1e-9);
+                assert_true(r.folds[k].corrected_mape_pct < 1e-6);
+            }
+            assert_rel_close(r.scale, 1.25, 1e-9);
+            assert_rel_close(r.per_kernel_us, 500, 1e-9);
+            assert_int_equal(r.written, 1);
+            assert_int_equal(access(r.path, R_OK), 0);
+        } else {
+            assert_true(r.per_kernel_us == 0);
+            assert_int_equal(r.written, 0);
+        }
+        /* a family with no rows is refused, naming it */
+        op.folds = "alexnet;mobilenett";
+        assert_int_equal(perfpred_calibrate_fit_overhead(&op, &r, err, sizeof err),
+                         PERFPRED_ERR_INVALID_ARG);
+        assert_non_null(strstr(err, "mobilenett"));
+    }
+    perfpred_ctx_close(ctx);
+    /* a new context applies the correction written above */
+    ctx = perfpred_ctx_open(&cp, &st, err, sizeof err);
+    assert_non_null(ctx);
+    perfpred_device_info info;
+    assert_int_equal(perfpred_device_find(ctx, "host-cpu", &info), PERFPRED_OK);
+    assert_int_equal(info.overhead_correction, 1);
+    for (int f = 0; f < 2; f++) {
+        perfpred_model_params mp = perfpred_model_default_params();
+        mp.batch = 2;
+        perfpred_model *m = perfpred_model_load(files[f], &mp, &st, err, sizeof err);
+        assert_non_null(m);
+        perfpred_prediction pred, raw;
+        assert_int_equal(perfpred_predict(ctx, m, "host-cpu", NULL, &pred, err, sizeof err),
+                         PERFPRED_OK);
+        assert_rel_close(pred.latency_ms.value, 1.25 * sum[f][1] + 0.5 * nk[f][1], 1e-9);
+        assert_non_null(strstr(pred.latency_ms.source, "in-network overhead of host-cpu"));
+        perfpred_predict_params pp = perfpred_predict_default_params();
+        pp.layer_sum_only = 1;
+        assert_int_equal(perfpred_predict(ctx, m, "host-cpu", &pp, &raw, err, sizeof err),
+                         PERFPRED_OK);
+        assert_rel_close(raw.latency_ms.value, sum[f][1], 1e-12);
+        perfpred_model_free(m);
+    }
+    perfpred_ctx_close(ctx);
+    /* a broken artifact: the context refuses to open, naming the file */
+    snprintf(path, sizeof path, "%s/overhead-latency.json", dir);
+    pp_test_write_text(path, "{\"format\": \"perfpred-overhead\", \"version\": 1, \"scale\": -3}");
+    assert_null(perfpred_ctx_open(&cp, &st, err, sizeof err));
+    assert_int_equal(st, PERFPRED_ERR_MODEL);
+    assert_non_null(strstr(err, "overhead-latency.json"));
+}
+
 static void eval_should_name_the_file_and_line_of_bad_input(void **state)
 {
     (void)state;
@@ -1135,6 +1261,17 @@ static void cli_should_use_documented_exit_codes(void **state)
     free(out);
     assert_int_equal(run_cli("calibrate fit --device host-cpu --layers a.csv --seed x", &out), 1);
     free(out);
+    /* the overhead correction needs the folds that judge it, and goes with --networks */
+    assert_int_equal(run_cli("calibrate fit --device host-cpu --networks n.csv --overhead", &out),
+                     1);
+    assert_non_null(strstr(out, "--heldout-families"));
+    free(out);
+    assert_int_equal(run_cli("calibrate fit --device host-cpu --layers a.csv --overhead", &out), 1);
+    free(out);
+    assert_int_equal(run_cli("calibrate fit --device host-cpu --networks /nonexistent/n.csv "
+                             "--overhead --heldout-families 'a;b'", &out), 2);
+    assert_non_null(strstr(out, "/nonexistent/n.csv"));
+    free(out);
     assert_int_equal(run_cli("eval --layers a.csv", &out), 1);
     assert_non_null(strstr(out, "--device"));
     free(out);
@@ -1197,6 +1334,7 @@ int main(void)
         cmocka_unit_test(eval_should_match_hand_computed_metrics),
         cmocka_unit_test(eval_networks_should_predict_like_the_public_api),
         cmocka_unit_test(eval_networks_should_flag_rows_of_another_machine),
+        cmocka_unit_test(fit_overhead_should_recover_scale_and_per_kernel_time),
         cmocka_unit_test(eval_should_name_the_file_and_line_of_bad_input),
         cmocka_unit_test(eval_plot_should_draw_an_svg),
         cmocka_unit_test(cli_should_use_documented_exit_codes),
