@@ -175,6 +175,11 @@ typedef struct pp_net_table {
 } pp_net_table;
 
 perfpred_status pp_net_csv_read(const char *path, pp_net_table **out, pp_err *err);
+/* The machine a runner row's source names ("...; machine=AMD EPYC (2 logical CPUs, x86_64); ...")
+ * into out (truncated to n - 1 characters, possibly empty); 0 when the source names none. */
+int pp_source_machine(const char *source, char *out, size_t n);
+/* 1 when family is an item of the comma-separated list (fit_networks.c). */
+int pp_family_listed(const char *list, const char *family);
 perfpred_status pp_net_csv_write(const char *path, const pp_net_row *rows, int n, pp_err *err);
 void pp_net_table_free(pp_net_table *t);
 

@@ -209,19 +209,6 @@ static int cmp_cstr(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* The machine= of a runner row's source ("...; machine=AMD EPYC (2 logical CPUs, x86_64); ...")
- * into out; 0 when the source names none. */
-static int source_machine(const char *source, char *out, size_t n)
-{
-    const char *m = source ? strstr(source, "machine=") : NULL;
-    if (!m) return 0;
-    m += strlen("machine=");
-    size_t len = strcspn(m, ";");
-    if (len == 0) return 0;
-    snprintf(out, n, "%.*s", (int)len, m);
-    return 1;
-}
-
 /* Network rows measured on a machine other than the one(s) the device's own layer models were
  * measured on: the layer sums then describe that other machine (a device name reused on new
  * hardware). One message naming both and the first such row. */
@@ -234,7 +221,8 @@ static void check_machines(eval_ctx *E, const pp_net_table *t)
     char first[256] = "", m[256];
     for (int i = 0; i < t->n; i++) {
         const pp_net_row *r = &t->rows[i];
-        if (!row_device_matches(E, r->device) || !source_machine(r->source, m, sizeof m))
+        if (!row_device_matches(E, r->device) || !pp_source_machine(r->source, m, sizeof m) ||
+            !m[0])
             continue;
         n_rows++;
         int known = 0;

@@ -308,19 +308,6 @@ static void source_prefix(const char *src, char *out, size_t n)
     }
 }
 
-/* The machine a runner row names ("machine=..."), else NULL. */
-static int source_machine(const char *src, char *out, size_t n)
-{
-    const char *m = strstr(src, "machine=");
-    if (!m) return 0;
-    m += 8;
-    size_t k = strcspn(m, ";");
-    if (k >= n) k = n - 1;
-    memcpy(out, m, k);
-    out[k] = '\0';
-    return 1;
-}
-
 typedef struct src_acc {
     const char *path;
     char prefix[256], machine[128], first[11], last[11];
@@ -332,7 +319,7 @@ static void add_source_row(src_acc *acc, int *n_acc, int cap, const char *path,
 {
     char pre[256], mach[128];
     source_prefix(r->source, pre, sizeof pre);
-    if (!source_machine(r->source, mach, sizeof mach)) copy_trunc(mach, sizeof mach, r->device);
+    if (!pp_source_machine(r->source, mach, sizeof mach)) copy_trunc(mach, sizeof mach, r->device);
     int i;
     for (i = 0; i < *n_acc; i++)
         if (acc[i].path == path && strcmp(acc[i].prefix, pre) == 0 &&
