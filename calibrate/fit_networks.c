@@ -258,8 +258,7 @@ static int row_bucket(const pp_net_row *r)
     return b >= 0 ? b : (int)(fnv(r->family ? r->family : "", FNV0) % 100);
 }
 
-/* 1 when family is an item of the comma-separated list. */
-static int family_listed(const char *list, const char *family)
+int pp_family_listed(const char *list, const char *family)
 {
     if (!list || !family || !family[0]) return 0;
     size_t n = strlen(family), len;
@@ -274,7 +273,7 @@ static int family_listed(const char *list, const char *family)
 static int row_split(const pp_net_row *r, const pp_fitnet_params *p)
 {
     if (p->heldout_families && p->heldout_families[0]) {
-        if (family_listed(p->heldout_families, r->family)) return 2;
+        if (pp_family_listed(p->heldout_families, r->family)) return 2;
         return (int)(fnv(r->model ? r->model : "", FNV0) % 100) < p->val_pct ? 1 : 0;
     }
     int b = row_bucket(r);

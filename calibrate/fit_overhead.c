@@ -54,19 +54,6 @@ static double rel_err(const perfpred_eval_point *p, double scale, double c)
     return fabs((scale * p->predicted_ms + c * p->n_kernels) / p->measured_ms - 1);
 }
 
-/* Is family among the comma-separated names of list[0, len)? */
-static int in_fold(const char *list, size_t len, const char *family)
-{
-    size_t fl = strlen(family);
-    for (const char *s = list, *end = list + len; s < end;) {
-        const char *comma = memchr(s, ',', (size_t)(end - s));
-        size_t n = comma ? (size_t)(comma - s) : (size_t)(end - s);
-        if (n == fl && strncmp(s, family, n) == 0) return 1;
-        s += n + 1;
-    }
-    return 0;
-}
-
 static perfpred_status write_artifact(const perfpred_overhead_params *p,
                                       const perfpred_overhead_report *r, int n_rows, pp_err *err)
 {
@@ -157,11 +144,17 @@ perfpred_status perfpred_calibrate_fit_overhead(const perfpred_overhead_params *
         }
         perfpred_overhead_fold *F = &out->folds[out->n_folds++];
         snprintf(F->families, sizeof F->families, "%.*s", (int)len, f);
+        char *fold = strndup(f, len);
+        if (!fold) {
+            st = pp_err_set(&err, PERFPRED_ERR_NOMEM, "out of memory");
+            goto done;
+        }
         int n_test = 0;
         for (int i = 0; i < n; i++) {
-            use[i] = !in_fold(f, len, pt[i].group);
+            use[i] = !pp_family_listed(fold, pt[i].group);
             n_test += !use[i];
         }
+        free(fold);
         if (n_test == 0 || n_test == n) {
             st = pp_err_set(&err, PERFPRED_ERR_INVALID_ARG,
                             "%s: fold '%.*s' holds out %d of %d rows of %s (a family name with "
