@@ -1042,12 +1042,19 @@ static perfpred_status add_variant(plan *P, int b_idx, const pp_layer_row *r, co
 static const int window_kernels[] = {2, 3, 5};
 static const int window_strides[] = {1, 2};
 
+/* Index of a row's attribute called name, or -1. */
+static int attr_index(const pp_layer_row *r, const char *name)
+{
+    for (int i = 0; i < r->n_attrs; i++)
+        if (strcmp(r->attrs[i].name, name) == 0) return i;
+    return -1;
+}
+
 /* Sets a square ints attribute (count n, every value v), adding it when the row lacks it. */
 static int set_square_attr(pp_layer_row *r, const char *name, int n, int64_t v)
 {
-    pp_layer_attr *a = NULL;
-    for (int i = 0; i < r->n_attrs && !a; i++)
-        if (strcmp(r->attrs[i].name, name) == 0) a = &r->attrs[i];
+    int ai = attr_index(r, name);
+    pp_layer_attr *a = ai >= 0 ? &r->attrs[ai] : NULL;
     if (!a) {
         if (r->n_attrs >= PP_LAYER_MAX_ATTRS) return -1;
         a = pp_layer_row_add_attr(r, name, PP_ATTR_INTS);
@@ -1065,10 +1072,10 @@ static perfpred_status perturb_window(plan *P, int i, const pp_layer_row *base, 
     if (base->kind != PP_OPK_POOL || sp < 1 || sp > 3 ||
         (strcmp(base->op_type, "MaxPool") != 0 && strcmp(base->op_type, "AveragePool") != 0))
         return PERFPRED_OK;
-    for (int a = 0; a < base->n_attrs; a++)
-        if (strcmp(base->attrs[a].name, "auto_pad") == 0 && base->attrs[a].type == PP_ATTR_STRING &&
-            strcmp(base->attrs[a].s, "NOTSET") != 0)
-            return PERFPRED_OK; /* padding follows the shape, not the pads */
+    int ap = attr_index(base, "auto_pad");
+    if (ap >= 0 && base->attrs[ap].type == PP_ATTR_STRING &&
+        strcmp(base->attrs[ap].s, "NOTSET") != 0)
+        return PERFPRED_OK; /* padding follows the shape, not the pads */
     perfpred_status st = PERFPRED_OK;
     for (size_t ki = 0; ki < sizeof window_kernels / sizeof window_kernels[0] && !st; ki++)
         for (size_t si = 0; si < sizeof window_strides / sizeof window_strides[0] && !st; si++) {
@@ -1095,10 +1102,9 @@ static perfpred_status perturb_group(plan *P, int i, const pp_layer_row *base, p
     if (base->kind != PP_OPK_CONV || strcmp(base->op_type, "Conv") != 0 || base->n_inputs < 2 ||
         base->inputs[0].rank != 4 || base->inputs[1].rank != 4)
         return PERFPRED_OK;
-    pp_layer_attr *ga = NULL;
     pp_layer_row r0 = *base;
-    for (int a = 0; a < r0.n_attrs; a++)
-        if (strcmp(r0.attrs[a].name, "group") == 0) ga = &r0.attrs[a];
+    int gi0 = attr_index(&r0, "group");
+    pp_layer_attr *ga = gi0 >= 0 ? &r0.attrs[gi0] : NULL;
     if (ga && (ga->type != PP_ATTR_INT || ga->i != 1)) return PERFPRED_OK;
     if (!ga) {
         if (r0.n_attrs >= PP_LAYER_MAX_ATTRS) return PERFPRED_OK;
