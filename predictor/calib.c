@@ -306,7 +306,7 @@ const char *pp_calib_overhead(const pp_calib *c, const pp_device *d, double *sca
 {
     int i = c && c->ovh_text ? device_index(c, d) : -1;
     if (i < 0 || !c->ovh_text[i]) return NULL;
-    *scale = c->ovh_scale[i];
-    *per_kernel_ms = c->ovh_per_kernel_ms[i];
+    if (scale) *scale = c->ovh_scale[i];
+    if (per_kernel_ms) *per_kernel_ms = c->ovh_per_kernel_ms[i];
     return c->ovh_text[i];
 }

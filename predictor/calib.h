@@ -35,8 +35,8 @@ int pp_calib_node_ms(const pp_calib *c, const pp_device *d, const pp_node_feat *
  * model has a second target, energy = layer sum x 1 W x exp(out[1]). */
 struct pp_gnn;
 const struct pp_gnn *pp_calib_gnn(const pp_calib *c, const pp_device *d, const char **source);
-/* d's in-network overhead correction: its provenance text (NULL when it has none), scale and
- * per-kernel time (latency = scale x layer sum + per_kernel_ms x kernels). */
+/* d's in-network overhead correction: its provenance text (NULL when it has none), and where
+ * not NULL its scale and per-kernel time (latency = scale x layer sum + per_kernel_ms x kernels). */
 const char *pp_calib_overhead(const pp_calib *c, const pp_device *d, double *scale,
                               double *per_kernel_ms);
 /* A context's calibrations (predictor/predictor.c). */

@@ -133,8 +133,7 @@ static void fill_info(const perfpred_ctx *ctx, const pp_device *d, perfpred_devi
         o->calibrated_energy = gnn->n_targets > 1;
         if (!o->calibration_source) o->calibration_source = gsrc;
     }
-    double sc, pk;
-    o->overhead_correction = pp_calib_overhead(ctx->calib, d, &sc, &pk) != NULL;
+    o->overhead_correction = pp_calib_overhead(ctx->calib, d, NULL, NULL) != NULL;
 }
 
 int perfpred_device_count(const perfpred_ctx *ctx) { return ctx ? pp_devices_count(ctx->db) : 0; }
