@@ -681,18 +681,26 @@ static void fit_should_write_artifacts_that_load_back(void **state)
 /* A context reads a device's regressors when a prediction first needs them: a corrupt model file
  * of the A100 does not stop the context from opening, nor a prediction on a device that does not
  * use it; a prediction that does (the A100, its MIG slice) fails with an error naming the file. */
+/* A config folder of a test's own under the scratch folder: cfg/devices links to the real
+ * descriptors, cfg/artifacts exists; dir is cfg/artifacts/<device> (not created). */
+static void private_config(const char *name, const char *device, char cfg[1300], char dir[1400])
+{
+    char link[1400];
+    path_in(cfg, 1300, name);
+    assert_int_equal(mkdir(cfg, 0755), 0);
+    snprintf(link, sizeof link, "%s/devices", cfg);
+    assert_int_equal(symlink(PP_SOURCE_DIR "/configs/devices", link), 0);
+    snprintf(dir, 1400, "%s/artifacts", cfg);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    snprintf(dir, 1400, "%s/artifacts/%s", cfg, device);
+}
+
 static void context_should_read_layer_models_when_first_needed(void **state)
 {
     (void)state;
     if (!has_neusight() || !has_models()) skip();
-    char cfg[1300], dir[1400], link[1400], ubj[1700], err[1024];
-    path_in(cfg, sizeof cfg, "cfg_lazy");
-    assert_int_equal(mkdir(cfg, 0755), 0);
-    snprintf(link, sizeof link, "%s/devices", cfg);
-    assert_int_equal(symlink(PP_SOURCE_DIR "/configs/devices", link), 0);
-    snprintf(dir, sizeof dir, "%s/artifacts", cfg);
-    assert_int_equal(mkdir(dir, 0755), 0);
-    snprintf(dir, sizeof dir, "%s/artifacts/a100-pcie-40gb", cfg);
+    char cfg[1300], dir[1400], ubj[1700], err[1024];
+    private_config("cfg_lazy", "a100-pcie-40gb", cfg, dir);
     perfpred_fit_params fp = fit_params(dir, 42);
     perfpred_fit_report r;
     assert_int_equal(perfpred_calibrate_fit(&fp, &r, err, sizeof err), PERFPRED_OK);
@@ -1073,14 +1081,8 @@ static void fit_overhead_should_recover_scale_and_per_kernel_time(void **state)
     (void)state;
     if (!has_models()) skip();
     /* a config with host-cpu's real layer models, in a folder of our own */
-    char cfg[1300], dir[1400], link[1400], from[1500], to[1700], err[1024], path[1500];
-    path_in(cfg, sizeof cfg, "cfg_overhead");
-    assert_int_equal(mkdir(cfg, 0755), 0);
-    snprintf(link, sizeof link, "%s/devices", cfg);
-    assert_int_equal(symlink(PP_SOURCE_DIR "/configs/devices", link), 0);
-    snprintf(dir, sizeof dir, "%s/artifacts", cfg);
-    assert_int_equal(mkdir(dir, 0755), 0);
-    snprintf(dir, sizeof dir, "%s/artifacts/host-cpu", cfg);
+    char cfg[1300], dir[1400], from[1500], to[1700], err[1024], path[1500];
+    private_config("cfg_overhead", "host-cpu", cfg, dir);
     assert_int_equal(mkdir(dir, 0755), 0);
     DIR *d = opendir(PP_SOURCE_DIR "/configs/artifacts/host-cpu");
     assert_non_null(d);
