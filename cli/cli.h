@@ -33,6 +33,7 @@ typedef struct cli_opts {
     int n_inputs;
     int json;
     int allow_unknown;
+    int layer_sum_only;   /* leave out the device's graph-level / in-network overhead correction */
     int layers;           /* --layers [N]: top-N kernels; 0 = off */
     int all;              /* inspect --all: folded shape nodes too */
     double slo_ms;

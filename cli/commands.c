@@ -323,6 +323,7 @@ int cmd_predict(const cli_opts *o)
     pp.kernels = ks;
     pp.kernels_cap = cap;
     pp.n_kernels = &nk;
+    pp.layer_sum_only = o->layer_sum_only;
     perfpred_prediction p;
     char err[1024];
     perfpred_status st = ks ? perfpred_predict(ctx, m, o->devices[0], &pp, &p, err, sizeof err)
@@ -460,7 +461,9 @@ int cmd_compare(const cli_opts *o)
             char err[1024];
             cmp_row *r = &rows[nr];
             perfpred_device_find(ctx, o->devices[d], &r->dev);
-            perfpred_status st = perfpred_predict(ctx, m, o->devices[d], NULL, &r->p, err, sizeof err);
+            perfpred_predict_params pp = perfpred_predict_default_params();
+            pp.layer_sum_only = o->layer_sum_only;
+            perfpred_status st = perfpred_predict(ctx, m, o->devices[d], &pp, &r->p, err, sizeof err);
             if (st) {
                 cli_error("%s", err);
                 rc = cli_exit_code(st);

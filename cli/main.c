@@ -29,6 +29,8 @@ static const char usage_text[] =
     "  --layers [N]        add the per-kernel breakdown (top N by time, default 15)\n"
     "  --slo-ms X          latency objective for `mig`\n"
     "  --allow-unknown     treat unknown ops as memory-bound element-wise ops (listed)\n"
+    "  --layer-sum-only    the layer sum alone: leave out the device's graph-level or\n"
+    "                      in-network overhead correction (where one is calibrated)\n"
     "  --json              machine-readable output (schema in docs/json.md)\n"
     "  --config-dir DIR    device descriptors and artifacts (default: $PERFPRED_CONFIG_DIR,\n"
     "                      else the source tree's or the installed configs/)\n"
@@ -208,6 +210,8 @@ static int parse_opts(int argc, char **argv, int start, cli_opts *o)
             o->json = 1;
         } else if (strcmp(a, "--allow-unknown") == 0) {
             o->allow_unknown = 1;
+        } else if (strcmp(a, "--layer-sum-only") == 0) {
+            o->layer_sum_only = 1;
         } else if (strcmp(a, "--all") == 0) {
             o->all = 1;
         } else if (a[0] == '-' && a[1] != '\0') {

@@ -322,6 +322,47 @@ static void gnn_correction_should_answer_and_be_named(void **state)
     cJSON_Delete(j);
 }
 
+/* --layer-sum-only: rpi5 carries a GNN correction; with the flag the latency is the sum of the
+ * kernel breakdown it prints (no correction named), without it the corrected figure differs from
+ * that sum; compare passes the flag on. */
+static double kernel_sum(const cJSON *j)
+{
+    double s = 0;
+    const cJSON *k;
+    cJSON_ArrayForEach(k, cJSON_GetObjectItem(j, "kernels"))
+        s += cJSON_GetObjectItem(k, "latency_ms")->valuedouble;
+    return s;
+}
+
+static void layer_sum_only_should_print_the_kernels_sum(void **state)
+{
+    (void)state;
+    const char *net = "tests/fixtures/nas/nb201_arch0_cifar10.onnx";
+    char args[512];
+    snprintf(args, sizeof args, "--device rpi5 %s --json --layers 100000 --layer-sum-only", net);
+    cJSON *only = run_json(args);
+    snprintf(args, sizeof args, "--device rpi5 %s --json --layers 100000", net);
+    cJSON *corr = run_json(args);
+    const cJSON *lo = cJSON_GetObjectItem(cJSON_GetObjectItem(only, "prediction"), "latency");
+    const cJSON *lc = cJSON_GetObjectItem(cJSON_GetObjectItem(corr, "prediction"), "latency");
+    double sum = kernel_sum(only);
+    assert_true(sum > 0);
+    assert_true(fabs(cJSON_GetObjectItem(lo, "value")->valuedouble - sum) < 1e-9 * sum);
+    assert_null(strstr(cJSON_GetObjectItem(lo, "source")->valuestring, "GNN correction"));
+    assert_non_null(strstr(cJSON_GetObjectItem(lc, "source")->valuestring, "GNN correction"));
+    assert_true(fabs(kernel_sum(corr) - sum) < 1e-9 * sum);
+    assert_true(fabs(cJSON_GetObjectItem(lc, "value")->valuedouble - sum) > 1e-3 * sum);
+    snprintf(args, sizeof args, "compare --device rpi5 %s --json --layer-sum-only", net);
+    cJSON *cmp = run_json(args);
+    const cJSON *row = cJSON_GetArrayItem(cJSON_GetObjectItem(cmp, "rows"), 0);
+    assert_non_null(row);
+    const cJSON *rl = cJSON_GetObjectItem(cJSON_GetObjectItem(row, "prediction"), "latency");
+    assert_true(fabs(cJSON_GetObjectItem(rl, "value")->valuedouble - sum) < 1e-9 * sum);
+    cJSON_Delete(cmp);
+    cJSON_Delete(corr);
+    cJSON_Delete(only);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -336,6 +377,7 @@ int main(void)
         cmocka_unit_test(devices_should_list_and_show),
         cmocka_unit_test(every_bundled_model_should_predict_compare_and_advise),
         cmocka_unit_test(gnn_correction_should_answer_and_be_named),
+        cmocka_unit_test(layer_sum_only_should_print_the_kernels_sum),
         cmocka_unit_test(family_folds_should_pool_what_eval_reports),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
