@@ -621,6 +621,7 @@ static perfpred_status node_features(pp_graph *g, int ni, pp_err *err)
     pp_node_feat *f = &n->feat;
     int folded = f->folded;
     memset(f, 0, sizeof *f);
+    f->op_code = pp_op_code(n->op_type);
     fctx c = {g, ni, err};
     perfpred_status st;
 
@@ -789,6 +790,14 @@ static const char *const featvec_names[PP_FEATVEC_LEN] = {
 const char *pp_feat_vector_name(int i)
 {
     return (i >= 0 && i < PP_FEATVEC_LEN) ? featvec_names[i] : NULL;
+}
+
+uint32_t pp_op_code(const char *op_type)
+{
+    uint32_t h = 2166136261u;
+    for (const unsigned char *p = (const unsigned char *)(op_type ? op_type : ""); *p; p++)
+        h = (h ^ *p) * 16777619u;
+    return h & 0xFFFFFFu;
 }
 
 static float lg1p(double x) { return x > 0 ? (float)log2(1.0 + x) : 0.0f; }

@@ -118,6 +118,11 @@ typedef struct pp_node_feat {
     int64_t n, cin, hin, win, cout, hout, wout;
     /* gemm/matmul: out = [b] x (m x n), reduction k */
     int64_t b, m, nn, k;
+    /* which operator: a 24-bit FNV-1a hash of the op type (pp_op_code), exact in a float. Kinds
+     * group operators of one shape of work, but within a kind they can run at very different
+     * speeds (an Erf against a HardSwish of the same size, a MaxPool against an AveragePool), so
+     * the layer models see it; the GNN's feature vector does not. */
+    uint32_t op_code;
 } pp_node_feat;
 
 typedef struct pp_node {
@@ -219,6 +224,7 @@ perfpred_status pp_graph_liveness(pp_graph *g, pp_err *err);
  * benchmark-plan layer and a real node. Returns PP_FEATVEC_LEN. */
 #define PP_FEATVEC_LEN 24
 int pp_feat_vector(const pp_node_feat *f, float out[PP_FEATVEC_LEN]);
+uint32_t pp_op_code(const char *op_type);
 const char *pp_feat_vector_name(int i);
 
 /* The graph behind a public model handle (graph/model.c). */

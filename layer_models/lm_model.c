@@ -55,7 +55,7 @@ double pp_lm_base_eval(const pp_lm_base *b, pp_lm_target t, const pp_node_feat *
 static const char *const extra_names[PP_LM_N_EXTRA] = {
     "log10_compute_ms", "log10_memory_ms", "log10_base_ms", "compute_share",
     "log2_waves128", "last_wave_fill128", "log2_waves64", "last_wave_fill64",
-    "m_fill128", "n_fill128", "m_fill64", "n_fill64", "m_fill32", "n_fill32", "k_fill8"};
+    "m_fill128", "n_fill128", "m_fill64", "n_fill64", "m_fill32", "n_fill32", "k_fill8", "op_code"};
 
 const char *pp_lm_feature_name(int i)
 {
@@ -103,9 +103,10 @@ void pp_lm_features(const pp_node_feat *f, const pp_lm_base *b, float out[PP_LM_
     x[1] = tm > 0 ? (float)log10(tm) : -12.0f;
     x[2] = t0 > 0 ? (float)log10(t0) : -12.0f;
     x[3] = (tc + tm) > 0 ? (float)(tc / (tc + tm)) : 0.0f;
+    x[15] = (float)f->op_code;
     double batch, rows, cols, red;
     if (!gemm_dims(f, &batch, &rows, &cols, &red)) {
-        for (int i = 4; i < PP_LM_N_EXTRA; i++) x[i] = NAN;
+        for (int i = 4; i < 15; i++) x[i] = NAN;
         return;
     }
     double cu = b->compute_units > 0 ? b->compute_units : 1;
