@@ -1,7 +1,8 @@
 /* calibrate/fit_overhead.c: the in-network overhead correction, latency = scale x layer sum +
- * per_kernel x kernels (include/perfpred.h, perfpred_calibrate_fit_overhead). The layer sums and
- * kernel counts of the rows are eval's (perfpred_eval, layer sums only); held-out folds of model
- * families judge it before it is fitted on every row and written. */
+ * per_kernel x kernels + per_mb x megabytes moved (include/perfpred.h,
+ * perfpred_calibrate_fit_overhead). The layer sums, kernel counts and kernel bytes of the rows are
+ * eval's (perfpred_eval, layer sums only); held-out folds of model families judge it before it is
+ * fitted on every row and written. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
@@ -19,39 +20,103 @@ perfpred_overhead_params perfpred_overhead_default_params(void)
     return p;
 }
 
-/* scale and per-kernel ms minimising sum_i (scale s_i / m_i + c k_i / m_i - 1)^2 over rows with
- * use[i], c >= 0 (a negative c refits the scale alone). 0 ok, -1 too few rows. */
-static int fit_rows(const perfpred_eval_point *pt, const int *use, int n, double *scale, double *c)
+/* The three columns of a row, each divided by the measured time: the relative error of
+ * x . (scale, per_kernel_ms, per_mb_ms) is x . w - 1. */
+static void row_terms(const perfpred_eval_point *p, double x[3])
 {
-    double aa = 0, ab = 0, bb = 0, a1 = 0, b1 = 0;
-    int m = 0;
-    for (int i = 0; i < n; i++) {
-        if (!use[i]) continue;
-        double a = pt[i].predicted_ms / pt[i].measured_ms, b = pt[i].n_kernels / pt[i].measured_ms;
-        aa += a * a;
-        ab += a * b;
-        bb += b * b;
-        a1 += a;
-        b1 += b;
-        m++;
+    x[0] = p->predicted_ms / p->measured_ms;
+    x[1] = p->n_kernels / p->measured_ms;
+    x[2] = p->kernel_bytes * 1e-6 / p->measured_ms;
+}
+
+/* Solves the k x k system A w = b (k <= 3) by Gaussian elimination with partial pivoting.
+ * -1 when it is singular at the scale of A. */
+static int solve(double A[3][3], double b[3], int k, double w[3])
+{
+    double scale = 0;
+    for (int i = 0; i < k; i++) scale = fmax(scale, fabs(A[i][i]));
+    for (int c = 0; c < k; c++) {
+        int piv = c;
+        for (int r = c + 1; r < k; r++)
+            if (fabs(A[r][c]) > fabs(A[piv][c])) piv = r;
+        if (!(fabs(A[piv][c]) > 1e-12 * scale)) return -1;
+        for (int j = 0; j < k; j++) {
+            double t = A[c][j];
+            A[c][j] = A[piv][j];
+            A[piv][j] = t;
+        }
+        double t = b[c];
+        b[c] = b[piv];
+        b[piv] = t;
+        for (int r = c + 1; r < k; r++) {
+            double f = A[r][c] / A[c][c];
+            for (int j = c; j < k; j++) A[r][j] -= f * A[c][j];
+            b[r] -= f * b[c];
+        }
     }
-    if (m < 2 || !(aa > 0)) return -1;
-    double det = aa * bb - ab * ab;
-    *c = -1;
-    if (det > 1e-12 * aa * bb) {
-        *scale = (a1 * bb - b1 * ab) / det;
-        *c = (aa * b1 - ab * a1) / det;
-    }
-    if (!(*c >= 0)) {
-        *scale = a1 / aa;
-        *c = 0;
+    for (int c = k - 1; c >= 0; c--) {
+        double s = b[c];
+        for (int j = c + 1; j < k; j++) s -= A[c][j] * w[j];
+        w[c] = s / A[c][c];
     }
     return 0;
 }
 
-static double rel_err(const perfpred_eval_point *p, double scale, double c)
+/* scale, per-kernel ms and per-MB ms minimising sum_i (x_i . w - 1)^2 over rows with use[i], with
+ * the per-kernel and per-MB terms >= 0: the least-squares fit over each subset of those two terms
+ * (the scale always in), the best of those whose terms are all >= 0. 0 ok, -1 too few rows. */
+static int fit_rows(const perfpred_eval_point *pt, const int *use, int n, double w_out[3])
 {
-    return fabs((scale * p->predicted_ms + c * p->n_kernels) / p->measured_ms - 1);
+    double G[3][3] = {{0}}, g[3] = {0};
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (!use[i]) continue;
+        double x[3];
+        row_terms(&pt[i], x);
+        for (int a = 0; a < 3; a++) {
+            g[a] += x[a];
+            for (int b = 0; b < 3; b++) G[a][b] += x[a] * x[b];
+        }
+        m++;
+    }
+    if (m < 2 || !(G[0][0] > 0)) return -1;
+    double best = INFINITY;
+    for (int mask = 0; mask < 4; mask++) { /* bit 0: per-kernel term, bit 1: per-MB term */
+        int idx[3] = {0}, k = 1;
+        if (mask & 1) idx[k++] = 1;
+        if (mask & 2) idx[k++] = 2;
+        if (k > m) continue;
+        double A[3][3], b[3], v[3], w[3] = {0};
+        for (int r = 0; r < k; r++) {
+            b[r] = g[idx[r]];
+            for (int c = 0; c < k; c++) A[r][c] = G[idx[r]][idx[c]];
+        }
+        if (solve(A, b, k, v)) continue;
+        int ok = 1;
+        for (int r = 0; r < k; r++) {
+            w[idx[r]] = v[r];
+            if (r > 0 && !(v[r] >= 0)) ok = 0;
+        }
+        if (!ok) continue;
+        /* sum (x.w - 1)^2 = w'Gw - 2 g.w + m */
+        double sse = m;
+        for (int a = 0; a < 3; a++) {
+            sse -= 2 * g[a] * w[a];
+            for (int b2 = 0; b2 < 3; b2++) sse += w[a] * G[a][b2] * w[b2];
+        }
+        if (sse < best) {
+            best = sse;
+            memcpy(w_out, w, sizeof w);
+        }
+    }
+    return isfinite(best) ? 0 : -1;
+}
+
+static double rel_err(const perfpred_eval_point *p, const double w[3])
+{
+    double x[3];
+    row_terms(p, x);
+    return fabs(x[0] * w[0] + x[1] * w[1] + x[2] * w[2] - 1);
 }
 
 static perfpred_status write_artifact(const perfpred_overhead_params *p,
@@ -64,11 +129,13 @@ static perfpred_status write_artifact(const perfpred_overhead_params *p,
         return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
     }
     cJSON_AddStringToObject(o, "format", "perfpred-overhead");
-    cJSON_AddNumberToObject(o, "version", 1);
+    cJSON_AddNumberToObject(o, "version", 2);
     cJSON_AddStringToObject(o, "device", r->device);
-    cJSON_AddStringToObject(o, "formula", "latency = scale x layer sum + per_kernel_ms x kernels");
+    cJSON_AddStringToObject(o, "formula", "latency = scale x layer sum + per_kernel_ms x kernels + "
+                            "per_mb_ms x 10^6 bytes the kernels move");
     cJSON_AddNumberToObject(o, "scale", r->scale);
     cJSON_AddNumberToObject(o, "per_kernel_ms", r->per_kernel_us * 1e-3);
+    cJSON_AddNumberToObject(o, "per_mb_ms", r->per_mb_us * 1e-3);
     cJSON_AddStringToObject(o, "data", p->networks_csv);
     cJSON_AddNumberToObject(o, "rows", n_rows);
     cJSON_AddItemToObject(o, "heldout_folds", folds);
@@ -162,8 +229,8 @@ perfpred_status perfpred_calibrate_fit_overhead(const perfpred_overhead_params *
                             out->device);
             goto done;
         }
-        double sc, c;
-        if (fit_rows(pt, use, n, &sc, &c)) {
+        double w[3];
+        if (fit_rows(pt, use, n, w)) {
             st = pp_err_set(&err, PERFPRED_ERR_INVALID_ARG, "fold '%.*s': too few rows to fit",
                             (int)len, f);
             goto done;
@@ -172,13 +239,14 @@ perfpred_status perfpred_calibrate_fit_overhead(const perfpred_overhead_params *
         for (int i = 0; i < n; i++) {
             if (use[i]) continue;
             eb += fabs(pt[i].predicted_ms / pt[i].measured_ms - 1);
-            ec += rel_err(&pt[i], sc, c);
+            ec += rel_err(&pt[i], w);
         }
         F->n_rows = n_test;
         F->layer_sum_mape_pct = 100 * eb / n_test;
         F->corrected_mape_pct = 100 * ec / n_test;
-        F->scale = sc;
-        F->per_kernel_us = c * 1e3;
+        F->scale = w[0];
+        F->per_kernel_us = w[1] * 1e3;
+        F->per_mb_us = w[2] * 1e3;
         sum_base += eb;
         sum_corr += ec;
         out->n_pooled += n_test;
@@ -188,13 +256,14 @@ perfpred_status perfpred_calibrate_fit_overhead(const perfpred_overhead_params *
     out->pooled_layer_sum_mape_pct = 100 * sum_base / out->n_pooled;
     out->pooled_corrected_mape_pct = 100 * sum_corr / out->n_pooled;
     for (int i = 0; i < n; i++) use[i] = 1;
-    double sc, c;
-    if (fit_rows(pt, use, n, &sc, &c)) {
+    double w[3];
+    if (fit_rows(pt, use, n, w)) {
         st = pp_err_set(&err, PERFPRED_ERR_INVALID_ARG, "too few rows to fit");
         goto done;
     }
-    out->scale = sc;
-    out->per_kernel_us = c * 1e3;
+    out->scale = w[0];
+    out->per_kernel_us = w[1] * 1e3;
+    out->per_mb_us = w[2] * 1e3;
     const char *cfg = p->config_dir ? p->config_dir : pp_default_config_dir();
     if (p->out_dir) snprintf(out->path, sizeof out->path, "%s/overhead-latency.json", p->out_dir);
     else

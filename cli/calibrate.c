@@ -20,8 +20,8 @@ static const char calibrate_usage[] =
     "          --heldout-families F1,F2 to hold those families out instead of hash buckets,\n"
     "          or folds F1,F2;F3;F4,F5: one dry run per fold and the pooled held-out error;\n"
     "          --overhead (with folds): the in-network overhead correction instead,\n"
-    "          latency = a x layer sum + c x kernels, judged on the folds, then fitted on\n"
-    "          every row and written where it beats the layer sum;\n"
+    "          latency = a x layer sum + c x kernels + d x MB the kernels move, judged on\n"
+    "          the folds, then fitted on every row and written where it beats the layer sum;\n"
     "          GNN: --epochs N (60), --hidden H (32), --lr X (0.002), --weight-decay X (0))\n"
     "       perfpred calibrate import --dataset NAME --root DIR -o LAYERS.csv [options]\n"
     "\n"
@@ -646,12 +646,14 @@ static int fit_overhead(const perfpred_overhead_params *p, int json)
             cJSON_AddItemToObject(j, "corrected_mape_pct", json_num(f->corrected_mape_pct));
             cJSON_AddItemToObject(j, "scale", json_num(f->scale));
             cJSON_AddItemToObject(j, "per_kernel_us", json_num(f->per_kernel_us));
+            cJSON_AddItemToObject(j, "per_mb_us", json_num(f->per_mb_us));
             cJSON_AddItemToArray(folds, j);
         }
         cJSON_AddItemToObject(o, "pooled_layer_sum_mape_pct", json_num(r.pooled_layer_sum_mape_pct));
         cJSON_AddItemToObject(o, "pooled_corrected_mape_pct", json_num(r.pooled_corrected_mape_pct));
         cJSON_AddItemToObject(o, "scale", json_num(r.scale));
         cJSON_AddItemToObject(o, "per_kernel_us", json_num(r.per_kernel_us));
+        cJSON_AddItemToObject(o, "per_mb_us", json_num(r.per_mb_us));
         cJSON_AddBoolToObject(o, "written", r.written);
         cJSON_AddStringToObject(o, "artifact", r.path);
         cli_print_json(o);
@@ -660,18 +662,20 @@ static int fit_overhead(const perfpred_overhead_params *p, int json)
     printf("calibrate fit (in-network overhead): %s from %s: %d rows used, %d failed\n", r.device,
            p->networks_csv, r.n_used, r.n_failed);
     if (r.n_failed) printf("first failure: %s\n", r.first_failure);
-    printf("\nlatency = a x layer sum + c x kernels; MAPE %% on each fold's held-out families "
-           "(a, c fitted on the other rows):\n");
-    printf("  %-56s %6s %10s %10s %7s %7s\n", "held-out families", "rows", "layer sum",
-           "corrected", "a", "c us");
+    printf("\nlatency = a x layer sum + c x kernels + d x MB moved (10^6 bytes the kernels read and "
+           "write);\nMAPE %% on each fold's held-out families (a, c, d fitted on the other rows):\n");
+    printf("  %-56s %6s %10s %10s %7s %7s %7s\n", "held-out families", "rows", "layer sum",
+           "corrected", "a", "c us", "d us/MB");
     for (int k = 0; k < r.n_folds; k++) {
         const perfpred_overhead_fold *f = &r.folds[k];
-        printf("  %-56.56s %6d %10.2f %10.2f %7.3f %7.1f\n", f->families, f->n_rows,
-               f->layer_sum_mape_pct, f->corrected_mape_pct, f->scale, f->per_kernel_us);
+        printf("  %-56.56s %6d %10.2f %10.2f %7.3f %7.1f %7.2f\n", f->families, f->n_rows,
+               f->layer_sum_mape_pct, f->corrected_mape_pct, f->scale, f->per_kernel_us,
+               f->per_mb_us);
     }
     printf("  %-56s %6d %10.2f %10.2f\n", "pooled", r.n_pooled, r.pooled_layer_sum_mape_pct,
            r.pooled_corrected_mape_pct);
-    printf("\nfitted on every row: a = %.4f, c = %.2f us per kernel\n", r.scale, r.per_kernel_us);
+    printf("\nfitted on every row: a = %.4f, c = %.2f us per kernel, d = %.2f us per MB\n", r.scale,
+           r.per_kernel_us, r.per_mb_us);
     if (r.written)
         printf("written: %s (applied where the device has no GNN correction)\n", r.path);
     else if (p->dry_run)

@@ -191,6 +191,7 @@ typedef struct perfpred_prediction {
     double memory_capacity_bytes;
     int fits_in_memory;
     int n_kernels, n_calibrated_kernels;
+    double kernel_bytes;     /* bytes the kernels read and write (inputs, outputs, weights), summed */
 } perfpred_prediction;
 
 typedef struct perfpred_predict_params {
@@ -469,6 +470,7 @@ typedef struct perfpred_eval_point {
     double spread_ms;              /* NaN when not reported */
     perfpred_provenance prov;      /* of the prediction */
     int n_kernels;                 /* networks: kernels the prediction summed; layers: 1 */
+    double kernel_bytes;           /* the bytes those kernels move (perfpred_prediction) */
 } perfpred_eval_point;
 
 typedef struct perfpred_eval_group {
@@ -726,9 +728,11 @@ perfpred_status perfpred_calibrate_fit_networks(const perfpred_netfit_params *p,
                                                 size_t errbuf_len);
 
 /* The in-network overhead correction of a device (calibrate/fit_overhead.c): latency = scale x
- * layer sum + per_kernel x kernels, the time a forward pass spends between the kernels that layers
- * timed one at a time do not see. Fitted on whole-network rows of a network CSV by least squares on
- * the relative error (per_kernel >= 0; a negative fit refits the scale alone). It is judged first
+ * layer sum + per_kernel x kernels + per_mb x megabytes the kernels move (10^6 bytes), what a
+ * forward pass spends that layers timed one at a time do not see: a fixed cost per kernel (module
+ * calls, allocation) and one per byte (fresh pages for new activations, write-backs). Fitted on
+ * whole-network rows of a network CSV by least squares on the relative error with per_kernel and
+ * per_mb >= 0 (the best fit over the subsets of those two terms that keeps them >= 0). It is judged first
  * on folds of held-out model families (each fold fitted on the other rows), then fitted on every
  * row and written atomically to <out_dir or config_dir/artifacts/<device>>/overhead-latency.json,
  * unless dry_run, and only where the folds' pooled error beats the layer sum's. */
@@ -746,7 +750,7 @@ typedef struct perfpred_overhead_fold {
     char families[256];
     int n_rows;
     double layer_sum_mape_pct, corrected_mape_pct;
-    double scale, per_kernel_us;       /* fitted on the other folds' rows */
+    double scale, per_kernel_us, per_mb_us; /* fitted on the other folds' rows */
 } perfpred_overhead_fold;
 
 typedef struct perfpred_overhead_report {
@@ -757,7 +761,7 @@ typedef struct perfpred_overhead_report {
     perfpred_overhead_fold folds[PERFPRED_MAX_FOLDS];
     int n_pooled;
     double pooled_layer_sum_mape_pct, pooled_corrected_mape_pct;
-    double scale, per_kernel_us;       /* fitted on every row */
+    double scale, per_kernel_us, per_mb_us; /* fitted on every row */
     int written;                       /* 0: dry run, or the folds did not beat the layer sum */
     char path[1024];                   /* the artifact (written or not) */
 } perfpred_overhead_report;

@@ -28,7 +28,7 @@ struct pp_calib {
     pp_gnn **gnn;        /* graph-level correction per device, or NULL */
     char **gnn_text;
     /* in-network overhead correction per device (overhead-latency.json): text NULL when none */
-    double *ovh_scale, *ovh_per_kernel_ms;
+    double *ovh_scale, *ovh_per_kernel_ms, *ovh_per_mb_ms;
     char **ovh_text;
 };
 
@@ -116,8 +116,9 @@ static perfpred_status load_overheads(pp_calib *c, const char *config_dir, pp_er
     int nd = pp_devices_count(c->db);
     c->ovh_scale = calloc((size_t)nd + 1, sizeof *c->ovh_scale);
     c->ovh_per_kernel_ms = calloc((size_t)nd + 1, sizeof *c->ovh_per_kernel_ms);
+    c->ovh_per_mb_ms = calloc((size_t)nd + 1, sizeof *c->ovh_per_mb_ms);
     c->ovh_text = calloc((size_t)nd + 1, sizeof *c->ovh_text);
-    if (!c->ovh_scale || !c->ovh_per_kernel_ms || !c->ovh_text)
+    if (!c->ovh_scale || !c->ovh_per_kernel_ms || !c->ovh_per_mb_ms || !c->ovh_text)
         return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
     for (int i = 0; i < nd; i++) {
         const pp_device *d = pp_devices_at(c->db, i);
@@ -134,24 +135,30 @@ static perfpred_status load_overheads(pp_calib *c, const char *config_dir, pp_er
         free(buf);
         const cJSON *fmt = j ? cJSON_GetObjectItemCaseSensitive(j, "format") : NULL;
         const cJSON *data = j ? cJSON_GetObjectItemCaseSensitive(j, "data") : NULL;
-        double ver = j ? json_num_in(j, "version", 1, 1) : NAN;
+        /* version 1 had no per-megabyte term */
+        double ver = j ? json_num_in(j, "version", 1, 2) : NAN;
         double sc = j ? json_num_in(j, "scale", 0.05, 20) : NAN;
         double pk = j ? json_num_in(j, "per_kernel_ms", 0, 100) : NAN;
+        double pm = ver == 1 ? 0 : j ? json_num_in(j, "per_mb_ms", 0, 100) : NAN;
         double rows = j ? json_num_in(j, "rows", 2, 1e9) : NAN;
         if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, "perfpred-overhead") != 0 ||
-            !cJSON_IsString(data) || isnan(ver) || isnan(sc) || isnan(pk) || isnan(rows)) {
+            !cJSON_IsString(data) || isnan(ver) || isnan(sc) || isnan(pk) || isnan(pm) ||
+            isnan(rows)) {
             cJSON_Delete(j);
             return pp_err_set(err, PERFPRED_ERR_MODEL,
-                              "%s: not a perfpred-overhead version 1 file (format, version, "
-                              "scale in [0.05, 20], per_kernel_ms in [0, 100], rows, data)", path);
+                              "%s: not a perfpred-overhead version 1 or 2 file (format, version, "
+                              "scale in [0.05, 20], per_kernel_ms and (version 2) per_mb_ms in "
+                              "[0, 100], rows, data)", path);
         }
-        char text[1024];
+        char text[1024], mb[64] = "";
+        if (pm > 0) snprintf(mb, sizeof mb, " + %.1f us per MB moved", pm * 1e3);
         snprintf(text, sizeof text,
-                 "layer sum x %.3f + %.1f us per kernel (in-network overhead of %s, fitted on "
-                 "%.0f rows of %s)", sc, pk * 1e3, d->name, rows, data->valuestring);
+                 "layer sum x %.3f + %.1f us per kernel%s (in-network overhead of %s, fitted on "
+                 "%.0f rows of %s)", sc, pk * 1e3, mb, d->name, rows, data->valuestring);
         cJSON_Delete(j);
         c->ovh_scale[i] = sc;
         c->ovh_per_kernel_ms[i] = pk;
+        c->ovh_per_mb_ms[i] = pm;
         if (!(c->ovh_text[i] = strdup(text)))
             return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
     }
@@ -240,6 +247,7 @@ void pp_calib_close(pp_calib *c)
     free(c->ovh_text);
     free(c->ovh_scale);
     free(c->ovh_per_kernel_ms);
+    free(c->ovh_per_mb_ms);
     free(c->text);
     free(c->src);
     free(c->e);
@@ -302,11 +310,12 @@ const struct pp_layer_models *pp_calib_own_models(const pp_calib *c, const pp_de
 }
 
 const char *pp_calib_overhead(const pp_calib *c, const pp_device *d, double *scale,
-                              double *per_kernel_ms)
+                              double *per_kernel_ms, double *per_mb_ms)
 {
     int i = c && c->ovh_text ? device_index(c, d) : -1;
     if (i < 0 || !c->ovh_text[i]) return NULL;
     if (scale) *scale = c->ovh_scale[i];
     if (per_kernel_ms) *per_kernel_ms = c->ovh_per_kernel_ms[i];
+    if (per_mb_ms) *per_mb_ms = c->ovh_per_mb_ms[i];
     return c->ovh_text[i];
 }

@@ -36,9 +36,10 @@ int pp_calib_node_ms(const pp_calib *c, const pp_device *d, const pp_node_feat *
 struct pp_gnn;
 const struct pp_gnn *pp_calib_gnn(const pp_calib *c, const pp_device *d, const char **source);
 /* d's in-network overhead correction: its provenance text (NULL when it has none), and where
- * not NULL its scale and per-kernel time (latency = scale x layer sum + per_kernel_ms x kernels). */
+ * not NULL its scale, per-kernel and per-megabyte times (latency = scale x layer sum +
+ * per_kernel_ms x kernels + per_mb_ms x 10^6 bytes the kernels move). */
 const char *pp_calib_overhead(const pp_calib *c, const pp_device *d, double *scale,
-                              double *per_kernel_ms);
+                              double *per_kernel_ms, double *per_mb_ms);
 /* A context's calibrations (predictor/predictor.c). */
 const pp_calib *pp_ctx_calib(const perfpred_ctx *ctx);
 /* The layer models of the device named like d, its own (not a parent's or calibration_from's),

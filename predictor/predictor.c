@@ -133,7 +133,7 @@ static void fill_info(const perfpred_ctx *ctx, const pp_device *d, perfpred_devi
         o->calibrated_energy = gnn->n_targets > 1;
         if (!o->calibration_source) o->calibration_source = gsrc;
     }
-    o->overhead_correction = pp_calib_overhead(ctx->calib, d, NULL, NULL) != NULL;
+    o->overhead_correction = pp_calib_overhead(ctx->calib, d, NULL, NULL, NULL) != NULL;
 }
 
 int perfpred_device_count(const perfpred_ctx *ctx) { return ctx ? pp_devices_count(ctx->db) : 0; }
@@ -325,7 +325,7 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
         consumers_free(&c);
         return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
     }
-    double total_ms = 0, energy_mj = 0;
+    double total_ms = 0, energy_mj = 0, total_bytes = 0;
     int nk = 0, ncal = 0, untimed = 0;
     /* a roofline needs both figures of the device the kernels are timed on */
     int can_roof = timed_on->peak_tflops[PP_PREC_FP32] > 0 && timed_on->memory_bandwidth_gbs > 0 &&
@@ -357,6 +357,7 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
         }
         double roof_d = pp_roofline_ms(d, k.kind, k.flops, k.bytes, &mb);
         total_ms += t;
+        total_bytes += k.bytes;
         if (node_ms) node_ms[chain[0]] = t;
         if (d->max_power_w > 0) energy_mj += kernel_energy_mj(d, t, roof_d);
         if (pp->kernels && nk < pp->kernels_cap) {
@@ -401,14 +402,16 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
         corrected = 1;
     }
     free(node_ms);
-    /* else the in-network overhead correction: scale x layer sum + a fixed time per kernel,
-     * fitted on whole-network measurements of this device against this same layer sum */
-    double ovh_scale = 1, ovh_kernel_ms = 0;
-    const char *ovh_src = corrected || pp->layer_sum_only || untimed || ncal == 0
-                              ? NULL
-                              : pp_calib_overhead(ctx->calib, d, &ovh_scale, &ovh_kernel_ms);
+    /* else the in-network overhead correction: scale x layer sum + a fixed time per kernel and per
+     * megabyte moved, fitted on whole-network measurements of this device against this same sum */
+    double ovh_scale = 1, ovh_kernel_ms = 0, ovh_mb_ms = 0;
+    const char *ovh_src =
+        corrected || pp->layer_sum_only || untimed || ncal == 0
+            ? NULL
+            : pp_calib_overhead(ctx->calib, d, &ovh_scale, &ovh_kernel_ms, &ovh_mb_ms);
 
     out->n_kernels = nk;
+    out->kernel_bytes = total_bytes;
     out->n_calibrated_kernels = ncal;
     out->latency_ms.value = total_ms;
     if (untimed) {
@@ -421,7 +424,7 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
         out->latency_ms.prov = PERFPRED_PROV_CALIBRATED;
         out->latency_ms.source = gnn_src;
     } else if (ovh_src) {
-        out->latency_ms.value = ovh_scale * total_ms + ovh_kernel_ms * nk;
+        out->latency_ms.value = ovh_scale * total_ms + ovh_kernel_ms * nk + ovh_mb_ms * total_bytes * 1e-6;
         out->latency_ms.prov = ncal == nk ? PERFPRED_PROV_CALIBRATED : PERFPRED_PROV_MIXED;
         out->latency_ms.source = ovh_src;
     } else if (ncal == 0) {

@@ -1072,10 +1072,11 @@ static void eval_networks_should_flag_rows_of_another_machine(void **state)
     }
 }
 
-/* The in-network overhead correction: rows made from the public API's own layer sums as
- * 1.25 x sum + 0.5 ms x kernels give back a = 1.25 and c = 500 us on every fold, with no error;
- * the artifact is written, and predictions then apply it (and leave it out when asked). A
- * negative per-kernel time is refitted as a scale alone. */
+/* The in-network overhead correction: rows made from the public API's own layer sums, kernel
+ * counts and kernel bytes as 1.25 x sum + 0.5 ms x kernels + 0.02 ms x MB give back a = 1.25,
+ * c = 500 us and d = 20 us per MB on every fold (three models, so that each fold's two training
+ * models tell the terms apart), with no error; the artifact is written, and predictions then
+ * apply it (and leave it out when asked). A negative per-kernel time is not kept. */
 static void fit_overhead_should_recover_scale_and_per_kernel_time(void **state)
 {
     (void)state;
@@ -1098,14 +1099,15 @@ static void fit_overhead_should_recover_scale_and_per_kernel_time(void **state)
     perfpred_status st;
     perfpred_ctx *ctx = perfpred_ctx_open(&cp, &st, err, sizeof err);
     assert_non_null(ctx);
-    const char *files[2] = {MODELS "/alexnet.onnx", plan_models[1]};
-    const char *family[2] = {"alexnet", "mobilenet"};
-    double sum[2][3];
-    int nk[2][3];
+    enum { NM = 3 };
+    const char *files[NM] = {MODELS "/alexnet.onnx", plan_models[1], MODELS "/mnasnet0_5.onnx"};
+    const char *family[NM] = {"alexnet", "mobilenet", "mnasnet"};
+    double sum[NM][3], mb[NM][3];
+    int nk[NM][3];
     for (int sign = 0; sign < 2; sign++) {
-        char text[4096];
+        char text[8192];
         int off = snprintf(text, sizeof text, "%s", NET_HEADER);
-        for (int f = 0; f < 2; f++)
+        for (int f = 0; f < NM; f++)
             for (int b = 1; b <= 3; b++) {
                 perfpred_model_params mp = perfpred_model_default_params();
                 mp.batch = b;
@@ -1119,9 +1121,12 @@ static void fit_overhead_should_recover_scale_and_per_kernel_time(void **state)
                 perfpred_model_free(m);
                 sum[f][b - 1] = pred.latency_ms.value;
                 nk[f][b - 1] = pred.n_kernels;
+                mb[f][b - 1] = pred.kernel_bytes * 1e-6;
+                assert_true(mb[f][b - 1] > 0);
                 /* sign 1: a per-kernel time of -0.01 ms, which the fit must not keep */
                 double meas = sign ? 1.25 * pred.latency_ms.value - 0.01 * pred.n_kernels
-                                   : 1.25 * pred.latency_ms.value + 0.5 * pred.n_kernels;
+                                   : 1.25 * pred.latency_ms.value + 0.5 * pred.n_kernels +
+                                         0.02 * mb[f][b - 1];
                 off += snprintf(text + off, sizeof text - (size_t)off,
                                 "%s,%s,host-cpu,pytorch-eager,,fp32,%d,,%.17g,,,,,test,"
                                 "2026-01-01\n", files[f], family[f], b, meas);
@@ -1131,26 +1136,29 @@ static void fit_overhead_should_recover_scale_and_per_kernel_time(void **state)
         perfpred_overhead_params op = perfpred_overhead_default_params();
         op.device = "host-cpu";
         op.networks_csv = path;
-        op.folds = "alexnet;mobilenet";
+        op.folds = "alexnet;mobilenet;mnasnet";
         op.config_dir = cfg;
         op.dry_run = sign;
         perfpred_overhead_report r;
         assert_int_equal(perfpred_calibrate_fit_overhead(&op, &r, err, sizeof err), PERFPRED_OK);
-        assert_int_equal(r.n_used, 6);
-        assert_int_equal(r.n_folds, 2);
+        assert_int_equal(r.n_used, 9);
+        assert_int_equal(r.n_folds, 3);
         assert_int_equal(r.folds[0].n_rows, 3);
         if (!sign) {
-            for (int k = 0; k < 2; k++) {
-                assert_rel_close(r.folds[k].scale, 1.25, 1e-9);
-                assert_rel_close(r.folds[k].per_kernel_us, 500, 1e-9);
+            for (int k = 0; k < NM; k++) {
+                assert_rel_close(r.folds[k].scale, 1.25, 1e-6);
+                assert_rel_close(r.folds[k].per_kernel_us, 500, 1e-6);
+                assert_rel_close(r.folds[k].per_mb_us, 20, 1e-6);
                 assert_true(r.folds[k].corrected_mape_pct < 1e-6);
             }
-            assert_rel_close(r.scale, 1.25, 1e-9);
-            assert_rel_close(r.per_kernel_us, 500, 1e-9);
+            assert_rel_close(r.scale, 1.25, 1e-6);
+            assert_rel_close(r.per_kernel_us, 500, 1e-6);
+            assert_rel_close(r.per_mb_us, 20, 1e-6);
             assert_int_equal(r.written, 1);
             assert_int_equal(access(r.path, R_OK), 0);
         } else {
             assert_true(r.per_kernel_us == 0);
+            assert_true(r.per_mb_us >= 0);
             assert_int_equal(r.written, 0);
         }
         /* a family with no rows is refused, naming it */
@@ -1166,7 +1174,7 @@ static void fit_overhead_should_recover_scale_and_per_kernel_time(void **state)
     perfpred_device_info info;
     assert_int_equal(perfpred_device_find(ctx, "host-cpu", &info), PERFPRED_OK);
     assert_int_equal(info.overhead_correction, 1);
-    for (int f = 0; f < 2; f++) {
+    for (int f = 0; f < NM; f++) {
         perfpred_model_params mp = perfpred_model_default_params();
         mp.batch = 2;
         perfpred_model *m = perfpred_model_load(files[f], &mp, &st, err, sizeof err);
@@ -1174,7 +1182,9 @@ static void fit_overhead_should_recover_scale_and_per_kernel_time(void **state)
         perfpred_prediction pred, raw;
         assert_int_equal(perfpred_predict(ctx, m, "host-cpu", NULL, &pred, err, sizeof err),
                          PERFPRED_OK);
-        assert_rel_close(pred.latency_ms.value, 1.25 * sum[f][1] + 0.5 * nk[f][1], 1e-9);
+        assert_rel_close(pred.latency_ms.value, 1.25 * sum[f][1] + 0.5 * nk[f][1] + 0.02 * mb[f][1],
+                         1e-6);
+        assert_non_null(strstr(pred.latency_ms.source, "us per MB moved"));
         assert_non_null(strstr(pred.latency_ms.source, "in-network overhead of host-cpu"));
         perfpred_predict_params pp = perfpred_predict_default_params();
         pp.layer_sum_only = 1;
@@ -1190,6 +1200,25 @@ static void fit_overhead_should_recover_scale_and_per_kernel_time(void **state)
     assert_null(perfpred_ctx_open(&cp, &st, err, sizeof err));
     assert_int_equal(st, PERFPRED_ERR_MODEL);
     assert_non_null(strstr(err, "overhead-latency.json"));
+    /* version 2 needs its per-MB term; version 1 (before it) loads without one */
+    pp_test_write_text(path, "{\"format\": \"perfpred-overhead\", \"version\": 2, \"scale\": 1.1, "
+                             "\"per_kernel_ms\": 0.01, \"rows\": 9, \"data\": \"x.csv\"}");
+    assert_null(perfpred_ctx_open(&cp, &st, err, sizeof err));
+    assert_non_null(strstr(err, "per_mb_ms"));
+    pp_test_write_text(path, "{\"format\": \"perfpred-overhead\", \"version\": 1, \"scale\": 1.1, "
+                             "\"per_kernel_ms\": 0.01, \"rows\": 9, \"data\": \"x.csv\"}");
+    ctx = perfpred_ctx_open(&cp, &st, err, sizeof err);
+    assert_non_null(ctx);
+    perfpred_model_params mp = perfpred_model_default_params();
+    mp.batch = 2;
+    perfpred_model *m = perfpred_model_load(files[0], &mp, &st, err, sizeof err);
+    assert_non_null(m);
+    perfpred_prediction pred;
+    assert_int_equal(perfpred_predict(ctx, m, "host-cpu", NULL, &pred, err, sizeof err), PERFPRED_OK);
+    assert_rel_close(pred.latency_ms.value, 1.1 * sum[0][1] + 0.01 * nk[0][1], 1e-9);
+    assert_null(strstr(pred.latency_ms.source, "per MB"));
+    perfpred_model_free(m);
+    perfpred_ctx_close(ctx);
 }
 
 static void eval_should_name_the_file_and_line_of_bad_input(void **state)

@@ -6,10 +6,11 @@ time in op kind X are off by a factor": log(measured / layer sum) as a linear fu
 layer sum's time share per op kind (split by calibrated / roofline kernels), plus log(layer sum)
 and log(batch). This fits that function by ridge regression on the network rows of all families
 but one fold's, predicts the fold's rows, and prints each fold's MAPE next to the layer sum's,
-for several ridge strengths. A second, physical correction is fitted beside it: a scale and a
-fixed in-network cost per kernel, measured ~= a * layer sum + c * kernels (least squares on the
-relative error, c >= 0; the time a forward pass spends between kernels, which layers timed one
-at a time do not see). It trains nothing that ships; it is the evidence next to the GNN
+for several ridge strengths. A second, physical correction is fitted beside it: a scale, a fixed
+in-network cost per kernel and one per megabyte the kernels move, measured ~= a * layer sum +
+c * kernels + d * MB (least squares on the relative error, c, d >= 0: the best fit over the
+subsets of c and d that keeps them >= 0; what a forward pass spends that layers timed one at a
+time do not see), and the same without d. It trains nothing that ships; it is the evidence next to the GNN
 correction's fold tables in README.md ("host-cpu" and "epyc-kvm-2vcpu" accuracy).
 
   /usr/bin/python3 tools/kind_share_check.py --device host-cpu \\
@@ -40,27 +41,37 @@ def kernel_times(perfpred, device, model, batch, shapes):
     if res.returncode != 0:
         sys.exit(f"kind_share_check: {' '.join(args)}: {res.stderr.strip()}")
     out = json.loads(res.stdout)
-    shares = {}
+    shares, nbytes = {}, 0.0
     for k in out["kernels"]:
+        nbytes += k["bytes"]
         key = k["kind"] + ("/calibrated" if k["provenance"] == "calibrated" else "/roofline")
         shares[key] = shares.get(key, 0.0) + k["latency_ms"]
     # the layer sum is the kernels' own sum: the prediction itself carries the device's graph-level
     # correction where one is calibrated (epyc-kvm-2vcpu's overhead-latency.json)
-    return sum(shares.values()), shares, len(out["kernels"])
+    return sum(shares.values()), shares, len(out["kernels"]), nbytes * 1e-6
 
 
 def mape(pred, meas):
     return 100.0 * float(np.mean(np.abs(pred / meas - 1.0)))
 
 
-def fit_overhead(layer_sum, kernels, meas):
-    """a, c (ms per kernel) minimising the squared relative error of a * layer_sum + c * kernels,
-    with c >= 0 (c < 0 refits the scale alone)."""
-    A = np.stack([layer_sum / meas, kernels / meas], 1)
-    a, c = np.linalg.lstsq(A, np.ones(len(meas)), rcond=None)[0]
-    if c < 0:
-        a, c = float(np.sum(layer_sum / meas) / np.sum((layer_sum / meas) ** 2)), 0.0
-    return float(a), float(c)
+def fit_overhead(layer_sum, kernels, meas, mb=None):
+    """w = (a, c ms per kernel, d ms per MB) minimising the squared relative error of
+    a * layer_sum + c * kernels + d * mb with c, d >= 0: the least-squares fit of each subset of
+    the c and d terms (a always in), the best one whose terms are >= 0. mb None: no d term."""
+    cols = [layer_sum / meas, kernels / meas] + ([] if mb is None else [mb / meas])
+    best, best_w = None, None
+    for subset in range(1 << (len(cols) - 1)):
+        idx = [0] + [j + 1 for j in range(len(cols) - 1) if subset >> j & 1]
+        A = np.stack([cols[j] for j in idx], 1)
+        v = np.linalg.lstsq(A, np.ones(len(meas)), rcond=None)[0]
+        if np.any(v[1:] < 0):
+            continue
+        sse = float(np.sum((A @ v - 1) ** 2))
+        if best is None or sse < best:
+            best, best_w = sse, np.zeros(len(cols))
+            best_w[idx] = v
+    return [float(x) for x in best_w] + ([0.0] if mb is None else [])
 
 
 def main(argv=None):
@@ -88,6 +99,7 @@ def main(argv=None):
         sys.exit(f"kind_share_check: no rows of {a.device} in {a.networks}")
     kinds = sorted({k for r in rows for k in r[4]})
     kernels = np.array([float(r[5]) for r in rows])
+    mb = np.array([float(r[6]) for r in rows])
     X = np.array([[r[4].get(k, 0.0) / sum(r[4].values()) for k in kinds] +
                   [math.log(r[3]), math.log(r[1])] for r in rows])
     y = np.array([math.log(r[2] / r[3]) for r in rows])
@@ -99,9 +111,10 @@ def main(argv=None):
           f"{', '.join(kinds)}; log layer sum; log batch")
     print(f"{'fold':60s} {'rows':>5s} {'layer sum':>10s} " +
           " ".join(f"{'ridge ' + l:>11s}" for l in a.lambdas.split(",")) +
-          f" {'a*sum+c*kern':>13s} {'a':>6s} {'c us':>6s}")
+          f" {'a*sum+c*kern':>13s} {'a':>6s} {'c us':>6s}"
+          f" {'+d*MB':>8s} {'a':>6s} {'c us':>6s} {'d us/MB':>8s}")
     pooled = {l: [] for l in a.lambdas.split(",")}
-    pooled_base, pooled_over = [], []
+    pooled_base, pooled_over, pooled_mb = [], [], []
     for fold in folds:
         te = [i for i in range(len(rows)) if fam[i] in fold]
         tr = [i for i in range(len(rows)) if fam[i] not in fold]
@@ -119,14 +132,19 @@ def main(argv=None):
             pred = layer_sum[te] * np.exp(T @ w)
             pooled[l] += list(np.abs(pred / meas[te] - 1))
             line += f"{mape(pred, meas[te]):11.2f} "
-        sc, per_kernel = fit_overhead(layer_sum[tr], kernels[tr], meas[tr])
+        sc, per_kernel, _ = fit_overhead(layer_sum[tr], kernels[tr], meas[tr])
         pred = sc * layer_sum[te] + per_kernel * kernels[te]
         pooled_over += list(np.abs(pred / meas[te] - 1))
         line += f"{mape(pred, meas[te]):13.2f} {sc:6.3f} {1000 * per_kernel:6.1f}"
+        w = fit_overhead(layer_sum[tr], kernels[tr], meas[tr], mb[tr])
+        pred = w[0] * layer_sum[te] + w[1] * kernels[te] + w[2] * mb[te]
+        pooled_mb += list(np.abs(pred / meas[te] - 1))
+        line += (f" {mape(pred, meas[te]):8.2f} {w[0]:6.3f} {1000 * w[1]:6.1f}"
+                 f" {1000 * w[2]:8.2f}")
         print(line)
     print(f"{'pooled':60s} {len(pooled_base):5d} {100 * np.mean(pooled_base):10.2f} " +
           " ".join(f"{100 * np.mean(pooled[l]):11.2f}" for l in a.lambdas.split(",")) +
-          f" {100 * np.mean(pooled_over):13.2f}")
+          f" {100 * np.mean(pooled_over):13.2f} {'':13s} {100 * np.mean(pooled_mb):8.2f}")
     return 0
 
 
