@@ -177,7 +177,7 @@ def measure_networks(specs, batches, out_path, *, torch, device_name, device="cp
                                          protocol, st, res.inner[key])
         if s.key() not in folded:  # measured in an earlier, resumed run: fold again to say how
             folded[s.key()] = prepared_model(torch, s, fold_bn)[1]
-        src += "; " + folded[s.key()]
+        src += f"; visit_warmup={protocol.visit_warmup}; " + folded[s.key()]
         if device == "cpu":
             src += "; memory=not measured on CPU"
         rows.append({
@@ -240,6 +240,9 @@ def main(argv=None):
                    help=f"default {d.warmup_calls}")
     g.add_argument("--warmup-ms", type=float, default=d.warmup_min_s * 1000,
                    help=f"default {d.warmup_min_s * 1000:g}")
+    g.add_argument("--visit-warmup", type=int, default=d.visit_warmup,
+                   help="untimed calls at the start of every visit, after another configuration "
+                        f"ran (default {d.visit_warmup})")
     g.add_argument("--seed", type=int, default=d.seed, help=f"default {d.seed}")
     g.add_argument("--budget-min", type=float, default=None,
                    help="stop starting new visits after this many minutes (exit status 3)")
@@ -249,8 +252,8 @@ def main(argv=None):
         if a.threads < 1:
             raise ValueError("--threads must be >= 1")
         protocol = timing.Protocol(rounds=a.rounds, burst=a.burst, warmup_calls=a.warmup_calls,
-                                   warmup_min_s=a.warmup_ms / 1000.0, visit_warmup=1,
-                                   min_sample_us=0.0, seed=a.seed)
+                                   warmup_min_s=a.warmup_ms / 1000.0,
+                                   visit_warmup=a.visit_warmup, min_sample_us=0.0, seed=a.seed)
         protocol.check()
         torch = layer_runner.setup_torch(a.threads, a.device)
         layer_runner.warn_if_other_machine("network_runner", a.device_name,

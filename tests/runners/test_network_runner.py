@@ -79,6 +79,31 @@ class NetworkRunnerTest(unittest.TestCase):
         self.assertEqual(rows[0]["input_shapes"], "input:1x3x12x12")
         self.assertEqual(rows[1]["input_shapes"], "input:3x3x12x12")
 
+    def test_visit_warmup_should_add_untimed_calls_and_be_recorded(self):
+        calls = {}
+        for vw in (1, 3):
+            spec = tiny_spec(self.graph)
+            build = spec.builder
+
+            def counted(build=build, vw=vw):
+                m = build()
+                # on the last layer: BatchNorm folding rebuilds the container, not its layers
+                m[-1].register_forward_pre_hook(
+                    lambda *_: calls.__setitem__(vw, calls.get(vw, 0) + 1))
+                return m
+            spec.builder = counted
+            proto = timing.Protocol(rounds=2, burst=2, warmup_calls=1, warmup_min_s=0.0,
+                                    min_sample_us=0.0, visit_warmup=vw)
+            out = os.path.join(self.tmp.name, f"vw{vw}.csv")
+            with contextlib.redirect_stderr(io.StringIO()):
+                network_runner.measure_networks([spec], [1], out, torch=torch,
+                                                device_name="test-cpu", protocol=proto, quiet=True)
+            with open(out, newline="", encoding="utf-8") as f:
+                row = next(csv.DictReader(f))
+            self.assertIn(f"visit_warmup={vw}", row["source"])
+        # two more untimed calls in each of the 2 rounds' visits; everything else alike
+        self.assertEqual(calls[3] - calls[1], 2 * 2)
+
     def test_batchnorm_should_be_folded_and_said_so(self):
         self.measure()
         with open(self.out, newline="", encoding="utf-8") as f:
