@@ -15,6 +15,7 @@
 
 typedef struct held_row {
     pp_op_kind kind;
+    uint32_t op;             /* pp_node_feat.op_code */
     float v[PP_FEATVEC_LEN];
     double err;              /* |predicted / measured - 1| */
 } held_row;
@@ -240,6 +241,7 @@ static perfpred_status add_held(pp_adapt *a, pp_op_kind k, const pp_node_feat *f
     }
     held_row *h = &a->held[a->n_held++];
     h->kind = k;
+    h->op = f->op_code;
     pp_feat_vector(f, h->v);
     h->err = err_rel;
     return PERFPRED_OK;
@@ -416,7 +418,8 @@ double pp_adapt_row_weight(const pp_adapt *a, const pp_node_feat *f)
     double w = PP_ADAPT_FLOOR, h2 = 2.0 * PP_ADAPT_BANDWIDTH * PP_ADAPT_BANDWIDTH;
     for (int j = 0; j < a->n_held; j++) {
         const held_row *h = &a->held[j];
-        if (h->kind != f->kind) continue;
+        /* near means the same operator: a slow Erf says nothing about a HardSwish of its size */
+        if (h->kind != f->kind || h->op != f->op_code) continue;
         double d2 = 0;
         for (int i = 0; i < PP_FEATVEC_LEN; i++) {
             double d = (double)v[i] - (double)h->v[i];

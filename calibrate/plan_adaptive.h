@@ -32,7 +32,8 @@ int pp_adapt_measured(const pp_adapt *a, const char *sig);
 /* 1 when held-out rows with errors are known for kind k. */
 int pp_adapt_has_rows(const pp_adapt *a, pp_op_kind k);
 /* Resampling weight of a candidate (kind f->kind): PP_ADAPT_FLOOR + sum over the kind's held-out
- * rows j of |pred_j / meas_j - 1| exp(-d_j^2 / (2 h^2)), d_j the pp_feat_vector distance. */
+ * rows j of the same operator (op_code) of |pred_j / meas_j - 1| exp(-d_j^2 / (2 h^2)), d_j the
+ * pp_feat_vector distance. */
 double pp_adapt_row_weight(const pp_adapt *a, const pp_node_feat *f);
 /* Budget weights of the kinds in use (use[k] != 0): w = share; with a, w = share x max(held-out
  * MAPE, PP_ADAPT_FLOOR), a kind without a model counting as the worst one, renormalised to sum 1.

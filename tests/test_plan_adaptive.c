@@ -353,6 +353,26 @@ static void adaptive_plan_should_weight_rows_after_a_real_fit(void **state)
     far.macs = far.flops = 1e30; /* no held-out row anywhere near */
     far.n = far.cin = far.cout = 1 << 30;
     assert_rel_close(pp_adapt_row_weight(a, &far), PP_ADAPT_FLOOR, 1e-6);
+    /* near is per operator: the measured conv rows themselves weigh more than the floor (some are
+     * held-out rows with errors), and the same rows as another operator weigh the floor */
+    pp_layer_table *t = NULL;
+    assert_int_equal(pp_layer_csv_read(csv, &t, &e), PERFPRED_OK);
+    double most = 0;
+    int n_conv = 0;
+    for (int i = 0; i < t->n; i++) {
+        pp_node_feat nf;
+        if (pp_layer_row_features(&t->rows[i], &nf, &e) != PERFPRED_OK || nf.kind != PP_OPK_CONV)
+            continue;
+        n_conv++;
+        assert_int_equal(nf.op_code, pp_op_code("Conv"));
+        double w = pp_adapt_row_weight(a, &nf);
+        if (w > most) most = w;
+        nf.op_code = pp_op_code("ConvInteger");
+        assert_rel_close(pp_adapt_row_weight(a, &nf), PP_ADAPT_FLOOR, 1e-9);
+    }
+    assert_true(n_conv > 0);
+    assert_true(most > PP_ADAPT_FLOOR + 1e-3);
+    pp_layer_table_free(t);
     pp_adapt_free(a);
     pp_devices_free(db);
     free(plain);
