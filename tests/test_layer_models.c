@@ -139,7 +139,7 @@ static void base_should_follow_the_roofline_formula(void **state)
 }
 
 /* Operators of one kind with the same sizes and FLOP count can run at very different speeds (on the
- * EPYC guest an Erf moves 2 GB/s, a HardSwish 50): the regressors see which operator a node is.
+ * EPYC guest an Erf moves 2 GB/s, a HardSwish over 40): the regressors see which operator a node is.
  * Rows of two such operators, identical but for the op type, train a model that keeps them apart on
  * sizes it never saw; and the code is the 24-bit FNV-1a hash (published test vectors). */
 static void layer_models_should_tell_operators_of_one_kind_apart(void **state)
