@@ -50,8 +50,15 @@ const char *pp_lm_feature_name(int i);
  * values >= 31 count as 31): a node with a value the regressor never saw is not covered by it, so a
  * conv model trained on 3x3 kernels does not answer for a 7x7 one. Bit v of seen[i]: value v seen. */
 #define PP_LM_N_DOMAIN 6
+/* The operators a regressor saw (pp_node_feat.op_code), in the order first seen: a node of another
+ * operator is not covered either (a model of Relu, Sigmoid and Erf rows does not guess a Mish).
+ * n_ops 0 = any operator: manifests written before operators were recorded, or a kind with more
+ * than PP_LM_MAX_OPS of them. */
+#define PP_LM_MAX_OPS 96
 typedef struct pp_lm_domain {
     uint32_t seen[PP_LM_N_DOMAIN];
+    int n_ops;
+    uint32_t ops[PP_LM_MAX_OPS];
 } pp_lm_domain;
 const char *pp_lm_domain_name(int i);  /* "kernel_h", "kernel_w", "stride_h", "stride_w", ... */
 int pp_lm_domain_value(const pp_node_feat *f, int i);

@@ -164,7 +164,24 @@ int pp_lm_domain_contains(const pp_lm_domain *d, const pp_node_feat *f)
         if (i == 5 && v > 1 && f->kind == PP_OPK_CONV && (d->seen[i] & ~3u)) continue;
         if (!(d->seen[i] & (1u << v))) return 0;
     }
-    return 1;
+    if (d->n_ops == 0) return 1;
+    for (int i = 0; i < d->n_ops; i++)
+        if (d->ops[i] == f->op_code) return 1;
+    return 0;
+}
+
+/* Adds an operator to d's list; past PP_LM_MAX_OPS the list is dropped (n_ops -1 while training,
+ * 0 = any once the model is made). */
+static void domain_add_op(pp_lm_domain *d, uint32_t op)
+{
+    if (d->n_ops < 0) return;
+    for (int i = 0; i < d->n_ops; i++)
+        if (d->ops[i] == op) return;
+    if (d->n_ops == PP_LM_MAX_OPS) {
+        d->n_ops = -1;
+        return;
+    }
+    d->ops[d->n_ops++] = op;
 }
 
 /* ---- parameters ---- */
@@ -339,7 +356,9 @@ perfpred_status pp_lm_train(const pp_node_feat *feats, const double *y, int n, p
             int v = pp_lm_domain_value(&feats[i], d);
             if (v >= 0) domain.seen[d] |= 1u << v;
         }
+        domain_add_op(&domain, feats[i].op_code);
     }
+    if (domain.n_ops < 0) domain.n_ops = 0;
     XGB_CHECK(XGDMatrixCreateFromMat(X, (bst_ulong)n, PP_LM_NFEAT, NAN, &dm), "DMatrix");
     XGB_CHECK(XGDMatrixSetFloatInfo(dm, "label", lab, (bst_ulong)n), "set labels");
     XGB_CHECK(XGBoosterCreate(&dm, 1, &b), "create booster");

@@ -98,6 +98,12 @@ perfpred_status pp_lm_manifest_write(const char *dir, const pp_lm_manifest *m, p
                 if (e->domain.seen[d] & (1u << v))
                     ok &= cJSON_AddItemToArray(vals, cJSON_CreateNumber(v)) != 0;
         }
+        if (ok && e->domain.n_ops > 0) {
+            cJSON *ops = cJSON_CreateArray();
+            ADD(dom, "op_codes", ops);
+            for (int k = 0; ok && k < e->domain.n_ops; k++)
+                ok &= cJSON_AddItemToArray(ops, cJSON_CreateNumber(e->domain.ops[k])) != 0;
+        }
         ADD(o, "rows_train", cJSON_CreateNumber(e->n_train));
         ADD(o, "rows_heldout", cJSON_CreateNumber(e->n_heldout));
         ADD(o, "heldout", cJSON_CreateString(e->heldout ? e->heldout : ""));
@@ -178,7 +184,8 @@ static int safe_file_name(const char *s)
     return n > 4 && !strchr(s, '/') && strcmp(s + n - 4, ".ubj") == 0 && s[0] != '.';
 }
 
-/* "domain": {"kernel_h": [3], ...}: every attribute listed, values 0..31. */
+/* "domain": {"kernel_h": [3], ..., "op_codes": [...]}: every attribute listed, values 0..31; the
+ * operators' codes (24-bit) optional (manifests before them: any operator). */
 static int get_domain(const cJSON *o, pp_lm_domain *d)
 {
     const cJSON *dom = cJSON_GetObjectItemCaseSensitive(o, "domain");
@@ -194,6 +201,16 @@ static int get_domain(const cJSON *o, pp_lm_domain *d)
                 return -1;
             d->seen[i] |= 1u << (int)v->valuedouble;
         }
+    }
+    const cJSON *ops = cJSON_GetObjectItemCaseSensitive(dom, "op_codes"), *v;
+    if (!ops) return 0;
+    if (!cJSON_IsArray(ops) || cJSON_GetArraySize(ops) > PP_LM_MAX_OPS) return -1;
+    cJSON_ArrayForEach(v, ops)
+    {
+        if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 0xFFFFFF ||
+            v->valuedouble != (double)(uint32_t)v->valuedouble)
+            return -1;
+        d->ops[d->n_ops++] = (uint32_t)v->valuedouble;
     }
     return 0;
 }

@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "calibrate/calibrate.h"
 #include "layer_models/layer_models.h"
 
@@ -184,6 +186,12 @@ static void layer_models_should_tell_operators_of_one_kind_apart(void **state)
         double truth = (q[k].in_bytes + q[k].out_bytes) / ((k ? 50.0 : 2.0) * 1e6) + 0.005;
         assert_true(fabs(out[k] / truth - 1.0) < 0.25);
     }
+    /* its domain lists the two operators; a third, never seen, is not covered */
+    const pp_lm_domain *d = pp_lm_model_domain(m);
+    assert_int_equal(d->n_ops, 2);
+    assert_true(pp_lm_domain_contains(d, &q[0]) && pp_lm_domain_contains(d, &q[1]));
+    q[0].op_code = pp_op_code("Mish");
+    assert_false(pp_lm_domain_contains(d, &q[0]));
     pp_lm_model_free(m);
 }
 
@@ -410,6 +418,36 @@ static void layer_models_should_answer_covered_kinds_and_decline_others(void **s
     c = conv_rows.f[0];
     c.group = 4;
     assert_int_equal(pp_layer_models_predict(lm, &c, PP_LM_LATENCY, &v, &err), PP_LM_UNCOVERED);
+    /* ... and so is another operator: the manifest kept the operators each model saw */
+    c = conv_rows.f[0];
+    c.op_code = pp_op_code("ConvInteger");
+    assert_int_equal(pp_layer_models_predict(lm, &c, PP_LM_LATENCY, &v, &err), PP_LM_UNCOVERED);
+    pp_layer_models_free(lm);
+    /* a manifest written before operators were recorded answers for any operator */
+    char mpath[2300];
+    snprintf(mpath, sizeof mpath, "%s/manifest.json", dir);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    assert_int_equal(read_all(mpath, &buf, &len), 0);
+    cJSON *j = cJSON_ParseWithLength((const char *)buf, len);
+    free(buf);
+    assert_non_null(j);
+    const cJSON *mo;
+    int dropped = 0;
+    cJSON_ArrayForEach(mo, cJSON_GetObjectItem(j, "models"))
+    {
+        cJSON *dom = cJSON_GetObjectItem(mo, "domain");
+        assert_non_null(cJSON_GetObjectItem(dom, "op_codes"));
+        cJSON_DeleteItemFromObject(dom, "op_codes");
+        dropped++;
+    }
+    assert_int_equal(dropped, 2);
+    char *text = cJSON_Print(j);
+    cJSON_Delete(j);
+    pp_test_write_text(mpath, text);
+    free(text);
+    assert_int_equal(pp_layer_models_load(dir, &lm, &err), PERFPRED_OK);
+    assert_int_equal(pp_layer_models_predict(lm, &c, PP_LM_LATENCY, &v, &err), PP_LM_OK);
     pp_layer_models_free(lm);
     pp_lm_model_free(lin);
     pp_lm_model_free(conv);
