@@ -103,10 +103,10 @@ void pp_lm_features(const pp_node_feat *f, const pp_lm_base *b, float out[PP_LM_
     x[1] = tm > 0 ? (float)log10(tm) : -12.0f;
     x[2] = t0 > 0 ? (float)log10(t0) : -12.0f;
     x[3] = (tc + tm) > 0 ? (float)(tc / (tc + tm)) : 0.0f;
-    x[15] = (float)f->op_code;
+    x[PP_LM_N_EXTRA - 1] = (float)f->op_code; /* the last column, "op_code" */
     double batch, rows, cols, red;
     if (!gemm_dims(f, &batch, &rows, &cols, &red)) {
-        for (int i = 4; i < 15; i++) x[i] = NAN;
+        for (int i = 4; i < PP_LM_N_EXTRA - 1; i++) x[i] = NAN;
         return;
     }
     double cu = b->compute_units > 0 ? b->compute_units : 1;

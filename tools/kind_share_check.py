@@ -10,8 +10,8 @@ for several ridge strengths. A second, physical correction is fitted beside it: 
 in-network cost per kernel and one per megabyte the kernels move, measured ~= a * layer sum +
 c * kernels + d * MB (least squares on the relative error, c, d >= 0: the best fit over the
 subsets of c and d that keeps them >= 0; what a forward pass spends that layers timed one at a
-time do not see), and the same without d. It trains nothing that ships; it is the evidence next to the GNN
-correction's fold tables in README.md ("host-cpu" and "epyc-kvm-2vcpu" accuracy).
+time do not see), and the same without d. It trains nothing that ships; it is the evidence next
+to the GNN correction's fold tables in README.md ("host-cpu" and "epyc-kvm-2vcpu" accuracy).
 
   /usr/bin/python3 tools/kind_share_check.py --device host-cpu \\
       --networks data/host-cpu/networks.csv \\

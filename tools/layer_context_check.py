@@ -34,6 +34,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     import layer_runner
     import models as model_specs
+    import network_runner
     torch = layer_runner.setup_torch(a.threads, "cpu")
     buf = torch.zeros(int(a.scrub_mb * (1 << 20)) // 4)
 
@@ -61,8 +62,7 @@ def main(argv=None):
         if spec is None:
             print(f"{name}: not a torchvision model", file=sys.stderr)
             return 2
-        torch.manual_seed(1)
-        m, _, _, _ = model_specs.fold_batchnorm(torch, spec.build().eval())
+        m, _ = network_runner.prepared_model(torch, spec, fold_bn=True)
         x = spec.make_input(torch, 1, resolution=a.resolution)
         leaves = [q for q in m.modules() if len(list(q.children())) == 0]
         rows = {}

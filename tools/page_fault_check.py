@@ -30,14 +30,14 @@ def measure(models, warmup, reps, threads):
     sys.path.insert(0, os.path.join(os.path.dirname(HERE), "runners"))
     import layer_runner
     import models as model_specs
+    import network_runner
     torch = layer_runner.setup_torch(threads, "cpu")
     out = []
     for name in models:
         spec = model_specs.spec_for_name(name, ".", "torchvision")
         if spec is None:
             raise SystemExit(f"page_fault_check: {name}: not a torchvision model")
-        torch.manual_seed(1)
-        m, _, _, _ = model_specs.fold_batchnorm(torch, spec.build().eval())
+        m, _ = network_runner.prepared_model(torch, spec, fold_bn=True)
         x = spec.make_input(torch, 1)
         ts, fs = [], []
         with torch.inference_mode():
