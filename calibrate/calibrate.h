@@ -296,7 +296,9 @@ typedef struct pp_fit_kind_report {
     int n_overlap;               /* held-out rows whose shape also occurs in training (excluded) */
     int heldout_is_split;        /* 1: held-out rows are a split of the training file (conv) */
     double floor_ms;             /* launch/timing floor used by the roofline */
-    pp_metrics model;            /* XGBoost layer model on the held-out rows */
+    pp_metrics model;            /* XGBoost layer model on the held-out rows, as the predictor
+                                    answers (rows outside its domain take the roofline) */
+    int n_heldout_roofline;      /* those rows */
     pp_metrics roofline;         /* analytic roofline on the same rows */
     pp_metrics in_dist;          /* the recipe retrained without a seeded share of the training
                                     rows, judged on that share (interpolation, not extrapolation) */

@@ -451,9 +451,9 @@ static perfpred_status fit_kind(fit_ctx *F, pp_op_kind k, pp_err *err)
         goto done;
     kr->train = pp_metrics_public(&m);
     if (n_te > 0) {
-        if ((st = pp_lm_model_predict_many(model, fte, n_te, pm, err)) ||
-            (st = pp_metrics_compute(pm, yte, n_te, &m, err)))
-            goto done;
+        if ((st = pp_lm_model_predict_many(model, fte, n_te, pm, err))) goto done;
+        kr->n_heldout_roofline = pp_lm_model_gate(model, fte, n_te, pm);
+        if ((st = pp_metrics_compute(pm, yte, n_te, &m, err))) goto done;
         kr->model = pp_metrics_public(&m);
         for (int i = 0; i < n_te; i++) pr[i] = pp_lm_base_eval(&base, PP_LM_LATENCY, &fte[i]);
         if ((st = pp_metrics_compute(pr, yte, n_te, &m, err))) goto done;
@@ -752,6 +752,7 @@ static perfpred_status fit_neusight(fit_ctx *F, const char *out_tmp, pp_err *err
         o->n_train_configs = k->n_train;
         o->n_heldout_configs = k->n_heldout;
         o->model = pp_metrics_public(&k->model);
+        o->n_heldout_roofline = k->n_heldout_roofline;
         o->roofline = pp_metrics_public(&k->roofline);
         o->train = pp_metrics_public(&k->train);
         o->spread_pct = NAN;

@@ -216,13 +216,15 @@ static int drop_overlap(const pp_layer_table *train, pp_layer_table *test, pp_er
     return n_overlap;
 }
 
-/* Trains on (ftr, ytr), judges on (fte, yte): the layer model and the roofline it corrects. */
+/* Trains on (ftr, ytr), judges on (fte, yte): the layer model as the predictor answers (the
+ * roofline outside its domain; how many rows in *n_gated when not NULL) and the roofline it
+ * corrects. */
 static perfpred_status train_and_judge(const pp_node_feat *ftr, const double *ytr, int ntr,
                                        const pp_node_feat *fte, const double *yte, int nte,
                                        pp_op_kind kind, const pp_lm_base *base,
                                        const pp_lm_params *lp, pp_lm_model **model_out,
-                                       pp_metrics *model_m, pp_metrics *roof_m, pp_metrics *train_m,
-                                       pp_err *err)
+                                       pp_metrics *model_m, int *n_gated, pp_metrics *roof_m,
+                                       pp_metrics *train_m, pp_err *err)
 {
     pp_lm_model *model = NULL;
     int nmax = ntr > nte ? ntr : nte;
@@ -234,6 +236,8 @@ static perfpred_status train_and_judge(const pp_node_feat *ftr, const double *yt
     }
     if ((st = pp_lm_train(ftr, ytr, ntr, kind, PP_LM_LATENCY, base, lp, &model, err))) goto done;
     if ((st = pp_lm_model_predict_many(model, fte, nte, pm, err))) goto done;
+    int gated = pp_lm_model_gate(model, fte, nte, pm);
+    if (n_gated) *n_gated = gated;
     for (int i = 0; i < nte; i++) pr[i] = pp_lm_base_eval(base, PP_LM_LATENCY, &fte[i]);
     if ((st = pp_metrics_compute(pm, yte, nte, model_m, err))) goto done;
     if (roof_m && (st = pp_metrics_compute(pr, yte, nte, roof_m, err))) goto done;
@@ -314,7 +318,8 @@ static perfpred_status fit_group(fit_state *s, const kind_group *g, pp_err *err)
            pp_op_kind_name(g->kind), train->n, gpu, test->n);
     double t0 = pp_now_s();
     if ((st = train_and_judge(ftr, ytr, train->n, fte, yte, test->n, g->kind, &base, &p->lm,
-                              &model, &kr->model, &kr->roofline, &kr->train, err)))
+                              &model, &kr->model, &kr->n_heldout_roofline, &kr->roofline,
+                              &kr->train, err)))
         goto done;
     kr->train_seconds = pp_now_s() - t0;
 
@@ -348,7 +353,7 @@ static perfpred_status fit_group(fit_state *s, const kind_group *g, pp_err *err)
             if (ya[i] < fl) fl = ya[i];
         pp_lm_base b2 = a100_base(fl);
         if ((st = train_and_judge(fa, ya, n - n_out, fb, yb, n_out, g->kind, &b2, &p->lm, NULL,
-                                  &kr->in_dist, NULL, NULL, err)))
+                                  &kr->in_dist, NULL, NULL, NULL, err)))
             goto done;
     }
     pp_log(&p->log, PERFPRED_LOG_INFO,

@@ -844,6 +844,7 @@ static int cmd_fit(int argc, char **argv)
             cJSON_AddNumberToObject(j, "heldout_rows", k->n_heldout);
             cJSON_AddNumberToObject(j, "train_configs", k->n_train_configs);
             cJSON_AddNumberToObject(j, "heldout_configs", k->n_heldout_configs);
+            cJSON_AddNumberToObject(j, "heldout_roofline_rows", k->n_heldout_roofline);
             cJSON_AddItemToObject(j, "model", json_metrics(&k->model));
             cJSON_AddItemToObject(j, "roofline", json_metrics(&k->roofline));
             cJSON_AddItemToObject(j, "train", json_metrics(&k->train));
@@ -893,6 +894,12 @@ static int cmd_fit(int argc, char **argv)
     }
     for (int i = 0; i < r.n_kinds; i++)
         if (r.kinds[i].note[0]) printf("note: %s: %s\n", r.kinds[i].kind, r.kinds[i].note);
+    for (int i = 0; i < r.n_kinds; i++)
+        if (r.kinds[i].n_heldout_roofline > 0)
+            printf("note: %s: held-out rows outside the model's domain (an operator, kernel, "
+                   "stride, dilation or group it never saw): %d of %d, judged with the roofline, "
+                   "which predictions use there\n",
+                   r.kinds[i].kind, r.kinds[i].n_heldout_roofline, r.kinds[i].n_heldout);
     for (int i = 0; i < r.n_msgs; i++) printf("note: %s\n", r.msgs[i]);
     printf(
         "MAPE/RMSPE/±10%%/Spearman: layer model on held-out rows; roof: the roofline it corrects; "

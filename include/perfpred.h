@@ -355,7 +355,10 @@ typedef struct perfpred_fit_kind {
     const char *kind;                     /* static string */
     int n_train, n_heldout;               /* rows */
     int n_train_configs, n_heldout_configs;
-    perfpred_metrics model;               /* layer model on held-out rows */
+    perfpred_metrics model;               /* layer model on held-out rows, as the predictor
+                                             answers: rows outside its training domain
+                                             (n_heldout_roofline) take the roofline */
+    int n_heldout_roofline;
     perfpred_metrics roofline;            /* its analytic base alone on the same rows */
     perfpred_metrics train;               /* layer model on its training rows (a check) */
     double spread_pct;                    /* median run-to-run spread / latency of the held-out

@@ -94,6 +94,11 @@ perfpred_status pp_lm_model_predict(pp_lm_model *m, const pp_node_feat *f, doubl
 /* Predictions for n nodes in one XGBoost call (same figures as n single calls). */
 perfpred_status pp_lm_model_predict_many(pp_lm_model *m, const pp_node_feat *f, int n, double *out,
                                          pp_err *err);
+/* What the predictor answers for those n nodes: out[i] (the regressor's predictions) stays where
+ * node i lies in the model's domain, and becomes the roofline base where it does not (an unseen
+ * operator, kernel, stride, dilation or group: lm_set then reports the roofline). Returns how
+ * many were replaced. */
+int pp_lm_model_gate(const pp_lm_model *m, const pp_node_feat *f, int n, double *out);
 /* UBJSON model bytes (malloc'd copy; caller frees). */
 perfpred_status pp_lm_model_to_ubj(pp_lm_model *m, uint8_t **buf, size_t *len, pp_err *err);
 /* Saves atomically; path must end in ".ubj". An existing file is left intact on failure. */

@@ -259,6 +259,17 @@ pp_lm_target pp_lm_model_target(const pp_lm_model *m) { return m->target; }
 const pp_lm_base *pp_lm_model_base(const pp_lm_model *m) { return &m->base; }
 const pp_lm_domain *pp_lm_model_domain(const pp_lm_model *m) { return &m->domain; }
 
+int pp_lm_model_gate(const pp_lm_model *m, const pp_node_feat *f, int n, double *out)
+{
+    int replaced = 0;
+    for (int i = 0; i < n; i++)
+        if (!pp_lm_domain_contains(&m->domain, &f[i])) {
+            out[i] = pp_lm_base_eval(&m->base, m->target, &f[i]);
+            replaced++;
+        }
+    return replaced;
+}
+
 static perfpred_status check_base(const pp_lm_base *b, const char *ctx, pp_err *err)
 {
     if (!(b->peak_tflops > 0) || !(b->bw_gbs > 0) || !(b->floor_ms >= 0) || b->compute_units < 1 ||

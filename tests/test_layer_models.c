@@ -192,6 +192,14 @@ static void layer_models_should_tell_operators_of_one_kind_apart(void **state)
     assert_true(pp_lm_domain_contains(d, &q[0]) && pp_lm_domain_contains(d, &q[1]));
     q[0].op_code = pp_op_code("Mish");
     assert_false(pp_lm_domain_contains(d, &q[0]));
+    /* the gate gives what the predictor answers: the regressor's figure where covered, the
+     * roofline base (max(flops / peak, bytes / bandwidth) + floor) where not */
+    double gated[2] = {-1.0, out[1]};
+    assert_int_equal(pp_lm_model_gate(m, q, 2, gated), 1);
+    double roof = fmax(q[0].flops / (b.peak_tflops * 1e9), (q[0].in_bytes + q[0].out_bytes) /
+                                                              (b.bw_gbs * 1e6)) + b.floor_ms;
+    assert_true(fabs(gated[0] / roof - 1.0) < 1e-12);
+    assert_true(gated[1] == out[1]);
     pp_lm_model_free(m);
 }
 
