@@ -13,6 +13,12 @@ Per module type and in total, in ms. It is the evidence behind the layer runner'
 (runners/README.md); it measures, it trains nothing.
 
   /usr/bin/python3 tools/layer_context_check.py regnet_x_400mf mnasnet0_5 efficientnet_b0
+
+With several --scrub-mb sizes (--scrub-mb 8,16,32,64) it times the cold calls after each and
+ends with a table: per size, each model's cold leaf sum over its in-net leaf sum, and the size
+whose median |ratio - 1| over the models is smallest: the scrub under which layers timed one at a
+time cost what they cost inside these forward passes, to pass to layer_runner.py --scrub-mb.
+Choose it on models of families the calibration may train on, never on held-out ones.
 """
 
 import argparse
@@ -28,15 +34,22 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("models", nargs="+", help="torchvision model names")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--scrub-mb", type=float, default=8.0)
+    ap.add_argument("--scrub-mb", default="8",
+                    help="MiB written before each cold call; several joined by ',' to compare")
     ap.add_argument("--reps", type=int, default=9)
     ap.add_argument("--resolution", type=int, default=224)
     a = ap.parse_args(argv)
     import layer_runner
     import models as model_specs
     import network_runner
+    try:
+        sizes = parse_sizes(a.scrub_mb)
+    except ValueError as e:
+        ap.error(str(e))
     torch = layer_runner.setup_torch(a.threads, "cpu")
-    buf = torch.zeros(int(a.scrub_mb * (1 << 20)) // 4)
+    bufs = {mb: torch.zeros(max(1, int(mb * (1 << 20)) // 4)) for mb in sizes}
+    buf = bufs[sizes[0]]
+    ratios = {mb: {} for mb in sizes}
 
     def best(fn, reps, before=None):
         ts = []
@@ -54,7 +67,7 @@ def main(argv=None):
             k += "(grouped)"
         return k
 
-    print(f"torch {torch.__version__}, {a.threads} thread(s), scrub {a.scrub_mb:g} MiB, "
+    print(f"torch {torch.__version__}, {a.threads} thread(s), scrub {sizes[0]:g} MiB, "
           f"min of {a.reps}, {a.resolution} px, batch 1, utc "
           f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}")
     for name in a.models:
@@ -109,13 +122,61 @@ def main(argv=None):
                 add(kind(mod), "warm", best(call, a.reps))
                 add(kind(mod), "cold", best(call, a.reps, lambda: buf.add_(1.0)))
                 add(kind(mod), "cold+in", best(call, a.reps, cold_in))
+                for mb in sizes[1:]:
+                    add(kind(mod), f"cold@{mb:g}",
+                        best(call, a.reps, lambda b=bufs[mb]: b.add_(1.0)))
         cols = ("in-net", "warm", "cold", "cold+in")
         tot = {c: sum(r.get(c, 0.0) for r in rows.values()) for c in cols}
         print(f"\n{name}: full forward {full:.2f} ms; leaf sums: " +
               ", ".join(f"{c} {tot[c]:.2f}" for c in cols) + f" ({len(seen)} leaf modules)")
         for k in sorted(rows, key=lambda k: -rows[k].get("in-net", 0.0)):
             print(f"  {k:28s}" + "".join(f" {c} {rows[k].get(c, 0.0):8.3f}" for c in cols))
+        for mb in sizes:
+            col = "cold" if mb == sizes[0] else f"cold@{mb:g}"
+            ratios[mb][name] = sum(r.get(col, 0.0) for r in rows.values()) / tot["in-net"]
+    if len(sizes) > 1:
+        print(scrub_table(ratios, a.models))
     return 0
+
+
+def parse_sizes(text):
+    """'8,16,32' -> [8.0, 16.0, 32.0]: MiB, each > 0, no repeats, in the order given."""
+    out = []
+    for item in str(text).split(","):
+        try:
+            v = float(item)
+        except ValueError:
+            raise ValueError(f"--scrub-mb {text!r}: MiB numbers joined by ','") from None
+        if not 0 < v <= 1 << 20 or v in out:
+            raise ValueError(f"--scrub-mb {text!r}: each size in (0, 1048576], once")
+        out.append(v)
+    return out
+
+
+def pick_scrub(ratios):
+    """ratios: {MiB: {model: cold leaf sum / in-net leaf sum}} -> (MiB, median |ratio - 1|) of the
+    size whose median over the models is smallest (the smaller size on a tie)."""
+    def med(xs):
+        xs = sorted(xs)
+        n = len(xs)
+        return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
+    scored = [(med([abs(r - 1.0) for r in by_model.values()]), mb)
+              for mb, by_model in ratios.items() if by_model]
+    if not scored:
+        raise ValueError("no ratios to choose a scrub size from")
+    err, mb = min(scored)
+    return mb, err
+
+
+def scrub_table(ratios, models):
+    lines = ["", "cold leaf sum / in-net leaf sum, per scrub size (MiB)",
+             f"{'model':24s}" + "".join(f"{mb:>9g}" for mb in ratios)]
+    for name in models:
+        lines.append(f"{name:24s}" + "".join(f"{ratios[mb][name]:9.3f}" for mb in ratios))
+    mb, err = pick_scrub(ratios)
+    lines.append(f"closest to in-network: --scrub-mb {mb:g} (median |ratio - 1| "
+                 f"{100 * err:.1f} % over {len(models)} models)")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
