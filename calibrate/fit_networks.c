@@ -6,12 +6,10 @@
  * fine-tunes on a handful of the target's measurements. */
 #include "calibrate/netsets.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
@@ -316,19 +314,6 @@ static perfpred_status open_ctx(const char *config_dir, perfpred_ctx **ctx, pp_e
     char msg[PP_ERR_MSG];
     *ctx = perfpred_ctx_open(&cp, &st, msg, sizeof msg);
     return *ctx ? PERFPRED_OK : pp_err_set(err, st, "%s", msg);
-}
-
-static int mkdir_p(const char *dir)
-{
-    char buf[1024];
-    if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf) return -1;
-    for (char *p = buf + 1; *p; p++)
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(buf, 0777) && errno != EEXIST) return -1;
-            *p = '/';
-        }
-    return (mkdir(buf, 0777) && errno != EEXIST) ? -1 : 0;
 }
 
 /* ------------------------------------------------------------- the device fit ---- */
@@ -647,10 +632,9 @@ perfpred_status pp_fit_networks(const char *device, const pp_net_row *rows, int 
            dev, rep->n_rows, rep->n_used, fs.n_train, fs.n_val, fs.n_held, rep->n_constant,
            rep->n_failed, rep->seconds_samples, rep->seconds_train, rep->seconds_train_direct);
     if (!st && p.write_artifacts) {
-        if (!out_dir || mkdir_p(out_dir)) {
-            st = pp_err_set(err, PERFPRED_ERR_IO, "fit networks: cannot create '%s'",
-                            out_dir ? out_dir : "(null)");
-        } else {
+        if (!out_dir) {
+            st = pp_err_set(err, PERFPRED_ERR_IO, "fit networks: no artifacts folder");
+        } else if (!(st = pp_mkdir_p(out_dir, err))) {
             char split[1024], evalp[1100];
             if (p.heldout_families && p.heldout_families[0])
                 snprintf(split, sizeof split,

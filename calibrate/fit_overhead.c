@@ -4,12 +4,10 @@
  * eval's (perfpred_eval, layer sums only); held-out folds of model families judge it before it is
  * fitted on every row and written. */
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "calibrate/calibrate.h"
 
@@ -273,11 +271,7 @@ perfpred_status perfpred_calibrate_fit_overhead(const perfpred_overhead_params *
         char dir[1024];
         snprintf(dir, sizeof dir, "%s", out->path);
         *strrchr(dir, '/') = '\0';
-        if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-            st = pp_err_set(&err, PERFPRED_ERR_IO, "%s: cannot create: %s", dir, strerror(errno));
-            goto done;
-        }
-        if ((st = write_artifact(p, out, n, &err))) goto done;
+        if ((st = pp_mkdir_p(dir, &err)) || (st = write_artifact(p, out, n, &err))) goto done;
         out->written = 1;
     }
 done:
