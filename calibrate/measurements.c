@@ -705,9 +705,6 @@ perfpred_status pp_net_csv_write(const char *path, const pp_net_row *rows, int n
     return st;
 }
 
-/* Configuration of a row: op type, inputs and attributes (attributes in row order; rows of one
- * runner plan write them identically). Repeats of one configuration share a side of a fit's split,
- * and the adaptive plan reproduces that split from the same keys. */
 int pp_source_machine(const char *source, char *out, size_t n)
 {
     const char *m = source ? strstr(source, "machine=") : NULL;
@@ -720,6 +717,9 @@ int pp_source_machine(const char *source, char *out, size_t n)
     return 1;
 }
 
+/* Configuration of a row: op type, inputs and attributes (attributes in row order; rows of one
+ * runner plan write them identically). Repeats of one configuration share a side of a fit's split,
+ * and the adaptive plan reproduces that split from the same keys. */
 void pp_layer_row_config_key(const pp_layer_row *r, pp_strbuf *b)
 {
     char num[40];
