@@ -18,6 +18,12 @@ typedef struct calib_entry {
     pp_layer_models *lm;
 } calib_entry;
 
+/* A device's in-network overhead correction (overhead-latency.json) and its provenance text. */
+typedef struct calib_overhead {
+    double scale, per_kernel_ms, per_mb_ms;
+    char *text;
+} calib_overhead;
+
 struct pp_calib {
     const pp_device_db *db;
     int n;
@@ -27,9 +33,7 @@ struct pp_calib {
     char **text;
     pp_gnn **gnn;        /* graph-level correction per device, or NULL */
     char **gnn_text;
-    /* in-network overhead correction per device (overhead-latency.json): text NULL when none */
-    double *ovh_scale, *ovh_per_kernel_ms, *ovh_per_mb_ms;
-    char **ovh_text;
+    calib_overhead *ovh; /* in-network overhead correction per device: text NULL when none */
 };
 
 static const calib_entry *entry_of(const pp_calib *c, const pp_device *d);
@@ -114,11 +118,7 @@ static double json_num_in(const cJSON *o, const char *key, double lo, double hi)
 static perfpred_status load_overheads(pp_calib *c, const char *config_dir, pp_err *err)
 {
     int nd = pp_devices_count(c->db);
-    c->ovh_scale = calloc((size_t)nd + 1, sizeof *c->ovh_scale);
-    c->ovh_per_kernel_ms = calloc((size_t)nd + 1, sizeof *c->ovh_per_kernel_ms);
-    c->ovh_per_mb_ms = calloc((size_t)nd + 1, sizeof *c->ovh_per_mb_ms);
-    c->ovh_text = calloc((size_t)nd + 1, sizeof *c->ovh_text);
-    if (!c->ovh_scale || !c->ovh_per_kernel_ms || !c->ovh_per_mb_ms || !c->ovh_text)
+    if (!(c->ovh = calloc((size_t)nd + 1, sizeof *c->ovh)))
         return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
     for (int i = 0; i < nd; i++) {
         const pp_device *d = pp_devices_at(c->db, i);
@@ -156,10 +156,8 @@ static perfpred_status load_overheads(pp_calib *c, const char *config_dir, pp_er
                  "layer sum x %.3f + %.1f us per kernel%s (in-network overhead of %s, fitted on "
                  "%.0f rows of %s)", sc, pk * 1e3, mb, d->name, rows, data->valuestring);
         cJSON_Delete(j);
-        c->ovh_scale[i] = sc;
-        c->ovh_per_kernel_ms[i] = pk;
-        c->ovh_per_mb_ms[i] = pm;
-        if (!(c->ovh_text[i] = strdup(text)))
+        c->ovh[i] = (calib_overhead){sc, pk, pm, strdup(text)};
+        if (!c->ovh[i].text)
             return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
     }
     return PERFPRED_OK;
@@ -243,11 +241,8 @@ void pp_calib_close(pp_calib *c)
     }
     free(c->gnn);
     free(c->gnn_text);
-    for (int i = 0; c->ovh_text && i < pp_devices_count(c->db); i++) free(c->ovh_text[i]);
-    free(c->ovh_text);
-    free(c->ovh_scale);
-    free(c->ovh_per_kernel_ms);
-    free(c->ovh_per_mb_ms);
+    for (int i = 0; c->ovh && i < pp_devices_count(c->db); i++) free(c->ovh[i].text);
+    free(c->ovh);
     free(c->text);
     free(c->src);
     free(c->e);
@@ -312,10 +307,10 @@ const struct pp_layer_models *pp_calib_own_models(const pp_calib *c, const pp_de
 const char *pp_calib_overhead(const pp_calib *c, const pp_device *d, double *scale,
                               double *per_kernel_ms, double *per_mb_ms)
 {
-    int i = c && c->ovh_text ? device_index(c, d) : -1;
-    if (i < 0 || !c->ovh_text[i]) return NULL;
-    if (scale) *scale = c->ovh_scale[i];
-    if (per_kernel_ms) *per_kernel_ms = c->ovh_per_kernel_ms[i];
-    if (per_mb_ms) *per_mb_ms = c->ovh_per_mb_ms[i];
-    return c->ovh_text[i];
+    int i = c && c->ovh ? device_index(c, d) : -1;
+    if (i < 0 || !c->ovh[i].text) return NULL;
+    if (scale) *scale = c->ovh[i].scale;
+    if (per_kernel_ms) *per_kernel_ms = c->ovh[i].per_kernel_ms;
+    if (per_mb_ms) *per_mb_ms = c->ovh[i].per_mb_ms;
+    return c->ovh[i].text;
 }
