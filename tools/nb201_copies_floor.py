@@ -146,9 +146,10 @@ def main(argv=None):
                 print(f"{a.csv}:{line}: {a.column} {y!r} is not a positive latency", file=sys.stderr)
                 return 2
             n += 1
+            oc = op_counts(cell)
             exact[cell].append(y)
-            counts[op_counts(cell)].append(y)
-            flat.append((op_counts(cell), y))
+            counts[oc].append(y)
+            flat.append((oc, y))
     print(f"{a.csv} {a.column}: {n} cells ({n_const} constant under ;prune, left out)")
     print(summary("identical pruned cells", exact))
     print(summary("same operation counts", counts))

@@ -6,6 +6,8 @@ import os
 import sys
 import tempfile
 import unittest
+from contextlib import redirect_stderr
+from io import StringIO
 
 from _common import REPO
 
@@ -55,8 +57,6 @@ class FloorTest(unittest.TestCase):
             f.write("0,|nor_conv_3x3~0|+|none~0|none~1|+|skip_connect~0|none~1|none~2|,2.5\n")
             f.write("1,|nor_conv_3x3~0|+|none~0|,3.0\n")
         try:
-            from io import StringIO
-            from contextlib import redirect_stderr
             err = StringIO()
             with redirect_stderr(err):
                 rc = nf.main([f.name])
