@@ -99,15 +99,17 @@ perfpred_status perfpred_calibrate_fit_networks(const perfpred_netfit_params *p,
     fp.data_desc = desc;
     fp.table_path = rows->path;
     fp.heldout_families = p->heldout_families;
-    if (p->epochs < 0 || p->hidden < 0 || p->lr < 0 || p->weight_decay < 0) {
+    if (p->epochs < 0 || p->hidden < 0 || p->lr < 0 || p->weight_decay < 0 ||
+        !(p->huber_delta >= 0)) {
         st = pp_err_set(&err, PERFPRED_ERR_INVALID_ARG,
-                        "epochs, hidden, lr and weight_decay must not be negative");
+                        "epochs, hidden, lr, weight_decay and huber_delta must not be negative");
         goto done;
     }
     if (p->epochs) fp.gnn.epochs = p->epochs;
     if (p->hidden) fp.gnn.hidden = p->hidden;
     if (p->lr > 0) fp.gnn.lr = p->lr;
     if (p->weight_decay > 0) fp.gnn.weight_decay = p->weight_decay;
+    fp.gnn.huber_delta = p->huber_delta;
     fp.log.fn = p->log;
     fp.log.user = p->log_user;
     rep = calloc(1, sizeof *rep);
@@ -132,6 +134,7 @@ perfpred_status perfpred_calibrate_fit_networks(const perfpred_netfit_params *p,
     out->best_epoch = rep->gnn.best_epoch;
     out->epochs_run = rep->gnn.epochs_run;
     out->val_rmse_latency = rep->gnn.n_val > 0 ? rep->gnn.val_rmse[0] : -1;
+    out->val_mae_latency = rep->gnn.n_val > 0 ? rep->gnn.val_mae[0] : -1;
 done:
     free(rep);
     pp_net_table_free(rows);

@@ -22,7 +22,9 @@ static const char calibrate_usage[] =
     "          --overhead (with folds): the in-network overhead correction instead,\n"
     "          latency = a x layer sum + c x kernels + d x MB the kernels move, judged on\n"
     "          the folds, then fitted on every row and written where it beats the layer sum;\n"
-    "          GNN: --epochs N (60), --hidden H (32), --lr X (0.002), --weight-decay X (0))\n"
+    "          GNN: --epochs N (60), --hidden H (32), --lr X (0.002), --weight-decay X (0),\n"
+    "          --huber D: Huber loss on log(measured / layer sum) with threshold D and early\n"
+    "          stopping on validation mean |error| (default: squared error))\n"
     "       perfpred calibrate import --dataset NAME --root DIR -o LAYERS.csv [options]\n"
     "\n"
     "Calibrating a device: plan -> the layer runner on the device -> fit -> eval\n"
@@ -588,6 +590,10 @@ static int netfit(const perfpred_netfit_params *params, int json)
             cJSON_AddNumberToObject(v, "epochs_run", r->epochs_run);
             if (r->val_rmse_latency >= 0)
                 cJSON_AddNumberToObject(v, "rmse_log_latency", r->val_rmse_latency);
+            if (r->val_mae_latency >= 0)
+                cJSON_AddNumberToObject(v, "mae_log_latency", r->val_mae_latency);
+            cJSON_AddStringToObject(v, "criterion", params->huber_delta > 0 ? "mae" : "mse");
+            cJSON_AddNumberToObject(v, "huber_delta", params->huber_delta);
         }
         cli_print_json(o);
     } else {
@@ -608,10 +614,15 @@ static int netfit(const perfpred_netfit_params *params, int json)
             print_netfit_row("layer sum x exp(correction)", &T[t]->corrected);
         }
         if (!evaluate_only) {
-            printf("\nvalidation (early stopping): %d rows, best epoch %d of %d", r->n_val,
-                   r->best_epoch, r->epochs_run);
+            if (params->huber_delta > 0)
+                printf("\nHuber loss, threshold %g; validation (early stopping on mean |error|)",
+                       params->huber_delta);
+            else
+                printf("\nvalidation (early stopping)");
+            printf(": %d rows, best epoch %d of %d", r->n_val, r->best_epoch, r->epochs_run);
             if (r->val_rmse_latency >= 0)
                 printf(", RMSE of log(measured / layer sum) %.4f", r->val_rmse_latency);
+            if (r->val_mae_latency >= 0) printf(", mean |error| %.4f", r->val_mae_latency);
             printf("\ntraining %.0f s; %s\n", r->seconds_train,
                    r->weights_path[0] ? r->weights_path : "dry run: nothing written");
         }
@@ -727,6 +738,10 @@ static int cmd_fit(int argc, char **argv)
                 parse_num(v, "--weight-decay", 0, 1.0, &gnn.weight_decay))
                 return EXIT_USAGE;
             gnn_opts = 1;
+        } else if (is_opt(a, "--huber")) {
+            if (!(v = value(&A, "--huber")) || parse_num(v, "--huber", 1e-4, 10.0, &gnn.huber_delta))
+                return EXIT_USAGE;
+            gnn_opts = 1;
         } else if (is_opt(a, "--datasets")) {
             if (!(datasets = value(&A, "--datasets"))) return EXIT_USAGE;
         } else if (is_opt(a, "--conv-gpu")) {
@@ -801,8 +816,8 @@ static int cmd_fit(int argc, char **argv)
         return netfit(&gnn, json);
     }
     if (heldout_families || gnn_opts || overhead) {
-        cli_error("calibrate fit: --heldout-families, --epochs, --hidden, --lr and --weight-decay "
-                  "go with --networks");
+        cli_error("calibrate fit: --heldout-families, --epochs, --hidden, --lr, --weight-decay "
+                  "and --huber go with --networks");
         return EXIT_USAGE;
     }
     if ((p.n_layers_csvs > 0) == (p.neusight_root != NULL)) {

@@ -49,6 +49,9 @@ perfpred_status pp_gnn_check_params(const pp_gnn_params *p, pp_err *err)
     if (p->patience < 1)
         return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "gnn: patience = %d, want >= 1",
                           p->patience);
+    if (!(p->huber_delta >= 0.0) || !isfinite(p->huber_delta))
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "gnn: huber_delta = %g, want >= 0",
+                          p->huber_delta);
     if (p->nthreads < 0 || p->nthreads > 1024)
         return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "gnn: nthreads = %d, want 0..1024",
                           p->nthreads);
@@ -497,7 +500,8 @@ static int count_present(const pp_gnn *m, const pp_gnn_graph *samples, const int
 }
 
 /* Zeroes m->grad, then for each sample: forward, d_o = dL/do of
- * L = (1/count) sum_b sum_t mask (o - ytil)^2, backward. Returns L. */
+ * L = (1/count) sum_b sum_t mask (o - ytil)^2 (or the Huber loss of params.huber_delta, in
+ * standardized units), backward. Returns L. */
 static double batch_loss_grad(pp_gnn *m, gnn_ws *ws, const pp_gnn_graph *samples, const int *idx,
                               int n)
 {
@@ -505,6 +509,9 @@ static double batch_loss_grad(pp_gnn *m, gnn_ws *ws, const pp_gnn_graph *samples
     int count = count_present(m, samples, idx, n);
     if (count == 0) return 0.0;
     double scale = 1.0 / count, loss = 0.0;
+    float delta[PP_GNN_MAX_TARGETS];
+    for (int t = 0; t < m->n_targets; t++)
+        delta[t] = (float)(m->params.huber_delta / (double)m->y_std[t]);
     for (int b = 0; b < n; b++) {
         const pp_gnn_graph *s = &samples[idx ? idx[b] : b];
         int any = 0;
@@ -515,7 +522,9 @@ static double batch_loss_grad(pp_gnn *m, gnn_ws *ws, const pp_gnn_graph *samples
         float ytil[PP_GNN_MAX_TARGETS];
         std_targets(m, s, ytil);
         memset(ws->d_o, 0, sizeof ws->d_o);
-        loss += pp_gnn_op_mse(1, m->n_targets, ws->o, ws->d_o, ytil, s->mask, scale);
+        loss += m->params.huber_delta > 0.0
+                    ? pp_gnn_op_huber(1, m->n_targets, ws->o, ws->d_o, ytil, s->mask, delta, scale)
+                    : pp_gnn_op_mse(1, m->n_targets, ws->o, ws->d_o, ytil, s->mask, scale);
         gnn_backward_ws(m, ws);
     }
     return loss;
@@ -650,11 +659,13 @@ static void fit_standardization(pp_gnn *m, const pp_gnn_graph *samples, const in
     }
 }
 
-/* Masked MSE in target units over samples[idx[..]]; per-target RMSE into rmse (-1 if none). */
+/* Masked MSE in target units over samples[idx[..]]; per-target RMSE into rmse and mean |error|
+ * into mae (-1 where none; either may be NULL); the mean |error| over every target into *mae_all
+ * when it is not NULL. */
 static double eval_mse(const pp_gnn *m, gnn_ws *ws, const pp_gnn_graph *samples, const int *idx,
-                       int n, double *rmse)
+                       int n, double *rmse, double *mae, double *mae_all)
 {
-    double sum[PP_GNN_MAX_TARGETS] = {0}, tot = 0.0;
+    double sum[PP_GNN_MAX_TARGETS] = {0}, abs_sum[PP_GNN_MAX_TARGETS] = {0}, tot = 0.0, tot_abs = 0;
     long cnt[PP_GNN_MAX_TARGETS] = {0}, totc = 0;
     for (int b = 0; b < n; b++) {
         const pp_gnn_graph *s = &samples[idx[b]];
@@ -665,14 +676,18 @@ static double eval_mse(const pp_gnn *m, gnn_ws *ws, const pp_gnn_graph *samples,
             double pred = (double)m->y_mean[t] + (double)m->y_std[t] * (double)ws->o[t];
             double r = pred - (double)s->y[t];
             sum[t] += r * r;
+            abs_sum[t] += fabs(r);
             cnt[t]++;
         }
     }
     for (int t = 0; t < m->n_targets; t++) {
         tot += sum[t];
+        tot_abs += abs_sum[t];
         totc += cnt[t];
         if (rmse) rmse[t] = cnt[t] ? sqrt(sum[t] / (double)cnt[t]) : -1.0;
+        if (mae) mae[t] = cnt[t] ? abs_sum[t] / (double)cnt[t] : -1.0;
     }
+    if (mae_all) *mae_all = totc ? tot_abs / (double)totc : -1.0;
     return totc ? tot / (double)totc : -1.0;
 }
 
@@ -756,10 +771,11 @@ perfpred_status pp_gnn_train(pp_gnn *m, const pp_gnn_graph *samples, int n_sampl
         }
         rep.epochs_run = epoch;
         if (n_val > 0) {
-            double v = eval_mse(m, &ws, samples, val_idx, n_val, NULL);
+            double mae, v = eval_mse(m, &ws, samples, val_idx, n_val, NULL, NULL, &mae);
             pp_log(&lg, PERFPRED_LOG_DEBUG,
-                   "gnn epoch %d: train loss %.6g (standardized), val mse %.6g", epoch,
-                   n_batches ? epoch_loss / n_batches : 0.0, v);
+                   "gnn epoch %d: train loss %.6g (standardized), val mse %.6g, val mae %.6g",
+                   epoch, n_batches ? epoch_loss / n_batches : 0.0, v, mae);
+            if (p->huber_delta > 0.0) v = mae; /* the criterion follows the loss */
             if (v < best_val) {
                 best_val = v;
                 rep.best_epoch = epoch;
@@ -775,14 +791,14 @@ perfpred_status pp_gnn_train(pp_gnn *m, const pp_gnn_graph *samples, int n_sampl
         }
     }
     if (n_val > 0 && rep.best_epoch > 0) memcpy(m->w, best, m->n_params * sizeof(float));
-    rep.train_mse = eval_mse(m, &ws, samples, train_idx, n_train, NULL);
+    rep.train_mse = eval_mse(m, &ws, samples, train_idx, n_train, NULL, NULL, NULL);
     if (n_val > 0) {
-        rep.val_mse = eval_mse(m, &ws, samples, val_idx, n_val, rep.val_rmse);
+        rep.val_mse = eval_mse(m, &ws, samples, val_idx, n_val, rep.val_rmse, rep.val_mae, NULL);
     } else {
         rep.val_mse = -1.0;
-        for (int t = 0; t < PP_GNN_MAX_TARGETS; t++) rep.val_rmse[t] = -1.0;
+        for (int t = 0; t < PP_GNN_MAX_TARGETS; t++) rep.val_rmse[t] = rep.val_mae[t] = -1.0;
     }
-    for (int t = m->n_targets; t < PP_GNN_MAX_TARGETS; t++) rep.val_rmse[t] = -1.0;
+    for (int t = m->n_targets; t < PP_GNN_MAX_TARGETS; t++) rep.val_rmse[t] = rep.val_mae[t] = -1.0;
     pp_log(&lg, PERFPRED_LOG_INFO,
            "gnn: %d epochs, kept epoch %d, train mse %.6g, validation mse %.6g", rep.epochs_run,
            rep.best_epoch, rep.train_mse, rep.val_mse);

@@ -140,6 +140,7 @@ static cJSON *manifest_json(const pp_gnn *m, const char *weights_path, size_t wl
     ok = ok && cJSON_AddNumberToObject(o, "epochs", m->params.epochs);
     ok = ok && cJSON_AddNumberToObject(o, "batch", m->params.batch);
     ok = ok && cJSON_AddNumberToObject(o, "patience", m->params.patience);
+    ok = ok && cJSON_AddNumberToObject(o, "huber_delta", m->params.huber_delta);
     ok = ok && cJSON_AddStringToObject(o, "seed", seed);
     ok = ok && cJSON_AddNumberToObject(o, "nthreads", m->params.nthreads);
     ok = ok && cJSON_AddStringToObject(root, "data", prov && prov->data ? prov->data : "");
@@ -159,11 +160,14 @@ static cJSON *manifest_json(const pp_gnn *m, const char *weights_path, size_t wl
         ok = ok && cJSON_AddNumberToObject(o, "best_epoch", r->best_epoch);
         ok = ok && cJSON_AddNumberToObject(o, "train_mse", r->train_mse);
         ok = ok && cJSON_AddNumberToObject(o, "val_mse", r->val_mse);
-        cJSON *a = ok ? cJSON_AddArrayToObject(o, "val_rmse") : NULL;
-        ok = a != NULL;
-        for (int t = 0; ok && t < m->n_targets; t++) {
-            cJSON *v = cJSON_CreateNumber(r->val_rmse[t]);
-            ok = v && cJSON_AddItemToArray(a, v);
+        for (int k = 0; k < 2; k++) {
+            const double *vals = k ? r->val_mae : r->val_rmse;
+            cJSON *a = ok ? cJSON_AddArrayToObject(o, k ? "val_mae" : "val_rmse") : NULL;
+            ok = a != NULL;
+            for (int t = 0; ok && t < m->n_targets; t++) {
+                cJSON *v = cJSON_CreateNumber(vals[t]);
+                ok = v && cJSON_AddItemToArray(a, v);
+            }
         }
     } else if (ok) {
         ok = cJSON_AddNullToObject(root, "report") != NULL;
@@ -282,13 +286,17 @@ typedef struct jctx {
     pp_err *err;
 } jctx;
 
-static perfpred_status j_keys(jctx *c, const cJSON *o, const char *where, const char *const *keys)
+/* o must hold every key of keys, and nothing outside keys and optional (NULL: none optional). */
+static perfpred_status j_keys(jctx *c, const cJSON *o, const char *where, const char *const *keys,
+                              const char *const *optional)
 {
     if (!cJSON_IsObject(o))
         return pp_err_set(c->err, PERFPRED_ERR_PARSE, "%s: '%s' must be an object", c->path, where);
     for (const cJSON *it = o->child; it; it = it->next) {
         int known = 0;
         for (int i = 0; keys[i]; i++) known |= it->string && strcmp(it->string, keys[i]) == 0;
+        for (int i = 0; optional && optional[i]; i++)
+            known |= it->string && strcmp(it->string, optional[i]) == 0;
         if (!known)
             return pp_err_set(c->err, PERFPRED_ERR_PARSE, "%s: unknown key '%s' in '%s'", c->path,
                               it->string ? it->string : "?", where);
@@ -309,6 +317,27 @@ static perfpred_status j_num(jctx *c, const cJSON *o, const char *key, double lo
         return pp_err_set(c->err, PERFPRED_ERR_PARSE, "%s: '%s' must be %s in [%g, %g]", c->path,
                           key, integral ? "an integer" : "a number", lo, hi);
     *out = v->valuedouble;
+    return PERFPRED_OK;
+}
+
+/* key: an array of n numbers >= -1 into out[0..n), the rest of out[] -1; absent is an error
+ * only when required. */
+static perfpred_status j_per_target(jctx *c, const cJSON *o, const char *key, int required, int n,
+                                    double *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!v && !required) return PERFPRED_OK;
+    if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != n)
+        return pp_err_set(c->err, PERFPRED_ERR_PARSE, "%s: '%s' must list %d numbers", c->path,
+                          key, n);
+    int i = 0;
+    for (const cJSON *it = v->child; it; it = it->next, i++) {
+        if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble) || it->valuedouble < -1.0)
+            return pp_err_set(c->err, PERFPRED_ERR_PARSE, "%s: '%s' must list numbers", c->path,
+                              key);
+        out[i] = it->valuedouble;
+    }
+    for (; i < PP_GNN_MAX_TARGETS; i++) out[i] = -1.0;
     return PERFPRED_OK;
 }
 
@@ -355,11 +384,13 @@ static perfpred_status apply_manifest(pp_gnn *m, const char *mpath, const char *
                                      "readout", NULL};
     static const char *const tk[] = {"lr", "weight_decay", "epochs", "batch", "patience", "seed",
                                      "nthreads", NULL};
+    static const char *const t_opt[] = {"huber_delta", NULL}; /* absent before the option */
     static const char *const rk[] = {"n_train", "n_val", "epochs_run", "best_epoch", "train_mse",
                                      "val_mse", "val_rmse", NULL};
+    static const char *const r_opt[] = {"val_mae", NULL}; /* absent before it was kept */
     perfpred_status st;
     const char *s;
-    if ((st = j_keys(&c, root, "manifest", top))) return st;
+    if ((st = j_keys(&c, root, "manifest", top, NULL))) return st;
     if (!(s = j_str(&c, root, "format"))) return err ? err->status : PERFPRED_ERR_PARSE;
     if (strcmp(s, M_FORMAT) != 0)
         return pp_err_set(err, PERFPRED_ERR_MODEL, "%s: format '%s', want '%s'", mpath, s, M_FORMAT);
@@ -368,7 +399,7 @@ static perfpred_status apply_manifest(pp_gnn *m, const char *mpath, const char *
         return err ? err->status : PERFPRED_ERR_PARSE;
 
     const cJSON *w = cJSON_GetObjectItemCaseSensitive(root, "weights");
-    if ((st = j_keys(&c, w, "weights", wk))) return st;
+    if ((st = j_keys(&c, w, "weights", wk, NULL))) return st;
     if (!(s = j_str(&c, w, "file"))) return err ? err->status : PERFPRED_ERR_PARSE;
     if (strcmp(s, base_name(wpath)) != 0)
         return pp_err_set(err, PERFPRED_ERR_MODEL, "%s: describes weights '%s', not '%s'", mpath, s,
@@ -386,7 +417,7 @@ static perfpred_status apply_manifest(pp_gnn *m, const char *mpath, const char *
                           wpath, hex);
 
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(root, "architecture");
-    if ((st = j_keys(&c, a, "architecture", ak))) return st;
+    if ((st = j_keys(&c, a, "architecture", ak, NULL))) return st;
     if ((st = j_expect_int(&c, a, "node_features", m->n_feat)) ||
         (st = j_expect_int(&c, a, "edge_features", m->n_edge_feat)) ||
         (st = j_expect_int(&c, a, "global_features", m->n_globals)) ||
@@ -403,13 +434,17 @@ static perfpred_status apply_manifest(pp_gnn *m, const char *mpath, const char *
 
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "training");
     pp_gnn_params p = m->params;
-    if ((st = j_keys(&c, t, "training", tk)) ||
+    if ((st = j_keys(&c, t, "training", tk, t_opt)) ||
         (st = j_num(&c, t, "lr", 1e-300, 1e300, 0, &p.lr)) ||
         (st = j_num(&c, t, "weight_decay", 0, 1e300, 0, &p.weight_decay)) ||
         (st = j_int(&c, t, "epochs", 1, 2147483647.0, &p.epochs)) ||
         (st = j_int(&c, t, "batch", 1, 2147483647.0, &p.batch)) ||
         (st = j_int(&c, t, "patience", 1, 2147483647.0, &p.patience)) ||
         (st = j_int(&c, t, "nthreads", 0, 1024, &p.nthreads)))
+        return st;
+    p.huber_delta = 0.0; /* absent: squared error */
+    if (cJSON_GetObjectItemCaseSensitive(t, "huber_delta") &&
+        (st = j_num(&c, t, "huber_delta", 0, 1e300, 0, &p.huber_delta)))
         return st;
     if (!(s = j_str(&c, t, "seed"))) return err ? err->status : PERFPRED_ERR_PARSE;
     {
@@ -435,7 +470,7 @@ static perfpred_status apply_manifest(pp_gnn *m, const char *mpath, const char *
     memset(&rep, 0, sizeof rep);
     int trained = 0;
     if (!cJSON_IsNull(r)) {
-        if ((st = j_keys(&c, r, "report", rk)) ||
+        if ((st = j_keys(&c, r, "report", rk, r_opt)) ||
             (st = j_int(&c, r, "n_train", 1, 2147483647.0, &rep.n_train)) ||
             (st = j_int(&c, r, "n_val", 0, 2147483647.0, &rep.n_val)) ||
             (st = j_int(&c, r, "epochs_run", 1, 2147483647.0, &rep.epochs_run)) ||
@@ -443,18 +478,10 @@ static perfpred_status apply_manifest(pp_gnn *m, const char *mpath, const char *
             (st = j_num(&c, r, "train_mse", -1, 1e300, 0, &rep.train_mse)) ||
             (st = j_num(&c, r, "val_mse", -1, 1e300, 0, &rep.val_mse)))
             return st;
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(r, "val_rmse");
-        if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != m->n_targets)
-            return pp_err_set(err, PERFPRED_ERR_PARSE, "%s: 'val_rmse' must list %d numbers", mpath,
-                              m->n_targets);
-        int i = 0;
-        for (const cJSON *it = v->child; it; it = it->next, i++) {
-            if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble) || it->valuedouble < -1.0)
-                return pp_err_set(err, PERFPRED_ERR_PARSE, "%s: 'val_rmse' must list numbers",
-                                  mpath);
-            rep.val_rmse[i] = it->valuedouble;
-        }
-        for (; i < PP_GNN_MAX_TARGETS; i++) rep.val_rmse[i] = -1.0;
+        for (int k = 0; k < PP_GNN_MAX_TARGETS; k++) rep.val_mae[k] = -1.0;
+        if ((st = j_per_target(&c, r, "val_rmse", 1, m->n_targets, rep.val_rmse)) ||
+            (st = j_per_target(&c, r, "val_mae", 0, m->n_targets, rep.val_mae)))
+            return st;
         trained = 1;
     }
     if ((st = pp_gnn_check_params(&p, err))) return st;
@@ -463,6 +490,7 @@ static perfpred_status apply_manifest(pp_gnn *m, const char *mpath, const char *
     m->params.epochs = p.epochs;
     m->params.batch = p.batch;
     m->params.patience = p.patience;
+    m->params.huber_delta = p.huber_delta;
     m->params.seed = p.seed;
     m->params.nthreads = p.nthreads;
     m->report = rep;

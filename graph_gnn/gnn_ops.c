@@ -172,6 +172,27 @@ double pp_gnn_op_mse(int backward, int t, const float *o, float *d_o, const floa
     return loss * scale;
 }
 
+/* Huber: h(r) = r^2 for |r| <= delta_t, else delta_t (2 |r| - delta_t), so that it meets the
+ * squared error at |r| = delta_t with the same slope; L = scale * sum_t mask_t h(o_t - y_t);
+ * backward: do_t += scale mask_t h'(r) (2 r, or 2 delta_t sign r beyond the threshold) */
+double pp_gnn_op_huber(int backward, int t, const float *o, float *d_o, const float *y,
+                       const unsigned char *mask, const float *delta, double scale)
+{
+    double loss = 0.0;
+    for (int i = 0; i < t; i++) {
+        if (!mask[i]) continue;
+        double r = (double)o[i] - (double)y[i], dl = (double)delta[i], a = fabs(r);
+        if (a <= dl) {
+            loss += r * r;
+            if (backward) d_o[i] += (float)(2.0 * scale * r);
+        } else {
+            loss += dl * (2.0 * a - dl);
+            if (backward) d_o[i] += (float)(2.0 * scale * dl * (r > 0 ? 1.0 : -1.0));
+        }
+    }
+    return loss * scale;
+}
+
 /* ---- RNG: splitmix64 to seed xoshiro256** (Blackman & Vigna) ---- */
 static uint64_t splitmix64(uint64_t *x)
 {

@@ -56,6 +56,10 @@ typedef struct pp_gnn_params {
     int epochs;          /* maximum passes over the training split: default 300 */
     int batch;           /* graphs per minibatch: default 16 */
     int patience;        /* stop after this many epochs without a better validation error: 30 */
+    double huber_delta;  /* 0 (default): squared-error loss, early stopping on validation MSE;
+                          * > 0: Huber loss with this threshold in target units (a log ratio:
+                          * 0.05 is about 5 %), early stopping on validation mean |error|, for
+                          * targets whose noise has heavy tails */
     uint64_t seed;       /* initialization and minibatch shuffling: default 1 */
     int nthreads;        /* OpenBLAS threads during training: default 1 (0 = leave as set) */
     perfpred_log_fn log; /* per-epoch progress at PERFPRED_LOG_DEBUG; NULL = silent */
@@ -104,6 +108,8 @@ typedef struct pp_gnn_report {
     double train_mse;                /* masked MSE of the kept weights on the training split */
     double val_mse;                  /* same on the validation split; -1 without one */
     double val_rmse[PP_GNN_MAX_TARGETS]; /* per target; -1 where no validation value is present */
+    double val_mae[PP_GNN_MAX_TARGETS];  /* mean |error| per target, the same way (-1 in a model
+                                            loaded from a manifest written before it was kept) */
 } pp_gnn_report;
 
 typedef struct pp_gnn_layer_off {
@@ -214,6 +220,11 @@ void pp_gnn_op_broadcast(int backward, int n, int d, const float *g, float *dg, 
 /* returns scale * sum_t mask_t (o_t - y_t)^2; backward: do_t += 2 scale mask_t (o_t - y_t) */
 double pp_gnn_op_mse(int backward, int t, const float *o, float *d_o, const float *y,
                      const unsigned char *mask, double scale);
+/* returns scale * sum_t mask_t h_t(o_t - y_t), h_t(r) = r^2 for |r| <= delta_t, else
+ * delta_t (2 |r| - delta_t) (squared error near zero, absolute error beyond delta_t);
+ * backward: do_t += scale mask_t h_t'(o_t - y_t) */
+double pp_gnn_op_huber(int backward, int t, const float *o, float *d_o, const float *y,
+                       const unsigned char *mask, const float *delta, double scale);
 
 /* xoshiro256** seeded through splitmix64: the only randomness in the module. */
 typedef struct pp_gnn_rng {

@@ -705,6 +705,9 @@ typedef struct perfpred_netfit_params {
                                      them; evaluation is on them); NULL: family hash buckets */
     int epochs, hidden;          /* GNN size and training length; 0: defaults (60, 32) */
     double lr, weight_decay;     /* Adam step and decoupled decay; 0: defaults (2e-3, 0) */
+    double huber_delta;          /* > 0: Huber loss with this threshold on log(measured / layer
+                                    sum), early stopping on validation mean |error|;
+                                    0: squared error (default) */
 } perfpred_netfit_params;
 perfpred_netfit_params perfpred_netfit_default_params(void);
 
@@ -724,6 +727,7 @@ typedef struct perfpred_netfit_report {
     char weights_path[1024];
     int n_val, best_epoch, epochs_run; /* early stopping on the validation rows */
     double val_rmse_latency;           /* RMSE of log(measured / layer sum) there; -1: none */
+    double val_mae_latency;            /* mean |error| of that log there; -1: none */
 } perfpred_netfit_report;
 
 perfpred_status perfpred_calibrate_fit_networks(const perfpred_netfit_params *p,

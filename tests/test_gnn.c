@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "graph/graph.h"
 #include "graph_gnn/graph_gnn.h"
 
@@ -287,6 +289,37 @@ static void op_broadcast_and_mse_should_match_finite_differences(void **state)
         o[t] = save;
         assert_grad_close(d_o[t], (lp - lm) / (2.0 * FD_EPS), 1e-2, 1e-3, "mse", t);
     }
+}
+
+/* Huber: squared error inside the threshold, a line of the same slope beyond it, written out by
+ * hand here; its gradient against finite differences (no residual sits on a kink). */
+static void op_huber_should_match_its_definition_and_finite_differences(void **state)
+{
+    float o[4] = {0.3f, -1.2f, 2.0f, 0.05f}, y[4] = {0.25f, 0.5f, -0.25f, 0.0f};
+    float delta[4] = {0.1f, 1.0f, 0.5f, 0.01f}, d_o[4] = {0};
+    unsigned char mask[4] = {1, 1, 0, 1};
+    /* residuals 0.05 (inside 0.1), -1.7 (beyond 1.0), masked, 0.05 (beyond 0.01) */
+    double want = 0.5 * (0.05 * 0.05 + 1.0 * (2 * 1.7 - 1.0) + 0.01 * (2 * 0.05 - 0.01));
+    double l = pp_gnn_op_huber(1, 4, o, d_o, y, mask, delta, 0.5);
+    assert_rel_close(l, want, 1e-5);
+    assert_true(d_o[2] == 0.0f);
+    assert_rel_close(d_o[1], 0.5 * 2 * 1.0 * -1.0, 1e-6);  /* slope capped at 2 delta */
+    assert_rel_close(d_o[0], 0.5 * 2 * 0.05, 1e-4);        /* the squared error's slope */
+    for (int t = 0; t < 4; t++) {
+        float save = o[t];
+        o[t] = save + FD_EPS;
+        double lp = pp_gnn_op_huber(0, 4, o, NULL, y, mask, delta, 0.5);
+        o[t] = save - FD_EPS;
+        double lm = pp_gnn_op_huber(0, 4, o, NULL, y, mask, delta, 0.5);
+        o[t] = save;
+        assert_grad_close(d_o[t], (lp - lm) / (2.0 * FD_EPS), 1e-2, 1e-3, "huber", t);
+    }
+    /* a threshold beyond every residual is the squared error */
+    float big[4] = {10, 10, 10, 10}, d_h[4] = {0}, d_m[4] = {0};
+    double lh = pp_gnn_op_huber(1, 4, o, d_h, y, mask, big, 0.25);
+    double lmse = pp_gnn_op_mse(1, 4, o, d_m, y, mask, 0.25);
+    assert_rel_close(lh, lmse, 1e-12);
+    assert_memory_equal(d_h, d_m, sizeof d_h);
 }
 
 /* ----------------------------------------------------------- random graphs ---- */
@@ -666,15 +699,100 @@ static void train_should_generalize_with_early_stopping(void **state)
     assert_true(rep.epochs_run == p.epochs || rep.epochs_run == rep.best_epoch + p.patience);
     double se_sum = 0.0;
     for (int t = 0; t < 2; t++) {
-        double se, u = unexplained(m, gs, NT, NS, t, &se);
+        double se, u = unexplained(m, gs, NT, NS, t, &se), ae = 0.0;
         print_message("target %d, held-out graphs: 1 - R^2 = %.4f\n", t, u);
         assert_true(u < 0.6);
         assert_rel_close(rep.val_rmse[t], sqrt(se / (NS - NT)), 1e-9);
+        for (int b = NT; b < NS; b++) {
+            double out[PP_GNN_MAX_TARGETS];
+            assert_int_equal(pp_gnn_forward(m, &gs[b], out, NULL), PERFPRED_OK);
+            ae += fabs(out[t] - gs[b].y[t]);
+        }
+        assert_rel_close(rep.val_mae[t], ae / (NS - NT), 1e-9);
         se_sum += se;
     }
     assert_rel_close(rep.val_mse, se_sum / (2.0 * (NS - NT)), 1e-9);
     assert_true(rep.val_rmse[2] == -1.0);
     pp_gnn_free(m);
+    for (int i = 0; i < NS; i++) owned_free(&og[i]);
+    free(og);
+    free(gs);
+}
+
+/* Per-epoch validation errors, read from the training log (DEBUG lines). */
+typedef struct epoch_trace {
+    int n;
+    double mse[400], mae[400];
+} epoch_trace;
+
+static void trace_log(perfpred_log_level level, const char *msg, void *user)
+{
+    epoch_trace *tr = user;
+    int ep;
+    double loss, mse, mae;
+    if (level == PERFPRED_LOG_DEBUG && tr->n < 400 &&
+        sscanf(msg, "gnn epoch %d: train loss %lf (standardized), val mse %lf, val mae %lf", &ep,
+               &loss, &mse, &mae) == 4) {
+        assert_int_equal(ep, tr->n + 1);
+        tr->mse[tr->n] = mse;
+        tr->mae[tr->n] = mae;
+        tr->n++;
+    }
+}
+
+static int argmin(const double *v, int n)
+{
+    int b = 0;
+    for (int i = 1; i < n; i++)
+        if (v[i] < v[b]) b = i;
+    return b;
+}
+
+/* Training targets with a few gross errors (+3 in log units on every fifth graph): the Huber loss
+ * fits the clean held-out graphs better than the squared error, which chases the outliers; and
+ * early stopping keeps the epoch with the least validation MSE, or mean |error| under Huber. */
+static void train_with_huber_should_resist_outliers_and_stop_on_mae(void **state)
+{
+    enum { NS = 200, NT = 150 };
+    owned_graph *og = calloc(NS, sizeof *og);
+    pp_gnn_graph *gs = calloc(NS, sizeof *gs);
+    make_dataset(og, gs, NS, 21);
+    int tr[NT], va[NS - NT];
+    for (int i = 0; i < NT; i++) {
+        tr[i] = i;
+        if (i % 5 == 0) gs[i].y[0] += 3.0f;
+    }
+    for (int i = 0; i < NS - NT; i++) va[i] = NT + i;
+    double abs_err[2];
+    for (int h = 0; h < 2; h++) {
+        pp_gnn_params p = pp_gnn_default_params();
+        p.layers = 2;
+        p.hidden = 16;
+        p.epochs = 120;
+        p.batch = 8;
+        p.lr = 3e-3;
+        p.patience = 400;
+        p.huber_delta = h ? 0.1 : 0.0;
+        epoch_trace trace = {0};
+        p.log = trace_log;
+        p.log_user = &trace;
+        pp_gnn *m;
+        assert_int_equal(pp_gnn_new(3, 1, 1, 2, &p, &m, NULL), PERFPRED_OK);
+        pp_gnn_report rep;
+        assert_int_equal(pp_gnn_train(m, gs, NS, tr, NT, va, NS - NT, &rep, NULL), PERFPRED_OK);
+        assert_int_equal(trace.n, 120);
+        assert_int_equal(rep.best_epoch, 1 + argmin(h ? trace.mae : trace.mse, trace.n));
+        abs_err[h] = 0.0;
+        for (int b = NT; b < NS; b++) {
+            double out[PP_GNN_MAX_TARGETS];
+            assert_int_equal(pp_gnn_forward(m, &gs[b], out, NULL), PERFPRED_OK);
+            abs_err[h] += fabs(out[0] - gs[b].y[0]) / (NS - NT);
+        }
+        pp_gnn_free(m);
+    }
+    print_message("held-out mean |error|: squared error %.4f, Huber %.4f\n", abs_err[0],
+                  abs_err[1]);
+    assert_true(abs_err[1] < 0.8 * abs_err[0]);
     for (int i = 0; i < NS; i++) owned_free(&og[i]);
     free(og);
     free(gs);
@@ -699,6 +817,10 @@ static void train_should_reject_bad_splits(void **state)
     p.layers = 0;
     assert_int_equal(pp_gnn_check_params(&p, &err), PERFPRED_ERR_INVALID_ARG);
     assert_non_null(strstr(err.msg, "layers"));
+    p = pp_gnn_default_params();
+    p.huber_delta = -0.1;
+    assert_int_equal(pp_gnn_check_params(&p, &err), PERFPRED_ERR_INVALID_ARG);
+    assert_non_null(strstr(err.msg, "huber_delta"));
     pp_gnn_free(m);
     for (int i = 0; i < 3; i++) owned_free(&og[i]);
 }
@@ -716,6 +838,14 @@ static path_buf tmp_path(const char *suffix)
     return b;
 }
 
+static void write_bytes(const char *path, const void *b, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(b, 1, n, f), n);
+    fclose(f);
+}
+
 static void save_load_should_round_trip_bit_identical(void **state)
 {
     enum { NS = 12 };
@@ -728,6 +858,7 @@ static void save_load_should_round_trip_bit_identical(void **state)
     p.hidden = 7;
     p.epochs = 3;
     p.seed = 123456789012345ULL;
+    p.huber_delta = 0.125;
     pp_gnn *m, *l;
     assert_int_equal(pp_gnn_new(3, 1, 1, 2, &p, &m, NULL), PERFPRED_OK);
     assert_int_equal(pp_gnn_train(m, gs, NS, tr, 9, va, 3, NULL, NULL), PERFPRED_OK);
@@ -746,8 +877,10 @@ static void save_load_should_round_trip_bit_identical(void **state)
     assert_memory_equal(l->u_mean, m->u_mean, sizeof(float));
     assert_memory_equal(l->y_std, m->y_std, 2 * sizeof(float));
     assert_true(l->params.seed == p.seed && l->params.epochs == 3 && l->params.lr == p.lr);
+    assert_true(l->params.huber_delta == 0.125);
     assert_true(l->trained);
     assert_true(l->report.val_mse == m->report.val_mse);
+    assert_true(l->report.val_mae[0] == m->report.val_mae[0] && m->report.val_mae[0] > 0);
     assert_int_equal(l->report.best_epoch, m->report.best_epoch);
     for (int b = 0; b < NS; b++) {
         double o1[2], o2[2];
@@ -762,7 +895,20 @@ static void save_load_should_round_trip_bit_identical(void **state)
     mb[ml - 1] = 0;
     assert_non_null(strstr((char *)mb, "synthetic test graphs"));
     assert_non_null(strstr((char *)mb, "\"best_epoch\""));
+    /* a manifest written before the Huber option (no huber_delta) loads as squared error */
+    cJSON *root = cJSON_Parse((char *)mb);
+    assert_non_null(root);
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(root, "training"), "huber_delta");
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(root, "report"), "val_mae");
+    char *old = cJSON_Print(root);
+    write_bytes(mp, old, strlen(old));
+    free(old);
+    cJSON_Delete(root);
     free(mb);
+    pp_gnn_free(l);
+    assert_int_equal(pp_gnn_load(wp, mp, &l, &err), PERFPRED_OK);
+    assert_true(l->params.huber_delta == 0.0 && l->params.seed == p.seed);
+    assert_true(l->report.val_mae[0] == -1.0 && l->report.val_mse == m->report.val_mse);
     pp_gnn_free(l);
     /* without a manifest: same weights, no report */
     assert_int_equal(pp_gnn_load(wp, NULL, &l, &err), PERFPRED_OK);
@@ -773,14 +919,6 @@ static void save_load_should_round_trip_bit_identical(void **state)
     unlink(mp);
     pp_gnn_free(m);
     for (int i = 0; i < NS; i++) owned_free(&og[i]);
-}
-
-static void write_bytes(const char *path, const void *b, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(b, 1, n, f), n);
-    fclose(f);
 }
 
 static void load_should_reject_corrupt_files(void **state)
@@ -1028,11 +1166,13 @@ int main(void)
         cmocka_unit_test(op_aggregate_should_match_finite_differences),
         cmocka_unit_test(op_pool_should_match_finite_differences),
         cmocka_unit_test(op_broadcast_and_mse_should_match_finite_differences),
+        cmocka_unit_test(op_huber_should_match_its_definition_and_finite_differences),
         cmocka_unit_test(network_gradient_should_match_finite_differences),
         cmocka_unit_test(network_should_match_pytorch_reference),
         cmocka_unit_test(train_should_be_bit_reproducible),
         cmocka_unit_test(train_should_fit_a_simple_target),
         cmocka_unit_test(train_should_generalize_with_early_stopping),
+        cmocka_unit_test(train_with_huber_should_resist_outliers_and_stop_on_mae),
         cmocka_unit_test(train_should_reject_bad_splits),
         cmocka_unit_test(save_load_should_round_trip_bit_identical),
         cmocka_unit_test(load_should_reject_corrupt_files),
