@@ -11,6 +11,7 @@ perfpred_netfit_params perfpred_netfit_default_params(void)
     perfpred_netfit_params p;
     memset(&p, 0, sizeof p);
     p.threads = 2;
+    p.seed = -1;
     return p;
 }
 
@@ -110,6 +111,7 @@ perfpred_status perfpred_calibrate_fit_networks(const perfpred_netfit_params *p,
     if (p->lr > 0) fp.gnn.lr = p->lr;
     if (p->weight_decay > 0) fp.gnn.weight_decay = p->weight_decay;
     fp.gnn.huber_delta = p->huber_delta;
+    if (p->seed >= 0) fp.gnn.seed = (uint64_t)p->seed;
     fp.log.fn = p->log;
     fp.log.user = p->log_user;
     rep = calloc(1, sizeof *rep);

@@ -24,7 +24,8 @@ static const char calibrate_usage[] =
     "          the folds, then fitted on every row and written where it beats the layer sum;\n"
     "          GNN: --epochs N (60), --hidden H (32), --lr X (0.002), --weight-decay X (0),\n"
     "          --huber D: Huber loss on log(measured / layer sum) with threshold D and early\n"
-    "          stopping on validation mean |error| (default: squared error))\n"
+    "          stopping on validation mean |error| (default: squared error),\n"
+    "          --seed N: the GNN's initialization and minibatch order (default 1))\n"
     "       perfpred calibrate import --dataset NAME --root DIR -o LAYERS.csv [options]\n"
     "\n"
     "Calibrating a device: plan -> the layer runner on the device -> fit -> eval\n"
@@ -755,6 +756,7 @@ static int cmd_fit(int argc, char **argv)
         } else if (is_opt(a, "--seed")) {
             if (!(v = value(&A, "--seed")) || parse_int(v, "--seed", 0, 2147483647, &p.seed))
                 return EXIT_USAGE;
+            gnn.seed = p.seed;
         } else if (is_opt(a, "--threads")) {
             if (!(v = value(&A, "--threads")) || parse_int(v, "--threads", 1, 1024, &p.nthread))
                 return EXIT_USAGE;

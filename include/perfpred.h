@@ -708,6 +708,8 @@ typedef struct perfpred_netfit_params {
     double huber_delta;          /* > 0: Huber loss with this threshold on log(measured / layer
                                     sum), early stopping on validation mean |error|;
                                     0: squared error (default) */
+    long long seed;              /* GNN initialization, minibatch order and capped row subsets;
+                                    < 0: the default (1) */
 } perfpred_netfit_params;
 perfpred_netfit_params perfpred_netfit_default_params(void);
 

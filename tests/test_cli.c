@@ -306,6 +306,45 @@ static void family_folds_should_pool_what_eval_reports(void **state)
     assert_non_null(strstr(out_buf, "empty fold"));
 }
 
+static double corrected_mape(const cJSON *fit)
+{
+    const cJSON *lat = cJSON_GetObjectItemCaseSensitive(fit, "latency");
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(lat, "corrected");
+    assert_non_null(c);
+    return cJSON_GetObjectItemCaseSensitive(c, "mape_pct")->valuedouble;
+}
+
+/* --huber and --seed reach the GNN: the report names the loss and the validation criterion, a
+ * seed repeats itself and another seed trains another model. */
+static void network_fit_should_take_huber_and_seed(void **state)
+{
+    (void)state;
+    const char *base = "calibrate fit --device host-cpu --networks data/host-cpu/networks.csv "
+                       "--heldout-families squeezenet --epochs 3 --hidden 8 --threads 1 "
+                       "--dry-run --json";
+    char cmd[512];
+    cJSON *r[3];
+    const char *extra[3] = {"--huber 0.05 --seed 3", "--huber 0.05 --seed 3", "--huber 0.05 --seed 4"};
+    for (int k = 0; k < 3; k++) {
+        snprintf(cmd, sizeof cmd, "%s %s", base, extra[k]);
+        r[k] = run_json(cmd);
+    }
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(r[0], "validation");
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(v, "criterion")->valuestring, "mae");
+    assert_true(cJSON_GetObjectItemCaseSensitive(v, "huber_delta")->valuedouble == 0.05);
+    assert_true(cJSON_GetObjectItemCaseSensitive(v, "mae_log_latency")->valuedouble > 0);
+    assert_true(corrected_mape(r[0]) == corrected_mape(r[1]));
+    assert_true(corrected_mape(r[0]) != corrected_mape(r[2]));
+    for (int k = 0; k < 3; k++) cJSON_Delete(r[k]);
+    cJSON *m = run_json(base);
+    v = cJSON_GetObjectItemCaseSensitive(m, "validation");
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(v, "criterion")->valuestring, "mse");
+    cJSON_Delete(m);
+    snprintf(cmd, sizeof cmd, "%s --huber -1", base);
+    assert_int_equal(run_cli(cmd), 1);
+    assert_non_null(strstr(out_buf, "--huber"));
+}
+
 static void gnn_correction_should_answer_and_be_named(void **state)
 {
     cJSON *j = run_json("--device rpi5 tests/fixtures/nas/nb201_arch0_cifar10.onnx --json");
@@ -379,6 +418,7 @@ int main(void)
         cmocka_unit_test(gnn_correction_should_answer_and_be_named),
         cmocka_unit_test(layer_sum_only_should_print_the_kernels_sum),
         cmocka_unit_test(family_folds_should_pool_what_eval_reports),
+        cmocka_unit_test(network_fit_should_take_huber_and_seed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
