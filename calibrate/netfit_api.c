@@ -101,9 +101,9 @@ perfpred_status perfpred_calibrate_fit_networks(const perfpred_netfit_params *p,
     fp.table_path = rows->path;
     fp.heldout_families = p->heldout_families;
     if (p->epochs < 0 || p->hidden < 0 || p->lr < 0 || p->weight_decay < 0 ||
-        !(p->huber_delta >= 0)) {
-        st = pp_err_set(&err, PERFPRED_ERR_INVALID_ARG,
-                        "epochs, hidden, lr, weight_decay and huber_delta must not be negative");
+        !(p->huber_delta >= 0) || p->max_train < 0) {
+        st = pp_err_set(&err, PERFPRED_ERR_INVALID_ARG, "epochs, hidden, lr, weight_decay, "
+                        "huber_delta and max_train must not be negative");
         goto done;
     }
     if (p->epochs) fp.gnn.epochs = p->epochs;
@@ -112,6 +112,7 @@ perfpred_status perfpred_calibrate_fit_networks(const perfpred_netfit_params *p,
     if (p->weight_decay > 0) fp.gnn.weight_decay = p->weight_decay;
     fp.gnn.huber_delta = p->huber_delta;
     if (p->seed >= 0) fp.gnn.seed = (uint64_t)p->seed;
+    if (p->max_train > 0) fp.max_train = p->max_train;
     fp.log.fn = p->log;
     fp.log.user = p->log_user;
     rep = calloc(1, sizeof *rep);

@@ -25,7 +25,8 @@ static const char calibrate_usage[] =
     "          GNN: --epochs N (60), --hidden H (32), --lr X (0.002), --weight-decay X (0),\n"
     "          --huber D: Huber loss on log(measured / layer sum) with threshold D and early\n"
     "          stopping on validation mean |error| (default: squared error),\n"
-    "          --seed N: the GNN's initialization and minibatch order (default 1))\n"
+    "          --seed N: the GNN's initialization and minibatch order (default 1),\n"
+    "          --max-train N: training rows kept when there are more (default 2500))\n"
     "       perfpred calibrate import --dataset NAME --root DIR -o LAYERS.csv [options]\n"
     "\n"
     "Calibrating a device: plan -> the layer runner on the device -> fit -> eval\n"
@@ -739,6 +740,11 @@ static int cmd_fit(int argc, char **argv)
                 parse_num(v, "--weight-decay", 0, 1.0, &gnn.weight_decay))
                 return EXIT_USAGE;
             gnn_opts = 1;
+        } else if (is_opt(a, "--max-train")) {
+            if (!(v = value(&A, "--max-train")) ||
+                parse_int(v, "--max-train", 2, 1000000, &gnn.max_train))
+                return EXIT_USAGE;
+            gnn_opts = 1;
         } else if (is_opt(a, "--huber")) {
             if (!(v = value(&A, "--huber")) || parse_num(v, "--huber", 1e-4, 10.0, &gnn.huber_delta))
                 return EXIT_USAGE;
@@ -818,8 +824,8 @@ static int cmd_fit(int argc, char **argv)
         return netfit(&gnn, json);
     }
     if (heldout_families || gnn_opts || overhead) {
-        cli_error("calibrate fit: --heldout-families, --epochs, --hidden, --lr, --weight-decay "
-                  "and --huber go with --networks");
+        cli_error("calibrate fit: --heldout-families, --epochs, --hidden, --lr, --weight-decay, "
+                  "--huber and --max-train go with --networks");
         return EXIT_USAGE;
     }
     if ((p.n_layers_csvs > 0) == (p.neusight_root != NULL)) {

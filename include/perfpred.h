@@ -710,6 +710,8 @@ typedef struct perfpred_netfit_params {
                                     0: squared error (default) */
     long long seed;              /* GNN initialization, minibatch order and capped row subsets;
                                     < 0: the default (1) */
+    int max_train;               /* training rows kept (by a seeded hash of the model ref) when
+                                    there are more; 0: the default (2500) */
 } perfpred_netfit_params;
 perfpred_netfit_params perfpred_netfit_default_params(void);
 

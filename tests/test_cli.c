@@ -314,8 +314,18 @@ static double corrected_mape(const cJSON *fit)
     return cJSON_GetObjectItemCaseSensitive(c, "mape_pct")->valuedouble;
 }
 
-/* --huber and --seed reach the GNN: the report names the loss and the validation criterion, a
- * seed repeats itself and another seed trains another model. */
+static int train_rows(const cJSON *fit)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(fit, "validation");
+    const cJSON *lat = cJSON_GetObjectItemCaseSensitive(fit, "latency");
+    return cJSON_GetObjectItemCaseSensitive(fit, "rows_used")->valueint -
+           cJSON_GetObjectItemCaseSensitive(v, "rows")->valueint -
+           cJSON_GetObjectItemCaseSensitive(lat, "heldout_rows")->valueint;
+}
+
+/* --huber, --seed and --max-train reach the GNN: the report names the loss and the validation
+ * criterion, a seed repeats itself and another seed trains another model, and the training rows
+ * are capped. */
 static void network_fit_should_take_huber_and_seed(void **state)
 {
     (void)state;
@@ -339,6 +349,11 @@ static void network_fit_should_take_huber_and_seed(void **state)
     cJSON *m = run_json(base);
     v = cJSON_GetObjectItemCaseSensitive(m, "validation");
     assert_string_equal(cJSON_GetObjectItemCaseSensitive(v, "criterion")->valuestring, "mse");
+    assert_true(train_rows(m) > 50);
+    cJSON_Delete(m);
+    snprintf(cmd, sizeof cmd, "%s --max-train 50", base);
+    m = run_json(cmd);
+    assert_int_equal(train_rows(m), 50);
     cJSON_Delete(m);
     snprintf(cmd, sizeof cmd, "%s --huber -1", base);
     assert_int_equal(run_cli(cmd), 1);
