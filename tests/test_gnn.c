@@ -625,6 +625,18 @@ static void train_should_be_bit_reproducible(void **state)
     for (int i = 0; i < NS; i++) owned_free(&og[i]);
 }
 
+/* Mean |prediction - target t| over samples lo..hi-1. */
+static double mean_abs_error(const pp_gnn *m, const pp_gnn_graph *gs, int lo, int hi, int t)
+{
+    double ae = 0.0;
+    for (int b = lo; b < hi; b++) {
+        double out[PP_GNN_MAX_TARGETS];
+        assert_int_equal(pp_gnn_forward(m, &gs[b], out, NULL), PERFPRED_OK);
+        ae += fabs(out[t] - gs[b].y[t]);
+    }
+    return ae / (hi - lo);
+}
+
 /* 1 - R^2 of target t over samples lo..hi-1; also the summed squared error and count */
 static double unexplained(const pp_gnn *m, const pp_gnn_graph *gs, int lo, int hi, int t,
                           double *se_out)
@@ -699,16 +711,11 @@ static void train_should_generalize_with_early_stopping(void **state)
     assert_true(rep.epochs_run == p.epochs || rep.epochs_run == rep.best_epoch + p.patience);
     double se_sum = 0.0;
     for (int t = 0; t < 2; t++) {
-        double se, u = unexplained(m, gs, NT, NS, t, &se), ae = 0.0;
+        double se, u = unexplained(m, gs, NT, NS, t, &se);
         print_message("target %d, held-out graphs: 1 - R^2 = %.4f\n", t, u);
         assert_true(u < 0.6);
         assert_rel_close(rep.val_rmse[t], sqrt(se / (NS - NT)), 1e-9);
-        for (int b = NT; b < NS; b++) {
-            double out[PP_GNN_MAX_TARGETS];
-            assert_int_equal(pp_gnn_forward(m, &gs[b], out, NULL), PERFPRED_OK);
-            ae += fabs(out[t] - gs[b].y[t]);
-        }
-        assert_rel_close(rep.val_mae[t], ae / (NS - NT), 1e-9);
+        assert_rel_close(rep.val_mae[t], mean_abs_error(m, gs, NT, NS, t), 1e-9);
         se_sum += se;
     }
     assert_rel_close(rep.val_mse, se_sum / (2.0 * (NS - NT)), 1e-9);
@@ -782,12 +789,7 @@ static void train_with_huber_should_resist_outliers_and_stop_on_mae(void **state
         assert_int_equal(pp_gnn_train(m, gs, NS, tr, NT, va, NS - NT, &rep, NULL), PERFPRED_OK);
         assert_int_equal(trace.n, 120);
         assert_int_equal(rep.best_epoch, 1 + argmin(h ? trace.mae : trace.mse, trace.n));
-        abs_err[h] = 0.0;
-        for (int b = NT; b < NS; b++) {
-            double out[PP_GNN_MAX_TARGETS];
-            assert_int_equal(pp_gnn_forward(m, &gs[b], out, NULL), PERFPRED_OK);
-            abs_err[h] += fabs(out[0] - gs[b].y[0]) / (NS - NT);
-        }
+        abs_err[h] = mean_abs_error(m, gs, NT, NS, 0);
         pp_gnn_free(m);
     }
     print_message("held-out mean |error|: squared error %.4f, Huber %.4f\n", abs_err[0],
