@@ -51,6 +51,23 @@ static int row_device_matches(const eval_ctx *E, const char *name)
     return pp_devices_find(E->db, name) == E->dev;
 }
 
+/* Predicts row `line` of `path` with model m (freed here) into *pred; 0, with the row counted as
+ * failed and its reason kept, when there is no usable latency. */
+static int predict_row(eval_ctx *E, perfpred_model *m, const perfpred_predict_params *pp,
+                       const char *path, int line, perfpred_prediction *pred)
+{
+    char msg[1024];
+    perfpred_status ps = perfpred_predict(E->ctx, m, E->dev->name, pp, pred, msg, sizeof msg);
+    perfpred_model_free(m);
+    if (ps == PERFPRED_OK && pred->latency_ms.prov != PERFPRED_PROV_UNAVAILABLE &&
+        isfinite(pred->latency_ms.value))
+        return 1;
+    E->rep->n_failed++;
+    add_msg(E->rep, path, line,
+            ps != PERFPRED_OK ? msg : "no latency: the descriptor lacks roofline figures");
+    return 0;
+}
+
 /* ------------------------------------------------------------------- layer rows ---- */
 
 static void layer_label(const pp_layer_row *r, char *out, size_t n)
@@ -131,17 +148,7 @@ static perfpred_status eval_layers(eval_ctx *E, pp_err *err)
             break;
         }
         perfpred_prediction pred;
-        char msg[1024];
-        perfpred_status ps =
-            perfpred_predict(E->ctx, m, E->dev->name, NULL, &pred, msg, sizeof msg);
-        perfpred_model_free(m);
-        if (ps != PERFPRED_OK || pred.latency_ms.prov == PERFPRED_PROV_UNAVAILABLE ||
-            !isfinite(pred.latency_ms.value)) {
-            rep->n_failed++;
-            add_msg(rep, t->path, r->line,
-                    ps != PERFPRED_OK ? msg : "no latency: the descriptor lacks roofline figures");
-            continue;
-        }
+        if (!predict_row(E, m, NULL, t->path, r->line, &pred)) continue;
         perfpred_eval_point *pt = &rep->points[rep->n_points];
         char label[256];
         layer_label(r, label, sizeof label);
@@ -299,16 +306,7 @@ static perfpred_status eval_networks(eval_ctx *E, pp_err *err)
         perfpred_prediction pred;
         perfpred_predict_params pp = perfpred_predict_default_params();
         pp.layer_sum_only = E->p->layer_sum_only;
-        perfpred_status ps =
-            perfpred_predict(E->ctx, m, E->dev->name, &pp, &pred, msg, sizeof msg);
-        perfpred_model_free(m);
-        if (ps != PERFPRED_OK || pred.latency_ms.prov == PERFPRED_PROV_UNAVAILABLE ||
-            !isfinite(pred.latency_ms.value)) {
-            rep->n_failed++;
-            add_msg(rep, t->path, r->line,
-                    ps != PERFPRED_OK ? msg : "no latency: the descriptor lacks roofline figures");
-            continue;
-        }
+        if (!predict_row(E, m, &pp, t->path, r->line, &pred)) continue;
         perfpred_eval_point *pt = &rep->points[rep->n_points];
         char label[512], model_name[256];
         copy_trunc(model_name, sizeof model_name, base_name(r->model));
