@@ -364,9 +364,31 @@ perfpred_status pp_layer_models_open(const char *dir, int deferred, pp_layer_mod
     lm->device = pp_arena_strdup(lm->arena, device);
     const cJSON *s0 = cJSON_GetArrayItem(sources, 0);
     if (s0) {
-        const char *repo = get_str(s0, "repo"), *commit = get_str(s0, "commit");
-        char text[512];
-        snprintf(text, sizeof text, "%s@%s", repo ? repo : "?", commit ? commit : "?");
+        /* the first source, and how many other repo@commit the rows came from (a calibration
+         * trained on several measurement runs names one and counts the rest) */
+        char text[512], other[PP_LM_MAX_SOURCES][512];
+        int n_other = 0, n_more = 0;
+        const cJSON *so;
+        cJSON_ArrayForEach(so, sources)
+        {
+            const char *repo = get_str(so, "repo"), *commit = get_str(so, "commit");
+            char t[512];
+            snprintf(t, sizeof t, "%s@%s", repo ? repo : "?", commit ? commit : "?");
+            if (so == s0) {
+                memcpy(text, t, sizeof text);
+                continue;
+            }
+            int seen = strcmp(t, text) == 0;
+            for (int k = 0; k < n_other && !seen; k++) seen = strcmp(other[k], t) == 0;
+            if (seen) continue;
+            n_more++;
+            if (n_other < PP_LM_MAX_SOURCES) memcpy(other[n_other++], t, sizeof t);
+        }
+        if (n_more > 0) {
+            size_t L = strlen(text);
+            snprintf(text + L, sizeof text - L, " and %d more source%s", n_more,
+                     n_more == 1 ? "" : "s");
+        }
         lm->source = pp_arena_strdup(lm->arena, text);
     } else {
         lm->source = pp_arena_strdup(lm->arena, "(no source listed)");

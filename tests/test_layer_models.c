@@ -348,8 +348,10 @@ static void save_and_load_should_reject_bad_files(void **state)
     pp_lm_model_free(m);
 }
 
-/* A manifest with a linear and a conv model in a fresh directory. */
-static void write_set(const char *dir, pp_lm_model *lin, pp_lm_model *conv)
+/* A manifest with a linear and a conv model in a fresh directory; more_sources adds rows of the
+ * same run (test role) and of two other runs, one of them listed twice. */
+static void write_set_sources(const char *dir, pp_lm_model *lin, pp_lm_model *conv,
+                              int more_sources)
 {
     pp_lm_manifest man;
     memset(&man, 0, sizeof man);
@@ -360,6 +362,14 @@ static void write_set(const char *dir, pp_lm_model *lin, pp_lm_model *conv)
     man.n_sources = 1;
     man.sources[0] = (pp_lm_source){"scripts/x.csv", "https://example.org/repo", "abc", A100_40,
                                     N_ROWS, "train"};
+    if (more_sources) {
+        man.sources[1] = (pp_lm_source){"scripts/x.csv", "https://example.org/repo", "abc",
+                                        A100_40, 5, "test"};
+        man.sources[2] = (pp_lm_source){"y.csv", "runner@m:plan2.csv", "d2", A100_40, 5, "train"};
+        man.sources[3] = (pp_lm_source){"y.csv", "runner@m:plan2.csv", "d2", A100_40, 2, "test"};
+        man.sources[4] = (pp_lm_source){"z.csv", "runner@m:plan3.csv", "d2", A100_40, 5, "train"};
+        man.n_sources = 5;
+    }
     man.params = small_params(7);
     pp_lm_model *ms[2] = {lin, conv};
     for (int i = 0; i < 2; i++) {
@@ -381,6 +391,11 @@ static void write_set(const char *dir, pp_lm_model *lin, pp_lm_model *conv)
     assert_int_equal(pp_lm_manifest_write(dir, &man, &err), PERFPRED_OK);
 }
 
+static void write_set(const char *dir, pp_lm_model *lin, pp_lm_model *conv)
+{
+    write_set_sources(dir, lin, conv, 0);
+}
+
 static void layer_models_should_answer_covered_kinds_and_decline_others(void **state)
 {
     if (!have_data) skip();
@@ -395,6 +410,17 @@ static void layer_models_should_answer_covered_kinds_and_decline_others(void **s
     assert_int_equal(pp_layer_models_load(dir, &lm, &err), PERFPRED_OK);
     assert_string_equal(pp_layer_models_device(lm), "a100-test");
     assert_string_equal(pp_layer_models_source(lm), "https://example.org/repo@abc");
+    { /* several runs: the first is named, the other distinct ones counted */
+        char dir2[2048];
+        snprintf(dir2, sizeof dir2, "%s/set-sources", tmp_dir());
+        mkdir(dir2, 0755);
+        write_set_sources(dir2, lin, conv, 1);
+        pp_layer_models *lm2 = NULL;
+        assert_int_equal(pp_layer_models_load(dir2, &lm2, &err), PERFPRED_OK);
+        assert_string_equal(pp_layer_models_source(lm2),
+                            "https://example.org/repo@abc and 2 more sources");
+        pp_layer_models_free(lm2);
+    }
     assert_true(pp_layer_models_covers(lm, PP_OPK_LINEAR, PP_LM_LATENCY));
     assert_true(pp_layer_models_covers(lm, PP_OPK_CONV, PP_LM_LATENCY));
     assert_false(pp_layer_models_covers(lm, PP_OPK_BMM, PP_LM_LATENCY));
