@@ -1417,11 +1417,9 @@ perfpred_status pp_neusight_models_report(const perfpred_neusight_params *p,
     pp_metrics pm;
     pp_err me = {0};
     if (judged > 0 && pp_metrics_compute(pred, meas, judged, &pm, &me) == PERFPRED_OK)
-        out->e2e =
-            (perfpred_metrics){pm.n, pm.mape_pct, pm.rmspe_pct, pm.within10_pct, pm.spearman};
+        out->e2e = pp_metrics_public(&pm);
     if (judged > 0 && pp_metrics_compute(roof, meas, judged, &pm, &me) == PERFPRED_OK)
-        out->roofline_e2e =
-            (perfpred_metrics){pm.n, pm.mape_pct, pm.rmspe_pct, pm.within10_pct, pm.spearman};
+        out->roofline_e2e = pp_metrics_public(&pm);
     st = PERFPRED_OK;
 done:
     for (int i = 0; i < n_found; i++) free(found[i]);
