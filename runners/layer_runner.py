@@ -158,7 +158,15 @@ def warn_if_other_machine(prog, device_name, machine, config_dir=DEFAULT_CONFIG_
     return True
 
 
-def format_source(device_name, run_id, machine, utc, protocol, stats, inner):
+def stat_name(protocol, stat_first=0):
+    """The `stat=` of a source: the median over rounds of each round's minimum, over the first
+    stat_first samples of each visit when that is fewer than the burst."""
+    if 0 < stat_first < protocol.burst:
+        return f"median-of-round-minima-of-first-{stat_first}"
+    return "median-of-round-minima"
+
+
+def format_source(device_name, run_id, machine, utc, protocol, stats, inner, stat_first=0):
     """The `source` column: `runner-pytorch@<device>:<run-id>` (docs/measurements.md), then
     '; '-separated details: machine (never the hostname), UTC time, the statistic and the spread:
     rounds x burst samples of `inner` calls, fastest/slowest/mean call, IQR of per-round medians
@@ -170,7 +178,8 @@ def format_source(device_name, run_id, machine, utc, protocol, stats, inner):
         scrub.append("warm_input=1")
     return "; ".join([
         f"runner-pytorch@{device_name}:{run_id}", f"machine={machine}", f"utc={utc}",
-        "stat=median-of-round-minima", "spread=iqr-of-round-medians", f"rounds={stats.rounds}",
+        f"stat={stat_name(protocol, stat_first)}", "spread=iqr-of-round-medians",
+        f"rounds={stats.rounds}",
         f"burst={protocol.burst}", f"inner={inner}", f"min_ms={ms(stats.min_ns):.6g}",
         f"max_ms={ms(stats.max_ns):.6g}", f"mean_ms={ms(stats.mean_ns):.6g}",
         f"iqr_all_ms={ms(stats.iqr_all_ns):.6g}"] + scrub)
@@ -186,8 +195,10 @@ def measure_rows(rows, out_path, *, torch, device_name, device="cpu", precision=
                  plan_label="plan",
                  runner="layer_runner", quiet=False, cache_mb=1024, timer=None,
                  stop_after_visits=None, progress_stream=None, extra_version="",
-                 extra_source="", machine=None):
+                 extra_source="", machine=None, stat_first=0):
     """Measures rows (PlanRow) and writes the layer CSV at out_path. Returns (RunResult, n_written).
+    stat_first > 0: each row's statistics use the first stat_first samples of every visit (the
+    partial file keeps them all).
 
     The partial file out_path + '.partial.jsonl' keeps every finished visit; identity = plan digest,
     protocol, device, precision, threads and torch version: a rerun with the same identity resumes.
@@ -228,7 +239,8 @@ def measure_rows(rows, out_path, *, torch, device_name, device="cpu", precision=
                                      cache_bytes=cache_mb * (1 << 20),
                                      stop_after_visits=stop_after_visits,
                                      scrub=make_scrub(torch, protocol.scrub_bytes, device,
-                                                      protocol.scrub_warm_input))
+                                                      protocol.scrub_warm_input),
+                                     stat_first=stat_first)
     finally:
         if prog is not None:
             prog.close()
@@ -249,7 +261,7 @@ def measure_rows(rows, out_path, *, torch, device_name, device="cpu", precision=
             "latency_spread_ms": f"{timing.ns_to_ms(st.iqr_ns):.6g}",
             "repetitions": st.calls, "energy_j": "", "memory_bytes": "",
             "source": format_source(device_name, f"{runner}/{plan_label}:{r.line}", machine, utc,
-                                    protocol, st, res.inner[r.key]) + extra_source,
+                                    protocol, st, res.inner[r.key], stat_first) + extra_source,
             "date": date,
         })
     timing.write_csv_atomic(out_path, LAYER_COLUMNS, out_rows)
@@ -313,6 +325,11 @@ def add_protocol_args(ap):
                    help="after each scrub read the layer's first input back (warm input, cold "
                         "weights); default: both cold, which matched whole forward passes better "
                         "on this host (runners/README.md)")
+    g.add_argument("--stat-first", type=int, default=2,
+                   help="summarize each visit by its first N timed samples (default 2, the "
+                        "network runner's burst, so that a layer is summarized as a whole "
+                        "network is; 0 = all of the burst); every sample is kept in "
+                        "OUT.partial.jsonl")
     g.add_argument("--seed", type=int, default=d.seed, help=f"shuffle and data seed (default {d.seed})")
     g.add_argument("--budget-min", type=float, default=None,
                    help="stop starting new visits after this many minutes; what was measured is "
@@ -391,6 +408,8 @@ def main(argv=None):
     try:
         if a.threads < 1:
             raise ValueError("--threads must be >= 1")
+        if a.stat_first < 0:
+            raise ValueError("--stat-first must be >= 0")
         if not layers.NAME_RE.match(a.device_name):
             raise ValueError("--device-name: letters, digits, _ . - + only")
         protocol = protocol_from_args(a)
@@ -409,7 +428,7 @@ def main(argv=None):
                               budget_s=None if a.budget_min is None else a.budget_min * 60,
                               restart=a.restart, retry_errors=a.retry_errors, plan_digest=digest,
                               plan_label=os.path.basename(a.plan), quiet=a.quiet,
-                              cache_mb=a.cache_mb)
+                              cache_mb=a.cache_mb, stat_first=a.stat_first)
     except timing.ResumeMismatch as e:
         print(f"layer_runner: {e}", file=sys.stderr)
         return EXIT_USAGE

@@ -57,14 +57,18 @@ class Stats:
     calls: int             # forward calls inside the timed samples (reps x inner)
 
 
-def summarize(rounds_samples, inner=1):
+def summarize(rounds_samples, inner=1, first=0):
     """rounds_samples: one list of per-call times (ns) per round. Returns Stats.
 
     Per round r: m_r = min(samples_r), d_r = median(samples_r). latency = median(m_r);
     spread = IQR(d_r). The minimum per round rejects interference inside a burst, the median over
     rounds rejects rounds that fell into a noisy period; IQR(d_r) shows how noisy the periods were.
+    first > 0: only the first `first` samples of each round count (every statistic), so that a
+    burst of 5 can be summarized as a burst of 2 is.
     """
-    rs = [list(r) for r in rounds_samples if len(r) > 0]
+    if first < 0:
+        raise ValueError("first must be >= 0")
+    rs = [list(r)[:first] if first else list(r) for r in rounds_samples if len(r) > 0]
     if not rs:
         raise ValueError("no samples to summarize")
     minima = [min(r) for r in rs]
@@ -418,7 +422,7 @@ class BenchCache:
 
 def run_interleaved(keys, build, store, protocol, timer=None, budget_s=None, clock=None,
                     progress=None, on_visit=None, cache_items=64, cache_bytes=None,
-                    stop_after_visits=None, scrub=None):
+                    stop_after_visits=None, scrub=None, stat_first=0):
     """Measures every key in interleaved rounds and returns RunResult.
 
     build(key) -> fn: a zero-argument callable running one forward pass, fully prepared
@@ -475,7 +479,7 @@ def run_interleaved(keys, build, store, protocol, timer=None, budget_s=None, clo
             res.incomplete.append(key)
             continue
         res.inner[key] = store.inner.get(key, 1)
-        res.stats[key] = summarize([v[r] for r in sorted(v)], res.inner[key])
+        res.stats[key] = summarize([v[r] for r in sorted(v)], res.inner[key], stat_first)
         if len(v) < protocol.rounds:
             res.incomplete.append(key)
     return res

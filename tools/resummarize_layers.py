@@ -1,0 +1,125 @@
+#!/usr/bin/python3
+"""resummarize_layers.py: a layer CSV written by runners/layer_runner.py, summarized again from the
+samples its OUT.partial.jsonl kept, with the first K samples of every visit (--stat-first K).
+
+The network runner times bursts of 2 forwards per visit and keeps the median over rounds of each
+round's minimum; a layer CSV measured with bursts of 5 and summarized over all 5 takes the minimum
+of more calls, which on a noisy machine is the lower figure. Summarizing the layers over their
+first 2 samples gives both the same estimator (the layer runner does this by default since
+--stat-first 2; this tool brings older files in line without measuring again).
+
+  /usr/bin/python3 tools/resummarize_layers.py data/epyc-kvm-2vcpu/layers-s24-round1.csv \\
+      --stat-first 2 -o data/epyc-kvm-2vcpu/layers-s24-first2-round1.csv
+
+Rows keep their order and every column but latency_ms, latency_spread_ms, repetitions and, in
+source, stat= and the min/max/mean/IQR figures, which are recomputed; source gains
+`resummarized=first-K-of-partial`. A row whose visits are missing from the partial file is an
+error naming the file and line.
+"""
+
+import argparse
+import csv
+import json
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "runners"))
+import layer_runner  # noqa: E402
+import timing  # noqa: E402
+
+LINE_RE = re.compile(r"^[^;]*:(\d+)$")
+
+
+def read_partial(path):
+    """{key: {round: samples_ns}}, {key: inner}, the header's protocol."""
+    visits, inner, protocol = {}, {}, None
+    with open(path) as f:
+        for n, text in enumerate(f, 1):
+            text = text.strip()
+            if not text:
+                continue
+            try:
+                rec = json.loads(text)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{path}:{n}: not JSON ({e.msg})") from None
+            if rec.get("type") == "header":
+                protocol = rec.get("identity", {}).get("protocol")
+            elif rec.get("type") == "visit":
+                visits.setdefault(rec["key"], {})[int(rec["round"])] = rec["samples_ns"]
+                inner[rec["key"]] = int(rec.get("inner", 1))
+    if protocol is None:
+        raise ValueError(f"{path}: no header line")
+    return visits, inner, protocol
+
+
+def replace_field(source, name, value):
+    parts = source.split("; ")
+    for i, p in enumerate(parts):
+        if p.startswith(name + "="):
+            parts[i] = f"{name}={value}"
+            return "; ".join(parts)
+    return source + f"; {name}={value}"
+
+
+def resummarize(csv_path, partial_path, first):
+    visits, inner, proto = read_partial(partial_path)
+    burst = int(proto.get("burst", 0))
+    stat = layer_runner.stat_name(timing.Protocol(burst=max(burst, 1)), first)
+    ms = timing.ns_to_ms
+    with open(csv_path, newline="") as f:
+        reader = csv.DictReader(f)
+        header = reader.fieldnames
+        rows = list(reader)
+    out = []
+    for n, r in enumerate(rows, 2):
+        m = LINE_RE.match(r.get("source", "").split("; ")[0])
+        if not m:
+            raise ValueError(f"{csv_path}:{n}: source does not name a plan line "
+                             f"('runner-pytorch@DEV:RUN/plan.csv:LINE')")
+        key = f"L{m.group(1)}"
+        v = visits.get(key)
+        if not v:
+            raise ValueError(f"{csv_path}:{n}: no visits of plan line {m.group(1)} in "
+                             f"{partial_path}")
+        st = timing.summarize([v[k] for k in sorted(v)], inner[key], first)
+        r = dict(r)
+        r["latency_ms"] = f"{ms(st.median_ns):.6g}"
+        r["latency_spread_ms"] = f"{ms(st.iqr_ns):.6g}"
+        r["repetitions"] = st.calls
+        s = r["source"]
+        for name, value in (("stat", stat), ("min_ms", f"{ms(st.min_ns):.6g}"),
+                            ("max_ms", f"{ms(st.max_ns):.6g}"),
+                            ("mean_ms", f"{ms(st.mean_ns):.6g}"),
+                            ("iqr_all_ms", f"{ms(st.iqr_all_ns):.6g}"),
+                            ("resummarized", f"first-{first}-of-partial")):
+            s = replace_field(s, name, value)
+        r["source"] = s
+        out.append(r)
+    return header, out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("layers", help="layer CSV written by runners/layer_runner.py")
+    ap.add_argument("--partial", help="its partial file (default LAYERS.partial.jsonl)")
+    ap.add_argument("--stat-first", type=int, required=True,
+                    help="samples of each visit that count (>= 1)")
+    ap.add_argument("-o", "--out", required=True, help="layer CSV to write")
+    a = ap.parse_args(argv)
+    if a.stat_first < 1:
+        print("resummarize_layers: --stat-first must be >= 1", file=sys.stderr)
+        return 2
+    try:
+        header, rows = resummarize(a.layers, a.partial or a.layers + ".partial.jsonl",
+                                   a.stat_first)
+    except (OSError, ValueError, KeyError, csv.Error) as e:
+        print(f"resummarize_layers: {e}", file=sys.stderr)
+        return 1
+    timing.write_csv_atomic(a.out, header, rows)
+    print(f"resummarize_layers: wrote {len(rows)} rows to {a.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
