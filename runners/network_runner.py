@@ -24,7 +24,7 @@ NET_COLUMNS = ["model", "family", "device", "runtime", "runtime_version", "preci
                "peak_memory_bytes", "source", "date"]
 
 # Whole networks last milliseconds: one forward per sample, a longer warm-up.
-NETWORK_PROTOCOL = timing.Protocol(rounds=7, burst=3, warmup_calls=3, warmup_min_s=0.5,
+NETWORK_PROTOCOL = timing.Protocol(rounds=7, burst=2, warmup_calls=3, warmup_min_s=0.5,
                                    visit_warmup=1, min_sample_us=0.0, seed=1)
 
 
