@@ -311,6 +311,10 @@ def add_protocol_args(ap):
                    help=f"timed samples per visit (default {d.burst})")
     g.add_argument("--warmup-calls", type=int, default=d.warmup_calls,
                    help=f"untimed calls after a configuration is built (default {d.warmup_calls})")
+    g.add_argument("--visit-warmup", type=int, default=d.visit_warmup,
+                   help="untimed calls at the start of every visit, after other layers ran "
+                        f"(default {d.visit_warmup}); with --burst 1 and 0 here each round times "
+                        "every layer once among the others, as a forward pass runs it")
     g.add_argument("--warmup-ms", type=float, default=d.warmup_min_s * 1000,
                    help=f"... lasting at least this long (default {d.warmup_min_s * 1000:g})")
     g.add_argument("--min-sample-us", type=float, default=d.min_sample_us,
@@ -351,7 +355,7 @@ def scrub_bytes_from_arg(text, device):
 def protocol_from_args(a):
     p = timing.Protocol(rounds=a.rounds, burst=a.burst, warmup_calls=a.warmup_calls,
                         warmup_min_s=a.warmup_ms / 1000.0, min_sample_us=a.min_sample_us,
-                        seed=a.seed,
+                        seed=a.seed, visit_warmup=getattr(a, "visit_warmup", 1),
                         scrub_bytes=scrub_bytes_from_arg(getattr(a, "scrub_mb", "0"),
                                                          getattr(a, "device", "cpu")),
                         scrub_warm_input=bool(getattr(a, "warm_input", False)))
