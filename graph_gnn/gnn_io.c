@@ -321,12 +321,15 @@ static perfpred_status j_num(jctx *c, const cJSON *o, const char *key, double lo
 }
 
 /* key: an array of n numbers >= -1 into out[0..n), the rest of out[] -1; absent is an error
- * only when required. */
+ * only when required, and otherwise leaves every out[] at -1. */
 static perfpred_status j_per_target(jctx *c, const cJSON *o, const char *key, int required, int n,
                                     double *out)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (!v && !required) return PERFPRED_OK;
+    if (!v && !required) {
+        for (int i = 0; i < PP_GNN_MAX_TARGETS; i++) out[i] = -1.0;
+        return PERFPRED_OK;
+    }
     if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != n)
         return pp_err_set(c->err, PERFPRED_ERR_PARSE, "%s: '%s' must list %d numbers", c->path,
                           key, n);
@@ -478,7 +481,6 @@ static perfpred_status apply_manifest(pp_gnn *m, const char *mpath, const char *
             (st = j_num(&c, r, "train_mse", -1, 1e300, 0, &rep.train_mse)) ||
             (st = j_num(&c, r, "val_mse", -1, 1e300, 0, &rep.val_mse)))
             return st;
-        for (int k = 0; k < PP_GNN_MAX_TARGETS; k++) rep.val_mae[k] = -1.0;
         if ((st = j_per_target(&c, r, "val_rmse", 1, m->n_targets, rep.val_rmse)) ||
             (st = j_per_target(&c, r, "val_mae", 0, m->n_targets, rep.val_mae)))
             return st;

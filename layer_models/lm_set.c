@@ -165,6 +165,14 @@ static const char *get_str(const cJSON *o, const char *key)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+/* Two manifest sources from one measurement run: the same repo and commit (absent = "?"). */
+static int same_run(const cJSON *a, const cJSON *b)
+{
+    const char *ra = get_str(a, "repo"), *rb = get_str(b, "repo");
+    const char *ca = get_str(a, "commit"), *cb = get_str(b, "commit");
+    return strcmp(ra ? ra : "?", rb ? rb : "?") == 0 && strcmp(ca ? ca : "?", cb ? cb : "?") == 0;
+}
+
 static int get_num(const cJSON *o, const char *key, double *out)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
@@ -366,23 +374,15 @@ perfpred_status pp_layer_models_open(const char *dir, int deferred, pp_layer_mod
     if (s0) {
         /* the first source, and how many other repo@commit the rows came from (a calibration
          * trained on several measurement runs names one and counts the rest) */
-        char text[512], other[PP_LM_MAX_SOURCES][512];
-        int n_other = 0, n_more = 0;
-        const cJSON *so;
-        cJSON_ArrayForEach(so, sources)
-        {
-            const char *repo = get_str(so, "repo"), *commit = get_str(so, "commit");
-            char t[512];
-            snprintf(t, sizeof t, "%s@%s", repo ? repo : "?", commit ? commit : "?");
-            if (so == s0) {
-                memcpy(text, t, sizeof text);
-                continue;
-            }
-            int seen = strcmp(t, text) == 0;
-            for (int k = 0; k < n_other && !seen; k++) seen = strcmp(other[k], t) == 0;
-            if (seen) continue;
-            n_more++;
-            if (n_other < PP_LM_MAX_SOURCES) memcpy(other[n_other++], t, sizeof t);
+        const char *repo = get_str(s0, "repo"), *commit = get_str(s0, "commit");
+        char text[512];
+        snprintf(text, sizeof text, "%s@%s", repo ? repo : "?", commit ? commit : "?");
+        int n_more = 0;
+        for (const cJSON *so = s0->next; so; so = so->next) {
+            int seen = 0;
+            for (const cJSON *e = sources->child; e != so && !seen; e = e->next)
+                seen = same_run(e, so);
+            n_more += !seen;
         }
         if (n_more > 0) {
             size_t L = strlen(text);
