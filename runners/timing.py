@@ -176,13 +176,7 @@ class PartialStore:
     """
 
     def __init__(self, path, identity, restart=False, retry_errors=False):
-        self.path = path
-        self.identity = identity
-        self.visits = {}   # key -> {round: samples}
-        self.inner = {}    # key -> inner calls per sample
-        self.errors = {}   # key -> message
-        self.extra = {}    # key -> dict of further figures (e.g. measured memory)
-        self.last_time = {}  # key -> unix time of its latest visit
+        self._empty(path, identity)
         if restart and os.path.exists(path):
             os.remove(path)
         if os.path.exists(path):
@@ -197,7 +191,26 @@ class PartialStore:
             self._write({"type": "clear_errors"})
             self.errors.clear()
 
-    def _load(self):
+    def _empty(self, path, identity):
+        self.path = path
+        self.identity = identity
+        self.visits = {}   # key -> {round: samples}
+        self.inner = {}    # key -> inner calls per sample
+        self.errors = {}   # key -> message
+        self.extra = {}    # key -> dict of further figures (e.g. measured memory)
+        self.last_time = {}  # key -> unix time of its latest visit
+        self._f = None
+
+    @classmethod
+    def read(cls, path):
+        """A finished or interrupted run's partial file, read as it is: the header's identity is
+        taken, not checked, and nothing is written, repaired or kept open."""
+        store = cls.__new__(cls)
+        store._empty(path, None)
+        store._load(resume=False)
+        return store
+
+    def _load(self, resume=True):
         with open(self.path, "rb") as f:
             data = f.read()
         lines = data.split(b"\n")
@@ -224,7 +237,9 @@ class PartialStore:
             if i == 0:
                 if rec.get("type") != "header":
                     raise ResumeMismatch(f"{self.path}: first line is not a header")
-                if rec.get("identity") != self.identity:
+                if not resume:
+                    self.identity = rec.get("identity")
+                elif rec.get("identity") != self.identity:
                     raise ResumeMismatch(
                         f"{self.path}: recorded for a different plan or protocol:\n"
                         f"  recorded: {json.dumps(rec.get('identity'), sort_keys=True)}\n"
@@ -234,6 +249,10 @@ class PartialStore:
                 self._apply(rec, i + 1)
             good_end = line_end
             pos = line_end
+        if not resume:
+            if good_end == 0:
+                raise ResumeMismatch(f"{self.path}: no header line")
+            return
         if good_end == 0:
             # died while writing the header: nothing was measured, start the file again
             with open(self.path, "w", encoding="utf-8") as f:

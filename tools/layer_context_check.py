@@ -23,6 +23,7 @@ Choose it on models of families the calibration may train on, never on held-out 
 
 import argparse
 import os
+import statistics
 import sys
 import time
 
@@ -156,11 +157,7 @@ def parse_sizes(text):
 def pick_scrub(ratios):
     """ratios: {MiB: {model: cold leaf sum / in-net leaf sum}} -> (MiB, median |ratio - 1|) of the
     size whose median over the models is smallest (the smaller size on a tie)."""
-    def med(xs):
-        xs = sorted(xs)
-        n = len(xs)
-        return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
-    scored = [(med([abs(r - 1.0) for r in by_model.values()]), mb)
+    scored = [(statistics.median([abs(r - 1.0) for r in by_model.values()]), mb)
               for mb, by_model in ratios.items() if by_model]
     if not scored:
         raise ValueError("no ratios to choose a scrub size from")

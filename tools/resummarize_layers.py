@@ -19,7 +19,6 @@ error naming the file and line.
 
 import argparse
 import csv
-import json
 import os
 import re
 import sys
@@ -29,28 +28,6 @@ import layer_runner  # noqa: E402
 import timing  # noqa: E402
 
 LINE_RE = re.compile(r"^[^;]*:(\d+)$")
-
-
-def read_partial(path):
-    """{key: {round: samples_ns}}, {key: inner}, the header's protocol."""
-    visits, inner, protocol = {}, {}, None
-    with open(path) as f:
-        for n, text in enumerate(f, 1):
-            text = text.strip()
-            if not text:
-                continue
-            try:
-                rec = json.loads(text)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path}:{n}: not JSON ({e.msg})") from None
-            if rec.get("type") == "header":
-                protocol = rec.get("identity", {}).get("protocol")
-            elif rec.get("type") == "visit":
-                visits.setdefault(rec["key"], {})[int(rec["round"])] = rec["samples_ns"]
-                inner[rec["key"]] = int(rec.get("inner", 1))
-    if protocol is None:
-        raise ValueError(f"{path}: no header line")
-    return visits, inner, protocol
 
 
 def replace_field(source, name, value):
@@ -63,8 +40,9 @@ def replace_field(source, name, value):
 
 
 def resummarize(csv_path, partial_path, first):
-    visits, inner, proto = read_partial(partial_path)
-    burst = int(proto.get("burst", 0))
+    store = timing.PartialStore.read(partial_path)
+    visits, inner = store.visits, store.inner
+    burst = int(((store.identity or {}).get("protocol") or {}).get("burst", 0))
     stat = layer_runner.stat_name(timing.Protocol(burst=max(burst, 1)), first)
     ms = timing.ns_to_ms
     with open(csv_path, newline="") as f:
@@ -113,7 +91,7 @@ def main(argv=None):
     try:
         header, rows = resummarize(a.layers, a.partial or a.layers + ".partial.jsonl",
                                    a.stat_first)
-    except (OSError, ValueError, KeyError, csv.Error) as e:
+    except (OSError, ValueError, KeyError, csv.Error, timing.ResumeMismatch) as e:
         print(f"resummarize_layers: {e}", file=sys.stderr)
         return 1
     timing.write_csv_atomic(a.out, header, rows)

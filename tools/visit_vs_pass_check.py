@@ -16,11 +16,14 @@ Trains nothing; measures this machine (PyTorch eager, fp32, one thread by defaul
 
 import argparse
 import datetime
-import platform
+import os
 import resource
 import statistics
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "runners"))
+import timing  # noqa: E402
 
 # (kind, channels, height, kernel): outputs of 0.1 to 1.6 MB, fp32, batch 1
 LAYERS = [("conv", 64, 56, 3), ("conv", 128, 28, 3), ("conv", 256, 14, 1), ("conv", 96, 28, 1),
@@ -42,17 +45,6 @@ def summarize(visit, passes, faults_visit, faults_pass):
     n_v = sum(len(s) for s in visit)
     return (med, p_med, hi - lo, p_med / med[0], faults_visit / max(n_v, 1),
             faults_pass / max(len(passes), 1))
-
-
-def machine():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def main(argv=None):
@@ -108,7 +100,7 @@ def main(argv=None):
                     passes[i].append(t)
                     fp[i] += flt
     utc = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    print(f"machine {machine()}, torch {torch.__version__}, {a.threads} thread(s), fp32, batch 1, "
+    print(f"machine {timing.cpu_model()}, torch {torch.__version__}, {a.threads} thread(s), fp32, batch 1, "
           f"scrub {a.scrub_mb:g} MiB before every timed call, {a.rounds} rounds x {a.samples}, "
           f"utc {utc}")
     print(f"{'layer':24} {'visit sample medians (us)':>44} {'pass us':>9} {'IQR':>7} "

@@ -257,6 +257,25 @@ class PartialStoreTest(unittest.TestCase):
         s = timing.PartialStore(self.path, {"plan": "y"}, restart=True)
         s.close()
 
+    def test_read_should_take_the_identity_and_leave_the_file_as_it_is(self):
+        s = timing.PartialStore(self.path, {"plan": "x"})
+        s.add_visit("a", 0, 2, [5.0, 4.0])
+        s.close()
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write('{"type": "visit", "key": "a", "round": 1, "sam')
+        with open(self.path, "rb") as f:
+            before = f.read()
+        r = timing.PartialStore.read(self.path)
+        self.assertEqual(r.identity, {"plan": "x"})
+        self.assertEqual(r.visits, {"a": {0: [5.0, 4.0]}})
+        self.assertEqual(r.inner, {"a": 2})
+        with open(self.path, "rb") as f:
+            self.assertEqual(f.read(), before)
+        with open(self.path, "w", encoding="utf-8") as f:
+            f.write("")
+        with self.assertRaises(timing.ResumeMismatch):
+            timing.PartialStore.read(self.path)
+
     def test_corrupt_middle_line_should_be_an_error(self):
         s = timing.PartialStore(self.path, {"plan": "x"})
         s.add_visit("a", 0, 1, [5.0])
