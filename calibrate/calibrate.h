@@ -11,6 +11,7 @@
 #include "devices/devices.h"
 #include "graph/graph.h"
 #include "layer_models/layer_models.h"
+#include "predictor/predictor.h"
 #include "util/util.h"
 
 /* ------------------------------------------------------------ CSV reading (csvio.c) ---- */
@@ -192,6 +193,10 @@ void pp_net_table_free(pp_net_table *t);
 perfpred_status pp_layer_row_graph(const pp_layer_row *row, pp_graph **out, int *node, pp_err *err);
 /* Just the node's features (the graph is built and freed). */
 perfpred_status pp_layer_row_features(const pp_layer_row *row, pp_node_feat *out, pp_err *err);
+/* The layer row of a composite kernel of g (k->eager_op set, pp_graph_kernels) as its single
+ * operator over the first node's first input: what the runtime runs, and what a plan has the
+ * runner time. Returns 0, or -1 when k is not a composite or that input's shape is unknown. */
+int pp_composite_row(const pp_graph *g, const pp_kernel_group *k, pp_layer_row *row);
 
 /* ------------------------------------------------------------- NeuSight import (neusight.c) ---- */
 

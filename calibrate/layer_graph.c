@@ -3,6 +3,7 @@
  * exactly the same code (pp_graph_features, pp_feat_vector). */
 #include "calibrate/calibrate.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -136,4 +137,30 @@ perfpred_status pp_layer_row_features(const pp_layer_row *row, pp_node_feat *out
     *out = g->nodes[node].feat;
     pp_graph_free(g);
     return PERFPRED_OK;
+}
+
+int pp_composite_row(const pp_graph *g, const pp_kernel_group *k, pp_layer_row *row)
+{
+    memset(row, 0, sizeof *row);
+    if (!k->eager_op || k->n < 1) return -1;
+    const pp_node *first = &g->nodes[k->nodes[0]];
+    int t = first->n_inputs > 0 ? first->inputs[0] : -1;
+    if (t < 0 || g->tensors[t].rank < 0) return -1;
+    const pp_tensor *x = &g->tensors[t];
+    for (int d = 0; d < x->rank; d++)
+        if (x->dims[d] < 1) return -1;
+    row->op_type = k->eager_op;
+    row->kind = PP_OPK_ELEMWISE;
+    row->precision = x->dtype == PP_DT_FLOAT16    ? PP_PREC_FP16
+                     : x->dtype == PP_DT_BFLOAT16 ? PP_PREC_BF16
+                                                  : PP_PREC_FP32;
+    row->batch = x->rank > 0 ? x->dims[0] : 1;
+    row->n_inputs = 1;
+    row->inputs[0].role = 'x';
+    row->inputs[0].rank = x->rank;
+    memcpy(row->inputs[0].dims, x->dims, (size_t)x->rank * sizeof x->dims[0]);
+    row->latency_ms = row->latency_spread_ms = row->energy_j = NAN;
+    row->repetitions = row->memory_bytes = -1;
+    row->source = first->name;
+    return 0;
 }

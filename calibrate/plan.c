@@ -768,72 +768,105 @@ static void validate(plan *P, cand *c, char *why, size_t why_n)
 
 /* ------------------------------------------------------------------ zoo to base ---- */
 
+/* 1 when the plan takes rows of this operator (all when no --ops list was given). */
+static int op_wanted(const plan *P, const char *op)
+{
+    if (P->p->n_ops <= 0) return 1;
+    for (int i = 0; i < P->p->n_ops; i++)
+        if (P->p->ops[i] && strcmp(P->p->ops[i], op) == 0) return 1;
+    return 0;
+}
+
+/* A zoo kernel as a layer row: a composite op (GELU exported as five nodes) as the one operator
+ * PyTorch runs, every other node as itself (fused followers too: their own rows). */
+static perfpred_status add_row(plan *P, const pp_graph *g, const pp_node *n, const pp_node *last,
+                               const pp_layer_row *row, double ms, const char *base,
+                               int64_t batch, pp_strbuf *sig, pp_err *err)
+{
+    sig->len = 0;
+    if (sig->data) sig->data[0] = '\0';
+    put_sig(sig, row);
+    if (sig->oom) return pp_err_set(err, PERFPRED_ERR_NOMEM, "plan: out of memory");
+    int ci = map_find(P, sig->data);
+    if (ci >= 0) {
+        P->c[ci].n_occ++;
+        P->c[ci].zoo_ms += ms;
+        return PERFPRED_OK;
+    }
+    if ((ci = cand_add(P, sig->data, err)) < 0) return err->status;
+    cand *c = &P->c[ci];
+    char src[512];
+    snprintf(src, sizeof src, "plan:zoo:%s@b%lld:%s", base, (long long)batch, n->name);
+    c->source = pp_arena_strdup(P->arena, src);
+    c->batch = batch;
+    c->kind = row->kind;
+    c->is_base = 1;
+    c->n_occ = 1;
+    c->zoo_ms = ms;
+    const pp_tensor *y = &g->tensors[last->outputs[0]];
+    c->out_rank = y->rank;
+    memcpy(c->out_dims, y->dims, sizeof c->out_dims);
+    if (!c->source) return pp_err_set(err, PERFPRED_ERR_NOMEM, "plan: out of memory");
+    return PERFPRED_OK;
+}
+
 static perfpred_status add_graph(plan *P, const pp_graph *g, const char *file, int64_t batch,
                                  pp_err *err)
 {
     char why[256];
     pp_strbuf sig = {0};
-    perfpred_status st = PERFPRED_OK;
+    pp_kernel_group *ks = NULL;
+    int nk = 0;
+    perfpred_status st = pp_graph_kernels(g, P->dev, &ks, &nk, err);
     const char *base = strrchr(file, '/');
     base = base ? base + 1 : file;
-    for (int i = 0; i < g->n_nodes && st == PERFPRED_OK; i++) {
-        const pp_node *n = &g->nodes[i];
-        pp_op_kind k = n->feat.kind;
-        if (n->feat.folded || k == PP_OPK_SHAPE || k == PP_OPK_RESHAPE) continue;
-        if (n->n_outputs < 1 || n->outputs[0] < 0) continue;
-        P->rep->n_nodes++;
-        double ms = kernel_ms(P, &n->feat);
-        P->kind_zoo_ms[k] += ms;
-        P->kind_zoo_nodes[k]++;
-        if (k == PP_OPK_UNKNOWN || n->unknown_op || (n->domain && *n->domain)) {
-            P->rep->n_skipped_nodes++;
-            note_skip(P, n->op_type, "op kind unknown to graph/", n->name, 1);
-            continue;
-        }
-        if (!runner_builds(n->op_type)) {
-            P->rep->n_skipped_nodes++;
-            note_skip(P, n->op_type, "the PyTorch layer runner does not build it", n->name, 1);
-            continue;
-        }
+    for (int gi = 0; gi < nk && st == PERFPRED_OK; gi++) {
+        const pp_kernel_group *K = &ks[gi];
+        const pp_node *last = &g->nodes[K->nodes[K->n - 1]];
         pp_layer_row row;
-        if (node_to_row(g, n, P->arena, &row, why, sizeof why) != 0) {
-            P->rep->n_skipped_nodes++;
-            char ex[512];
-            snprintf(ex, sizeof ex, "%s: %s", n->name, why);
-            note_skip(P, n->op_type, why, ex, 1);
+        pp_node_feat ef;
+        pp_err e = {0};
+        if (K->eager_op && last->n_outputs > 0 && last->outputs[0] >= 0 &&
+            pp_composite_row(g, K, &row) == 0 && pp_layer_row_features(&row, &ef, &e) == 0) {
+            const pp_node *n = &g->nodes[K->nodes[0]];
+            P->rep->n_nodes++;
+            double ms = kernel_ms(P, &ef);
+            P->kind_zoo_ms[ef.kind] += ms;
+            P->kind_zoo_nodes[ef.kind]++;
+            if (op_wanted(P, row.op_type) && runner_builds(row.op_type))
+                st = add_row(P, g, n, last, &row, ms, base, batch, &sig, err);
             continue;
         }
-        sig.len = 0;
-        if (sig.data) sig.data[0] = '\0';
-        put_sig(&sig, &row);
-        if (sig.oom) {
-            st = pp_err_set(err, PERFPRED_ERR_NOMEM, "plan: out of memory");
-            break;
+        for (int s = 0; s < K->n && st == PERFPRED_OK; s++) {
+            const pp_node *n = &g->nodes[K->nodes[s]];
+            pp_op_kind k = n->feat.kind;
+            if (n->n_outputs < 1 || n->outputs[0] < 0) continue;
+            P->rep->n_nodes++;
+            double ms = kernel_ms(P, &n->feat);
+            P->kind_zoo_ms[k] += ms;
+            P->kind_zoo_nodes[k]++;
+            if (!op_wanted(P, n->op_type)) continue;
+            if (k == PP_OPK_UNKNOWN || n->unknown_op || (n->domain && *n->domain)) {
+                P->rep->n_skipped_nodes++;
+                note_skip(P, n->op_type, "op kind unknown to graph/", n->name, 1);
+                continue;
+            }
+            if (!runner_builds(n->op_type)) {
+                P->rep->n_skipped_nodes++;
+                note_skip(P, n->op_type, "the PyTorch layer runner does not build it", n->name, 1);
+                continue;
+            }
+            if (node_to_row(g, n, P->arena, &row, why, sizeof why) != 0) {
+                P->rep->n_skipped_nodes++;
+                char ex[512];
+                snprintf(ex, sizeof ex, "%s: %s", n->name, why);
+                note_skip(P, n->op_type, why, ex, 1);
+                continue;
+            }
+            st = add_row(P, g, n, n, &row, ms, base, batch, &sig, err);
         }
-        int ci = map_find(P, sig.data);
-        if (ci >= 0) {
-            P->c[ci].n_occ++;
-            P->c[ci].zoo_ms += ms;
-            continue;
-        }
-        if ((ci = cand_add(P, sig.data, err)) < 0) {
-            st = err->status;
-            break;
-        }
-        cand *c = &P->c[ci];
-        char src[512];
-        snprintf(src, sizeof src, "plan:zoo:%s@b%lld:%s", base, (long long)batch, n->name);
-        c->source = pp_arena_strdup(P->arena, src);
-        c->batch = batch;
-        c->kind = k;
-        c->is_base = 1;
-        c->n_occ = 1;
-        c->zoo_ms = ms;
-        const pp_tensor *y = &g->tensors[n->outputs[0]];
-        c->out_rank = y->rank;
-        memcpy(c->out_dims, y->dims, sizeof c->out_dims);
-        if (!c->source) st = pp_err_set(err, PERFPRED_ERR_NOMEM, "plan: out of memory");
     }
+    free(ks);
     free(sig.data);
     return st;
 }

@@ -41,6 +41,8 @@ static const char calibrate_usage[] =
     "                          lists (.csv with file,family,input_name,input_shape) or .onnx\n"
     "                          files (default: the source tree's tests/fixtures/models)\n"
     "  --exclude-family F[,F]  leave these model families out (to hold them out of training)\n"
+    "  --ops OP[,OP..]         only rows of these ONNX operators (Gelu: to add an operator a\n"
+    "                          calibration lacks); a composite op is its one operator\n"
     "  --batch N[,N..]         batch sizes the zoo is loaded at (default 1,8)\n"
     "  --seed N                sampling seed (default 1); same seed and zoo, same plan\n"
     "  --perturb-share X       share of rows that perturb zoo configurations (default 0.5)\n"
@@ -269,7 +271,7 @@ static cJSON *json_msgs(const char (*msgs)[256], int n)
 static int cmd_plan(int argc, char **argv)
 {
     perfpred_plan_params p = perfpred_plan_default_params();
-    const char *models[MAX_LIST], *excl[MAX_LIST];
+    const char *models[MAX_LIST], *excl[MAX_LIST], *ops[MAX_LIST];
     int64_t batches[MAX_LIST];
     int json = 0;
     args A = {argc, argv, 0};
@@ -296,6 +298,12 @@ static int cmd_plan(int argc, char **argv)
             if (n < 0) return EXIT_USAGE;
             p.n_exclude_families += n;
             p.exclude_families = excl;
+        } else if (is_opt(a, "--ops")) {
+            if (!(v = value(&A, "--ops"))) return EXIT_USAGE;
+            int n = split_list((char *)v, ops + p.n_ops, MAX_LIST - p.n_ops, "--ops");
+            if (n < 0) return EXIT_USAGE;
+            p.n_ops += n;
+            p.ops = ops;
         } else if (is_opt(a, "--batch")) {
             const char *items[MAX_LIST];
             if (!(v = value(&A, "--batch"))) return EXIT_USAGE;

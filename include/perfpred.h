@@ -266,6 +266,9 @@ typedef struct perfpred_plan_params {
     int n_models;
     const char *const *exclude_families;   /* families left out of the base set (held out) */
     int n_exclude_families;
+    const char *const *ops;                /* ONNX operators the rows are limited to (to add
+                                              one a calibration lacks); NULL / 0: every one */
+    int n_ops;
     const int64_t *batches;                /* NULL / 0: {1, 8} */
     int n_batches;
     double budget_min;                     /* runner time to fill, minutes (20) */
@@ -303,7 +306,8 @@ typedef struct perfpred_plan_report {
     int n_models;              /* (model, batch) graphs loaded */
     int n_model_failures;      /* ... that failed to load (listed in msgs) */
     int n_excluded_models;     /* zoo entries of excluded families */
-    int n_nodes;               /* runtime nodes seen (not folded, not views) */
+    int n_nodes;               /* runtime nodes seen (not folded, not views; a composite op
+                                  such as GELU's five nodes counts once) */
     int n_skipped_nodes;       /* not expressible as a layer row (reasons in msgs) */
     int n_rows;
     double est_minutes, budget_minutes;

@@ -31,4 +31,18 @@ double pp_roofline_ms(const pp_device *d, pp_op_kind k, double flops, double byt
 /* Bytes per element at the device runtime's precision relative to fp32 (1, 0.5, 0.25). */
 double pp_precision_byte_factor(const pp_device *d);
 
+/* A kernel: the nodes of a graph the runtime runs as one, by its fusion rules (runtime.fusion)
+ * or as one composite op (runtime.composite_ops). */
+typedef struct pp_kernel_group {
+    int n;                               /* nodes, >= 1 */
+    int nodes[PP_DEV_MAX_FUSION_LEN];    /* producer first */
+    const char *eager_op;                /* a composite op's single ONNX operator ("Gelu",
+                                            "HardSwish"), NULL for others */
+} pp_kernel_group;
+
+/* The kernels of g on device d, in the order of their first nodes; nodes that run no kernel
+ * (folded, shapes, views) are in none. *out is malloc'd (free it). */
+perfpred_status pp_graph_kernels(const pp_graph *g, const pp_device *d, pp_kernel_group **out,
+                                 int *n_out, pp_err *err);
+
 #endif

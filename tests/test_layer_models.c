@@ -92,6 +92,15 @@ static const char *tmp_dir(void)
     return dir;
 }
 
+/* The group's teardown: the scratch folder goes, whatever the tests left in it. */
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_dir());
+    return system(cmd) == 0 ? 0 : -1;
+}
+
 static int read_all(const char *path, uint8_t **buf, size_t *len)
 {
     pp_err err = {0};
@@ -722,5 +731,5 @@ int main(void)
         cmocka_unit_test(predictions_should_be_thread_safe),
         cmocka_unit_test(committed_a100_artifacts_should_load_with_this_builds_features),
     };
-    return cmocka_run_group_tests(tests, setup, NULL);
+    return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -434,6 +434,54 @@ static void plan_should_leave_out_excluded_families(void **state)
     free_plan(P);
 }
 
+/* A composite op becomes one row of the operator PyTorch runs for it: convnext_tiny's 18 GELUs
+ * (exported as Div, Erf, Add, Mul, Mul) are Gelu rows on host-cpu, which runs them as one op, and
+ * no Erf row is left; --ops keeps only the operators named. */
+static void plan_should_time_a_composite_op_as_its_one_operator(void **state)
+{
+    (void)state;
+    if (access(MODELS "/convnext_tiny.onnx", R_OK) != 0) skip();
+    char out[1300], err[1024];
+    path_in(out, sizeof out, "plan_gelu.csv");
+    const char *zoo[] = {MODELS "/convnext_tiny.onnx"};
+    perfpred_plan_params p = plan_params(out, 2, 1);
+    p.models = zoo;
+    p.n_models = 1;
+    const int64_t b1[] = {1};
+    p.batches = b1;
+    p.n_batches = 1;
+    perfpred_plan_report r;
+    assert_int_equal(perfpred_calibrate_plan(&p, &r, err, sizeof err), PERFPRED_OK);
+    plan_rows *P = read_plan(out);
+    int gelu = 0;
+    for (int i = 0; i < P->n; i++) {
+        assert_int_not_equal(strcmp(P->rows[i].op_type, "Erf"), 0);
+        gelu += strcmp(P->rows[i].op_type, "Gelu") == 0;
+    }
+    assert_true(gelu > 0);
+    free_plan(P);
+
+    const char *ops[] = {"Gelu"};
+    p.ops = ops;
+    p.n_ops = 1;
+    assert_int_equal(perfpred_calibrate_plan(&p, &r, err, sizeof err), PERFPRED_OK);
+    P = read_plan(out);
+    assert_true(P->n > 0);
+    int stage1 = 0;
+    for (int i = 0; i < P->n; i++) {
+        const pp_layer_row *row = &P->rows[i];
+        assert_string_equal(row->op_type, "Gelu");
+        assert_int_equal(row->kind, PP_OPK_ELEMWISE);
+        assert_int_equal(row->n_inputs, 1);
+        /* the zoo's own rows: stage 1's MLP, channels last (1 x 56 x 56 x 4 * 96) */
+        const pp_layer_input *x = &row->inputs[0];
+        stage1 += strstr(row->source, "plan:zoo:") && x->rank == 4 && x->dims[0] == 1 &&
+                  x->dims[1] == 56 && x->dims[2] == 56 && x->dims[3] == 384;
+    }
+    assert_int_equal(stage1, 1);
+    free_plan(P);
+}
+
 /* The ints of attribute name in a row (n = 0 when absent). */
 static int row_ints(const pp_layer_row *r, const char *name, const int64_t **v)
 {
@@ -1353,6 +1401,7 @@ int main(void)
         cmocka_unit_test(plan_should_fit_the_budget_and_cover_every_zoo_kind),
         cmocka_unit_test(plan_rows_should_rebuild_as_their_kind_and_run_in_the_runner),
         cmocka_unit_test(plan_should_leave_out_excluded_families),
+        cmocka_unit_test(plan_should_time_a_composite_op_as_its_one_operator),
         cmocka_unit_test(plan_should_vary_windows_and_groups),
         cmocka_unit_test(plan_should_read_a_model_list),
         cmocka_unit_test(plan_should_reject_bad_parameters),

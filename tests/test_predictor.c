@@ -84,6 +84,29 @@ static perfpred_model *conv_relu_model(void)
     return pp_model_wrap(g);
 }
 
+/* x[dims] -> op -> y: one element-wise node, as a layer row of op describes it */
+static perfpred_model *unary_model(const char *op, int rank, const int64_t *dims)
+{
+    pp_graph *g = pp_graph_new("unary.onnx");
+    g->opset = 20; /* Gelu */
+    int x = pp_graph_tensor(g, "x");
+    pp_tensor_set_shape(&g->tensors[x], PP_DT_FLOAT, rank, dims);
+    g->tensors[x].flags |= PP_T_GRAPH_INPUT;
+    const char *in[] = {"x"}, *out[] = {"y"};
+    pp_graph_add_node(g, "op", op, "", in, 1, out, 1);
+    g->inputs = pp_arena_array(g->arena, 1, sizeof(int));
+    g->inputs[0] = x;
+    g->n_inputs = 1;
+    g->tensors[pp_graph_find(g, "y")].flags |= PP_T_GRAPH_OUTPUT;
+    pp_err err = {0};
+    pp_shape_opts so = {0};
+    assert_int_equal(pp_graph_link(g, &err), PERFPRED_OK);
+    assert_int_equal(pp_graph_infer_shapes(g, &so, &err), PERFPRED_OK);
+    assert_int_equal(pp_graph_features(g, &err), PERFPRED_OK);
+    assert_int_equal(pp_graph_liveness(g, &err), PERFPRED_OK);
+    return pp_model_wrap(g);
+}
+
 static void roofline_should_match_hand_computation(void **state)
 {
     perfpred_ctx *ctx = open_toy();
@@ -181,6 +204,58 @@ static void composite_ops_should_fuse_decomposed_activations_only(void **state)
     assert_int_equal(count_ops(ks, nk, "Erf"), 18);
     assert_int_equal(count_ops(ks, nk, "Div+Erf+Add+Mul+Mul"), 0);
     for (int i = 0; i < 2; i++) perfpred_model_free(m[i]);
+    perfpred_ctx_close(ctx);
+}
+
+/* A composite op is timed as the one operator PyTorch runs where the device's layer models know
+ * that operator: the A100's (NeuSight's kernels) have GELU rows, so each of convnext_tiny's GELUs
+ * (exported as Div, Erf, Add, Mul, Mul) costs what a Gelu node of its input costs; host-cpu's have
+ * no GELU row, and the chain keeps its first node's time. */
+static void composite_op_should_be_timed_as_its_one_operator(void **state)
+{
+    (void)state;
+    perfpred_ctx *ctx = perfpred_ctx_open(NULL, NULL, NULL, 0);
+    assert_non_null(ctx);
+    static perfpred_kernel ks[1024];
+    int nk = 0;
+    perfpred_predict_params pp = perfpred_predict_default_params();
+    pp.kernels = ks;
+    pp.kernels_cap = 1024;
+    pp.n_kernels = &nk;
+    perfpred_model_params mp = perfpred_model_default_params();
+    mp.batch = 1;
+    char err[512];
+    perfpred_status st;
+    perfpred_model *m = perfpred_model_load(
+        PP_SOURCE_DIR "/tests/fixtures/models/convnext_tiny.onnx", &mp, &st, err, sizeof err);
+    if (!m) fail_msg("%s", err);
+    perfpred_prediction pr;
+    assert_int_equal(perfpred_predict(ctx, m, "a100-pcie-40gb", &pp, &pr, err, sizeof err),
+                     PERFPRED_OK);
+    assert_int_equal(count_ops(ks, nk, "Div+Erf+Add+Mul+Mul=Gelu"), 18);
+    int first = -1;
+    for (int i = 0; i < nk && first < 0; i++)
+        if (strcmp(ks[i].ops, "Div+Erf+Add+Mul+Mul=Gelu") == 0) first = i;
+    assert_int_equal(ks[first].prov, PERFPRED_PROV_CALIBRATED);
+    /* the first GELU: stage 1's MLP, channels last, 384 = 4 x 96 channels at 56 x 56 */
+    const int64_t dims[] = {1, 56, 56, 384};
+    perfpred_model *gelu = unary_model("Gelu", 4, dims);
+    perfpred_kernel one[2];
+    int n1 = 0;
+    perfpred_predict_params p1 = perfpred_predict_default_params();
+    p1.kernels = one;
+    p1.kernels_cap = 2;
+    p1.n_kernels = &n1;
+    perfpred_prediction pg;
+    assert_int_equal(perfpred_predict(ctx, gelu, "a100-pcie-40gb", &p1, &pg, err, sizeof err),
+                     PERFPRED_OK);
+    assert_int_equal(n1, 1);
+    assert_int_equal(one[0].prov, PERFPRED_PROV_CALIBRATED);
+    assert_rel_close(ks[first].latency_ms, one[0].latency_ms, 1e-12);
+    assert_int_equal(perfpred_predict(ctx, m, "host-cpu", &pp, &pr, err, sizeof err), PERFPRED_OK);
+    assert_int_equal(count_ops(ks, nk, "Div+Erf+Add+Mul+Mul"), 18);
+    perfpred_model_free(gelu);
+    perfpred_model_free(m);
     perfpred_ctx_close(ctx);
 }
 
@@ -363,6 +438,7 @@ int main(void)
         cmocka_unit_test(roofline_should_match_hand_computation),
         cmocka_unit_test(fusion_rule_should_merge_conv_and_relu),
         cmocka_unit_test(composite_ops_should_fuse_decomposed_activations_only),
+        cmocka_unit_test(composite_op_should_be_timed_as_its_one_operator),
         cmocka_unit_test(habitat_scaling_should_follow_bandwidth_and_sms),
         cmocka_unit_test(mig_latency_should_be_monotone_in_slices),
         cmocka_unit_test(mig_advice_should_pick_smallest_fitting_and_slo_profiles),
