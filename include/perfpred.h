@@ -173,7 +173,8 @@ void perfpred_free(void *p);
 typedef struct perfpred_kernel {
     int first_node;          /* index into the model's layers (perfpred_model_layer) */
     int n_nodes;             /* nodes fused into this kernel */
-    char ops[64];            /* "Conv+Relu" */
+    char ops[64];            /* "Conv+Relu"; a composite op timed as its one operator ends in
+                                "=Gelu" ("Div+Erf+Add+Mul+Mul=Gelu") */
     const char *kind;        /* op kind of the first node */
     double latency_ms;
     double flops, bytes;
