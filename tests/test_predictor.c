@@ -22,6 +22,25 @@ static perfpred_ctx *open_toy(void)
     return ctx;
 }
 
+/* A built graph with input tensor x and output "y" as a model: linked, shape-inferred and
+ * featurized as a loaded file is. */
+static perfpred_model *finish_model(pp_graph *g, int x)
+{
+    g->inputs = pp_arena_array(g->arena, 1, sizeof(int));
+    g->inputs[0] = x;
+    g->n_inputs = 1;
+    g->tensors[pp_graph_find(g, "y")].flags |= PP_T_GRAPH_OUTPUT;
+    pp_err err = {0};
+    pp_shape_opts so = {0};
+    assert_int_equal(pp_graph_link(g, &err), PERFPRED_OK);
+    assert_int_equal(pp_graph_infer_shapes(g, &so, &err), PERFPRED_OK);
+    assert_int_equal(pp_graph_features(g, &err), PERFPRED_OK);
+    assert_int_equal(pp_graph_liveness(g, &err), PERFPRED_OK);
+    perfpred_model *m = pp_model_wrap(g);
+    assert_non_null(m);
+    return m;
+}
+
 /* x[1,K] -> MatMul(W[K,N]) -> y[1,N] */
 static perfpred_model *matmul_model(int64_t k, int64_t n)
 {
@@ -34,20 +53,7 @@ static perfpred_model *matmul_model(int64_t k, int64_t n)
     g->tensors[w].flags |= PP_T_INITIALIZER | PP_T_WEIGHT;
     const char *in[] = {"x", "W"}, *out[] = {"y"};
     pp_graph_add_node(g, "mm", "MatMul", "", in, 2, out, 1);
-    g->inputs = pp_arena_array(g->arena, 1, sizeof(int));
-    g->inputs[0] = x;
-    g->n_inputs = 1;
-    int y = pp_graph_find(g, "y");
-    g->tensors[y].flags |= PP_T_GRAPH_OUTPUT;
-    pp_err err = {0};
-    pp_shape_opts so = {0};
-    assert_int_equal(pp_graph_link(g, &err), PERFPRED_OK);
-    assert_int_equal(pp_graph_infer_shapes(g, &so, &err), PERFPRED_OK);
-    assert_int_equal(pp_graph_features(g, &err), PERFPRED_OK);
-    assert_int_equal(pp_graph_liveness(g, &err), PERFPRED_OK);
-    perfpred_model *m = pp_model_wrap(g);
-    assert_non_null(m);
-    return m;
+    return finish_model(g, x);
 }
 
 /* x[1,3,8,8] -> Conv(W[4,3,3,3], pads 1) -> c -> Relu -> y */
@@ -71,17 +77,7 @@ static perfpred_model *conv_relu_model(void)
     a->ints = pp_arena_array(g->arena, 2, sizeof(int64_t));
     a->ints[0] = a->ints[1] = 3;
     pp_graph_add_node(g, "relu", "Relu", "", ri, 1, ro, 1);
-    g->inputs = pp_arena_array(g->arena, 1, sizeof(int));
-    g->inputs[0] = x;
-    g->n_inputs = 1;
-    g->tensors[pp_graph_find(g, "y")].flags |= PP_T_GRAPH_OUTPUT;
-    pp_err err = {0};
-    pp_shape_opts so = {0};
-    assert_int_equal(pp_graph_link(g, &err), PERFPRED_OK);
-    assert_int_equal(pp_graph_infer_shapes(g, &so, &err), PERFPRED_OK);
-    assert_int_equal(pp_graph_features(g, &err), PERFPRED_OK);
-    assert_int_equal(pp_graph_liveness(g, &err), PERFPRED_OK);
-    return pp_model_wrap(g);
+    return finish_model(g, x);
 }
 
 /* x[dims] -> op -> y: one element-wise node, as a layer row of op describes it */
@@ -94,17 +90,7 @@ static perfpred_model *unary_model(const char *op, int rank, const int64_t *dims
     g->tensors[x].flags |= PP_T_GRAPH_INPUT;
     const char *in[] = {"x"}, *out[] = {"y"};
     pp_graph_add_node(g, "op", op, "", in, 1, out, 1);
-    g->inputs = pp_arena_array(g->arena, 1, sizeof(int));
-    g->inputs[0] = x;
-    g->n_inputs = 1;
-    g->tensors[pp_graph_find(g, "y")].flags |= PP_T_GRAPH_OUTPUT;
-    pp_err err = {0};
-    pp_shape_opts so = {0};
-    assert_int_equal(pp_graph_link(g, &err), PERFPRED_OK);
-    assert_int_equal(pp_graph_infer_shapes(g, &so, &err), PERFPRED_OK);
-    assert_int_equal(pp_graph_features(g, &err), PERFPRED_OK);
-    assert_int_equal(pp_graph_liveness(g, &err), PERFPRED_OK);
-    return pp_model_wrap(g);
+    return finish_model(g, x);
 }
 
 static void roofline_should_match_hand_computation(void **state)
@@ -165,6 +151,29 @@ static int count_ops(const perfpred_kernel *ks, int n, const char *ops)
     return c;
 }
 
+/* Predict parameters that list the kernels into ks (at most cap; their count into *nk). */
+static perfpred_predict_params kernels_into(perfpred_kernel *ks, int cap, int *nk)
+{
+    perfpred_predict_params pp = perfpred_predict_default_params();
+    pp.kernels = ks;
+    pp.kernels_cap = cap;
+    pp.n_kernels = nk;
+    return pp;
+}
+
+/* A model of tests/fixtures/models at batch 1. */
+static perfpred_model *fixture_b1(const char *file)
+{
+    char path[1024], err[512];
+    snprintf(path, sizeof path, "%s/tests/fixtures/models/%s", PP_SOURCE_DIR, file);
+    perfpred_model_params mp = perfpred_model_default_params();
+    mp.batch = 1;
+    perfpred_status st;
+    perfpred_model *m = perfpred_model_load(path, &mp, &st, err, sizeof err);
+    if (!m) fail_msg("%s", err);
+    return m;
+}
+
 /* host-cpu's composite_ops on real exports: every GELU (torchvision convnext_tiny has 18 nn.GELU)
  * and SiLU (efficientnet_b0: 49 nn.SiLU) becomes one kernel, while the 16 squeeze-excitation gates
  * (x * sigmoid(s), nn.Sigmoid then a multiply by a different tensor) stay a Sigmoid and a Mul. */
@@ -175,21 +184,8 @@ static void composite_ops_should_fuse_decomposed_activations_only(void **state)
     assert_non_null(ctx);
     static perfpred_kernel ks[1024];
     int nk = 0;
-    perfpred_predict_params pp = perfpred_predict_default_params();
-    pp.kernels = ks;
-    pp.kernels_cap = 1024;
-    pp.n_kernels = &nk;
-    const char *files[2] = {PP_SOURCE_DIR "/tests/fixtures/models/efficientnet_b0.onnx",
-                            PP_SOURCE_DIR "/tests/fixtures/models/convnext_tiny.onnx"};
-    perfpred_model *m[2];
-    perfpred_model_params mp = perfpred_model_default_params();
-    mp.batch = 1;
-    for (int i = 0; i < 2; i++) {
-        perfpred_status st;
-        char err[512];
-        m[i] = perfpred_model_load(files[i], &mp, &st, err, sizeof err);
-        if (!m[i]) fail_msg("%s", err);
-    }
+    perfpred_predict_params pp = kernels_into(ks, 1024, &nk);
+    perfpred_model *m[2] = {fixture_b1("efficientnet_b0.onnx"), fixture_b1("convnext_tiny.onnx")};
     perfpred_prediction pr;
     assert_int_equal(perfpred_predict(ctx, m[0], "host-cpu", &pp, &pr, NULL, 0), PERFPRED_OK);
     assert_true(nk < 1024);
@@ -218,17 +214,9 @@ static void composite_op_should_be_timed_as_its_one_operator(void **state)
     assert_non_null(ctx);
     static perfpred_kernel ks[1024];
     int nk = 0;
-    perfpred_predict_params pp = perfpred_predict_default_params();
-    pp.kernels = ks;
-    pp.kernels_cap = 1024;
-    pp.n_kernels = &nk;
-    perfpred_model_params mp = perfpred_model_default_params();
-    mp.batch = 1;
+    perfpred_predict_params pp = kernels_into(ks, 1024, &nk);
     char err[512];
-    perfpred_status st;
-    perfpred_model *m = perfpred_model_load(
-        PP_SOURCE_DIR "/tests/fixtures/models/convnext_tiny.onnx", &mp, &st, err, sizeof err);
-    if (!m) fail_msg("%s", err);
+    perfpred_model *m = fixture_b1("convnext_tiny.onnx");
     perfpred_prediction pr;
     assert_int_equal(perfpred_predict(ctx, m, "a100-pcie-40gb", &pp, &pr, err, sizeof err),
                      PERFPRED_OK);
@@ -242,10 +230,7 @@ static void composite_op_should_be_timed_as_its_one_operator(void **state)
     perfpred_model *gelu = unary_model("Gelu", 4, dims);
     perfpred_kernel one[2];
     int n1 = 0;
-    perfpred_predict_params p1 = perfpred_predict_default_params();
-    p1.kernels = one;
-    p1.kernels_cap = 2;
-    p1.n_kernels = &n1;
+    perfpred_predict_params p1 = kernels_into(one, 2, &n1);
     perfpred_prediction pg;
     assert_int_equal(perfpred_predict(ctx, gelu, "a100-pcie-40gb", &p1, &pg, err, sizeof err),
                      PERFPRED_OK);
