@@ -264,8 +264,8 @@ static int match_fusion(const pp_graph *g, const consumers *c, const pp_device *
 
 /* The single ONNX operator that computes a composite op, for the decompositions torch.onnx
  * writes of ops PyTorch runs as one eager kernel. Its cost is not its first node's: PyTorch's
- * GELU costs 2.7x a Div of its size on the EPYC guest (docs/calibration.md). SiLU (Sigmoid, Mul)
- * has no such operator here and keeps its first node's time, which is most of it. */
+ * GELU costs 2.2-2.8x a Div of its size on the EPYC guest (docs/calibration.md). SiLU (Sigmoid,
+ * Mul) has no such operator here and keeps its first node's time, which is most of it. */
 static const struct {
     int len;
     const char *ops[PP_DEV_MAX_FUSION_LEN];
