@@ -1,0 +1,45 @@
+#!/bin/bash
+# split_seed_check.sh: how much a device's layer-sum error on whole networks moves with the fit's
+# held-out split alone. For each seed (calibrate fit --seed: which 20 % of each kind's
+# configurations are held out, and XGBoost's seed) it fits the layer models from LAYERS into a
+# scratch config folder, judges their layer sums on NETWORKS (perfpred eval --layer-sum-only --by
+# family) and prints the overall MAPE and that of the families named in FAMILIES (row-weighted).
+# It measures nothing and writes nothing outside the scratch folder.
+#
+#   bash tools/split_seed_check.sh DEVICE LAYERS.csv[,..] NETWORKS.csv FAM1,FAM2,.. [SEED ..]
+#   bash tools/split_seed_check.sh epyc-kvm-2vcpu data/epyc-kvm-2vcpu/layers-s24-first2-round1.csv,... \
+#       data/epyc-kvm-2vcpu/networks-2.csv googlenet,mnasnet,regnet,shufflenet,squeezenet 42 1 2 3 4 5
+set -euo pipefail
+if [ $# -lt 4 ]; then
+    sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+    exit 2
+fi
+dev=$1 layers=$2 nets=$3 fams=$4
+shift 4
+seeds=("$@")
+[ ${#seeds[@]} -gt 0 ] || seeds=(42 1 2 3 4 5)
+root=$(cd "$(dirname "$0")/.." && pwd)
+cli=$root/build/perfpred
+[ -x "$cli" ] || { echo "split_seed_check: build perfpred first (bash scripts/demo.sh)" >&2; exit 2; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/cfg/artifacts"
+ln -s "$root/configs/devices" "$tmp/cfg/devices"
+echo "seed  overall %  $fams %"
+for s in "${seeds[@]}"; do
+    rm -rf "$tmp/cfg/artifacts/$dev"
+    "$cli" calibrate fit --device "$dev" --layers "$layers" --threads 1 --seed "$s" \
+        --out "$tmp/cfg/artifacts/$dev" > "$tmp/fit.txt" 2>&1 || { cat "$tmp/fit.txt" >&2; exit 1; }
+    "$cli" eval --config-dir "$tmp/cfg" --device "$dev" --networks "$nets" --layer-sum-only \
+        --by family > "$tmp/eval.txt" 2>&1 || { cat "$tmp/eval.txt" >&2; exit 1; }
+    awk -v fams="$fams" -v seed="$s" '
+        BEGIN { n = split(fams, f, ","); for (i = 1; i <= n; i++) want[f[i]] = 1 }
+        $2 ~ /^[0-9]+$/ && $3 == "|" {
+            if ($1 == "overall") all = $4
+            else if ($1 in want) { rows += $2; sum += $2 * $4; got++ }
+        }
+        END {
+            if (got == 0) { print "split_seed_check: none of " fams " in the eval" > "/dev/stderr"; exit 1 }
+            printf "%-5s %9.2f  %.2f\n", seed, all, sum / rows
+        }' "$tmp/eval.txt"
+done
