@@ -279,6 +279,40 @@ static int valid_op(const char *s)
     return 1;
 }
 
+/* The op types of one rule: a YAML list of ONNX op types. */
+static perfpred_status get_rule_ops(pctx *c, yaml_node_t *r, pp_fusion_rule *rule)
+{
+    if (r->type != YAML_SEQUENCE_NODE)
+        return FAIL(c, r, "a fusion rule must be a list of ONNX op types, e.g. [Conv, Relu]");
+    rule->len = 0;
+    for (yaml_node_item_t *o = r->data.sequence.items.start; o < r->data.sequence.items.top; o++) {
+        yaml_node_t *op = node_at(c, *o);
+        if (rule->len >= PP_DEV_MAX_FUSION_LEN)
+            return FAIL(c, op, "a fusion rule has at most %d ops", PP_DEV_MAX_FUSION_LEN);
+        const char *name;
+        perfpred_status st = get_string(c, op, "fusion op", &name);
+        if (st) return st;
+        if (!valid_op(name)) return FAIL(c, op, "'%s' is not an ONNX op type", name);
+        rule->ops[rule->len++] = name;
+    }
+    if (rule->len < 2) return FAIL(c, r, "a fusion rule needs at least two ops");
+    return PERFPRED_OK;
+}
+
+static const char *const rule_keys[] = {"ops", "max_input_rank", NULL};
+
+static perfpred_status rule_pair(pctx *c, const char *key, yaml_node_t *k, yaml_node_t *v, void *o)
+{
+    pp_fusion_rule *rule = o;
+    switch (key_index(key, rule_keys)) {
+    case 0: return get_rule_ops(c, v, rule);
+    case 1: return get_int(c, v, "max_input_rank", 1, &rule->max_input_rank);
+    default: return unknown_key(c, k, "a fusion rule", rule_keys);
+    }
+}
+
+/* A list of rules, each a list of op types ([Conv, Relu]) or a mapping with the list and a
+ * condition ({ops: [MatMul, Add], max_input_rank: 3}). */
 static perfpred_status get_rules(pctx *c, yaml_node_t *v, const char *key, pp_fusion_rule *rules,
                                  int *n_rules)
 {
@@ -290,22 +324,15 @@ static perfpred_status get_rules(pctx *c, yaml_node_t *v, const char *key, pp_fu
         yaml_node_t *r = node_at(c, *it);
         if (*n_rules >= PP_DEV_MAX_FUSION)
             return FAIL(c, r, "more than %d %s rules", PP_DEV_MAX_FUSION, key);
-        if (r->type != YAML_SEQUENCE_NODE)
-            return FAIL(c, r, "a fusion rule must be a list of ONNX op types, e.g. [Conv, Relu]");
         pp_fusion_rule *rule = &rules[*n_rules];
-        rule->len = 0;
-        for (yaml_node_item_t *o = r->data.sequence.items.start; o < r->data.sequence.items.top;
-             o++) {
-            yaml_node_t *op = node_at(c, *o);
-            if (rule->len >= PP_DEV_MAX_FUSION_LEN)
-                return FAIL(c, op, "a fusion rule has at most %d ops", PP_DEV_MAX_FUSION_LEN);
-            const char *name;
-            perfpred_status st = get_string(c, op, "fusion op", &name);
-            if (st) return st;
-            if (!valid_op(name)) return FAIL(c, op, "'%s' is not an ONNX op type", name);
-            rule->ops[rule->len++] = name;
+        memset(rule, 0, sizeof *rule);
+        perfpred_status st;
+        if (r->type == YAML_MAPPING_NODE) {
+            if ((st = each_pair(c, r, "a fusion rule", rule_pair, rule))) return st;
+            if (rule->len == 0) return FAIL(c, r, "a fusion rule mapping needs 'ops'");
+        } else if ((st = get_rule_ops(c, r, rule))) {
+            return st;
         }
-        if (rule->len < 2) return FAIL(c, r, "a fusion rule needs at least two ops");
         (*n_rules)++;
     }
     return PERFPRED_OK;

@@ -31,6 +31,9 @@ int pp_precision_from_name(const char *s);  /* -1 if unknown */
 typedef struct pp_fusion_rule {
     int len;
     const char *ops[PP_DEV_MAX_FUSION_LEN];  /* ONNX op_type sequence, producer first */
+    int max_input_rank;  /* > 0: the rule applies only where the first node's first input has at
+                            most this rank (PyTorch fuses nn.Linear's bias for 2-D and 3-D inputs
+                            only); 0: any rank */
 } pp_fusion_rule;
 
 /* One MIG GPU-instance profile offered by a parent GPU (resolved: memory_gb stated or derived). */

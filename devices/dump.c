@@ -36,9 +36,10 @@ static void put_rules(FILE *f, const char *key, const pp_fusion_rule *rules, int
 {
     fprintf(f, "  %s: [", key);
     for (int r = 0; r < n; r++) {
-        fprintf(f, "%s[", r ? ", " : "");
+        fprintf(f, "%s%s[", r ? ", " : "", rules[r].max_input_rank ? "{ops: " : "");
         for (int k = 0; k < rules[r].len; k++) fprintf(f, "%s%s", k ? ", " : "", rules[r].ops[k]);
         fputc(']', f);
+        if (rules[r].max_input_rank) fprintf(f, ", max_input_rank: %d}", rules[r].max_input_rank);
     }
     fputs("]\n", f);
 }

@@ -225,6 +225,10 @@ static int match_rule(const pp_graph *g, const consumers *c, const unsigned char
                       const pp_fusion_rule *rule, int closed, int i, int *tmp)
 {
     if (strcmp(rule->ops[0], g->nodes[i].op_type) != 0) return 0;
+    if (rule->max_input_rank > 0) {
+        int x = g->nodes[i].n_inputs > 0 ? g->nodes[i].inputs[0] : -1;
+        if (x < 0 || g->tensors[x].rank < 0 || g->tensors[x].rank > rule->max_input_rank) return 0;
+    }
     int cur = i;
     tmp[0] = i;
     for (int s = 1; s < rule->len; s++) {

@@ -393,6 +393,15 @@ static void parser_should_be_strict(void **state)
     expect_text_error("name: t\ndescription: t\nvendor: T\nkind: gpu\nruntime:\n"
                       "  framework: pytorch-eager\n  composite_ops: [[Sigmoid]]\n",
                       PERFPRED_ERR_DEVICE, "at least two ops");
+    expect_text_error("name: t\ndescription: t\nvendor: T\nkind: gpu\nruntime:\n"
+                      "  framework: pytorch-eager\n  fusion: [{ops: [MatMul, Add], max_rank: 3}]\n",
+                      PERFPRED_ERR_DEVICE, "max_rank");
+    expect_text_error("name: t\ndescription: t\nvendor: T\nkind: gpu\nruntime:\n"
+                      "  framework: pytorch-eager\n  fusion: [{max_input_rank: 3}]\n",
+                      PERFPRED_ERR_DEVICE, "needs 'ops'");
+    expect_text_error("name: t\ndescription: t\nvendor: T\nkind: gpu\nruntime:\n"
+                      "  framework: pytorch-eager\n  fusion: [{ops: [MatMul, Add], max_input_rank: 0}]\n",
+                      PERFPRED_ERR_DEVICE, "max_input_rank");
     expect_text_error(HEAD "hardware: {memory_gb: \"40\"}\n", PERFPRED_ERR_DEVICE, "quoted");
     expect_text_error(HEAD "hardware:\n  memory_bandwidth_gbs: 1,555\n", PERFPRED_ERR_DEVICE,
                       "no thousands separators");
@@ -509,6 +518,7 @@ static void assert_same_device(const pp_device *a, const pp_device *b)
     assert_int_equal(a->n_fusion, b->n_fusion);
     for (int r = 0; r < a->n_fusion; r++) {
         assert_int_equal(a->fusion[r].len, b->fusion[r].len);
+        assert_int_equal(a->fusion[r].max_input_rank, b->fusion[r].max_input_rank);
         for (int k = 0; k < a->fusion[r].len; k++)
             assert_string_equal(a->fusion[r].ops[k], b->fusion[r].ops[k]);
     }

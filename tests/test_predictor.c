@@ -185,7 +185,8 @@ static void composite_ops_should_fuse_decomposed_activations_only(void **state)
     static perfpred_kernel ks[1024];
     int nk = 0;
     perfpred_predict_params pp = kernels_into(ks, 1024, &nk);
-    perfpred_model *m[2] = {fixture_b1("efficientnet_b0.onnx"), fixture_b1("convnext_tiny.onnx")};
+    perfpred_model *m[3] = {fixture_b1("efficientnet_b0.onnx"), fixture_b1("convnext_tiny.onnx"),
+                            fixture_b1("vit_b_32.onnx")};
     perfpred_prediction pr;
     assert_int_equal(perfpred_predict(ctx, m[0], "host-cpu", &pp, &pr, NULL, 0), PERFPRED_OK);
     assert_true(nk < 1024);
@@ -195,11 +196,21 @@ static void composite_ops_should_fuse_decomposed_activations_only(void **state)
     assert_int_equal(perfpred_predict(ctx, m[1], "host-cpu", &pp, &pr, NULL, 0), PERFPRED_OK);
     assert_int_equal(count_ops(ks, nk, "Div+Erf+Add+Mul+Mul"), 18);
     assert_int_equal(count_ops(ks, nk, "Erf"), 0);
+    /* nn.Linear's bias joins the matmul only for inputs of rank <= 3 (PyTorch's addmm); convnext's
+     * 36 linears (18 blocks x 2) take channels-last 4-D inputs: a MatMul and an Add each */
+    assert_int_equal(count_ops(ks, nk, "MatMul+Add"), 0);
+    assert_int_equal(count_ops(ks, nk, "MatMul"), 36);
     /* a device without composite rules keeps the decomposition: five kernels per GELU */
     assert_int_equal(perfpred_predict(ctx, m[1], "rpi4", &pp, &pr, NULL, 0), PERFPRED_OK);
     assert_int_equal(count_ops(ks, nk, "Erf"), 18);
     assert_int_equal(count_ops(ks, nk, "Div+Erf+Add+Mul+Mul"), 0);
-    for (int i = 0; i < 2; i++) perfpred_model_free(m[i]);
+    /* ViT's linears take 3-D token inputs: the bias rides along, at least in the 12 layers' two
+     * MLP linears each (the MatMuls left alone are attention's products of two activations) */
+    assert_int_equal(perfpred_predict(ctx, m[2], "host-cpu", &pp, &pr, NULL, 0), PERFPRED_OK);
+    assert_true(count_ops(ks, nk, "MatMul+Add") >= 24);
+    for (int i = 0; i < nk; i++)
+        if (strcmp(ks[i].ops, "MatMul") == 0) assert_string_equal(ks[i].kind, "bmm");
+    for (int i = 0; i < 3; i++) perfpred_model_free(m[i]);
     perfpred_ctx_close(ctx);
 }
 
