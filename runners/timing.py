@@ -149,6 +149,18 @@ class CudaEventTimer:
         return start.elapsed_time(end) * 1e6  # ms -> ns
 
 
+def fastest_after_scrub(fn, scrub, burst, clock=time.perf_counter):
+    """Seconds of the fastest of `burst` calls of fn, each after scrub() (untimed): the cold-cache
+    sample the tools/ checks take (tools/composite_op_check.py, tools/matmul_layout_check.py)."""
+    best = math.inf
+    for _ in range(burst):
+        scrub()
+        t = clock()
+        fn()
+        best = min(best, clock() - t)
+    return best
+
+
 def choose_inner(per_call_ns, protocol):
     """Calls per sample so that one sample lasts at least min_sample_us (timer overhead < 1%).
     With a cache scrub every sample is one call (back-to-back calls would find the caches warm)."""

@@ -61,20 +61,14 @@ def main(argv=None):
     ap.add_argument("--burst", type=int, default=2)
     a = ap.parse_args(argv)
     import layer_runner
+    import timing
     torch = layer_runner.setup_torch(a.threads, "cpu")
-    scrub = torch.zeros(max(1, int(a.scrub_mb * (1 << 20)) // 4))
+    buf = torch.zeros(max(1, int(a.scrub_mb * (1 << 20)) // 4))
 
     def timed(fn):
-        per_round = []
         fn()
-        for _ in range(a.rounds):
-            best = math.inf
-            for _ in range(a.burst):
-                scrub.add_(1.0)
-                t = time.perf_counter()
-                fn()
-                best = min(best, time.perf_counter() - t)
-            per_round.append(best)
+        per_round = [timing.fastest_after_scrub(fn, lambda: buf.add_(1.0), a.burst)
+                     for _ in range(a.rounds)]
         return statistics.median(per_round) * 1e3
 
     print(f"torch {torch.__version__}, {a.threads} thread(s), scrub {a.scrub_mb:g} MiB, "

@@ -14,7 +14,6 @@ calls; the median over --rounds rounds), and prints each row's two times, their 
 
 import argparse
 import csv
-import math
 import os
 import statistics
 import sys
@@ -58,17 +57,12 @@ def main(argv=None):
               file=sys.stderr)
         return 2
     import layer_runner
+    import timing
     torch = layer_runner.setup_torch(a.threads, "cpu")
-    scrub = torch.zeros(max(1, int(a.scrub_mb * (1 << 20)) // 4))
+    buf = torch.zeros(max(1, int(a.scrub_mb * (1 << 20)) // 4))
 
     def fastest(fn):
-        best = math.inf
-        for _ in range(a.burst):
-            scrub.add_(1.0)
-            t = time.perf_counter()
-            fn()
-            best = min(best, time.perf_counter() - t)
-        return best
+        return timing.fastest_after_scrub(fn, lambda: buf.add_(1.0), a.burst)
 
     print(f"torch {torch.__version__}, {a.threads} thread(s), scrub {a.scrub_mb:g} MiB, median over "
           f"{a.rounds} rounds of the fastest of {a.burst}, {len(rows)} rows, utc "

@@ -33,6 +33,21 @@ class QuantileTest(unittest.TestCase):
             timing.quantile([], 0.5)
 
 
+class FastestAfterScrubTest(unittest.TestCase):
+    def test_scrubs_before_every_call_and_keeps_the_fastest(self):
+        clock = FakeClock()
+        durations = iter([0.5, 0.2, 0.3])
+        log = []
+
+        def fn():
+            log.append("call")
+            clock.advance(next(durations))
+
+        best = timing.fastest_after_scrub(fn, lambda: log.append("scrub"), 3, clock=clock)
+        self.assertAlmostEqual(best, 0.2)
+        self.assertEqual(log, ["scrub", "call"] * 3)
+
+
 class SummarizeTest(unittest.TestCase):
     def test_summarize_should_take_median_of_round_minima(self):
         # round minima 10, 30, 20 -> median 20; round medians 12, 31, 50 -> IQR over
