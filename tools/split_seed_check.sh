@@ -3,7 +3,7 @@
 # held-out split alone. For each seed (calibrate fit --seed: which 20 % of each kind's
 # configurations are held out, and XGBoost's seed) it fits the layer models from LAYERS into a
 # scratch config folder, judges their layer sums on NETWORKS (perfpred eval --layer-sum-only --by
-# family) and prints the overall MAPE and that of the families named in FAMILIES (row-weighted).
+# family --json) and prints the overall MAPE and that of the families named in FAMILIES (row-weighted).
 # It measures nothing and writes nothing outside the scratch folder.
 #
 #   bash tools/split_seed_check.sh DEVICE LAYERS.csv[,..] NETWORKS.csv FAM1,FAM2,.. [SEED ..]
@@ -31,15 +31,16 @@ for s in "${seeds[@]}"; do
     "$cli" calibrate fit --device "$dev" --layers "$layers" --threads 1 --seed "$s" \
         --out "$tmp/cfg/artifacts/$dev" > "$tmp/fit.txt" 2>&1 || { cat "$tmp/fit.txt" >&2; exit 1; }
     "$cli" eval --config-dir "$tmp/cfg" --device "$dev" --networks "$nets" --layer-sum-only \
-        --by family > "$tmp/eval.txt" 2>&1 || { cat "$tmp/eval.txt" >&2; exit 1; }
-    awk -v fams="$fams" -v seed="$s" '
-        BEGIN { n = split(fams, f, ","); for (i = 1; i <= n; i++) want[f[i]] = 1 }
-        $2 ~ /^[0-9]+$/ && $3 == "|" {
-            if ($1 == "overall") all = $4
-            else if ($1 in want) { rows += $2; sum += $2 * $4; got++ }
-        }
-        END {
-            if (got == 0) { print "split_seed_check: none of " fams " in the eval" > "/dev/stderr"; exit 1 }
-            printf "%-5s %9.2f  %.2f\n", seed, all, sum / rows
-        }' "$tmp/eval.txt"
+        --by family --json > "$tmp/eval.json" 2> "$tmp/eval.err" || { cat "$tmp/eval.err" >&2; exit 1; }
+    /usr/bin/python3 - "$tmp/eval.json" "$fams" "$s" <<'PY'
+import json, sys
+ev = json.load(open(sys.argv[1]))
+want = set(sys.argv[2].split(","))
+groups = [g for g in ev["groups"] if g["name"] in want]
+if not groups:
+    sys.exit(f"split_seed_check: none of {sys.argv[2]} in the eval")
+rows = sum(g["model"]["n"] for g in groups)
+fam = sum(g["model"]["n"] * g["model"]["mape_pct"] for g in groups) / rows
+print(f"{sys.argv[3]:5s} {ev['overall']['model']['mape_pct']:9.2f}  {fam:.2f}")
+PY
 done
