@@ -195,8 +195,10 @@ perfpred_status pp_layer_row_graph(const pp_layer_row *row, pp_graph **out, int 
 perfpred_status pp_layer_row_features(const pp_layer_row *row, pp_node_feat *out, pp_err *err);
 /* The layer row of a composite kernel of g (k->eager_op set, pp_graph_kernels) as its single
  * operator over the first node's first input: what the runtime runs, and what a plan has the
- * runner time. Returns 0, or -1 when k is not a composite or that input's shape is unknown. */
-int pp_composite_row(const pp_graph *g, const pp_kernel_group *k, pp_layer_row *row);
+ * runner time; with feat, also the row's features (pp_layer_row_features). Returns 0, or -1 when
+ * k is not a composite, that input's shape is unknown or the row does not rebuild. */
+int pp_composite_row(const pp_graph *g, const pp_kernel_group *k, pp_layer_row *row,
+                     pp_node_feat *feat);
 
 /* ------------------------------------------------------------- NeuSight import (neusight.c) ---- */
 

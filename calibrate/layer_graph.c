@@ -139,7 +139,8 @@ perfpred_status pp_layer_row_features(const pp_layer_row *row, pp_node_feat *out
     return PERFPRED_OK;
 }
 
-int pp_composite_row(const pp_graph *g, const pp_kernel_group *k, pp_layer_row *row)
+int pp_composite_row(const pp_graph *g, const pp_kernel_group *k, pp_layer_row *row,
+                     pp_node_feat *feat)
 {
     memset(row, 0, sizeof *row);
     if (!k->eager_op || k->n < 1) return -1;
@@ -162,5 +163,6 @@ int pp_composite_row(const pp_graph *g, const pp_kernel_group *k, pp_layer_row *
     row->latency_ms = row->latency_spread_ms = row->energy_j = NAN;
     row->repetitions = row->memory_bytes = -1;
     row->source = first->name;
-    return 0;
+    pp_err e = {0};
+    return feat && pp_layer_row_features(row, feat, &e) != PERFPRED_OK ? -1 : 0;
 }

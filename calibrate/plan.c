@@ -825,9 +825,8 @@ static perfpred_status add_graph(plan *P, const pp_graph *g, const char *file, i
         const pp_node *last = &g->nodes[K->nodes[K->n - 1]];
         pp_layer_row row;
         pp_node_feat ef;
-        pp_err e = {0};
         if (K->eager_op && last->n_outputs > 0 && last->outputs[0] >= 0 &&
-            pp_composite_row(g, K, &row) == 0 && pp_layer_row_features(&row, &ef, &e) == 0) {
+            pp_composite_row(g, K, &row, &ef) == 0) {
             const pp_node *n = &g->nodes[K->nodes[0]];
             P->rep->n_nodes++;
             double ms = kernel_ms(P, &ef);

@@ -327,10 +327,7 @@ static int eager_kernel_ms(const perfpred_ctx *ctx, const pp_device *src, const 
 {
     pp_layer_row row;
     pp_node_feat f;
-    pp_err e = {0};
-    if (!k->eager_op || pp_composite_row(g, k, &row) != 0 ||
-        pp_layer_row_features(&row, &f, &e) != PERFPRED_OK)
-        return 0;
+    if (!k->eager_op || pp_composite_row(g, k, &row, &f) != 0) return 0;
     return pp_calib_node_ms(ctx->calib, src, &f, ms);
 }
 
