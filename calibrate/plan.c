@@ -1192,12 +1192,29 @@ static perfpred_status perturb(plan *P, int n_base, const range *rg, pp_err *err
 
 /* --------------------------------------------------------------------- selection ---- */
 
+/* The structure of a dense convolution (or pooling window): kernel, stride and whether it is
+ * grouped, packed into one value for cover_domain's joint pass; -1 where the candidate has none. */
+static int64_t structure_of(const cand *c)
+{
+    const pp_node_feat *f = &c->feat;
+    if (f->kernel[0] <= 0 || f->kernel[1] <= 0 || f->stride[0] <= 0 || f->stride[1] <= 0) return -1;
+    int64_t v = 0;
+    const int64_t parts[] = {f->kernel[0], f->kernel[1], f->stride[0], f->stride[1]};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        v = v * 64 + (parts[i] > 63 ? 63 : parts[i]);
+    return v * 2 + (c->kind == PP_OPK_CONV && f->group > 1);
+}
+
 /* Puts rows that cover the layer models' domain first: per op kind, for every value of every
  * domain attribute (kernel, stride, dilation, group: layer_models/, pp_lm_domain_value) that some
  * candidate has, the candidate with that value that drew the largest key, in candidate order.
  * A layer model answers only for attribute values it was trained on, so a small plan that left out
  * ResNet's 7x7 stem or ResNeXt's groups would leave them to the roofline; the window grid's
- * stride-1 pooling is covered the same way. */
+ * stride-1 pooling is covered the same way. Then the same, with the JOINT_ROWS largest keys, for
+ * every combination of kernel, stride and grouped-or-not that some candidate has: covering each
+ * value on its own let a plan time group 32 only as a 1x1 convolution and 3x3 only as dense ones,
+ * and the conv model then put ResNeXt's 3x3 grouped convolutions at a fifth of their time
+ * (docs/calibration.md). */
 static void cover_domain(plan *P)
 {
     enum { NV = 32 };
@@ -1223,6 +1240,38 @@ static void cover_domain(plan *P)
                 int i = best[k][d][v];
                 if (i >= 0 && P->c[i].key < 1.0) P->c[i].key = 2.0 - 1e-6 * w++;
             }
+    /* JOINT_ROWS per combination, so that the model sees each one at a few sizes */
+    enum { NS = 256, JOINT_ROWS = 4 };
+    struct { int kind; int64_t s; int i[JOINT_ROWS]; } joint[NS];
+    int nj = 0;
+    for (int i = 0; i < P->n; i++) {
+        const cand *c = &P->c[i];
+        int64_t s = c->valid == 1 && !c->measured ? structure_of(c) : -1;
+        if (s < 0) continue;
+        int j = 0;
+        while (j < nj && !(joint[j].kind == (int)c->kind && joint[j].s == s)) j++;
+        if (j == nj) {
+            if (nj == NS) continue;
+            joint[nj].kind = (int)c->kind;
+            joint[nj].s = s;
+            for (int r = 0; r < JOINT_ROWS; r++) joint[nj].i[r] = -1;
+            nj++;
+        }
+        /* keep the JOINT_ROWS largest keys, in descending order */
+        int *top = joint[j].i, at = i;
+        for (int r = 0; r < JOINT_ROWS && at >= 0; r++)
+            if (top[r] < 0 || P->c[at].key > P->c[top[r]].key) {
+                int t = top[r];
+                top[r] = at;
+                at = t;
+            }
+    }
+    /* a domain row already among them counts as one of them */
+    for (int r = 0; r < JOINT_ROWS; r++)
+        for (int j = 0; j < nj; j++) {
+            int i = joint[j].i[r];
+            if (i >= 0 && P->c[i].key < 1.0) P->c[i].key = 2.0 - 1e-6 * w++;
+        }
 }
 
 typedef struct kind_pool {

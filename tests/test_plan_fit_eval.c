@@ -509,6 +509,28 @@ static void attr_values(const plan_rows *P, uint32_t out[PP_OPK__COUNT][3])
             }
 }
 
+/* The (kernel, stride, grouped) combinations of a plan's convolution rows, as a bit set: bit
+ * 2 (4 (kernel_h - 1) + stride_h - 1) + grouped, for kernels of 1..8 and strides of 1..4. */
+static uint64_t conv_structures(const plan_rows *P, int counts[64])
+{
+    uint64_t set = 0;
+    if (counts) memset(counts, 0, 64 * sizeof *counts);
+    for (int i = 0; i < P->n; i++) {
+        const pp_layer_row *row = &P->rows[i];
+        if (row->kind != PP_OPK_CONV) continue;
+        const int64_t *ks = NULL, *ss = NULL;
+        int64_t g = 1;
+        int nk = row_ints(row, "kernel_shape", &ks), ns = row_ints(row, "strides", &ss);
+        for (int j = 0; j < row->n_attrs; j++)
+            if (strcmp(row->attrs[j].name, "group") == 0) g = row->attrs[j].i;
+        if (nk < 1 || ns < 1 || ks[0] < 1 || ks[0] > 8 || ss[0] < 1 || ss[0] > 4) continue;
+        int bit = 2 * (int)(4 * (ks[0] - 1) + ss[0] - 1) + (g > 1);
+        set |= 1ull << bit;
+        if (counts) counts[bit]++;
+    }
+    return set;
+}
+
 /* alexnet max-pools with 3x3 windows at stride 2 only and has no grouped convolution; the plan adds
  * the other windows of its grid around the pools and the group grid around the convolutions, each
  * row is what its source names, and a small plan keeps every attribute value the large one has. */
@@ -597,7 +619,44 @@ static void plan_should_vary_windows_and_groups(void **state)
         }
     grouped = (small[PP_OPK_CONV][2] & ~3u) != 0;
     assert_true(grouped); /* from the group grid: alexnet has no grouped convolution */
+    /* and every combination of kernel, stride and grouped-or-not (the values alone let a plan
+     * time its groups only as 1x1 convolutions), grouped kxk ones at a few sizes */
+    int nbig[64], nsmall[64];
+    uint64_t sbig = conv_structures(P, nbig), ssmall = conv_structures(Q, nsmall);
+    if (sbig != ssmall)
+        print_error("conv (kernel, stride, grouped) combinations: %#llx in the large plan, %#llx "
+                    "in the small one\n", (unsigned long long)sbig, (unsigned long long)ssmall);
+    assert_true(sbig == ssmall);
+    int grouped_kxk = 0;
+    for (int b = 0; b < 64; b++) grouped_kxk += b % 2 && b / 8 > 0 ? nsmall[b] : 0;
+    assert_true(grouped_kxk >= 4); /* grouped 3x3 and 5x5 ones, from the group grid */
     free_plan(Q);
+    free_plan(P);
+}
+
+/* densenet121 has 1x1 and 3x3 convolutions, none grouped. The group grid makes grouped ones of
+ * both, and a value-by-value cover of a 1-minute plan could take its every group count from 1x1
+ * rows (it did, with seed 1): the combination cover keeps grouped 3x3 rows, at several sizes. */
+static void plan_should_cover_kernel_stride_and_group_together(void **state)
+{
+    (void)state;
+    if (!has_models()) skip();
+    char out[1300], err[1024];
+    path_in(out, sizeof out, "plan_joint.csv");
+    perfpred_plan_params p = plan_params(out, 1, 1);
+    const char *models[] = {MODELS "/densenet121.onnx"};
+    p.models = models;
+    p.n_models = 1;
+    perfpred_plan_report r;
+    assert_int_equal(perfpred_calibrate_plan(&p, &r, err, sizeof err), PERFPRED_OK);
+    plan_rows *P = read_plan(out);
+    int n[64];
+    conv_structures(P, n);
+    const int k1 = 2 * 0, k3 = 2 * (4 * 2); /* kernel 1 and 3, stride 1 */
+    print_message("densenet121, 1-minute plan: dense 1x1 %d, grouped 1x1 %d, dense 3x3 %d, "
+                  "grouped 3x3 %d rows\n", n[k1], n[k1 + 1], n[k3], n[k3 + 1]);
+    assert_true(n[k1] > 0 && n[k1 + 1] > 0 && n[k3] > 0);
+    assert_true(n[k3 + 1] >= 4);
     free_plan(P);
 }
 
@@ -1403,6 +1462,7 @@ int main(void)
         cmocka_unit_test(plan_should_leave_out_excluded_families),
         cmocka_unit_test(plan_should_time_a_composite_op_as_its_one_operator),
         cmocka_unit_test(plan_should_vary_windows_and_groups),
+        cmocka_unit_test(plan_should_cover_kernel_stride_and_group_together),
         cmocka_unit_test(plan_should_read_a_model_list),
         cmocka_unit_test(plan_should_reject_bad_parameters),
         cmocka_unit_test(fit_should_write_artifacts_that_load_back),
