@@ -6,7 +6,8 @@ For each torchvision model named: BatchNorm is folded as network_runner.py does,
   full       the forward pass (min of --reps calls)
   in-net     the sum over leaf modules of their time inside the forward pass (forward hooks;
              min over --reps hooked passes)
-  warm       each leaf module called back to back with the input it saw (min of --reps calls)
+  warm       each call of a leaf module repeated back to back with the input it got (min of --reps
+             calls; a module called three times in a pass, as ResNet's ReLUs are, counts thrice)
   cold       the same after writing a --scrub-mb buffer before every call (layer_runner's default)
   cold+in    the same, then reading the module's input back (layer_runner --warm-input)
 Per module type and in total, in ms. It is the evidence behind the layer runner's default
@@ -88,29 +89,10 @@ def main(argv=None):
             for _ in range(3):
                 m(x)
             full = best(lambda: m(x), a.reps)
-            starts, acc, seen = {}, {}, {}
-
-            def pre(mod, inp):
-                starts[id(mod)] = time.perf_counter()
-
-            def post(mod, inp, out):
-                acc[id(mod)] = acc.get(id(mod), 0.0) + time.perf_counter() - starts[id(mod)]
-                seen.setdefault(id(mod), (mod, inp))
-            hs = [h for q in leaves for h in (q.register_forward_pre_hook(pre),
-                                               q.register_forward_hook(post))]
-            best_pass = None
-            for _ in range(a.reps):
-                acc.clear()
-                t = time.perf_counter()
-                m(x)
-                t = time.perf_counter() - t
-                if best_pass is None or t < best_pass[0]:
-                    best_pass = (t, dict(acc))
-            for h in hs:
-                h.remove()
-            for mid, v in best_pass[1].items():
-                add(kind(seen[mid][0]), "in-net", v * 1e3)
-            for mod, inp in seen.values():
+            in_net, calls = leaf_calls(m, x, leaves, a.reps)
+            for mod, v in in_net:
+                add(kind(mod), "in-net", v * 1e3)
+            for mod, inp in calls:
                 def call(mod=mod, inp=inp):
                     mod(*inp)
                 first = [t for t in inp if torch.is_tensor(t)][:1]
@@ -129,7 +111,8 @@ def main(argv=None):
         cols = ("in-net", "warm", "cold", "cold+in")
         tot = {c: sum(r.get(c, 0.0) for r in rows.values()) for c in cols}
         print(f"\n{name}: full forward {full:.2f} ms; leaf sums: " +
-              ", ".join(f"{c} {tot[c]:.2f}" for c in cols) + f" ({len(seen)} leaf modules)")
+              ", ".join(f"{c} {tot[c]:.2f}" for c in cols) +
+              f" ({len(in_net)} leaf modules, {len(calls)} calls)")
         for k in sorted(rows, key=lambda k: -rows[k].get("in-net", 0.0)):
             print(f"  {k:28s}" + "".join(f" {c} {rows[k].get(c, 0.0):8.3f}" for c in cols))
         for mb in sizes:
@@ -138,6 +121,40 @@ def main(argv=None):
     if len(sizes) > 1:
         print(scrub_table(ratios, a.models))
     return 0
+
+
+def leaf_calls(m, x, leaves, reps):
+    """Times m(x) reps times with hooks on the leaf modules. Returns ([(module, seconds)] inside
+    the fastest pass, every call of a leaf summed, and [(module, inputs)] for every call of the
+    first pass, in call order). A module may run several times in one pass (ResNet's blocks call
+    one ReLU module two or three times): each of its calls is then timed alone too."""
+    starts, acc, calls, mods = {}, {}, [], {}
+
+    def pre(mod, inp):
+        starts[id(mod)] = time.perf_counter()
+
+    def post(mod, inp, out):
+        acc[id(mod)] = acc.get(id(mod), 0.0) + time.perf_counter() - starts[id(mod)]
+        mods[id(mod)] = mod
+        if recording:
+            calls.append((mod, inp))
+    hs = [h for q in leaves for h in (q.register_forward_pre_hook(pre),
+                                       q.register_forward_hook(post))]
+    best_pass = None
+    recording = True
+    try:
+        for _ in range(reps):
+            acc.clear()
+            t = time.perf_counter()
+            m(x)
+            t = time.perf_counter() - t
+            recording = False
+            if best_pass is None or t < best_pass[0]:
+                best_pass = (t, dict(acc))
+    finally:
+        for h in hs:
+            h.remove()
+    return [(mods[i], v) for i, v in best_pass[1].items()], calls
 
 
 def parse_sizes(text):

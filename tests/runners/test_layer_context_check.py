@@ -1,6 +1,6 @@
 """tools/layer_context_check.py's choice of a cache scrub: parsing the sizes and picking the one
-whose cold leaf sums come closest to the in-network sums (the measuring itself needs models and
-time, and is not run here)."""
+whose cold leaf sums come closest to the in-network sums; and which calls it times (every call of a
+leaf module, a module called twice counted twice). The timings themselves are not checked here."""
 
 import os
 import sys
@@ -48,6 +48,36 @@ class ScrubChoiceTest(unittest.TestCase):
         self.assertTrue(any(ln.startswith("m1") and "0.800" in ln and "1.010" in ln
                             for ln in lines))
         self.assertIn("--scrub-mb 32 (median |ratio - 1| 2.0 % over 2 models)", lines[-1])
+
+
+class LeafCallsTest(unittest.TestCase):
+    def test_every_call_of_a_reused_module_should_be_timed(self):
+        import torch
+
+        class Block(torch.nn.Module):  # one ReLU module run three times, as ResNet's blocks do
+            def __init__(self):
+                super().__init__()
+                self.a = torch.nn.Linear(4, 4)
+                self.b = torch.nn.Linear(4, 6)
+                self.relu = torch.nn.ReLU()
+
+            def forward(self, x):
+                return self.relu(self.b(self.relu(self.a(self.relu(x)))))
+
+        m = Block().eval()
+        leaves = [m.a, m.b, m.relu]
+        with torch.inference_mode():
+            in_net, calls = lcc.leaf_calls(m, torch.randn(2, 4), leaves, 3)
+        self.assertEqual([type(q).__name__ for q, _ in calls],
+                         ["ReLU", "Linear", "ReLU", "Linear", "ReLU"])
+        # each call's own input: the last ReLU sees the 6-wide output of b
+        self.assertEqual([tuple(i[0].shape) for _, i in calls],
+                         [(2, 4), (2, 4), (2, 4), (2, 4), (2, 6)])
+        # in-net: one entry per module, its calls summed
+        self.assertEqual(sorted(type(q).__name__ for q, _ in in_net), ["Linear", "Linear", "ReLU"])
+        self.assertTrue(all(v > 0 for _, v in in_net))
+        # the hooks are gone afterwards
+        self.assertFalse(any(q._forward_hooks or q._forward_pre_hooks for q in leaves))
 
 
 if __name__ == "__main__":
