@@ -246,7 +246,38 @@ pp_fitnet_params pp_fitnet_default_params(void)
     p.gnn.batch = 32;
     p.gnn.patience = 15;
     p.gnn.nthreads = 2;
+    p.ensemble = 1;
     return p;
+}
+
+/* Trains p->ensemble models on the same split, the i-th with seed gnn.seed + i, chained into one
+ * ensemble (pp_gnn_forward averages them); rep gets the first member's training report. */
+static perfpred_status train_ensemble(const pp_fitnet_params *p, int T, const pp_gnn_graph *samples,
+                                      int n_s, const int *train, int n_train, const int *val,
+                                      int n_val, pp_gnn **out, pp_gnn_report *rep, pp_err *err)
+{
+    *out = NULL;
+    pp_gnn **tail = out;
+    perfpred_status st = PERFPRED_OK;
+    for (int i = 0; i < p->ensemble && !st; i++) {
+        pp_gnn_params gp = p->gnn;
+        gp.seed = p->gnn.seed + (uint64_t)i;
+        pp_gnn *g = NULL;
+        st = pp_gnn_new(PP_GNN_GRAPH_NODE_FEAT, PP_GNN_GRAPH_EDGE_FEAT, PP_FITNET_N_GLOBALS, T, &gp,
+                        &g, err);
+        if (!st) {
+            *tail = g;
+            tail = &g->next;
+            pp_gnn_report r;
+            st = pp_gnn_train(g, samples, n_s, train, n_train, val, n_val, &r, err);
+            if (i == 0 && rep) *rep = r;
+        }
+    }
+    if (st) {
+        pp_gnn_free(*out);
+        *out = NULL;
+    }
+    return st;
 }
 
 /* Bucket 0..99 of a row: its family's hash bucket, else a hash of the family name. */
@@ -414,6 +445,7 @@ static perfpred_status write_eval(const char *path, const char *device,
     }
     if (p->heldout_families && p->heldout_families[0])
         cJSON_AddStringToObject(root, "heldout_families", p->heldout_families);
+    cJSON_AddNumberToObject(root, "ensemble", p->ensemble);
     cJSON_AddNumberToObject(root, "rows", r->n_rows);
     cJSON_AddNumberToObject(root, "rows_used", r->n_used);
     cJSON_AddNumberToObject(root, "rows_constant", r->n_constant);
@@ -456,6 +488,10 @@ perfpred_status pp_fit_networks(const char *device, const pp_net_row *rows, int 
                           p.heldout_pct, p.val_pct);
     perfpred_status st = pp_gnn_check_params(&p.gnn, err);
     if (st) return st;
+    if (p.ensemble < 1 || p.ensemble > PP_FITNET_MAX_ENSEMBLE)
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                          "fit networks: ensemble %d must be 1..%d", p.ensemble,
+                          PP_FITNET_MAX_ENSEMBLE);
     perfpred_ctx *ctx;
     if ((st = open_ctx(p.config_dir, &ctx, err))) return st;
     perfpred_device_info info;
@@ -603,19 +639,13 @@ perfpred_status pp_fit_networks(const char *device, const pp_net_row *rows, int 
     }
     int T = have_energy ? 2 : 1;
     double tt0 = pp_now_s();
-    st = pp_gnn_new(PP_GNN_GRAPH_NODE_FEAT, PP_GNN_GRAPH_EDGE_FEAT, PP_FITNET_N_GLOBALS, T, &p.gnn,
-                    &corr, err);
-    if (!st)
-        st = pp_gnn_train(corr, samples, n_s, fs.train, fs.n_train, fs.val, fs.n_val, &rep->gnn,
-                          err);
+    st = train_ensemble(&p, T, samples, n_s, fs.train, fs.n_train, fs.val, fs.n_val, &corr,
+                        &rep->gnn, err);
     rep->seconds_train = pp_now_s() - tt0;
     if (!st && p.direct_ablation) {
         tt0 = pp_now_s();
-        st = pp_gnn_new(PP_GNN_GRAPH_NODE_FEAT, PP_GNN_GRAPH_EDGE_FEAT, PP_FITNET_N_GLOBALS, T,
-                        &p.gnn, &dir, err);
-        if (!st)
-            st = pp_gnn_train(dir, direct_s, n_s, fs.train, fs.n_train, fs.val, fs.n_val,
-                              &rep->gnn_direct, err);
+        st = train_ensemble(&p, T, direct_s, n_s, fs.train, fs.n_train, fs.val, fs.n_val, &dir,
+                            &rep->gnn_direct, err);
         rep->seconds_train_direct = pp_now_s() - tt0;
     }
     for (int t = 0; !st && t < T; t++) {

@@ -101,11 +101,12 @@ perfpred_status perfpred_calibrate_fit_networks(const perfpred_netfit_params *p,
     fp.table_path = rows->path;
     fp.heldout_families = p->heldout_families;
     if (p->epochs < 0 || p->hidden < 0 || p->lr < 0 || p->weight_decay < 0 ||
-        !(p->huber_delta >= 0) || p->max_train < 0) {
+        !(p->huber_delta >= 0) || p->max_train < 0 || p->ensemble < 0) {
         st = pp_err_set(&err, PERFPRED_ERR_INVALID_ARG, "epochs, hidden, lr, weight_decay, "
-                        "huber_delta and max_train must not be negative");
+                        "huber_delta, max_train and ensemble must not be negative");
         goto done;
     }
+    if (p->ensemble > 0) fp.ensemble = p->ensemble;
     if (p->epochs) fp.gnn.epochs = p->epochs;
     if (p->hidden) fp.gnn.hidden = p->hidden;
     if (p->lr > 0) fp.gnn.lr = p->lr;

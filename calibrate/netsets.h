@@ -121,6 +121,8 @@ perfpred_status pp_fitnet_sample_from(const pp_graph *g, const double *per_node_
 #define PP_FITNET_LATENCY 0
 #define PP_FITNET_ENERGY 1
 
+#define PP_FITNET_MAX_ENSEMBLE 16
+
 typedef struct pp_fitnet_params {
     int max_train;        /* training rows, chosen deterministically by hash bucket: 2500 */
     int max_val;          /* validation rows (early stopping): 400 */
@@ -131,6 +133,8 @@ typedef struct pp_fitnet_params {
     int write_artifacts;  /* write out_dir/gnn-latency.{bin,json}: 1 */
     pp_gnn_params gnn;    /* defaults: 3 layers, hidden 32, lr 2e-3, 60 epochs, batch 32,
                              patience 15, seed 1, nthreads 2 */
+    int ensemble;         /* models trained with seeds gnn.seed, gnn.seed + 1, ..., whose
+                             predictions are averaged (pp_gnn_forward): 1 (1..16) */
     const char *config_dir;   /* descriptors and layer models; NULL = default */
     const char *data_desc;    /* provenance for the manifest (dataset, file, commit) */
     const char *table_path;   /* where relative .onnx refs live (NULL: working directory) */

@@ -26,6 +26,7 @@ static const char calibrate_usage[] =
     "          --huber D: Huber loss on log(measured / layer sum) with threshold D and early\n"
     "          stopping on validation mean |error| (default: squared error),\n"
     "          --seed N: the GNN's initialization and minibatch order (default 1),\n"
+    "          --ensemble K: K GNNs with seeds N..N+K-1, their corrections averaged (1),\n"
     "          --max-train N: training rows kept when there are more (default 2500))\n"
     "       perfpred calibrate import --dataset NAME --root DIR -o LAYERS.csv [options]\n"
     "\n"
@@ -604,6 +605,7 @@ static int netfit(const perfpred_netfit_params *params, int json)
                 cJSON_AddNumberToObject(v, "mae_log_latency", r->val_mae_latency);
             cJSON_AddStringToObject(v, "criterion", params->huber_delta > 0 ? "mae" : "mse");
             cJSON_AddNumberToObject(v, "huber_delta", params->huber_delta);
+            cJSON_AddNumberToObject(o, "ensemble", params->ensemble > 0 ? params->ensemble : 1);
         }
         cli_print_json(o);
     } else {
@@ -630,6 +632,10 @@ static int netfit(const perfpred_netfit_params *params, int json)
             else
                 printf("\nvalidation (early stopping)");
             printf(": %d rows, best epoch %d of %d", r->n_val, r->best_epoch, r->epochs_run);
+            if (params->ensemble > 1)
+                printf(" (the first of %d GNNs, seeds %lld..%lld, averaged)", params->ensemble,
+                       params->seed < 0 ? 1LL : params->seed,
+                       (params->seed < 0 ? 1LL : params->seed) + params->ensemble - 1);
             if (r->val_rmse_latency >= 0)
                 printf(", RMSE of log(measured / layer sum) %.4f", r->val_rmse_latency);
             if (r->val_mae_latency >= 0) printf(", mean |error| %.4f", r->val_mae_latency);
@@ -757,6 +763,10 @@ static int cmd_fit(int argc, char **argv)
             if (!(v = value(&A, "--huber")) || parse_num(v, "--huber", 1e-4, 10.0, &gnn.huber_delta))
                 return EXIT_USAGE;
             gnn_opts = 1;
+        } else if (is_opt(a, "--ensemble")) {
+            if (!(v = value(&A, "--ensemble")) || parse_int(v, "--ensemble", 1, 16, &gnn.ensemble))
+                return EXIT_USAGE;
+            gnn_opts = 1;
         } else if (is_opt(a, "--datasets")) {
             if (!(datasets = value(&A, "--datasets"))) return EXIT_USAGE;
         } else if (is_opt(a, "--conv-gpu")) {
@@ -833,7 +843,7 @@ static int cmd_fit(int argc, char **argv)
     }
     if (heldout_families || gnn_opts || overhead) {
         cli_error("calibrate fit: --heldout-families, --epochs, --hidden, --lr, --weight-decay, "
-                  "--huber and --max-train go with --networks");
+                  "--huber, --max-train and --ensemble go with --networks");
         return EXIT_USAGE;
     }
     if ((p.n_layers_csvs > 0) == (p.neusight_root != NULL)) {

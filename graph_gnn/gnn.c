@@ -125,9 +125,27 @@ void pp_gnn_init_weights(pp_gnn *m, uint64_t seed)
     m->adam_t = 0;
 }
 
+static void free_one(pp_gnn *m);
+
 void pp_gnn_free(pp_gnn *m)
 {
-    if (!m) return;
+    while (m) {
+        pp_gnn *next = m->next;
+        m->next = NULL;
+        free_one(m);
+        m = next;
+    }
+}
+
+int pp_gnn_members(const pp_gnn *m)
+{
+    int n = 0;
+    for (; m; m = m->next) n++;
+    return n;
+}
+
+static void free_one(pp_gnn *m)
+{
     free(m->w);
     free(m->grad);
     free(m->adam_m);
@@ -468,9 +486,9 @@ static perfpred_status check_sample_dims(const pp_gnn *m, const pp_gnn_graph *s,
     return PERFPRED_OK;
 }
 
-perfpred_status pp_gnn_forward(const pp_gnn *m, const pp_gnn_graph *s, double *out, pp_err *err)
+static perfpred_status forward_one(const pp_gnn *m, const pp_gnn_graph *s, double *out,
+                                   pp_err *err)
 {
-    if (!m || !s || !out) return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "gnn: NULL argument");
     perfpred_status st = check_sample_dims(m, s, -1, err);
     if (st) return st;
     gnn_ws ws;
@@ -481,6 +499,24 @@ perfpred_status pp_gnn_forward(const pp_gnn *m, const pp_gnn_graph *s, double *o
         out[t] = (double)m->y_mean[t] + (double)m->y_std[t] * (double)ws.o[t];
     ws_free(&ws);
     return PERFPRED_OK;
+}
+
+perfpred_status pp_gnn_forward(const pp_gnn *m, const pp_gnn_graph *s, double *out, pp_err *err)
+{
+    if (!m || !s || !out) return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "gnn: NULL argument");
+    perfpred_status st = forward_one(m, s, out, err);
+    int n = 1;
+    for (const pp_gnn *q = m->next; q && !st; q = q->next, n++) {
+        double o[PP_GNN_MAX_TARGETS];
+        if (q->n_targets != m->n_targets)
+            return pp_err_set(err, PERFPRED_ERR_MODEL,
+                              "gnn: ensemble member %d predicts %d targets, the first %d", n + 1,
+                              q->n_targets, m->n_targets);
+        if ((st = forward_one(q, s, o, err))) break;
+        for (int t = 0; t < m->n_targets; t++) out[t] += o[t];
+    }
+    for (int t = 0; !st && n > 1 && t < m->n_targets; t++) out[t] /= n;
+    return st;
 }
 
 /* Standardized targets: ytil_t = (y_t - y_mean_t) / y_std_t. */

@@ -110,8 +110,22 @@ static unsigned char *weights_bytes(const pp_gnn *m, size_t *len)
     return b;
 }
 
+/* Member i (2..K) of an ensemble saved beside path: "<stem>.<i><ext>" (gnn-latency.2.bin). */
+static int member_path(char *out, size_t n, const char *path, int i)
+{
+    const char *base = base_name(path), *dot = strrchr(base, '.');
+    size_t stem = dot ? (size_t)(dot - path) : strlen(path);
+    int k = snprintf(out, n, "%.*s.%d%s", (int)stem, path, i, dot ? dot : "");
+    return k > 0 && (size_t)k < n;
+}
+
+typedef struct member_rec {
+    char file[256];
+    char hex[17];
+} member_rec;
+
 static cJSON *manifest_json(const pp_gnn *m, const char *weights_path, size_t wlen, uint64_t hash,
-                            const pp_gnn_provenance *prov)
+                            const pp_gnn_provenance *prov, const member_rec *members, int n_members)
 {
     cJSON *root = cJSON_CreateObject(), *o;
     char hex[17], seed[24];
@@ -143,6 +157,15 @@ static cJSON *manifest_json(const pp_gnn *m, const char *weights_path, size_t wl
     ok = ok && cJSON_AddNumberToObject(o, "huber_delta", m->params.huber_delta);
     ok = ok && cJSON_AddStringToObject(o, "seed", seed);
     ok = ok && cJSON_AddNumberToObject(o, "nthreads", m->params.nthreads);
+    if (ok && n_members > 0) { /* members 2..K of a seed ensemble, averaged by pp_gnn_forward */
+        ok = (o = cJSON_AddArrayToObject(root, "ensemble")) != NULL;
+        for (int i = 0; ok && i < n_members; i++) {
+            cJSON *e = cJSON_CreateObject();
+            ok = e && cJSON_AddItemToArray(o, e);
+            ok = ok && cJSON_AddStringToObject(e, "file", members[i].file);
+            ok = ok && cJSON_AddStringToObject(e, "fnv1a64", members[i].hex);
+        }
+    }
     ok = ok && cJSON_AddStringToObject(root, "data", prov && prov->data ? prov->data : "");
     ok = ok && cJSON_AddStringToObject(root, "split", prov && prov->split ? prov->split : "");
     ok = ok && (o = cJSON_AddArrayToObject(root, "target_names"));
@@ -179,19 +202,58 @@ static cJSON *manifest_json(const pp_gnn *m, const char *weights_path, size_t wl
     return root;
 }
 
+static perfpred_status save_one(const pp_gnn *m, const char *weights_path,
+                                const char *manifest_path, const pp_gnn_provenance *prov,
+                                const member_rec *members, int n_members, uint64_t *hash_out,
+                                pp_err *err);
+
 perfpred_status pp_gnn_save(const pp_gnn *m, const char *weights_path, const char *manifest_path,
                             const pp_gnn_provenance *prov, pp_err *err)
 {
     if (!m || !weights_path)
         return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "gnn save: NULL model or path");
+    int n_members = pp_gnn_members(m) - 1;
+    if (n_members == 0) return save_one(m, weights_path, manifest_path, prov, NULL, 0, NULL, err);
+    if (!manifest_path)
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                          "%s: an ensemble needs a manifest to list its members", weights_path);
+    member_rec *rec = calloc((size_t)n_members, sizeof *rec);
+    if (!rec) return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", weights_path);
+    perfpred_status st = PERFPRED_OK;
+    int i = 0;
+    for (const pp_gnn *q = m->next; q && !st; q = q->next, i++) {
+        char wp[1200], mp[1200];
+        uint64_t h = 0;
+        if (!member_path(wp, sizeof wp, weights_path, i + 2) ||
+            !member_path(mp, sizeof mp, manifest_path, i + 2) ||
+            strlen(base_name(wp)) >= sizeof rec[i].file) {
+            st = pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: path too long", weights_path);
+            break;
+        }
+        if ((st = save_one(q, wp, mp, prov, NULL, 0, &h, err))) break;
+        memcpy(rec[i].file, base_name(wp), strlen(base_name(wp)) + 1); /* length checked above */
+        snprintf(rec[i].hex, sizeof rec[i].hex, "%016" PRIx64, h);
+    }
+    /* the first member's manifest last: it is what names the members */
+    if (!st) st = save_one(m, weights_path, manifest_path, prov, rec, n_members, NULL, err);
+    free(rec);
+    return st;
+}
+
+static perfpred_status save_one(const pp_gnn *m, const char *weights_path,
+                                const char *manifest_path, const pp_gnn_provenance *prov,
+                                const member_rec *members, int n_members, uint64_t *hash_out,
+                                pp_err *err)
+{
     size_t len;
     unsigned char *b = weights_bytes(m, &len);
     if (!b) return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", weights_path);
     uint64_t hash = fnv1a64(b, len);
+    if (hash_out) *hash_out = hash;
     perfpred_status st = pp_write_file_atomic(weights_path, b, len, err);
     free(b);
     if (st || !manifest_path) return st;
-    cJSON *root = manifest_json(m, weights_path, len, hash, prov);
+    cJSON *root = manifest_json(m, weights_path, len, hash, prov, members, n_members);
     char *text = root ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);
     if (!text) return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", manifest_path);
@@ -393,7 +455,8 @@ static perfpred_status apply_manifest(pp_gnn *m, const char *mpath, const char *
     static const char *const r_opt[] = {"val_mae", NULL}; /* absent before it was kept */
     perfpred_status st;
     const char *s;
-    if ((st = j_keys(&c, root, "manifest", top, NULL))) return st;
+    static const char *const top_opt[] = {"ensemble", NULL}; /* members 2..K of an ensemble */
+    if ((st = j_keys(&c, root, "manifest", top, top_opt))) return st;
     if (!(s = j_str(&c, root, "format"))) return err ? err->status : PERFPRED_ERR_PARSE;
     if (strcmp(s, M_FORMAT) != 0)
         return pp_err_set(err, PERFPRED_ERR_MODEL, "%s: format '%s', want '%s'", mpath, s, M_FORMAT);
@@ -500,6 +563,57 @@ static perfpred_status apply_manifest(pp_gnn *m, const char *mpath, const char *
     return PERFPRED_OK;
 }
 
+/* Loads the members a manifest's "ensemble" lists (files beside the first member's, each with its
+ * own manifest, pp_gnn_save's names) and chains them after m. */
+static perfpred_status load_members(pp_gnn *m, const char *mpath, const char *wpath,
+                                    const cJSON *root, pp_err *err)
+{
+    const cJSON *ens = cJSON_GetObjectItemCaseSensitive(root, "ensemble");
+    if (!ens) return PERFPRED_OK;
+    if (!cJSON_IsArray(ens) || cJSON_GetArraySize(ens) < 1)
+        return pp_err_set(err, PERFPRED_ERR_PARSE,
+                          "%s: 'ensemble' must list the members' files and checksums", mpath);
+    jctx c = {mpath, err};
+    static const char *const ek[] = {"file", "fnv1a64", NULL};
+    pp_gnn *tail = m;
+    int i = 2;
+    for (const cJSON *e = ens->child; e; e = e->next, i++) {
+        perfpred_status st = j_keys(&c, e, "ensemble member", ek, NULL);
+        if (st) return st;
+        const char *file = j_str(&c, e, "file"), *hex = j_str(&c, e, "fnv1a64");
+        if (!file || !hex) return err ? err->status : PERFPRED_ERR_PARSE;
+        char wp[1200], mp[1200];
+        if (!member_path(wp, sizeof wp, wpath, i) || !member_path(mp, sizeof mp, mpath, i))
+            return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: path too long", mpath);
+        if (strcmp(file, base_name(wp)) != 0)
+            return pp_err_set(err, PERFPRED_ERR_MODEL, "%s: ensemble member %d is '%s', want '%s'",
+                              mpath, i, file, base_name(wp));
+        uint8_t *b;
+        size_t len;
+        if ((st = pp_read_file(wp, &b, &len, err))) return st;
+        char have[17];
+        snprintf(have, sizeof have, "%016" PRIx64, fnv1a64(b, len));
+        free(b);
+        if (strcmp(have, hex) != 0)
+            return pp_err_set(err, PERFPRED_ERR_MODEL,
+                              "%s: ensemble member '%s' has checksum %s, the manifest lists %s "
+                              "(written by another fit?)",
+                              mpath, wp, have, hex);
+        pp_gnn *q = NULL;
+        if ((st = pp_gnn_load(wp, mp, &q, err))) return st;
+        if (q->next || q->n_targets != m->n_targets || q->n_feat != m->n_feat ||
+            q->n_edge_feat != m->n_edge_feat || q->n_globals != m->n_globals) {
+            pp_gnn_free(q);
+            return pp_err_set(err, PERFPRED_ERR_MODEL,
+                              "%s: ensemble member '%s' has other inputs or targets than the first",
+                              mpath, wp);
+        }
+        tail->next = q;
+        tail = q;
+    }
+    return PERFPRED_OK;
+}
+
 perfpred_status pp_gnn_load(const char *weights_path, const char *manifest_path, pp_gnn **out,
                             pp_err *err)
 {
@@ -531,6 +645,7 @@ perfpred_status pp_gnn_load(const char *weights_path, const char *manifest_path,
                             manifest_path, at);
         } else {
             st = apply_manifest(m, manifest_path, weights_path, wb, wlen, root, err);
+            if (!st) st = load_members(m, manifest_path, weights_path, root, err);
             cJSON_Delete(root);
         }
         free(mb);

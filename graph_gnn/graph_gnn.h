@@ -138,6 +138,10 @@ typedef struct pp_gnn {
     float y_mean[PP_GNN_MAX_TARGETS], y_std[PP_GNN_MAX_TARGETS];
     int trained;                                    /* report is valid */
     pp_gnn_report report;
+    /* Seed ensemble: the next member, or NULL. pp_gnn_forward averages the members' outputs (each
+     * through its own standardization); training and gradients see this model alone. The chain
+     * belongs to the first member: pp_gnn_free frees it whole. */
+    struct pp_gnn *next;
 } pp_gnn;
 
 /* Allocates a model for F node, Fe edge and G global features and T targets (1..3) and initializes
@@ -148,8 +152,11 @@ void pp_gnn_free(pp_gnn *gnn);
 /* Re-initializes weights (and clears Adam state) from seed. */
 void pp_gnn_init_weights(pp_gnn *gnn, uint64_t seed);
 
-/* Predicts every target of one sample (in target units: log-ratios). */
+/* Predicts every target of one sample (in target units: log-ratios); for an ensemble, the mean of
+ * its members' predictions. */
 perfpred_status pp_gnn_forward(const pp_gnn *gnn, const pp_gnn_graph *s, double *out, pp_err *err);
+/* Members of the ensemble that starts at gnn (1 for a single model, 0 for NULL). */
+int pp_gnn_members(const pp_gnn *gnn);
 
 /* Zeroes gnn->grad, then accumulates the gradient of the masked MSE over samples[idx[0..n-1]]
  * (idx NULL: samples 0..n-1) and stores that loss (standardized units) in *loss. */
@@ -184,11 +191,15 @@ typedef struct pp_gnn_provenance {
 } pp_gnn_provenance;
 
 /* Writes weights_path and (if not NULL) manifest_path, each atomically. prov may be NULL: the
- * manifest then records empty data and split descriptions. */
+ * manifest then records empty data and split descriptions. An ensemble's members 2..K go to
+ * <weights stem>.<i>.bin and <manifest stem>.<i>.json (gnn-latency.2.bin, gnn-latency.2.json)
+ * first, each with its own manifest, and the first member's manifest, written last, lists their
+ * files and checksums ("ensemble"); it needs a manifest_path. */
 perfpred_status pp_gnn_save(const pp_gnn *gnn, const char *weights_path, const char *manifest_path,
                             const pp_gnn_provenance *prov, pp_err *err);
 /* Reads a weights file; with a manifest, also checks that it describes this file (name, size,
- * checksum, dims) and restores params and report from it. */
+ * checksum, dims) and restores params and report from it, and loads the ensemble members it lists
+ * (each checked against its own manifest and the checksum listed). */
 perfpred_status pp_gnn_load(const char *weights_path, const char *manifest_path, pp_gnn **out,
                             pp_err *err);
 

@@ -717,6 +717,8 @@ typedef struct perfpred_netfit_params {
                                     < 0: the default (1) */
     int max_train;               /* training rows kept (by a seeded hash of the model ref) when
                                     there are more; 0: the default (2500) */
+    int ensemble;                /* GNNs trained with seeds seed, seed + 1, ... and averaged
+                                    (their mean log correction); 0: the default (1), at most 16 */
 } perfpred_netfit_params;
 perfpred_netfit_params perfpred_netfit_default_params(void);
 

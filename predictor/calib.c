@@ -57,7 +57,7 @@ static const pp_device *resolve_source(const pp_calib *c, const pp_device *d)
 }
 
 /* The "data" line of a correction's manifest, for provenance. */
-static char *gnn_data_text(const char *manifest, const char *dev)
+static char *gnn_data_text(const char *manifest, const char *dev, int members)
 {
     uint8_t *buf = NULL;
     size_t len = 0;
@@ -69,11 +69,13 @@ static char *gnn_data_text(const char *manifest, const char *dev)
         const cJSON *data = j ? cJSON_GetObjectItemCaseSensitive(j, "data") : NULL;
         const cJSON *d2 = cJSON_IsObject(data) ? cJSON_GetObjectItemCaseSensitive(data, "data")
                                                 : data;
+        char ens[48] = "";
+        if (members > 1) snprintf(ens, sizeof ens, " (mean of %d GNNs)", members);
         if (cJSON_IsString(d2) && d2->valuestring[0])
             snprintf(out, sizeof out,
-                     "layer sum x graph-level GNN correction of %s, trained on %s (other model "
+                     "layer sum x graph-level GNN correction%s of %s, trained on %s (other model "
                      "families extrapolate)",
-                     dev, d2->valuestring);
+                     ens, dev, d2->valuestring);
         cJSON_Delete(j);
     }
     free(buf);
@@ -97,7 +99,7 @@ static perfpred_status load_gnns(pp_calib *c, const char *config_dir, pp_err *er
         if (stat(bin, &sb) != 0) continue;
         perfpred_status st = pp_gnn_load(bin, man, &c->gnn[i], err);
         if (st) return st;
-        if (!(c->gnn_text[i] = gnn_data_text(man, d->name)))
+        if (!(c->gnn_text[i] = gnn_data_text(man, d->name, pp_gnn_members(c->gnn[i]))))
             return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
     }
     return PERFPRED_OK;

@@ -923,6 +923,89 @@ static void save_load_should_round_trip_bit_identical(void **state)
     for (int i = 0; i < NS; i++) owned_free(&og[i]);
 }
 
+/* A seed ensemble predicts the mean of its members, saves each member beside the first with its
+ * own manifest, loads back to the same predictions, and refuses a member file that another fit
+ * overwrote. */
+static void ensemble_should_average_and_round_trip(void **state)
+{
+    (void)state;
+    enum { NS = 12, K = 3 };
+    owned_graph og[NS];
+    pp_gnn_graph gs[NS];
+    make_dataset(og, gs, NS, 7);
+    int tr[9] = {0, 1, 2, 3, 4, 5, 6, 7, 8}, va[3] = {9, 10, 11};
+    pp_gnn *m[K], *ens = NULL, *l = NULL;
+    for (int k = 0; k < K; k++) {
+        pp_gnn_params p = pp_gnn_default_params();
+        p.layers = 2;
+        p.hidden = 6;
+        p.epochs = 4;
+        p.seed = 11 + (uint64_t)k;
+        assert_int_equal(pp_gnn_new(3, 1, 1, 2, &p, &m[k], NULL), PERFPRED_OK);
+        assert_int_equal(pp_gnn_train(m[k], gs, NS, tr, 9, va, 3, NULL, NULL), PERFPRED_OK);
+    }
+    /* the members' own predictions, before they are chained */
+    double own[K][NS][2];
+    for (int k = 0; k < K; k++)
+        for (int b = 0; b < NS; b++)
+            assert_int_equal(pp_gnn_forward(m[k], &gs[b], own[k][b], NULL), PERFPRED_OK);
+    m[0]->next = m[1];
+    m[1]->next = m[2];
+    ens = m[0];
+    assert_int_equal(pp_gnn_members(ens), K);
+    assert_int_equal(pp_gnn_members(NULL), 0);
+    int differ = 0;
+    for (int b = 0; b < NS; b++) {
+        double o[2];
+        assert_int_equal(pp_gnn_forward(ens, &gs[b], o, NULL), PERFPRED_OK);
+        for (int t = 0; t < 2; t++) {
+            double mean = (own[0][b][t] + own[1][b][t] + own[2][b][t]) / 3.0;
+            assert_true(fabs(o[t] - mean) <= 1e-12 * (1.0 + fabs(mean)));
+            differ |= own[0][b][t] != own[1][b][t];
+        }
+    }
+    assert_true(differ); /* the seeds made different members */
+    path_buf wpb = tmp_path("_ens.bin"), mpb = tmp_path("_ens.json");
+    path_buf w2 = tmp_path("_ens.2.bin"), m2 = tmp_path("_ens.2.json");
+    path_buf w3 = tmp_path("_ens.3.bin"), m3 = tmp_path("_ens.3.json");
+    pp_err err = {0};
+    /* members are listed in the first member's manifest: no manifest, no ensemble */
+    assert_int_equal(pp_gnn_save(ens, wpb.p, NULL, NULL, &err), PERFPRED_ERR_INVALID_ARG);
+    assert_int_equal(pp_gnn_save(ens, wpb.p, mpb.p, NULL, &err), PERFPRED_OK);
+    assert_int_equal(access(w2.p, R_OK) | access(m2.p, R_OK) | access(w3.p, R_OK) |
+                         access(m3.p, R_OK),
+                     0);
+    assert_int_equal(pp_gnn_load(wpb.p, mpb.p, &l, &err), PERFPRED_OK);
+    assert_int_equal(pp_gnn_members(l), K);
+    for (int b = 0; b < NS; b++) {
+        double o1[2], o2[2];
+        assert_int_equal(pp_gnn_forward(ens, &gs[b], o1, NULL), PERFPRED_OK);
+        assert_int_equal(pp_gnn_forward(l, &gs[b], o2, NULL), PERFPRED_OK);
+        assert_memory_equal(o1, o2, sizeof o1);
+    }
+    pp_gnn_free(l);
+    /* a member's weights loaded alone are that member */
+    assert_int_equal(pp_gnn_load(w3.p, m3.p, &l, &err), PERFPRED_OK);
+    assert_int_equal(pp_gnn_members(l), 1);
+    assert_memory_equal(l->w, m[2]->w, m[2]->n_params * sizeof(float));
+    pp_gnn_free(l);
+    /* member 2 overwritten by another model (with a matching manifest of its own): refused */
+    m[0]->next = NULL;
+    assert_int_equal(pp_gnn_save(m[0], w2.p, m2.p, NULL, &err), PERFPRED_OK);
+    l = NULL;
+    assert_int_equal(pp_gnn_load(wpb.p, mpb.p, &l, &err), PERFPRED_ERR_MODEL);
+    assert_null(l);
+    assert_non_null(strstr(err.msg, "_ens.2.bin"));
+    /* and a missing member is an I/O error naming it */
+    unlink(w2.p);
+    assert_int_not_equal(pp_gnn_load(wpb.p, mpb.p, &l, &err), PERFPRED_OK);
+    assert_non_null(strstr(err.msg, "_ens.2.bin"));
+    for (path_buf *q = (path_buf[]){wpb, mpb, m2, w3, m3}, *e = q + 5; q < e; q++) unlink(q->p);
+    m[0]->next = m[1];
+    pp_gnn_free(ens); /* frees the chain */
+    for (int i = 0; i < NS; i++) owned_free(&og[i]);
+}
+
 static void load_should_reject_corrupt_files(void **state)
 {
     pp_gnn_params p = pp_gnn_default_params();
@@ -1177,6 +1260,7 @@ int main(void)
         cmocka_unit_test(train_with_huber_should_resist_outliers_and_stop_on_mae),
         cmocka_unit_test(train_should_reject_bad_splits),
         cmocka_unit_test(save_load_should_round_trip_bit_identical),
+        cmocka_unit_test(ensemble_should_average_and_round_trip),
         cmocka_unit_test(load_should_reject_corrupt_files),
         cmocka_unit_test(sample_from_graph_should_follow_producers),
         cmocka_unit_test(graph_check_should_reject_bad_csr),

@@ -355,6 +355,29 @@ static void fit_should_train_on_real_rows_and_save_a_loadable_artifact(void **st
     char evalp[4200];
     snprintf(evalp, sizeof evalp, "%s/gnn-latency.eval.json", dir1);
     assert_int_equal(access(evalp, R_OK), 0);
+
+    /* an ensemble of 2 (seeds 7 and 8, one split): its first member is the seed-7 model byte for
+     * byte, the second is saved beside it, and the saved pair judges as the fit did */
+    p.gnn.seed = 7;
+    p.ensemble = 2;
+    pp_fitnet_report r3;
+    if (pp_fit_networks("rpi4", t->rows, t->n, &p, dir2, &r3, &err)) fail_msg("%s", err.msg);
+    read_all(r.weights_path, &a, &la);
+    read_all(r3.weights_path, &b, &lb);
+    assert_int_equal(la, lb);
+    assert_memory_equal(a, b, la);
+    free(a);
+    free(b);
+    assert_int_equal(pp_gnn_load(r3.weights_path, r3.manifest_path, &g, &err), PERFPRED_OK);
+    assert_int_equal(pp_gnn_members(g), 2);
+    assert_true(g->next->params.seed == 8);
+    pp_gnn_free(g);
+    assert_int_equal(pp_eval_networks("rpi4", t->rows, t->n, &p, dir2, &re, &err), PERFPRED_OK);
+    assert_true(re.target[0].corrected.mape_pct == r3.target[0].corrected.mape_pct);
+    assert_true(r3.target[0].corrected.mape_pct != lt->corrected.mape_pct);
+    p.ensemble = PP_FITNET_MAX_ENSEMBLE + 1;
+    assert_int_equal(pp_fit_networks("rpi4", t->rows, t->n, &p, dir2, &r3, &err),
+                     PERFPRED_ERR_INVALID_ARG);
     pp_net_table_free(t);
 }
 
