@@ -1,12 +1,14 @@
 /* predictor/calib.c: the calibrated side of a prediction: opens each descriptor's layer models
  * (configs/<artifacts>/manifest.json) at context open, reads their .ubj regressors the first time
- * a prediction needs them, and answers which device's models stand for a given device (itself,
- * its MIG parent, or its calibration_from). */
+ * a prediction needs them, does the same with each device's graph-level correction (manifest at
+ * open, weights on first use) and in-network overhead correction (read at open), and answers which
+ * device's models stand for a given device (itself, its MIG parent, or its calibration_from). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
+#include <pthread.h>
 #include <sys/stat.h>
 
 #include "graph_gnn/graph_gnn.h"
@@ -31,8 +33,14 @@ struct pp_calib {
     /* per device (pp_devices_at order): whose models answer, and the provenance text */
     const pp_device **src;
     char **text;
-    pp_gnn **gnn;        /* graph-level correction per device, or NULL */
-    char **gnn_text;
+    /* graph-level correction per device: its files (NULL when none), provenance and targets from
+     * the manifest at open; the weights once a prediction needs them (gnn_lock, gnn_done) */
+    char **gnn_bin, **gnn_man, **gnn_text;
+    int *gnn_targets;
+    pp_gnn **gnn;
+    int *gnn_done;       /* 1: gnn[i] or gnn_err[i] is final */
+    pp_err *gnn_err;
+    pthread_mutex_t gnn_lock;
     calib_overhead *ovh; /* in-network overhead correction per device: text NULL when none */
 };
 
@@ -56,40 +64,56 @@ static const pp_device *resolve_source(const pp_calib *c, const pp_device *d)
     return NULL;
 }
 
-/* The "data" line of a correction's manifest, for provenance. */
-static char *gnn_data_text(const char *manifest, const char *dev, int members)
+/* The "data" line of a correction's manifest, for provenance, and its targets (1 when the manifest
+ * cannot tell: pp_gnn_load will then say what is wrong with it). */
+static char *gnn_data_text(const char *manifest, const char *dev, int *n_targets)
 {
     uint8_t *buf = NULL;
     size_t len = 0;
     pp_err e = {0};
     char out[1024];
     snprintf(out, sizeof out, "graph-level GNN correction of %s", dev);
+    *n_targets = 1;
     if (pp_read_file(manifest, &buf, &len, &e) == PERFPRED_OK) {
         cJSON *j = cJSON_ParseWithLength((const char *)buf, len);
         const cJSON *data = j ? cJSON_GetObjectItemCaseSensitive(j, "data") : NULL;
         const cJSON *d2 = cJSON_IsObject(data) ? cJSON_GetObjectItemCaseSensitive(data, "data")
                                                 : data;
-        char ens[48] = "";
-        if (members > 1) snprintf(ens, sizeof ens, " (mean of %d GNNs)", members);
+        const cJSON *arch = j ? cJSON_GetObjectItemCaseSensitive(j, "architecture") : NULL;
+        const cJSON *t = arch ? cJSON_GetObjectItemCaseSensitive(arch, "targets") : NULL;
+        if (cJSON_IsNumber(t) && t->valueint >= 1 && t->valueint <= PP_GNN_MAX_TARGETS)
+            *n_targets = t->valueint;
+        const cJSON *ens = j ? cJSON_GetObjectItemCaseSensitive(j, "ensemble") : NULL;
+        int members = 1 + (cJSON_IsArray(ens) ? cJSON_GetArraySize(ens) : 0);
+        char es[48] = "";
+        if (members > 1) snprintf(es, sizeof es, " (mean of %d GNNs)", members);
         if (cJSON_IsString(d2) && d2->valuestring[0])
             snprintf(out, sizeof out,
                      "layer sum x graph-level GNN correction%s of %s, trained on %s (other model "
                      "families extrapolate)",
-                     ens, dev, d2->valuestring);
+                     es, dev, d2->valuestring);
         cJSON_Delete(j);
     }
     free(buf);
     return strdup(out);
 }
 
-/* Loads configs/artifacts/<name>/gnn-latency.{bin,json} of every whole device that has them. */
-static perfpred_status load_gnns(pp_calib *c, const char *config_dir, pp_err *err)
+/* Finds configs/artifacts/<name>/gnn-latency.{bin,json} of every whole device that has them and
+ * reads their manifests' provenance; the weights wait for pp_calib_gnn. */
+static perfpred_status find_gnns(pp_calib *c, const char *config_dir, pp_err *err)
 {
-    int nd = pp_devices_count(c->db);
-    c->gnn = calloc((size_t)nd + 1, sizeof *c->gnn);
-    c->gnn_text = calloc((size_t)nd + 1, sizeof *c->gnn_text);
-    if (!c->gnn || !c->gnn_text) return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < nd; i++) {
+    size_t nd = (size_t)pp_devices_count(c->db) + 1;
+    c->gnn = calloc(nd, sizeof *c->gnn);
+    c->gnn_bin = calloc(nd, sizeof *c->gnn_bin);
+    c->gnn_man = calloc(nd, sizeof *c->gnn_man);
+    c->gnn_text = calloc(nd, sizeof *c->gnn_text);
+    c->gnn_targets = calloc(nd, sizeof *c->gnn_targets);
+    c->gnn_done = calloc(nd, sizeof *c->gnn_done);
+    c->gnn_err = calloc(nd, sizeof *c->gnn_err);
+    if (!c->gnn || !c->gnn_bin || !c->gnn_man || !c->gnn_text || !c->gnn_targets ||
+        !c->gnn_done || !c->gnn_err)
+        return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < pp_devices_count(c->db); i++) {
         const pp_device *d = pp_devices_at(c->db, i);
         if (d->is_mig) continue;
         char bin[4096], man[4096];
@@ -97,9 +121,8 @@ static perfpred_status load_gnns(pp_calib *c, const char *config_dir, pp_err *er
         snprintf(man, sizeof man, "%s/artifacts/%s/gnn-latency.json", config_dir, d->name);
         struct stat sb;
         if (stat(bin, &sb) != 0) continue;
-        perfpred_status st = pp_gnn_load(bin, man, &c->gnn[i], err);
-        if (st) return st;
-        if (!(c->gnn_text[i] = gnn_data_text(man, d->name, pp_gnn_members(c->gnn[i]))))
+        if (!(c->gnn_bin[i] = strdup(bin)) || !(c->gnn_man[i] = strdup(man)) ||
+            !(c->gnn_text[i] = gnn_data_text(man, d->name, &c->gnn_targets[i])))
             return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
     }
     return PERFPRED_OK;
@@ -177,6 +200,7 @@ perfpred_status pp_calib_open(const pp_device_db *db, const char *config_dir, pp
         return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
     }
     c->db = db;
+    pthread_mutex_init(&c->gnn_lock, NULL);
     for (int i = 0; i < nd; i++) {
         const pp_device *d = pp_devices_at(db, i);
         if (d->is_mig) continue; /* slices answer through their parent */
@@ -200,7 +224,7 @@ perfpred_status pp_calib_open(const pp_device_db *db, const char *config_dir, pp
         c->e[c->n].lm = lm;
         c->n++;
     }
-    if ((st_gnn = load_gnns(c, config_dir, err)) || (st_gnn = load_overheads(c, config_dir, err))) {
+    if ((st_gnn = find_gnns(c, config_dir, err)) || (st_gnn = load_overheads(c, config_dir, err))) {
         pp_calib_close(c);
         return st_gnn;
     }
@@ -237,12 +261,20 @@ void pp_calib_close(pp_calib *c)
     if (!c) return;
     for (int i = 0; i < c->n; i++) pp_layer_models_free(c->e[i].lm);
     for (int i = 0; c->text && i < pp_devices_count(c->db); i++) free(c->text[i]);
-    for (int i = 0; c->gnn && i < pp_devices_count(c->db); i++) {
-        pp_gnn_free(c->gnn[i]);
-        free(c->gnn_text[i]);
+    for (int i = 0; i < pp_devices_count(c->db); i++) {
+        if (c->gnn) pp_gnn_free(c->gnn[i]);
+        if (c->gnn_text) free(c->gnn_text[i]);
+        if (c->gnn_bin) free(c->gnn_bin[i]);
+        if (c->gnn_man) free(c->gnn_man[i]);
     }
     free(c->gnn);
     free(c->gnn_text);
+    free(c->gnn_bin);
+    free(c->gnn_man);
+    free(c->gnn_targets);
+    free(c->gnn_done);
+    free(c->gnn_err);
+    pthread_mutex_destroy(&c->gnn_lock);
     for (int i = 0; c->ovh && i < pp_devices_count(c->db); i++) free(c->ovh[i].text);
     free(c->ovh);
     free(c->text);
@@ -291,12 +323,34 @@ int pp_calib_node_ms(const pp_calib *c, const pp_device *d, const pp_node_feat *
     return 1;
 }
 
-const struct pp_gnn *pp_calib_gnn(const pp_calib *c, const pp_device *d, const char **source)
+int pp_calib_has_gnn(const pp_calib *c, const pp_device *d, const char **source, int *n_targets)
 {
-    int i = c && c->gnn ? device_index(c, d) : -1;
-    if (i < 0) return NULL;
+    int i = c && c->gnn_bin ? device_index(c, d) : -1;
+    if (i < 0 || !c->gnn_bin[i]) return 0;
     if (source) *source = c->gnn_text[i];
-    return c->gnn[i];
+    if (n_targets) *n_targets = c->gnn_targets[i];
+    return 1;
+}
+
+perfpred_status pp_calib_gnn(const pp_calib *c, const pp_device *d, const struct pp_gnn **out,
+                             const char **source, pp_err *err)
+{
+    *out = NULL;
+    int i = c && c->gnn_bin ? device_index(c, d) : -1;
+    if (i < 0 || !c->gnn_bin[i]) return PERFPRED_OK;
+    /* the lock and the lazily filled slots are the context's own state, not its contents */
+    pp_calib *w = (pp_calib *)c;
+    pthread_mutex_lock(&w->gnn_lock);
+    if (!w->gnn_done[i]) {
+        pp_gnn_load(w->gnn_bin[i], w->gnn_man[i], &w->gnn[i], &w->gnn_err[i]);
+        w->gnn_done[i] = 1;
+    }
+    perfpred_status st = w->gnn_err[i].status;
+    if (st != PERFPRED_OK && err) *err = w->gnn_err[i];
+    *out = w->gnn[i];
+    pthread_mutex_unlock(&w->gnn_lock);
+    if (source) *source = c->gnn_text[i];
+    return st;
 }
 
 const struct pp_layer_models *pp_calib_own_models(const pp_calib *c, const pp_device *d)

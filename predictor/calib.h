@@ -30,11 +30,19 @@ perfpred_status pp_calib_ready(const pp_calib *c, const pp_device *d, pp_err *er
  * == d). Returns 1 when a model for the node's op kind answered, 0 otherwise. Thread-safe. */
 int pp_calib_node_ms(const pp_calib *c, const pp_device *d, const pp_node_feat *f, double *ms);
 
-/* The graph-level correction of device d (configs/artifacts/<d>/gnn-latency.{bin,json}), or NULL.
- * *source names its training data. Applied as latency = layer sum x exp(out[0]) and, when the
- * model has a second target, energy = layer sum x 1 W x exp(out[1]). */
+/* The graph-level correction of device d (configs/artifacts/<d>/gnn-latency.{bin,json}).
+ * Applied as latency = layer sum x exp(out[0]) and, when the model has a second target,
+ * energy = layer sum x 1 W x exp(out[1]).
+ * pp_calib_has_gnn: whether d has one (its manifest was read at open), *source naming its training
+ * data and *n_targets its targets; reads no weights.
+ * pp_calib_gnn: the correction itself, *out NULL when d has none. Its weights (and an ensemble's
+ * members) are read the first time a prediction asks, once, under a lock: a context that never
+ * predicts on d never pays for them. A weights file that fails to load fails every prediction on
+ * d with its error. Thread-safe. */
 struct pp_gnn;
-const struct pp_gnn *pp_calib_gnn(const pp_calib *c, const pp_device *d, const char **source);
+int pp_calib_has_gnn(const pp_calib *c, const pp_device *d, const char **source, int *n_targets);
+perfpred_status pp_calib_gnn(const pp_calib *c, const pp_device *d, const struct pp_gnn **out,
+                             const char **source, pp_err *err);
 /* d's in-network overhead correction: its provenance text (NULL when it has none), and where
  * not NULL its scale, per-kernel and per-megabyte times (latency = scale x layer sum +
  * per_kernel_ms x kernels + per_mb_ms x 10^6 bytes the kernels move). */

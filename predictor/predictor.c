@@ -128,10 +128,10 @@ static void fill_info(const perfpred_ctx *ctx, const pp_device *d, perfpred_devi
     o->calibration_source = cs ? src : NULL;
     o->calibration_device = cs ? cs->name : NULL;
     const char *gsrc = NULL;
-    const pp_gnn *gnn = pp_calib_gnn(ctx->calib, d, &gsrc);
-    if (gnn) {
+    int gnn_targets = 0;
+    if (pp_calib_has_gnn(ctx->calib, d, &gsrc, &gnn_targets)) {
         o->graph_correction = 1;
-        o->calibrated_energy = gnn->n_targets > 1;
+        o->calibrated_energy = gnn_targets > 1;
         if (!o->calibration_source) o->calibration_source = gsrc;
     }
     o->overhead_correction = pp_calib_overhead(ctx->calib, d, NULL, NULL, NULL) != NULL;
@@ -388,7 +388,9 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
     double bf = pp_precision_byte_factor(d);
 
     const char *gnn_src = NULL;
-    const pp_gnn *gnn = pp->layer_sum_only ? NULL : pp_calib_gnn(ctx->calib, d, &gnn_src);
+    const pp_gnn *gnn = NULL;
+    if (!pp->layer_sum_only && (rst = pp_calib_gnn(ctx->calib, d, &gnn, &gnn_src, err)))
+        return rst;
     pp_kernel_group *kernels = NULL;
     int n_groups = 0;
     perfpred_status kst = pp_graph_kernels(g, d, &kernels, &n_groups, err);

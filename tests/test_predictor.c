@@ -5,7 +5,11 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "graph/graph.h"
 #include "predictor/predictor.h"
@@ -177,6 +181,102 @@ static perfpred_model *fixture_b1(const char *file)
 /* host-cpu's composite_ops on real exports: every GELU (torchvision convnext_tiny has 18 nn.GELU)
  * and SiLU (efficientnet_b0: 49 nn.SiLU) becomes one kernel, while the 16 squeeze-excitation gates
  * (x * sigmoid(s), nn.Sigmoid then a multiply by a different tensor) stay a Sigmoid and a Mul. */
+static void copy_file(const char *from, const char *to, long flip_at)
+{
+    uint8_t *b;
+    size_t n;
+    assert_int_equal(pp_read_file(from, &b, &n, NULL), PERFPRED_OK);
+    if (flip_at >= 0 && (size_t)flip_at < n) b[flip_at] ^= 0x5a;
+    FILE *f = fopen(to, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(b, 1, n, f), n);
+    fclose(f);
+    free(b);
+}
+
+/* A device's GNN correction is read when a prediction first needs it, not at context open: with
+ * one member of epyc's five-GNN ensemble corrupted, the context opens, other devices predict, the
+ * device still reports its correction, and only a corrected prediction on it fails, naming the
+ * file; its layer sum alone still answers. */
+static void gnn_correction_should_load_when_first_needed(void **state)
+{
+    (void)state;
+    char dir[1024], sub[1100], from[1200], to[1200];
+    snprintf(dir, sizeof dir, "%s/pp_lazy_gnn_%ld", PP_BINARY_DIR, (long)getpid());
+    snprintf(sub, sizeof sub, "%s/artifacts", dir);
+    mkdir(dir, 0755);
+    mkdir(sub, 0755);
+    snprintf(sub, sizeof sub, "%s/artifacts/epyc-kvm-2vcpu", dir);
+    mkdir(sub, 0755);
+    snprintf(to, sizeof to, "%s/devices", dir);
+    unlink(to);
+    assert_int_equal(symlink(pp_test_path("configs/devices"), to), 0);
+    static const char *const files[] = {"gnn-latency", "gnn-latency.2", "gnn-latency.3",
+                                        "gnn-latency.4", "gnn-latency.5"};
+    for (int i = 0; i < 5; i++)
+        for (int j = 0; j < 2; j++) {
+            const char *ext = j ? ".json" : ".bin";
+            snprintf(from, sizeof from, "%s/%s%s",
+                     pp_test_path("configs/artifacts/epyc-kvm-2vcpu"), files[i], ext);
+            snprintf(to, sizeof to, "%s/%s%s", sub, files[i], ext);
+            copy_file(from, to, i == 3 && !j ? 200 : -1); /* a weight of member 4 */
+        }
+    perfpred_ctx_params cp = perfpred_ctx_default_params();
+    cp.config_dir = dir;
+    char err[1024] = "";
+    perfpred_status st;
+    perfpred_ctx *ctx = perfpred_ctx_open(&cp, &st, err, sizeof err);
+    if (!ctx) print_error("%s\n", err);
+    assert_non_null(ctx);
+    perfpred_device_info info;
+    assert_int_equal(perfpred_device_find(ctx, "epyc-kvm-2vcpu", &info), PERFPRED_OK);
+    assert_true(info.graph_correction);
+    assert_non_null(strstr(info.calibration_source, "mean of 5 GNNs"));
+    perfpred_model *m = fixture_b1("resnet18.onnx");
+    perfpred_prediction pr;
+    assert_int_equal(perfpred_predict(ctx, m, "host-cpu", NULL, &pr, err, sizeof err),
+                     PERFPRED_OK);
+    for (int k = 0; k < 2; k++) { /* the failure is remembered, not retried into another answer */
+        err[0] = 0;
+        assert_int_not_equal(perfpred_predict(ctx, m, "epyc-kvm-2vcpu", NULL, &pr, err, sizeof err),
+                             PERFPRED_OK);
+        assert_non_null(strstr(err, "gnn-latency.4.bin"));
+    }
+    perfpred_predict_params pp = perfpred_predict_default_params();
+    pp.layer_sum_only = 1;
+    assert_int_equal(perfpred_predict(ctx, m, "epyc-kvm-2vcpu", &pp, &pr, err, sizeof err),
+                     PERFPRED_OK);
+    perfpred_ctx_close(ctx);
+    /* repaired, the five answer: the corrected latency is not the layer sum */
+    snprintf(from, sizeof from, "%s/gnn-latency.4.bin",
+             pp_test_path("configs/artifacts/epyc-kvm-2vcpu"));
+    snprintf(to, sizeof to, "%s/gnn-latency.4.bin", sub);
+    copy_file(from, to, -1);
+    ctx = perfpred_ctx_open(&cp, &st, err, sizeof err);
+    assert_non_null(ctx);
+    perfpred_prediction a, b;
+    assert_int_equal(perfpred_predict(ctx, m, "epyc-kvm-2vcpu", NULL, &a, err, sizeof err),
+                     PERFPRED_OK);
+    assert_int_equal(perfpred_predict(ctx, m, "epyc-kvm-2vcpu", &pp, &b, err, sizeof err),
+                     PERFPRED_OK);
+    assert_true(isfinite(a.latency_ms.value) && a.latency_ms.value > 0);
+    assert_true(a.latency_ms.value != b.latency_ms.value);
+    assert_non_null(strstr(a.latency_ms.source, "mean of 5 GNNs"));
+    perfpred_ctx_close(ctx);
+    for (int i = 0; i < 5; i++)
+        for (int j = 0; j < 2; j++) {
+            snprintf(to, sizeof to, "%s/%s%s", sub, files[i], j ? ".json" : ".bin");
+            unlink(to);
+        }
+    snprintf(to, sizeof to, "%s/devices", dir);
+    unlink(to);
+    rmdir(sub);
+    snprintf(sub, sizeof sub, "%s/artifacts", dir);
+    rmdir(sub);
+    rmdir(dir);
+    perfpred_model_free(m);
+}
+
 static void composite_ops_should_fuse_decomposed_activations_only(void **state)
 {
     (void)state;
@@ -434,6 +534,7 @@ int main(void)
         cmocka_unit_test(roofline_should_match_hand_computation),
         cmocka_unit_test(fusion_rule_should_merge_conv_and_relu),
         cmocka_unit_test(composite_ops_should_fuse_decomposed_activations_only),
+        cmocka_unit_test(gnn_correction_should_load_when_first_needed),
         cmocka_unit_test(composite_op_should_be_timed_as_its_one_operator),
         cmocka_unit_test(habitat_scaling_should_follow_bandwidth_and_sms),
         cmocka_unit_test(mig_latency_should_be_monotone_in_slices),
