@@ -694,7 +694,9 @@ perfpred_status perfpred_scaling_check(const perfpred_scaling_params *p,
  * measurements: a dataset name (help-nb201, help-fbnet, help-ofa, hw-nas-bench-360, eagle: read in
  * place under datasets_root) or a network-measurement CSV (docs/measurements.md). Whole model
  * families (NAS architectures by hash bucket) are held out; the report gives the ablation on them.
- * Artifacts: <out_dir>/gnn-latency.{bin,json} (+ .eval.json), written atomically. */
+ * Artifacts: <out_dir>/gnn-latency.{bin,json} (+ .eval.json; an ensemble's members 2..K as
+ * gnn-latency.<i>.{bin,json}, written before the first member's manifest that lists them), each
+ * written atomically. */
 typedef struct perfpred_netfit_params {
     const char *device;          /* required */
     const char *source;          /* required: dataset name or CSV path */
