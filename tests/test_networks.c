@@ -264,6 +264,19 @@ static void read_all(const char *path, uint8_t **buf, size_t *len)
     assert_int_equal(pp_read_file(path, buf, len, &err), PERFPRED_OK);
 }
 
+/* 1 when the two files hold the same bytes */
+static int same_bytes(const char *p1, const char *p2)
+{
+    uint8_t *a, *b;
+    size_t la, lb;
+    read_all(p1, &a, &la);
+    read_all(p2, &b, &lb);
+    int same = la == lb && memcmp(a, b, la) == 0;
+    free(a);
+    free(b);
+    return same;
+}
+
 static void fit_should_train_on_real_rows_and_save_a_loadable_artifact(void **state)
 {
     (void)state;
@@ -336,22 +349,11 @@ static void fit_should_train_on_real_rows_and_save_a_loadable_artifact(void **st
     pp_fitnet_report r2;
     p.direct_ablation = 0;
     if (pp_fit_networks("rpi4", t->rows, t->n, &p, dir2, &r2, &err)) fail_msg("%s", err.msg);
-    uint8_t *a, *b;
-    size_t la, lb;
-    read_all(r.weights_path, &a, &la);
-    read_all(r2.weights_path, &b, &lb);
-    assert_int_equal(la, lb);
-    assert_memory_equal(a, b, la);
-    free(a);
-    free(b);
+    assert_true(same_bytes(r.weights_path, r2.weights_path));
     /* a different seed changes them */
     p.gnn.seed = 8;
     if (pp_fit_networks("rpi4", t->rows, t->n, &p, dir2, &r2, &err)) fail_msg("%s", err.msg);
-    read_all(r.weights_path, &a, &la);
-    read_all(r2.weights_path, &b, &lb);
-    assert_true(la != lb || memcmp(a, b, la) != 0);
-    free(a);
-    free(b);
+    assert_false(same_bytes(r.weights_path, r2.weights_path));
     char evalp[4200];
     snprintf(evalp, sizeof evalp, "%s/gnn-latency.eval.json", dir1);
     assert_int_equal(access(evalp, R_OK), 0);
@@ -362,12 +364,7 @@ static void fit_should_train_on_real_rows_and_save_a_loadable_artifact(void **st
     p.ensemble = 2;
     pp_fitnet_report r3;
     if (pp_fit_networks("rpi4", t->rows, t->n, &p, dir2, &r3, &err)) fail_msg("%s", err.msg);
-    read_all(r.weights_path, &a, &la);
-    read_all(r3.weights_path, &b, &lb);
-    assert_int_equal(la, lb);
-    assert_memory_equal(a, b, la);
-    free(a);
-    free(b);
+    assert_true(same_bytes(r.weights_path, r3.weights_path));
     assert_int_equal(pp_gnn_load(r3.weights_path, r3.manifest_path, &g, &err), PERFPRED_OK);
     assert_int_equal(pp_gnn_members(g), 2);
     assert_true(g->next->params.seed == 8);
