@@ -632,10 +632,10 @@ static int netfit(const perfpred_netfit_params *params, int json)
             else
                 printf("\nvalidation (early stopping)");
             printf(": %d rows, best epoch %d of %d", r->n_val, r->best_epoch, r->epochs_run);
+            long long seed = params->seed < 0 ? 1 : params->seed; /* the default: 1 */
             if (params->ensemble > 1)
                 printf(" (the first of %d GNNs, seeds %lld..%lld, averaged)", params->ensemble,
-                       params->seed < 0 ? 1LL : params->seed,
-                       (params->seed < 0 ? 1LL : params->seed) + params->ensemble - 1);
+                       seed, seed + params->ensemble - 1);
             if (r->val_rmse_latency >= 0)
                 printf(", RMSE of log(measured / layer sum) %.4f", r->val_rmse_latency);
             if (r->val_mae_latency >= 0) printf(", mean |error| %.4f", r->val_mae_latency);

@@ -119,13 +119,11 @@ static int member_path(char *out, size_t n, const char *path, int i)
     return k > 0 && (size_t)k < n;
 }
 
-typedef struct member_rec {
-    char file[256];
-    char hex[17];
-} member_rec;
-
+/* The manifest of one weights file; member_hash lists the checksums of an ensemble's members
+ * 2..n_members + 1, saved at member_path(weights_path, i). */
 static cJSON *manifest_json(const pp_gnn *m, const char *weights_path, size_t wlen, uint64_t hash,
-                            const pp_gnn_provenance *prov, const member_rec *members, int n_members)
+                            const pp_gnn_provenance *prov, const uint64_t *member_hash,
+                            int n_members)
 {
     cJSON *root = cJSON_CreateObject(), *o;
     char hex[17], seed[24];
@@ -160,10 +158,12 @@ static cJSON *manifest_json(const pp_gnn *m, const char *weights_path, size_t wl
     if (ok && n_members > 0) { /* members 2..K of a seed ensemble, averaged by pp_gnn_forward */
         ok = (o = cJSON_AddArrayToObject(root, "ensemble")) != NULL;
         for (int i = 0; ok && i < n_members; i++) {
+            char wp[1200], mhex[17];
+            snprintf(mhex, sizeof mhex, "%016" PRIx64, member_hash[i]);
             cJSON *e = cJSON_CreateObject();
-            ok = e && cJSON_AddItemToArray(o, e);
-            ok = ok && cJSON_AddStringToObject(e, "file", members[i].file);
-            ok = ok && cJSON_AddStringToObject(e, "fnv1a64", members[i].hex);
+            ok = e && cJSON_AddItemToArray(o, e) && member_path(wp, sizeof wp, weights_path, i + 2);
+            ok = ok && cJSON_AddStringToObject(e, "file", base_name(wp));
+            ok = ok && cJSON_AddStringToObject(e, "fnv1a64", mhex);
         }
     }
     ok = ok && cJSON_AddStringToObject(root, "data", prov && prov->data ? prov->data : "");
@@ -202,47 +202,11 @@ static cJSON *manifest_json(const pp_gnn *m, const char *weights_path, size_t wl
     return root;
 }
 
+/* One weights file and (manifest_path not NULL) its manifest; *hash_out (may be NULL) gets the
+ * weights' checksum. */
 static perfpred_status save_one(const pp_gnn *m, const char *weights_path,
                                 const char *manifest_path, const pp_gnn_provenance *prov,
-                                const member_rec *members, int n_members, uint64_t *hash_out,
-                                pp_err *err);
-
-perfpred_status pp_gnn_save(const pp_gnn *m, const char *weights_path, const char *manifest_path,
-                            const pp_gnn_provenance *prov, pp_err *err)
-{
-    if (!m || !weights_path)
-        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "gnn save: NULL model or path");
-    int n_members = pp_gnn_members(m) - 1;
-    if (n_members == 0) return save_one(m, weights_path, manifest_path, prov, NULL, 0, NULL, err);
-    if (!manifest_path)
-        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
-                          "%s: an ensemble needs a manifest to list its members", weights_path);
-    member_rec *rec = calloc((size_t)n_members, sizeof *rec);
-    if (!rec) return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", weights_path);
-    perfpred_status st = PERFPRED_OK;
-    int i = 0;
-    for (const pp_gnn *q = m->next; q && !st; q = q->next, i++) {
-        char wp[1200], mp[1200];
-        uint64_t h = 0;
-        if (!member_path(wp, sizeof wp, weights_path, i + 2) ||
-            !member_path(mp, sizeof mp, manifest_path, i + 2) ||
-            strlen(base_name(wp)) >= sizeof rec[i].file) {
-            st = pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: path too long", weights_path);
-            break;
-        }
-        if ((st = save_one(q, wp, mp, prov, NULL, 0, &h, err))) break;
-        memcpy(rec[i].file, base_name(wp), strlen(base_name(wp)) + 1); /* length checked above */
-        snprintf(rec[i].hex, sizeof rec[i].hex, "%016" PRIx64, h);
-    }
-    /* the first member's manifest last: it is what names the members */
-    if (!st) st = save_one(m, weights_path, manifest_path, prov, rec, n_members, NULL, err);
-    free(rec);
-    return st;
-}
-
-static perfpred_status save_one(const pp_gnn *m, const char *weights_path,
-                                const char *manifest_path, const pp_gnn_provenance *prov,
-                                const member_rec *members, int n_members, uint64_t *hash_out,
+                                const uint64_t *member_hash, int n_members, uint64_t *hash_out,
                                 pp_err *err)
 {
     size_t len;
@@ -253,7 +217,7 @@ static perfpred_status save_one(const pp_gnn *m, const char *weights_path,
     perfpred_status st = pp_write_file_atomic(weights_path, b, len, err);
     free(b);
     if (st || !manifest_path) return st;
-    cJSON *root = manifest_json(m, weights_path, len, hash, prov, members, n_members);
+    cJSON *root = manifest_json(m, weights_path, len, hash, prov, member_hash, n_members);
     char *text = root ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);
     if (!text) return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", manifest_path);
@@ -268,6 +232,34 @@ static perfpred_status save_one(const pp_gnn *m, const char *weights_path,
     cJSON_free(text);
     st = pp_write_file_atomic(manifest_path, withnl, tl + 1, err);
     free(withnl);
+    return st;
+}
+
+perfpred_status pp_gnn_save(const pp_gnn *m, const char *weights_path, const char *manifest_path,
+                            const pp_gnn_provenance *prov, pp_err *err)
+{
+    if (!m || !weights_path)
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "gnn save: NULL model or path");
+    int n_members = pp_gnn_members(m) - 1;
+    if (n_members == 0) return save_one(m, weights_path, manifest_path, prov, NULL, 0, NULL, err);
+    if (!manifest_path)
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                          "%s: an ensemble needs a manifest to list its members", weights_path);
+    uint64_t *hash = calloc((size_t)n_members, sizeof *hash);
+    if (!hash) return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", weights_path);
+    perfpred_status st = PERFPRED_OK;
+    int i = 0;
+    for (const pp_gnn *q = m->next; q && !st; q = q->next, i++) {
+        char wp[1200], mp[1200];
+        if (!member_path(wp, sizeof wp, weights_path, i + 2) ||
+            !member_path(mp, sizeof mp, manifest_path, i + 2))
+            st = pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: path too long", weights_path);
+        else
+            st = save_one(q, wp, mp, prov, NULL, 0, &hash[i], err);
+    }
+    /* the first member's manifest last: it is what names the members */
+    if (!st) st = save_one(m, weights_path, manifest_path, prov, hash, n_members, NULL, err);
+    free(hash);
     return st;
 }
 
@@ -437,8 +429,7 @@ static perfpred_status j_expect_int(jctx *c, const cJSON *o, const char *key, lo
 }
 
 static perfpred_status apply_manifest(pp_gnn *m, const char *mpath, const char *wpath,
-                                      const unsigned char *wb, size_t wlen, const cJSON *root,
-                                      pp_err *err)
+                                      size_t wlen, uint64_t whash, const cJSON *root, pp_err *err)
 {
     jctx c = {mpath, err};
     static const char *const top[] = {"format", "version", "weights", "architecture", "training",
@@ -476,7 +467,7 @@ static perfpred_status apply_manifest(pp_gnn *m, const char *mpath, const char *
         return pp_err_set(err, PERFPRED_ERR_MODEL, "%s: weights of %.0f bytes, '%s' has %zu", mpath,
                           bytes, wpath, wlen);
     char hex[17];
-    snprintf(hex, sizeof hex, "%016" PRIx64, fnv1a64(wb, wlen));
+    snprintf(hex, sizeof hex, "%016" PRIx64, whash);
     if (!(s = j_str(&c, w, "fnv1a64"))) return err ? err->status : PERFPRED_ERR_PARSE;
     if (strcmp(s, hex) != 0)
         return pp_err_set(err, PERFPRED_ERR_MODEL, "%s: weights checksum %s, '%s' has %s", mpath, s,
@@ -563,6 +554,9 @@ static perfpred_status apply_manifest(pp_gnn *m, const char *mpath, const char *
     return PERFPRED_OK;
 }
 
+static perfpred_status load_file(const char *weights_path, const char *manifest_path,
+                                 pp_gnn **out, uint64_t *hash, pp_err *err);
+
 /* Loads the members a manifest's "ensemble" lists (files beside the first member's, each with its
  * own manifest, pp_gnn_save's names) and chains them after m. */
 static perfpred_status load_members(pp_gnn *m, const char *mpath, const char *wpath,
@@ -588,19 +582,18 @@ static perfpred_status load_members(pp_gnn *m, const char *mpath, const char *wp
         if (strcmp(file, base_name(wp)) != 0)
             return pp_err_set(err, PERFPRED_ERR_MODEL, "%s: ensemble member %d is '%s', want '%s'",
                               mpath, i, file, base_name(wp));
-        uint8_t *b;
-        size_t len;
-        if ((st = pp_read_file(wp, &b, &len, err))) return st;
+        pp_gnn *q = NULL;
+        uint64_t h = 0;
+        if ((st = load_file(wp, mp, &q, &h, err))) return st;
         char have[17];
-        snprintf(have, sizeof have, "%016" PRIx64, fnv1a64(b, len));
-        free(b);
-        if (strcmp(have, hex) != 0)
+        snprintf(have, sizeof have, "%016" PRIx64, h);
+        if (strcmp(have, hex) != 0) {
+            pp_gnn_free(q);
             return pp_err_set(err, PERFPRED_ERR_MODEL,
                               "%s: ensemble member '%s' has checksum %s, the manifest lists %s "
                               "(written by another fit?)",
                               mpath, wp, have, hex);
-        pp_gnn *q = NULL;
-        if ((st = pp_gnn_load(wp, mp, &q, err))) return st;
+        }
         if (q->next || q->n_targets != m->n_targets || q->n_feat != m->n_feat ||
             q->n_edge_feat != m->n_edge_feat || q->n_globals != m->n_globals) {
             pp_gnn_free(q);
@@ -620,10 +613,19 @@ perfpred_status pp_gnn_load(const char *weights_path, const char *manifest_path,
     if (!out) return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "gnn load: out is NULL");
     *out = NULL;
     if (!weights_path) return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "gnn load: NULL path");
+    return load_file(weights_path, manifest_path, out, NULL, err);
+}
+
+/* pp_gnn_load, also giving the weights file's checksum (hash may be NULL). */
+static perfpred_status load_file(const char *weights_path, const char *manifest_path,
+                                 pp_gnn **out, uint64_t *hash, pp_err *err)
+{
     uint8_t *wb;
     size_t wlen;
     perfpred_status st = pp_read_file(weights_path, &wb, &wlen, err);
     if (st) return st;
+    uint64_t whash = fnv1a64(wb, wlen);
+    if (hash) *hash = whash;
     pp_gnn *m = NULL;
     if ((st = load_weights(weights_path, wb, wlen, &m, err))) {
         free(wb);
@@ -644,7 +646,7 @@ perfpred_status pp_gnn_load(const char *weights_path, const char *manifest_path,
             st = pp_err_set(err, PERFPRED_ERR_PARSE, "%s: invalid JSON near byte %zu",
                             manifest_path, at);
         } else {
-            st = apply_manifest(m, manifest_path, weights_path, wb, wlen, root, err);
+            st = apply_manifest(m, manifest_path, weights_path, wlen, whash, root, err);
             if (!st) st = load_members(m, manifest_path, weights_path, root, err);
             cJSON_Delete(root);
         }

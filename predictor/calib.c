@@ -20,6 +20,16 @@ typedef struct calib_entry {
     pp_layer_models *lm;
 } calib_entry;
 
+/* A device's graph-level correction: its files (bin NULL when it has none), provenance text and
+ * targets from the manifest at open; the model, or the error that loading it gave, once a
+ * prediction needed it (under pp_calib.gnn_lock). */
+typedef struct calib_gnn {
+    char *bin, *man, *text;
+    int targets;
+    pp_gnn *model;
+    pp_err err;
+} calib_gnn;
+
 /* A device's in-network overhead correction (overhead-latency.json) and its provenance text. */
 typedef struct calib_overhead {
     double scale, per_kernel_ms, per_mb_ms;
@@ -33,13 +43,7 @@ struct pp_calib {
     /* per device (pp_devices_at order): whose models answer, and the provenance text */
     const pp_device **src;
     char **text;
-    /* graph-level correction per device: its files (NULL when none), provenance and targets from
-     * the manifest at open; the weights once a prediction needs them (gnn_lock, gnn_done) */
-    char **gnn_bin, **gnn_man, **gnn_text;
-    int *gnn_targets;
-    pp_gnn **gnn;
-    int *gnn_done;       /* 1: gnn[i] or gnn_err[i] is final */
-    pp_err *gnn_err;
+    calib_gnn *gnn;      /* graph-level correction per device */
     pthread_mutex_t gnn_lock;
     calib_overhead *ovh; /* in-network overhead correction per device: text NULL when none */
 };
@@ -102,16 +106,7 @@ static char *gnn_data_text(const char *manifest, const char *dev, int *n_targets
  * reads their manifests' provenance; the weights wait for pp_calib_gnn. */
 static perfpred_status find_gnns(pp_calib *c, const char *config_dir, pp_err *err)
 {
-    size_t nd = (size_t)pp_devices_count(c->db) + 1;
-    c->gnn = calloc(nd, sizeof *c->gnn);
-    c->gnn_bin = calloc(nd, sizeof *c->gnn_bin);
-    c->gnn_man = calloc(nd, sizeof *c->gnn_man);
-    c->gnn_text = calloc(nd, sizeof *c->gnn_text);
-    c->gnn_targets = calloc(nd, sizeof *c->gnn_targets);
-    c->gnn_done = calloc(nd, sizeof *c->gnn_done);
-    c->gnn_err = calloc(nd, sizeof *c->gnn_err);
-    if (!c->gnn || !c->gnn_bin || !c->gnn_man || !c->gnn_text || !c->gnn_targets ||
-        !c->gnn_done || !c->gnn_err)
+    if (!(c->gnn = calloc((size_t)pp_devices_count(c->db) + 1, sizeof *c->gnn)))
         return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
     for (int i = 0; i < pp_devices_count(c->db); i++) {
         const pp_device *d = pp_devices_at(c->db, i);
@@ -121,8 +116,9 @@ static perfpred_status find_gnns(pp_calib *c, const char *config_dir, pp_err *er
         snprintf(man, sizeof man, "%s/artifacts/%s/gnn-latency.json", config_dir, d->name);
         struct stat sb;
         if (stat(bin, &sb) != 0) continue;
-        if (!(c->gnn_bin[i] = strdup(bin)) || !(c->gnn_man[i] = strdup(man)) ||
-            !(c->gnn_text[i] = gnn_data_text(man, d->name, &c->gnn_targets[i])))
+        calib_gnn *g = &c->gnn[i];
+        if (!(g->bin = strdup(bin)) || !(g->man = strdup(man)) ||
+            !(g->text = gnn_data_text(man, d->name, &g->targets)))
             return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
     }
     return PERFPRED_OK;
@@ -261,19 +257,13 @@ void pp_calib_close(pp_calib *c)
     if (!c) return;
     for (int i = 0; i < c->n; i++) pp_layer_models_free(c->e[i].lm);
     for (int i = 0; c->text && i < pp_devices_count(c->db); i++) free(c->text[i]);
-    for (int i = 0; i < pp_devices_count(c->db); i++) {
-        if (c->gnn) pp_gnn_free(c->gnn[i]);
-        if (c->gnn_text) free(c->gnn_text[i]);
-        if (c->gnn_bin) free(c->gnn_bin[i]);
-        if (c->gnn_man) free(c->gnn_man[i]);
+    for (int i = 0; c->gnn && i < pp_devices_count(c->db); i++) {
+        pp_gnn_free(c->gnn[i].model);
+        free(c->gnn[i].text);
+        free(c->gnn[i].bin);
+        free(c->gnn[i].man);
     }
     free(c->gnn);
-    free(c->gnn_text);
-    free(c->gnn_bin);
-    free(c->gnn_man);
-    free(c->gnn_targets);
-    free(c->gnn_done);
-    free(c->gnn_err);
     pthread_mutex_destroy(&c->gnn_lock);
     for (int i = 0; c->ovh && i < pp_devices_count(c->db); i++) free(c->ovh[i].text);
     free(c->ovh);
@@ -323,12 +313,19 @@ int pp_calib_node_ms(const pp_calib *c, const pp_device *d, const pp_node_feat *
     return 1;
 }
 
+/* d's correction entry, or NULL when it has none */
+static calib_gnn *gnn_of(const pp_calib *c, const pp_device *d)
+{
+    int i = c && c->gnn ? device_index(c, d) : -1;
+    return i >= 0 && c->gnn[i].bin ? &c->gnn[i] : NULL;
+}
+
 int pp_calib_has_gnn(const pp_calib *c, const pp_device *d, const char **source, int *n_targets)
 {
-    int i = c && c->gnn_bin ? device_index(c, d) : -1;
-    if (i < 0 || !c->gnn_bin[i]) return 0;
-    if (source) *source = c->gnn_text[i];
-    if (n_targets) *n_targets = c->gnn_targets[i];
+    const calib_gnn *g = gnn_of(c, d);
+    if (!g) return 0;
+    if (source) *source = g->text;
+    if (n_targets) *n_targets = g->targets;
     return 1;
 }
 
@@ -336,20 +333,15 @@ perfpred_status pp_calib_gnn(const pp_calib *c, const pp_device *d, const struct
                              const char **source, pp_err *err)
 {
     *out = NULL;
-    int i = c && c->gnn_bin ? device_index(c, d) : -1;
-    if (i < 0 || !c->gnn_bin[i]) return PERFPRED_OK;
-    /* the lock and the lazily filled slots are the context's own state, not its contents */
-    pp_calib *w = (pp_calib *)c;
-    pthread_mutex_lock(&w->gnn_lock);
-    if (!w->gnn_done[i]) {
-        pp_gnn_load(w->gnn_bin[i], w->gnn_man[i], &w->gnn[i], &w->gnn_err[i]);
-        w->gnn_done[i] = 1;
-    }
-    perfpred_status st = w->gnn_err[i].status;
-    if (st != PERFPRED_OK && err) *err = w->gnn_err[i];
-    *out = w->gnn[i];
-    pthread_mutex_unlock(&w->gnn_lock);
-    if (source) *source = c->gnn_text[i];
+    calib_gnn *g = gnn_of(c, d); /* its lazily filled model is the context's state, not contents */
+    if (!g) return PERFPRED_OK;
+    pthread_mutex_lock(&((pp_calib *)c)->gnn_lock);
+    if (!g->model && g->err.status == PERFPRED_OK) pp_gnn_load(g->bin, g->man, &g->model, &g->err);
+    perfpred_status st = g->err.status;
+    if (st != PERFPRED_OK && err) *err = g->err;
+    *out = g->model;
+    pthread_mutex_unlock(&((pp_calib *)c)->gnn_lock);
+    if (source) *source = g->text;
     return st;
 }
 
