@@ -46,6 +46,14 @@ void pp_test_write_text(const char *path, const char *text)
     assert_int_equal(fclose(f), 0);
 }
 
+void pp_test_write_bytes(const char *path, const void *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, len, f), len);
+    assert_int_equal(fclose(f), 0);
+}
+
 char *pp_test_read_text(const char *path)
 {
     FILE *f = fopen(path, "rb");

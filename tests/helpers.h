@@ -16,6 +16,8 @@ const char *pp_test_path(const char *rel);
 const char *pp_test_tmpfile(const void *data, size_t len, const char *suffix);
 /* Writes text to path (fails the test if it cannot). */
 void pp_test_write_text(const char *path, const char *text);
+/* Writes len bytes of data to path (replacing it), asserting success. */
+void pp_test_write_bytes(const char *path, const void *data, size_t len);
 /* The whole file as a NUL-terminated string (caller frees), or NULL if it cannot be opened. */
 char *pp_test_read_text(const char *path);
 #endif

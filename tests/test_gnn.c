@@ -840,14 +840,6 @@ static path_buf tmp_path(const char *suffix)
     return b;
 }
 
-static void write_bytes(const char *path, const void *b, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(b, 1, n, f), n);
-    fclose(f);
-}
-
 static void save_load_should_round_trip_bit_identical(void **state)
 {
     enum { NS = 12 };
@@ -903,7 +895,7 @@ static void save_load_should_round_trip_bit_identical(void **state)
     cJSON_DeleteItemFromObject(cJSON_GetObjectItem(root, "training"), "huber_delta");
     cJSON_DeleteItemFromObject(cJSON_GetObjectItem(root, "report"), "val_mae");
     char *old = cJSON_Print(root);
-    write_bytes(mp, old, strlen(old));
+    pp_test_write_bytes(mp, old, strlen(old));
     free(old);
     cJSON_Delete(root);
     free(mb);
@@ -1022,16 +1014,16 @@ static void load_should_reject_corrupt_files(void **state)
     assert_int_equal(pp_read_file(wp, &b, &n, NULL), PERFPRED_OK);
 
     b[60] ^= 0x10; /* a weight bit */
-    write_bytes(wp, b, n);
+    pp_test_write_bytes(wp, b, n);
     assert_int_equal(pp_gnn_load(wp, NULL, &l, &err), PERFPRED_ERR_MODEL);
     assert_non_null(strstr(err.msg, "checksum"));
     assert_null(l);
     b[60] ^= 0x10;
-    write_bytes(wp, b, n - 4); /* truncated */
+    pp_test_write_bytes(wp, b, n - 4); /* truncated */
     assert_int_equal(pp_gnn_load(wp, NULL, &l, &err), PERFPRED_ERR_MODEL);
     assert_non_null(strstr(err.msg, "bytes"));
     b[0] = 'X';
-    write_bytes(wp, b, n);
+    pp_test_write_bytes(wp, b, n);
     assert_int_equal(pp_gnn_load(wp, NULL, &l, &err), PERFPRED_ERR_MODEL);
     assert_non_null(strstr(err.msg, "not a perfpred GNN"));
     b[0] = 'P';
@@ -1039,7 +1031,7 @@ static void load_should_reject_corrupt_files(void **state)
     /* the manifest belongs to other weights */
     m->w[0] += 1.0f;
     assert_int_equal(pp_gnn_save(m, wp2c, NULL, NULL, &err), PERFPRED_OK);
-    write_bytes(wp, b, n);
+    pp_test_write_bytes(wp, b, n);
     assert_int_equal(pp_gnn_load(wp, mp, &l, &err), PERFPRED_OK);
     pp_gnn_free(l);
     l = NULL;
@@ -1053,7 +1045,7 @@ static void load_should_reject_corrupt_files(void **state)
     char *text = malloc(ml + 32);
     memcpy(text, "{\"surprise\": 1,", 15);
     memcpy(text + 15, mb + 1, ml - 1);
-    write_bytes(mp, text, ml + 14);
+    pp_test_write_bytes(mp, text, ml + 14);
     assert_int_equal(pp_gnn_load(wp, mp, &l, &err), PERFPRED_ERR_PARSE);
     assert_non_null(strstr(err.msg, "surprise"));
     free(text);

@@ -187,10 +187,7 @@ static void copy_file(const char *from, const char *to, long flip_at)
     size_t n;
     assert_int_equal(pp_read_file(from, &b, &n, NULL), PERFPRED_OK);
     if (flip_at >= 0 && (size_t)flip_at < n) b[flip_at] ^= 0x5a;
-    FILE *f = fopen(to, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(b, 1, n, f), n);
-    fclose(f);
+    pp_test_write_bytes(to, b, n);
     free(b);
 }
 
