@@ -270,6 +270,10 @@ perfpred_status pp_metrics_by_group(const double *pred, const double *meas, cons
 double pp_spearman(const double *a, const double *b, int n);
 /* The same figures as the public API's struct. */
 perfpred_metrics pp_metrics_public(const pp_metrics *m);
+/* Theil-Sen line y = intercept + slope x: the median of the slopes of every pair with distinct x,
+ * then the median of y - slope x. Robust to a few wild points (up to about 29 % of them).
+ * -1 when n < 2, every x is equal, or out of memory. */
+int pp_theil_sen(const double *x, const double *y, int n, double *intercept, double *slope);
 
 /* ------------------------------------------------------ A100 from NeuSight (fit_neusight.c) ---- */
 

@@ -89,6 +89,15 @@ perfpred_status perfpred_fit_check_params(const perfpred_fit_params *p, char *er
     for (int i = 0; i < p->n_layers_csvs; i++)
         if (!p->layers_csvs[i] || !*p->layers_csvs[i])
             return bad(errbuf, n, "fit: %s holds an empty path", "layers_csvs");
+    if (p->n_rescaled_csvs < 0 || p->n_rescaled_csvs > PERFPRED_MAX_RESCALED ||
+        (p->n_rescaled_csvs > 0 && !p->rescaled_csvs))
+        return bad(errbuf, n, "fit: %s must list 0 to 8 files", "rescaled_csvs");
+    if (p->n_rescaled_csvs > 0 && p->n_layers_csvs == 0)
+        return bad(errbuf, n, "fit: %s need layers_csvs (the session they are rescaled to)",
+                   "rescaled_csvs");
+    for (int i = 0; i < p->n_rescaled_csvs; i++)
+        if (!p->rescaled_csvs[i] || !*p->rescaled_csvs[i])
+            return bad(errbuf, n, "fit: %s holds an empty path", "rescaled_csvs");
     if (!(p->heldout_frac > 0 && p->heldout_frac <= 0.5))
         return bad(errbuf, n, "fit: %s must be in (0, 0.5]", "heldout_frac");
     if (p->seed < 0) return bad(errbuf, n, "fit: %s must be >= 0", "seed");

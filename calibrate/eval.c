@@ -481,9 +481,10 @@ perfpred_status perfpred_eval(const perfpred_eval_params *p, perfpred_eval_repor
     if (out->n_points == 0) {
         st = pp_err_set(&err, PERFPRED_ERR_PARSE,
                         "%s: no row of device %s could be predicted (%d rows read, %d of other "
-                        "devices, %d failed, %d bad)",
+                        "devices, %d failed, %d bad)%s%s",
                         p->layers_csv ? p->layers_csv : p->networks_csv, E.dev->name,
-                        out->n_rows_read, out->n_other_device, out->n_failed, out->n_bad_rows);
+                        out->n_rows_read, out->n_other_device, out->n_failed, out->n_bad_rows,
+                        out->n_msgs > 0 ? "; the first: " : "", out->n_msgs > 0 ? out->msgs[0] : "");
         goto done;
     }
     st = summarize(&E, &err);

@@ -233,6 +233,8 @@ static perfpred_status make_tmp(const char *out_dir, char *tmp, size_t n, pp_err
 typedef struct used_row {
     const pp_layer_row *r;   /* in one of the tables read */
     const char *path;        /* the file it was read from */
+    int table;               /* its index in fit_ctx.tables */
+    double latency_ms, spread_ms; /* the row's, or rescaled to the --layers files' session */
     pp_node_feat feat;
     char *config;       /* malloc'd */
     int heldout;
@@ -255,8 +257,8 @@ static double median_spread_pct(const used_row *u, const int *sel, int n, int *n
     double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
     int k = 0;
     for (int i = 0; v && i < n; i++) {
-        const pp_layer_row *r = u[sel[i]].r;
-        if (isfinite(r->latency_spread_ms)) v[k++] = 100.0 * r->latency_spread_ms / r->latency_ms;
+        const used_row *r = &u[sel[i]];
+        if (isfinite(r->spread_ms)) v[k++] = 100.0 * r->spread_ms / r->latency_ms;
     }
     *n_spread = k;
     double med = NAN;
@@ -420,14 +422,13 @@ static perfpred_status fit_kind(fit_ctx *F, pp_op_kind k, pp_err *err)
         const char *key = ur->config;
         ur->heldout =
             n_hold > 0 && bsearch(&key, cfg, (size_t)n_hold, sizeof *cfg, cmp_str) != NULL;
-        const pp_layer_row *r = ur->r;
         if (ur->heldout) {
             te_sel[n_te] = sel[i];
             fte[n_te] = ur->feat;
-            yte[n_te++] = r->latency_ms;
+            yte[n_te++] = ur->latency_ms;
         } else {
             ftr[n_tr] = ur->feat;
-            ytr[n_tr++] = r->latency_ms;
+            ytr[n_tr++] = ur->latency_ms;
         }
     }
     kr->n_train = n_tr;
@@ -471,9 +472,9 @@ static perfpred_status fit_kind(fit_ctx *F, pp_op_kind k, pp_err *err)
             F->all_pm[F->n_all] = worse ? pr[i] : pm[i];
             F->all_pr[F->n_all] = pr[i];
             F->all_y[F->n_all++] = yte[i];
-            const pp_layer_row *r = F->u[te_sel[i]].r;
-            if (isfinite(r->latency_spread_ms))
-                F->all_spread[F->n_all_spread++] = 100.0 * r->latency_spread_ms / r->latency_ms;
+            const used_row *r = &F->u[te_sel[i]];
+            if (isfinite(r->spread_ms))
+                F->all_spread[F->n_all_spread++] = 100.0 * r->spread_ms / r->latency_ms;
         }
     } else {
         snprintf(kr->note, sizeof kr->note,
@@ -531,16 +532,127 @@ done:
     return st;
 }
 
-/* Reads every file; keeps the rows of the device that graph/ can describe. */
+/* File f of the fit: the --layers files, then the rescaled ones. */
+static const char *file_path(const perfpred_fit_params *p, int f)
+{
+    return f < p->n_layers_csvs ? p->layers_csvs[f] : p->rescaled_csvs[f - p->n_layers_csvs];
+}
+
+typedef struct ref_row {
+    const char *config;
+    double log_ms;
+} ref_row;
+
+static int cmp_ref(const void *a, const void *b)
+{
+    return strcmp(((const ref_row *)a)->config, ((const ref_row *)b)->config);
+}
+
+/* The --layers files' rows by configuration, a configuration measured more than once as the mean of
+ * its log latencies (sorted by config, *n distinct). */
+static ref_row *reference_rows(const fit_ctx *F, int *n)
+{
+    ref_row *ref = malloc((size_t)(F->n_u + 1) * sizeof *ref);
+    if (!ref) return NULL;
+    int k = 0;
+    for (int i = 0; i < F->n_u; i++)
+        if (F->u[i].table < F->p->n_layers_csvs)
+            ref[k++] = (ref_row){F->u[i].config, log(F->u[i].latency_ms)};
+    qsort(ref, (size_t)k, sizeof *ref, cmp_ref);
+    int w = 0;
+    for (int i = 0; i < k;) {
+        int j = i;
+        double sum = 0;
+        for (; j < k && strcmp(ref[j].config, ref[i].config) == 0; j++) sum += ref[j].log_ms;
+        ref[w] = ref[i];
+        ref[w++].log_ms = sum / (j - i);
+        i = j;
+    }
+    *n = w;
+    return ref;
+}
+
+/* Rescales the rows of table f, a later session's, to the session of the --layers files: on the
+ * anchors (its rows whose configuration those files measured) fits ln(later / earlier) = a + b
+ * ln(earlier) by Theil-Sen, then divides every row of f by exp(a + b x), x its latency's ln
+ * mapped back to the earlier session (x = (ln latency - a) / (1 + b)). Drift on a shared machine
+ * depends on a layer's size (another tenant's memory traffic slows a small memory-bound layer
+ * more than a long compute-bound one), hence the slope. */
+static perfpred_status rescale_table(fit_ctx *F, int f, const ref_row *ref, int n_ref, pp_err *err)
+{
+    const char *path = file_path(F->p, f);
+    perfpred_fit_rescale *out = &F->rep->rescaled[F->rep->n_rescaled];
+    memset(out, 0, sizeof *out);
+    copy_trunc(out->file, sizeof out->file, path);
+    double *x = malloc((size_t)(F->n_u + 1) * sizeof *x);
+    double *y = malloc((size_t)(F->n_u + 1) * sizeof *y);
+    int *idx = malloc((size_t)(F->n_u + 1) * sizeof *idx);
+    perfpred_status st = PERFPRED_OK;
+    if (!x || !y || !idx) {
+        st = pp_err_set(err, PERFPRED_ERR_NOMEM, "fit: out of memory");
+        goto done;
+    }
+    int n_a = 0;
+    for (int i = 0; i < F->n_u; i++) {
+        used_row *ur = &F->u[i];
+        if (ur->table != f) continue;
+        out->n_rows++;
+        ref_row key = {ur->config, 0};
+        const ref_row *hit = bsearch(&key, ref, (size_t)n_ref, sizeof *ref, cmp_ref);
+        if (!hit) continue;
+        idx[n_a] = i;
+        x[n_a] = hit->log_ms;
+        y[n_a++] = log(ur->latency_ms) - hit->log_ms;
+    }
+    out->n_anchors = n_a;
+    double a, b;
+    if (n_a < PERFPRED_RESCALE_MIN_ANCHORS) {
+        st = pp_err_set(err, PERFPRED_ERR_PARSE,
+                        "%s: %d of its %d rows of %s measure a configuration the --layers files "
+                        "measured; rescaling to their session needs at least %d such anchors "
+                        "(measure some of their rows again in the same run, docs/calibration.md)",
+                        path, n_a, out->n_rows, F->dev->name, PERFPRED_RESCALE_MIN_ANCHORS);
+        goto done;
+    }
+    if (pp_theil_sen(x, y, n_a, &a, &b) != 0 || !(1.0 + b >= 0.25 && 1.0 + b <= 4.0)) {
+        st = pp_err_set(err, PERFPRED_ERR_PARSE,
+                        "%s: its %d anchors give no usable drift (every anchor of one latency, or "
+                        "a slope of ln(later / earlier) on ln(earlier) outside [-0.75, 3])",
+                        path, n_a);
+        goto done;
+    }
+    out->log_a = a;
+    out->slope = b;
+    for (int i = 0; i < F->n_u; i++) {
+        used_row *ur = &F->u[i];
+        if (ur->table != f) continue;
+        double drift = exp(a + b * (log(ur->latency_ms) - a) / (1.0 + b));
+        ur->latency_ms /= drift;
+        ur->spread_ms /= drift;
+    }
+    for (int i = 0; i < n_a; i++) y[i] = fabs(F->u[idx[i]].latency_ms / exp(x[i]) - 1.0);
+    qsort(y, (size_t)n_a, sizeof *y, cmp_double);
+    out->anchor_mad_pct = 100.0 * (n_a % 2 ? y[n_a / 2] : 0.5 * (y[n_a / 2 - 1] + y[n_a / 2]));
+    F->rep->n_rescaled++;
+done:
+    free(x);
+    free(y);
+    free(idx);
+    return st;
+}
+
+/* Reads every file; keeps the rows of the device that graph/ can describe; rescales the rows of
+ * the rescaled files. */
 static perfpred_status read_rows(fit_ctx *F, pp_err *err)
 {
     const perfpred_fit_params *p = F->p;
     perfpred_fit_report *rep = F->rep;
-    F->tables = calloc((size_t)p->n_layers_csvs, sizeof *F->tables);
+    int n_files = p->n_layers_csvs + p->n_rescaled_csvs;
+    F->tables = calloc((size_t)n_files, sizeof *F->tables);
     if (!F->tables) return pp_err_set(err, PERFPRED_ERR_NOMEM, "fit: out of memory");
     size_t total = 0;
-    for (int f = 0; f < p->n_layers_csvs; f++) {
-        perfpred_status st = pp_layer_csv_read(p->layers_csvs[f], &F->tables[f], err);
+    for (int f = 0; f < n_files; f++) {
+        perfpred_status st = pp_layer_csv_read(file_path(p, f), &F->tables[f], err);
         if (st != PERFPRED_OK) return st;
         F->n_tables++;
         const pp_layer_table *t = F->tables[f];
@@ -598,11 +710,22 @@ static perfpred_status read_rows(fit_ctx *F, pp_err *err)
             }
             ur->config = b.data;
             ur->r = r;
-            ur->path = p->layers_csvs[f];
+            ur->path = file_path(p, f);
+            ur->table = f;
+            ur->latency_ms = r->latency_ms;
+            ur->spread_ms = r->latency_spread_ms;
             F->n_u++;
         }
     }
-    return PERFPRED_OK;
+    if (p->n_rescaled_csvs == 0) return PERFPRED_OK;
+    int n_ref = 0;
+    ref_row *ref = reference_rows(F, &n_ref);
+    if (!ref) return pp_err_set(err, PERFPRED_ERR_NOMEM, "fit: out of memory");
+    perfpred_status st = PERFPRED_OK;
+    for (int f = p->n_layers_csvs; f < n_files && st == PERFPRED_OK; f++)
+        st = rescale_table(F, f, ref, n_ref, err);
+    free(ref);
+    return st;
 }
 
 static perfpred_status fit_layers(fit_ctx *F, pp_err *err)
@@ -666,8 +789,8 @@ static perfpred_status fit_layers(fit_ctx *F, pp_err *err)
             if (!s->path || !s->repo || !s->commit || !s->gpu)
                 return pp_err_set(err, PERFPRED_ERR_NOMEM, "fit: out of memory");
         }
-    char note[1024];
-    snprintf(
+    char note[2048];
+    int nl = snprintf(
         note, sizeof note,
         "Per-op-kind latency models fitted by `perfpred calibrate fit` on %d measured layer "
         "rows of %s (%s%s). Each predicts log(latency / roofline), roofline = max(flops / peak, "
@@ -676,6 +799,14 @@ static perfpred_status fit_layers(fit_ctx *F, pp_err *err)
         "configurations (seed %d); the shipped models are the ones judged on them.",
         F->n_u, F->dev->name, csv, p->n_layers_csvs > 1 ? " and more files, see sources" : "",
         F->dev->memory_bandwidth_gbs, F->dev->launch_overhead_us, 100.0 * p->heldout_frac, p->seed);
+    for (int i = 0; i < rep->n_rescaled && nl > 0 && (size_t)nl < sizeof note; i++) {
+        const perfpred_fit_rescale *q = &rep->rescaled[i];
+        nl += snprintf(note + nl, sizeof note - (size_t)nl,
+                       " The %d rows of %s were rescaled to the session of the first files: "
+                       "divided by exp(%.4f %+.4f x), x = ln(earlier ms), fitted by Theil-Sen "
+                       "on %d anchors (median |anchor error| after rescaling %.1f %%).",
+                       q->n_rows, q->file, q->log_a, q->slope, q->n_anchors, q->anchor_mad_pct);
+    }
     F->man.note = pp_arena_strdup(F->arena, note);
     F->man.date = pp_arena_strdup(F->arena, latest[0] ? latest : "");
     if (!F->man.note || !F->man.date)

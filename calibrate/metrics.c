@@ -139,3 +139,37 @@ perfpred_metrics pp_metrics_public(const pp_metrics *m)
     perfpred_metrics o = {m->n, m->mape_pct, m->rmspe_pct, m->within10_pct, m->spearman};
     return o;
 }
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median of v[0..n) (n >= 1); sorts v. */
+static double median_sort(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+int pp_theil_sen(const double *x, const double *y, int n, double *intercept, double *slope)
+{
+    if (n < 2) return -1;
+    size_t n_pairs = (size_t)n * (size_t)(n - 1) / 2, k = 0;
+    double *v = malloc(n_pairs * sizeof *v);
+    if (!v) return -1;
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            if (x[j] != x[i]) v[k++] = (y[j] - y[i]) / (x[j] - x[i]);
+    if (k == 0) {
+        free(v);
+        return -1;
+    }
+    double b = median_sort(v, k);
+    for (int i = 0; i < n; i++) v[i] = y[i] - b * x[i];
+    *intercept = median_sort(v, (size_t)n);
+    *slope = b;
+    free(v);
+    return 0;
+}

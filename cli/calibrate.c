@@ -60,6 +60,12 @@ static const char calibrate_usage[] =
     "  --layers FILE.csv[,..]  measured layer rows (docs/measurements.md), one or more\n"
     "                          files (repeatable), or\n"
     "  --neusight DIR          NeuSight's dataset folder (A100 kernel sweeps)\n"
+    "  --rescale-layers FILE.csv[,..]\n"
+    "                          with --layers: rows of a later session that also timed at\n"
+    "                          least 10 configurations of the --layers files again\n"
+    "                          (anchors); each row is divided by that session's drift at\n"
+    "                          its size, fitted on the anchors (Theil-Sen line of\n"
+    "                          ln(later / earlier) on ln(earlier ms))\n"
     "  --conv-gpu NAME         NeuSight GPU whose conv rows stand in (default: automatic)\n"
     "  --out DIR               artifacts folder (default: configs/artifacts/<device>)\n"
     "  --heldout-frac X        share of each kind's configurations held out (default 0.2)\n"
@@ -715,7 +721,7 @@ static int fit_overhead(const perfpred_overhead_params *p, int json)
 static int cmd_fit(int argc, char **argv)
 {
     perfpred_fit_params p = perfpred_fit_default_params();
-    const char *files[MAX_LIST];
+    const char *files[MAX_LIST], *rescaled[MAX_LIST];
     const char *networks = NULL, *datasets = NULL, *heldout_families = NULL;
     perfpred_netfit_params gnn = perfpred_netfit_default_params();
     int json = 0, gnn_opts = 0, overhead = 0;
@@ -731,6 +737,13 @@ static int cmd_fit(int argc, char **argv)
             if (n < 0) return EXIT_USAGE;
             p.n_layers_csvs += n;
             p.layers_csvs = files;
+        } else if (is_opt(a, "--rescale-layers")) {
+            if (!(v = value(&A, "--rescale-layers"))) return EXIT_USAGE;
+            int n = split_list((char *)v, rescaled + p.n_rescaled_csvs,
+                               MAX_LIST - p.n_rescaled_csvs, "--rescale-layers");
+            if (n < 0) return EXIT_USAGE;
+            p.n_rescaled_csvs += n;
+            p.rescaled_csvs = rescaled;
         } else if (is_opt(a, "--neusight")) {
             if (!(p.neusight_root = value(&A, "--neusight"))) return EXIT_USAGE;
         } else if (is_opt(a, "--networks")) {
@@ -810,7 +823,7 @@ static int cmd_fit(int argc, char **argv)
         return EXIT_USAGE;
     }
     if (networks) {
-        if (p.n_layers_csvs > 0 || p.neusight_root) {
+        if (p.n_layers_csvs > 0 || p.n_rescaled_csvs > 0 || p.neusight_root) {
             cli_error("calibrate fit: --networks trains the graph-level correction alone");
             return EXIT_USAGE;
         }
@@ -863,6 +876,10 @@ static int cmd_fit(int argc, char **argv)
         size_t L = strlen(src);
         snprintf(src + L, sizeof src - L, "%s%s", i ? "," : "", p.layers_csvs[i]);
     }
+    for (int i = 0; i < p.n_rescaled_csvs; i++) {
+        size_t L = strlen(src);
+        snprintf(src + L, sizeof src - L, ",%s (rescaled)", p.rescaled_csvs[i]);
+    }
     if (json) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "device", r.device);
@@ -876,6 +893,18 @@ static int cmd_fit(int argc, char **argv)
         cJSON_AddNumberToObject(o, "noisy_rows", r.n_noisy);
         cJSON_AddNumberToObject(o, "heldout_frac", p.heldout_frac);
         cJSON_AddNumberToObject(o, "seed", p.seed);
+        cJSON *rs = cJSON_AddArrayToObject(o, "rescaled");
+        for (int i = 0; i < r.n_rescaled; i++) {
+            const perfpred_fit_rescale *q = &r.rescaled[i];
+            cJSON *j = cJSON_CreateObject();
+            cJSON_AddStringToObject(j, "file", q->file);
+            cJSON_AddNumberToObject(j, "rows", q->n_rows);
+            cJSON_AddNumberToObject(j, "anchors", q->n_anchors);
+            cJSON_AddNumberToObject(j, "log_a", q->log_a);
+            cJSON_AddNumberToObject(j, "slope", q->slope);
+            cJSON_AddNumberToObject(j, "anchor_mad_pct", q->anchor_mad_pct);
+            cJSON_AddItemToArray(rs, j);
+        }
         cJSON *ks = cJSON_AddArrayToObject(o, "kinds");
         for (int i = 0; i < r.n_kinds; i++) {
             const perfpred_fit_kind *k = &r.kinds[i];
@@ -914,6 +943,16 @@ static int cmd_fit(int argc, char **argv)
     if (p.n_layers_csvs)
         printf("held out per op kind: %.0f%% of its configurations (seed %d); repeats of a "
                "configuration stay together\n", 100.0 * p.heldout_frac, p.seed);
+    for (int i = 0; i < r.n_rescaled; i++) {
+        const perfpred_fit_rescale *q = &r.rescaled[i];
+        double at[3] = {0.1, 1.0, 10.0};
+        printf("rescaled: %s: %d rows, drift fitted on %d anchors: later / earlier = ", q->file,
+               q->n_rows, q->n_anchors);
+        for (int k = 0; k < 3; k++)
+            printf("%.3f at %g ms%s", exp(q->log_a + q->slope * log(at[k])), at[k],
+                   k < 2 ? ", " : "");
+        printf("; anchors after rescaling: median |error| %.1f %%\n", q->anchor_mad_pct);
+    }
     printf("\n%-10s %6s %6s | %7s %8s %7s %9s | %9s %7s | %8s | %7s\n", "kind", "train", "held",
            "MAPE%", "RMSPE%", "±10%", "Spearman", "roof MAPE", "±10%", "spread%", "train%");
     for (int i = 0; i < r.n_kinds; i++) {

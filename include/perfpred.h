@@ -341,6 +341,12 @@ typedef struct perfpred_fit_params {
     const char *const *layers_csvs;/* measured layer rows (docs/measurements.md), one or more
                                       files (a first plan's rows and a second's), or ... */
     int n_layers_csvs;
+    const char *const *rescaled_csvs; /* layer rows of a later session that also measured some of
+                                         the layers_csvs configurations again (anchors): every
+                                         row is divided by that session's drift at its size,
+                                         fitted on the anchors (docs/calibration.md, "Rescaling
+                                         a later session"); needs layers_csvs */
+    int n_rescaled_csvs;               /* 0 to PERFPRED_MAX_RESCALED */
     const char *neusight_root;     /* ... NeuSight's dataset folder (GPUs NeuSight measured) */
     const char *neusight_conv_gpu; /* NeuSight GPU whose conv rows stand in; NULL: automatic */
     const char *out_dir;           /* NULL: <config_dir>/artifacts/<canonical device name> */
@@ -377,6 +383,19 @@ typedef struct perfpred_fit_kind {
                                              (the predictor then uses the roofline for this kind) */
 } perfpred_fit_kind;
 
+#define PERFPRED_MAX_RESCALED 8
+#define PERFPRED_RESCALE_MIN_ANCHORS 10
+
+/* One rescaled file: ln(later / earlier) = log_a + slope * ln(earlier ms) over its anchors
+ * (Theil-Sen: the median of pairwise slopes, then the median intercept). */
+typedef struct perfpred_fit_rescale {
+    char file[256];
+    int n_rows;               /* rows of the device, each divided by the drift at its size */
+    int n_anchors;            /* of them, configurations the layers_csvs measured */
+    double log_a, slope;
+    double anchor_mad_pct;    /* median |anchor's rescaled / earlier - 1|, percent */
+} perfpred_fit_rescale;
+
 typedef struct perfpred_fit_report {
     char device[64];
     char out_dir[1024];
@@ -386,6 +405,8 @@ typedef struct perfpred_fit_report {
     int n_other_device;       /* rows of other devices, ignored */
     int n_unusable;           /* rows graph/ cannot rebuild (msgs) */
     int n_noisy;              /* rows left out by max_spread_pct */
+    int n_rescaled;
+    perfpred_fit_rescale rescaled[PERFPRED_MAX_RESCALED];
     int n_kinds;
     perfpred_fit_kind kinds[PERFPRED_MAX_KINDS];
     perfpred_metrics model, roofline;   /* every held-out row */

@@ -969,6 +969,20 @@ static void fit_should_refuse_rows_of_other_devices_and_mig_slices(void **state)
     assert_int_equal(perfpred_calibrate_fit(&p, &r, err, sizeof err), PERFPRED_ERR_INVALID_ARG);
 }
 
+/* A fit of the toy device from files[0..n) into dir: one thread, 20 rounds. */
+static perfpred_fit_params toy_fit_params(const char *const *files, int n, const char *dir)
+{
+    perfpred_fit_params p = perfpred_fit_default_params();
+    p.device = "toy-roofline";
+    p.layers_csvs = files;
+    p.n_layers_csvs = n;
+    p.config_dir = g_toy;
+    p.out_dir = dir;
+    p.nthread = 1;
+    p.n_rounds = 20;
+    return p;
+}
+
 static void fit_should_leave_out_noisy_rows_when_asked(void **state)
 {
     (void)state;
@@ -985,15 +999,8 @@ static void fit_should_leave_out_noisy_rows_when_asked(void **state)
                         "test,2026-01-0%d\n", n, lat, spread, 1 + i % 3);
     }
     pp_test_write_text(csv, text);
-    perfpred_fit_params p = perfpred_fit_default_params();
     const char *files[] = {csv};
-    p.device = "toy-roofline";
-    p.layers_csvs = files;
-    p.n_layers_csvs = 1;
-    p.config_dir = g_toy;
-    p.out_dir = dir;
-    p.nthread = 1;
-    p.n_rounds = 20;
+    perfpred_fit_params p = toy_fit_params(files, 1, dir);
     p.max_spread_pct = 50;
     perfpred_fit_report r;
     assert_int_equal(perfpred_calibrate_fit(&p, &r, err, sizeof err), PERFPRED_OK);
@@ -1008,6 +1015,80 @@ static void fit_should_leave_out_noisy_rows_when_asked(void **state)
     char *m = pp_test_read_text(mpath);
     assert_non_null(strstr(m, "\"date\":\t\"2026-01-03\""));
     free(m);
+}
+
+/* Toy Relu rows on n = step x i floats, i in [first, last] by every: a row times the roofline
+ * (8n bytes at 1 GB/s) times exp(log_a + slope ln(roofline ms)), so 0 and 0 give the roofline. */
+static int toy_relu_rows(char *text, size_t cap, int off, int first, int last, int every, int step,
+                         double log_a, double slope)
+{
+    for (int i = first; i <= last; i += every) {
+        int n = step * i;
+        double t = 8e-6 * n;
+        off += snprintf(text + off, cap - (size_t)off,
+                        "toy-roofline,pytorch-eager,,fp32,elemwise,Relu,1,x:%d,,%.17g,,10,,,"
+                        "test,2026-01-01\n", n, t * exp(log_a + slope * log(t)));
+    }
+    return off;
+}
+
+static void fit_should_rescale_a_later_session_by_its_anchors(void **state)
+{
+    (void)state;
+    char early[1300], later[1300], few[1300], dir[1300], err[1024];
+    path_in(early, sizeof early, "rescale_early.csv");
+    path_in(later, sizeof later, "rescale_later.csv");
+    path_in(few, sizeof few, "rescale_few.csv");
+    path_in(dir, sizeof dir, "art_rescale");
+    static char text[16384];
+    /* the first session: 40 sizes at the roofline */
+    int off = snprintf(text, sizeof text, "%s", LAYER_HEADER);
+    toy_relu_rows(text, sizeof text, off, 1, 40, 1, 1000, 0, 0);
+    pp_test_write_text(early, text);
+    /* a later, busier session: 20 of those sizes again and 40 new ones, all slower by a drift
+     * that falls with size, 1.5x at 0.1 ms */
+    const double log_a = log(1.5) + 0.1 * log(0.1), slope = -0.1;
+    off = snprintf(text, sizeof text, "%s", LAYER_HEADER);
+    off = toy_relu_rows(text, sizeof text, off, 1, 40, 2, 1000, log_a, slope); /* 1000, 3000.. */
+    toy_relu_rows(text, sizeof text, off, 1, 79, 2, 500, log_a, slope);       /* 500, 1500.. */
+    pp_test_write_text(later, text);
+    const char *files[] = {early}, *rescaled[] = {later};
+    perfpred_fit_params p = toy_fit_params(files, 1, dir);
+    p.rescaled_csvs = rescaled;
+    p.n_rescaled_csvs = 1;
+    p.write_artifacts = 0;
+    perfpred_fit_report r;
+    assert_int_equal(perfpred_calibrate_fit(&p, &r, err, sizeof err), PERFPRED_OK);
+    assert_int_equal(r.n_rescaled, 1);
+    assert_int_equal(r.rescaled[0].n_rows, 60);
+    assert_int_equal(r.rescaled[0].n_anchors, 20);
+    assert_rel_close(r.rescaled[0].log_a, log_a, 1e-9);
+    assert_rel_close(r.rescaled[0].slope, slope, 1e-9);
+    assert_true(r.rescaled[0].anchor_mad_pct < 1e-6);
+    /* rescaled, every row is the roofline again; unrescaled, the later rows disagree with it */
+    assert_true(r.kinds[0].model.mape_pct < 0.5);
+    double rescaled_mape = r.kinds[0].model.mape_pct;
+    const char *both[] = {early, later};
+    p.layers_csvs = both;
+    p.n_layers_csvs = 2;
+    p.n_rescaled_csvs = 0;
+    assert_int_equal(perfpred_calibrate_fit(&p, &r, err, sizeof err), PERFPRED_OK);
+    assert_int_equal(r.n_rescaled, 0);
+    assert_true(r.kinds[0].model.mape_pct > 5.0 + rescaled_mape);
+    /* too few anchors: refused, naming the file */
+    off = snprintf(text, sizeof text, "%s", LAYER_HEADER);
+    off = toy_relu_rows(text, sizeof text, off, 1, 9, 1, 1000, log_a, slope);
+    toy_relu_rows(text, sizeof text, off, 1, 20, 1, 777, log_a, slope);
+    pp_test_write_text(few, text);
+    p.layers_csvs = files;
+    p.n_layers_csvs = 1;
+    rescaled[0] = few;
+    p.n_rescaled_csvs = 1;
+    err[0] = 0;
+    assert_int_equal(perfpred_calibrate_fit(&p, &r, err, sizeof err), PERFPRED_ERR_PARSE);
+    assert_non_null(strstr(err, few));
+    assert_non_null(strstr(err, "9 of its 29 rows"));
+    assert_non_null(strstr(err, "at least 10"));
 }
 
 /* -------------------------------------------------------------------- eval ---- */
@@ -1348,6 +1429,18 @@ static void eval_should_name_the_file_and_line_of_bad_input(void **state)
     assert_int_equal(perfpred_eval(&p, &r, err, sizeof err), PERFPRED_ERR_PARSE);
     snprintf(want, sizeof want, "%s:2", path);
     assert_non_null(strstr(err, want));
+    /* every row readable as CSV but bad (no date): the error gives the first one's place and why */
+    path_in(path, sizeof path, "all_bad.csv");
+    snprintf(text, sizeof text,
+             "%stoy-roofline,pytorch-eager,,fp32,elemwise,Relu,1,x:1000,,0.008,,,,,test,\n"
+             "toy-roofline,pytorch-eager,,fp32,elemwise,Relu,1,x:2000,,0.016,,,,,test,\n",
+             LAYER_HEADER);
+    pp_test_write_text(path, text);
+    p.layers_csv = path;
+    assert_int_equal(perfpred_eval(&p, &r, err, sizeof err), PERFPRED_ERR_PARSE);
+    snprintf(want, sizeof want, "the first: %s:2: ", path);
+    assert_non_null(strstr(err, want));
+    assert_non_null(strstr(err, "date"));
     p.group_by = "family"; /* layer rows group by kind */
     assert_int_equal(perfpred_eval(&p, &r, err, sizeof err), PERFPRED_ERR_INVALID_ARG);
 }
@@ -1471,6 +1564,7 @@ int main(void)
         cmocka_unit_test(fit_should_keep_previous_artifacts_when_interrupted),
         cmocka_unit_test(fit_should_refuse_rows_of_other_devices_and_mig_slices),
         cmocka_unit_test(fit_should_leave_out_noisy_rows_when_asked),
+        cmocka_unit_test(fit_should_rescale_a_later_session_by_its_anchors),
         cmocka_unit_test(eval_should_match_hand_computed_metrics),
         cmocka_unit_test(eval_networks_should_predict_like_the_public_api),
         cmocka_unit_test(eval_networks_should_flag_rows_of_another_machine),
