@@ -37,6 +37,13 @@ perfpred_status perfpred_plan_check_params(const perfpred_plan_params *p, char *
     if (!p) return bad(errbuf, n, "plan: %s is NULL", "params");
     if (!p->device || !*p->device) return bad(errbuf, n, "plan: %s is required", "device");
     if (!p->out_csv || !*p->out_csv) return bad(errbuf, n, "plan: %s is required", "out_csv");
+    if (p->n_anchor_csvs < 0 || p->n_anchor_csvs > 64 || (p->n_anchor_csvs > 0 && !p->anchor_csvs))
+        return bad(errbuf, n, "plan: %s must list 0 to 64 files", "anchor_csvs");
+    for (int i = 0; i < p->n_anchor_csvs; i++)
+        if (!p->anchor_csvs[i] || !*p->anchor_csvs[i])
+            return bad(errbuf, n, "plan: %s holds an empty path", "anchor_csvs");
+    if (p->n_anchors != 0 && (p->n_anchors < PERFPRED_RESCALE_MIN_ANCHORS || p->n_anchors > 1000))
+        return bad(errbuf, n, "plan: %s must be 0 (40) or in [10, 1000]", "n_anchors");
     if (!(p->budget_min > 0) || !isfinite(p->budget_min) || p->budget_min > 1e6)
         return bad(errbuf, n, "plan: %s must be in (0, 1e6] minutes", "budget_min");
     if (!(p->perturb_share >= 0 && p->perturb_share < 1))

@@ -672,14 +672,9 @@ static perfpred_status read_rows(fit_ctx *F, pp_err *err)
         const pp_layer_table *t = F->tables[f];
         for (int i = 0; i < t->n; i++) {
             const pp_layer_row *r = &t->rows[i];
-            if (strcmp(r->device, F->dev->name) != 0) {
-                int alias = 0;
-                for (int a = 0; a < F->dev->n_aliases && !alias; a++)
-                    alias = strcmp(r->device, F->dev->aliases[a]) == 0;
-                if (!alias) {
-                    rep->n_other_device++;
-                    continue;
-                }
+            if (!pp_device_named(F->dev, r->device)) {
+                rep->n_other_device++;
+                continue;
             }
             char msg[1400];
             if (p->max_spread_pct > 0 && isfinite(r->latency_spread_ms) &&

@@ -156,6 +156,12 @@ typedef struct plan {
     double mem_cap_bytes;
     pp_adapt *adapt;          /* adaptive plans: what the first fit says */
     double kind_weight[PP_OPK__COUNT]; /* budget weight of each kind (select_rows) */
+    double budget_s;          /* runner time for the picked rows: the budget less the anchors' */
+    pp_layer_table **anchor_tables; /* the measured CSVs anchors come from */
+    int n_anchor_tables;
+    pp_layer_row *anchors;    /* rows measured again, written after the picked rows */
+    int n_anchors;
+    double anchor_s;
 } plan;
 
 /* Copies src into dst[n], truncating (never a format-truncation case for the compiler). */
@@ -1373,7 +1379,7 @@ static perfpred_status select_rows(plan *P, pp_err *err)
     kind_pool pools[PP_OPK__COUNT];
     memset(pools, 0, sizeof pools);
     perfpred_status st = PERFPRED_OK;
-    double budget = P->p->budget_min * 60.0, total = 0, zoo_total = 0;
+    double budget = P->budget_s, total = 0, zoo_total = 0;
     int n_kinds = 0;
     for (int k = 1; k < PP_OPK__COUNT && st == PERFPRED_OK; k++) {
         if ((st = order_pool(P, (pp_op_kind)k, &pools[k], err))) break;
@@ -1433,6 +1439,109 @@ static perfpred_status select_rows(plan *P, pp_err *err)
     return st;
 }
 
+/* ---------------------------------------------------------------------- anchors ---- */
+
+typedef struct anchor_cand {
+    const pp_layer_row *r;
+    const char *path;
+    const char *sig;
+    double cost_s;
+} anchor_cand;
+
+static int cmp_anchor_latency(const void *a, const void *b)
+{
+    double x = ((const anchor_cand *)a)->r->latency_ms, y = ((const anchor_cand *)b)->r->latency_ms;
+    return (x > y) - (x < y);
+}
+
+/* Anchors: configurations the anchor CSVs measured on this device (of the plan's operators), one
+ * row each, n of them at evenly spaced ranks of their latency, so that the drift a later session
+ * shows can be fitted over sizes (calibrate fit --rescale-layers). Their configurations are left
+ * out of the picked rows (measured already), and their time out of the budget. */
+static perfpred_status pick_anchors(plan *P, pp_err *err)
+{
+    const perfpred_plan_params *p = P->p;
+    P->budget_s = p->budget_min * 60.0;
+    if (p->n_anchor_csvs == 0) return PERFPRED_OK;
+    P->anchor_tables = calloc((size_t)p->n_anchor_csvs, sizeof *P->anchor_tables);
+    if (!P->anchor_tables) return pp_err_set(err, PERFPRED_ERR_NOMEM, "plan: out of memory");
+    size_t total = 0;
+    for (int f = 0; f < p->n_anchor_csvs; f++) {
+        perfpred_status st = pp_layer_csv_read(p->anchor_csvs[f], &P->anchor_tables[f], err);
+        if (st != PERFPRED_OK) return st;
+        P->n_anchor_tables++;
+        total += (size_t)P->anchor_tables[f]->n;
+    }
+    anchor_cand *c = malloc((total + 1) * sizeof *c);
+    if (!c) return pp_err_set(err, PERFPRED_ERR_NOMEM, "plan: out of memory");
+    int m = 0;
+    perfpred_status st = PERFPRED_OK;
+    for (int f = 0; f < P->n_anchor_tables && st == PERFPRED_OK; f++) {
+        const pp_layer_table *t = P->anchor_tables[f];
+        for (int i = 0; i < t->n; i++) {
+            const pp_layer_row *r = &t->rows[i];
+            pp_node_feat feat;
+            pp_err e = {0};
+            if (!pp_device_named(P->dev, r->device) || !(r->latency_ms > 0) ||
+                !isfinite(r->latency_ms) || r->kind == PP_OPK_RESHAPE || r->kind == PP_OPK_SHAPE ||
+                !op_wanted(P, r->op_type) || pp_layer_row_features(r, &feat, &e) != PERFPRED_OK)
+                continue;
+            pp_strbuf b = {0};
+            put_sig(&b, r);
+            char *sig = b.oom || !b.data ? NULL : pp_arena_strdup(P->arena, b.data);
+            free(b.data);
+            if (!sig) {
+                st = pp_err_set(err, PERFPRED_ERR_NOMEM, "plan: out of memory");
+                break;
+            }
+            int dup = 0;
+            for (int j = 0; j < m && !dup; j++) dup = strcmp(c[j].sig, sig) == 0;
+            if (!dup) c[m++] = (anchor_cand){r, p->anchor_csvs[f], sig, row_cost_s(P, &feat)};
+        }
+    }
+    if (st == PERFPRED_OK && m < PERFPRED_RESCALE_MIN_ANCHORS)
+        st = pp_err_set(err, PERFPRED_ERR_PARSE,
+                        "plan: anchors: %s%s hold%s %d measured configurations of %s%s; anchors "
+                        "need at least %d", p->anchor_csvs[0],
+                        p->n_anchor_csvs > 1 ? " and the other files" : "",
+                        p->n_anchor_csvs > 1 ? "" : "s", m, P->dev->name,
+                        p->n_ops > 0 ? " among the plan's operators" : "",
+                        PERFPRED_RESCALE_MIN_ANCHORS);
+    int want = p->n_anchors > 0 ? p->n_anchors : 40;
+    int n = want < m ? want : m;
+    if (st == PERFPRED_OK && !(P->anchors = pp_arena_alloc(P->arena, (size_t)n * sizeof *P->anchors)))
+        st = pp_err_set(err, PERFPRED_ERR_NOMEM, "plan: out of memory");
+    if (st == PERFPRED_OK) {
+        qsort(c, (size_t)m, sizeof *c, cmp_anchor_latency);
+        for (int i = 0; i < n && st == PERFPRED_OK; i++) {
+            const anchor_cand *a = &c[(int)((i + 0.5) * m / n)];
+            pp_layer_row *r = &P->anchors[P->n_anchors++];
+            *r = *a->r;
+            r->runtime_version = "";
+            r->latency_ms = NAN;
+            r->latency_spread_ms = NAN;
+            r->repetitions = -1;
+            r->energy_j = NAN;
+            r->memory_bytes = -1;
+            r->date = "";
+            char src[1400];
+            snprintf(src, sizeof src, "anchor:%s:%d", a->path, a->r->line);
+            if (!(r->source = pp_arena_strdup(P->arena, src)))
+                st = pp_err_set(err, PERFPRED_ERR_NOMEM, "plan: out of memory");
+            P->anchor_s += a->cost_s;
+            int k = map_find(P, a->sig);
+            if (k >= 0) P->c[k].measured = 1;
+        }
+    }
+    free(c);
+    if (st == PERFPRED_OK && P->anchor_s >= P->budget_s)
+        st = pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                        "plan: the %d anchors alone take %.1f of the %g minutes: raise --budget-min "
+                        "or lower --n-anchors", P->n_anchors, P->anchor_s / 60.0, p->budget_min);
+    P->budget_s -= P->anchor_s;
+    return st;
+}
+
 /* --------------------------------------------------------------------- output ---- */
 
 static perfpred_status write_plan(plan *P, pp_err *err)
@@ -1440,7 +1549,7 @@ static perfpred_status write_plan(plan *P, pp_err *err)
     int n = 0;
     for (int i = 0; i < P->n; i++) n += P->c[i].picked;
     order_item *idx = malloc((size_t)(n + 1) * sizeof *idx);
-    pp_layer_row *rows = malloc((size_t)(n + 1) * sizeof *rows);
+    pp_layer_row *rows = malloc((size_t)(n + P->n_anchors + 1) * sizeof *rows);
     if (!idx || !rows) {
         free(idx);
         free(rows);
@@ -1474,7 +1583,8 @@ static perfpred_status write_plan(plan *P, pp_err *err)
         r->source = c->source;
         r->date = "";
     }
-    if (st == PERFPRED_OK) st = pp_layer_csv_write(P->p->out_csv, rows, n, err);
+    for (int j = 0; j < P->n_anchors; j++) rows[n + j] = P->anchors[j];
+    if (st == PERFPRED_OK) st = pp_layer_csv_write(P->p->out_csv, rows, n + P->n_anchors, err);
     free(idx);
     free(rows);
     return st;
@@ -1512,7 +1622,10 @@ static void fill_report(plan *P)
         r->n_rows += pk.n_rows;
         r->n_excluded_measured += pk.n_measured;
     }
-    r->est_minutes = est / 60.0;
+    r->n_anchor_rows = P->n_anchors;
+    r->anchor_minutes = P->anchor_s / 60.0;
+    r->n_rows += P->n_anchors;
+    r->est_minutes = (est + P->anchor_s) / 60.0;
     r->budget_minutes = P->p->budget_min;
     r->has_roofline = P->has_roof;
     r->cost_from_layer_models = P->n_lm_costed > 0;
@@ -1672,6 +1785,7 @@ perfpred_status perfpred_calibrate_plan(const perfpred_plan_params *p, perfpred_
             out->adaptive_rows = 1;
         }
     }
+    if ((st = pick_anchors(&P, &err))) goto done;
     cover_domain(&P);
     if ((st = select_rows(&P, &err))) goto done;
     fill_report(&P);
@@ -1692,6 +1806,8 @@ done:
     pp_arena_free(P.arena);
     pp_layer_models_free(P.lm);
     pp_adapt_free(P.adapt);
+    for (int i = 0; i < P.n_anchor_tables; i++) pp_layer_table_free(P.anchor_tables[i]);
+    free(P.anchor_tables);
     pp_devices_free(db);
     return st;
 }

@@ -51,14 +51,6 @@ static int cmp_str(const void *a, const void *b)
 }
 
 
-static int device_matches(const pp_device *dev, const char *name)
-{
-    if (strcmp(name, dev->name) == 0) return 1;
-    for (int a = 0; a < dev->n_aliases; a++)
-        if (strcmp(name, dev->aliases[a]) == 0) return 1;
-    return 0;
-}
-
 static void basis_add(pp_adapt *a, const char *fmt, const char *s1, const char *s2)
 {
     size_t L = strlen(a->basis);
@@ -105,7 +97,7 @@ static perfpred_status read_manifest(pp_adapt *a, const char *path, const pp_dev
         cJSON_Delete(root);
         return pp_err_set(err, PERFPRED_ERR_MODEL, "%s: no device or models", path);
     }
-    if (!device_matches(dev, d->valuestring)) {
+    if (!pp_device_named(dev, d->valuestring)) {
         st = pp_err_set(err, PERFPRED_ERR_MODEL, "%s: the layer models of device '%s', not %s",
                         path, d->valuestring, dev->name);
         cJSON_Delete(root);
@@ -291,7 +283,7 @@ perfpred_status pp_adapt_load(const char *dir, const char *config_dir, const pp_
     for (int f = 0; f < n_tables; f++)
         for (int i = 0; i < tables[f]->n; i++) {
             const pp_layer_row *r = &tables[f]->rows[i];
-            if (!device_matches(dev, r->device)) continue;
+            if (!pp_device_named(dev, r->device)) continue;
             pp_strbuf b = {0};
             pp_plan_put_sig(&b, r);
             if (b.oom || !b.data) {

@@ -54,6 +54,11 @@ static const char calibrate_usage[] =
     "                          with the largest errors, leave out configurations measured already\n"
     "  --manifest-dir DIR      folder of that manifest.json and its models (default: the\n"
     "                          device's artifacts)\n"
+    "  --anchors MEASURED.csv[,..]\n"
+    "                          for a plan measured in a later session: also time again\n"
+    "                          --n-anchors N (40) configurations those files measured,\n"
+    "                          spread over their latencies (within --ops), out of the\n"
+    "                          budget; then fit with --rescale-layers\n"
     "\n"
     "fit: one latency model per op kind; held-out configurations judged next to the roofline\n"
     "  --device DEV            device the rows were measured on\n"
@@ -278,7 +283,7 @@ static cJSON *json_msgs(const char (*msgs)[256], int n)
 static int cmd_plan(int argc, char **argv)
 {
     perfpred_plan_params p = perfpred_plan_default_params();
-    const char *models[MAX_LIST], *excl[MAX_LIST], *ops[MAX_LIST];
+    const char *models[MAX_LIST], *excl[MAX_LIST], *ops[MAX_LIST], *anchors[MAX_LIST];
     int64_t batches[MAX_LIST];
     int json = 0;
     args A = {argc, argv, 0};
@@ -342,6 +347,17 @@ static int cmd_plan(int argc, char **argv)
             p.adaptive = 1;
         } else if (is_opt(a, "--manifest-dir")) {
             if (!(p.adaptive_dir = value(&A, "--manifest-dir"))) return EXIT_USAGE;
+        } else if (is_opt(a, "--anchors")) {
+            if (!(v = value(&A, "--anchors"))) return EXIT_USAGE;
+            int n = split_list((char *)v, anchors + p.n_anchor_csvs, MAX_LIST - p.n_anchor_csvs,
+                               "--anchors");
+            if (n < 0) return EXIT_USAGE;
+            p.n_anchor_csvs += n;
+            p.anchor_csvs = anchors;
+        } else if (is_opt(a, "--n-anchors")) {
+            if (!(v = value(&A, "--n-anchors")) ||
+                parse_int(v, "--n-anchors", PERFPRED_RESCALE_MIN_ANCHORS, 1000, &p.n_anchors))
+                return EXIT_USAGE;
         } else if (strcmp(a, "--json") == 0) {
             json = 1;
         } else {
@@ -359,6 +375,10 @@ static int cmd_plan(int argc, char **argv)
     }
     if (p.adaptive_dir && !p.adaptive) {
         cli_error("calibrate plan: --manifest-dir goes with --adaptive");
+        return EXIT_USAGE;
+    }
+    if (p.n_anchors && !p.n_anchor_csvs) {
+        cli_error("calibrate plan: --n-anchors goes with --anchors");
         return EXIT_USAGE;
     }
     perfpred_plan_report r;
@@ -383,6 +403,8 @@ static int cmd_plan(int argc, char **argv)
         cJSON_AddNumberToObject(o, "models_excluded", r.n_excluded_models);
         cJSON_AddNumberToObject(o, "zoo_nodes", r.n_nodes);
         cJSON_AddNumberToObject(o, "skipped_nodes", r.n_skipped_nodes);
+        cJSON_AddNumberToObject(o, "anchor_rows", r.n_anchor_rows);
+        cJSON_AddNumberToObject(o, "anchor_minutes", r.anchor_minutes);
         cJSON *ks = cJSON_AddArrayToObject(o, "kinds");
         for (int i = 0; i < r.n_kinds; i++) {
             const perfpred_plan_kind *k = &r.kinds[i];
@@ -427,6 +449,11 @@ static int cmd_plan(int argc, char **argv)
                r.device);
     else
         printf("costs: %s states no roofline figures: each call is costed at 50 us\n", r.device);
+    if (r.n_anchor_rows)
+        printf("anchors: %d configurations measured in %s%s, spread over their latencies, %.2f "
+               "minutes (for calibrate fit --rescale-layers)\n",
+               r.n_anchor_rows, p.anchor_csvs[0], p.n_anchor_csvs > 1 ? " and more" : "",
+               r.anchor_minutes);
     if (r.adaptive)
         printf("adaptive (%s): %s\nadaptive: %d configurations measured already left out\n",
                r.adaptive_rows ? "kind shares and held-out rows" : "kind shares only",

@@ -393,6 +393,14 @@ const pp_device *pp_devices_find(const pp_device_db *db, const char *name)
     return e ? e->dev : NULL;
 }
 
+int pp_device_named(const pp_device *d, const char *name)
+{
+    if (strcmp(name, d->name) == 0) return 1;
+    for (int a = 0; a < d->n_aliases; a++)
+        if (strcmp(name, d->aliases[a]) == 0) return 1;
+    return 0;
+}
+
 const char *pp_default_config_dir(void)
 {
     const char *env = getenv("PERFPRED_CONFIG_DIR");

@@ -114,6 +114,8 @@ int pp_devices_count(const pp_device_db *db);
 const pp_device *pp_devices_at(const pp_device_db *db, int i);      /* sorted by name */
 /* Canonical name or alias ("a100", "a100-mig-3g", "a100-80gb-mig-1g"), case-insensitive. */
 const pp_device *pp_devices_find(const pp_device_db *db, const char *name);
+/* 1 when name is d's canonical name or one of its aliases, exactly as a measurement row writes it. */
+int pp_device_named(const pp_device *d, const char *name);
 /* malloc'd YAML text of the resolved descriptor (every field, inherited ones included). */
 char *pp_device_to_yaml(const pp_device *d);
 

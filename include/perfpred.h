@@ -286,6 +286,13 @@ typedef struct perfpred_plan_params {
     const char *adaptive_dir;              /* folder of that manifest.json (its models also cost
                                               the rows when the device has none installed);
                                               NULL: the device's artifacts folder */
+    /* anchors, for a plan measured in a later session: n_anchors configurations of these measured
+     * layer CSVs (rows of the device, of the plan's --ops if given), spread evenly over their
+     * latencies, are added to the plan so that `calibrate fit --rescale-layers` can rescale the
+     * new rows to the session of those files; their time comes out of budget_min */
+    const char *const *anchor_csvs;
+    int n_anchor_csvs;
+    int n_anchors;                         /* 0: 40 when anchor_csvs are given (10 to 1000) */
 } perfpred_plan_params;
 
 typedef struct perfpred_plan_kind {
@@ -325,6 +332,8 @@ typedef struct perfpred_plan_report {
                                   rows (split reproduced from the measured CSVs); 0: by kind only */
     int n_excluded_measured;   /* candidates left out because their configuration was measured */
     char adaptive_basis[512];  /* what drove the resampling, in words */
+    int n_anchor_rows;         /* anchors added (counted in n_rows and est_minutes) */
+    double anchor_minutes;
 } perfpred_plan_report;
 
 perfpred_plan_params perfpred_plan_default_params(void);

@@ -660,6 +660,64 @@ static void plan_should_cover_kernel_stride_and_group_together(void **state)
     free_plan(P);
 }
 
+/* --anchors: n configurations of a measured CSV, of this device, at evenly spaced ranks of their
+ * latency, written after the picked rows with their file and line; none usable is an error. */
+static void plan_should_add_anchors_spread_over_latency(void **state)
+{
+    (void)state;
+    if (!has_models()) skip();
+    char out[1300], meas[1300], err[1024];
+    path_in(out, sizeof out, "plan_anchors.csv");
+    path_in(meas, sizeof meas, "anchor_rows.csv");
+    static char text[8192];
+    int off = snprintf(text, sizeof text, "%s", LAYER_HEADER);
+    /* 30 Relu sizes, written slowest first; the i-th fastest takes 0.01 (i + 1) ms */
+    for (int i = 29; i >= 0; i--)
+        off += snprintf(text + off, sizeof text - (size_t)off,
+                        "host-cpu,pytorch-eager,,fp32,elemwise,Relu,1,x:%d,,%g,,10,,,t,2026-01-01\n",
+                        1000 * (i + 1), 0.01 * (i + 1));
+    for (int i = 0; i < 5; i++) /* another machine's rows are never anchors */
+        off += snprintf(text + off, sizeof text - (size_t)off,
+                        "toy-roofline,pytorch-eager,,fp32,elemwise,Relu,1,x:%d,,0.5,,10,,,t,"
+                        "2026-01-01\n", 777 + i);
+    pp_test_write_text(meas, text);
+    perfpred_plan_params p = plan_params(out, 2, 1);
+    const char *files[] = {meas};
+    p.anchor_csvs = files;
+    p.n_anchor_csvs = 1;
+    p.n_anchors = 11;
+    perfpred_plan_report r;
+    assert_int_equal(perfpred_calibrate_plan(&p, &r, err, sizeof err), PERFPRED_OK);
+    assert_int_equal(r.n_anchor_rows, 11);
+    assert_true(r.anchor_minutes > 0);
+    assert_true(r.est_minutes <= 2.0 * 1.0001);
+    plan_rows *P = read_plan(out);
+    assert_int_equal(P->n, r.n_rows);
+    char prefix[1400];
+    snprintf(prefix, sizeof prefix, "anchor:%s:", meas);
+    int seen[30] = {0}, n_anchor = 0;
+    for (int i = 0; i < P->n; i++) {
+        if (strncmp(P->rows[i].source, prefix, strlen(prefix)) != 0) continue;
+        n_anchor++;
+        int64_t size = P->rows[i].inputs[0].dims[0];
+        assert_true(size % 1000 == 0 && size >= 1000 && size <= 30000);
+        seen[size / 1000 - 1] = 1;
+    }
+    assert_int_equal(n_anchor, 11);
+    /* ranks (i + 0.5) 30 / 11 of the 30, fastest first (not symmetric: written slowest first, an
+     * unsorted pick would differ) */
+    for (int i = 0; i < 11; i++) assert_true(seen[(int)((i + 0.5) * 30 / 11)]);
+    free_plan(P);
+    /* limited to convolutions, the file holds none */
+    const char *ops[] = {"Conv"};
+    p.ops = ops;
+    p.n_ops = 1;
+    err[0] = 0;
+    assert_int_equal(perfpred_calibrate_plan(&p, &r, err, sizeof err), PERFPRED_ERR_PARSE);
+    assert_non_null(strstr(err, meas));
+    assert_non_null(strstr(err, "at least 10"));
+}
+
 static void plan_should_read_a_model_list(void **state)
 {
     (void)state;
@@ -1556,6 +1614,7 @@ int main(void)
         cmocka_unit_test(plan_should_time_a_composite_op_as_its_one_operator),
         cmocka_unit_test(plan_should_vary_windows_and_groups),
         cmocka_unit_test(plan_should_cover_kernel_stride_and_group_together),
+        cmocka_unit_test(plan_should_add_anchors_spread_over_latency),
         cmocka_unit_test(plan_should_read_a_model_list),
         cmocka_unit_test(plan_should_reject_bad_parameters),
         cmocka_unit_test(fit_should_write_artifacts_that_load_back),
