@@ -239,7 +239,14 @@ cJSON *cli_json_prediction(const perfpred_prediction *p)
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "device", p->device);
     cJSON_AddNumberToObject(o, "batch", (double)p->batch);
-    cJSON_AddItemToObject(o, "latency", json_figure(&p->latency_ms, "ms"));
+    cJSON *lat = json_figure(&p->latency_ms, "ms");
+    if (p->correction_members > 1) {
+        cJSON *m = cJSON_AddObjectToObject(lat, "members");
+        cJSON_AddNumberToObject(m, "n", p->correction_members);
+        cJSON_AddNumberToObject(m, "lo", p->latency_members_lo_ms);
+        cJSON_AddNumberToObject(m, "hi", p->latency_members_hi_ms);
+    }
+    cJSON_AddItemToObject(o, "latency", lat);
     cJSON_AddItemToObject(o, "energy", json_figure(&p->energy_mj, "mJ"));
     cJSON_AddItemToObject(o, "peak_memory", json_figure(&p->peak_memory_bytes, "bytes"));
     cJSON *mb = cJSON_AddObjectToObject(o, "memory_breakdown");
@@ -272,6 +279,9 @@ static void print_prediction(const perfpred_prediction *p, const perfpred_device
     if (isfinite(p->latency_ms.value)) snprintf(v, sizeof v, "%.3f ms", p->latency_ms.value);
     else snprintf(v, sizeof v, "-");
     print_figure_line("latency", v, &p->latency_ms);
+    if (p->correction_members > 1)
+        printf("  %-12s %.3f to %.3f ms from the %d GNNs one by one (how much they disagree)\n", "",
+               p->latency_members_lo_ms, p->latency_members_hi_ms, p->correction_members);
     if (isfinite(p->energy_mj.value)) snprintf(v, sizeof v, "%.3f mJ", p->energy_mj.value);
     else snprintf(v, sizeof v, "-");
     print_figure_line("energy", v, &p->energy_mj);

@@ -501,10 +501,15 @@ static perfpred_status forward_one(const pp_gnn *m, const pp_gnn_graph *s, doubl
     return PERFPRED_OK;
 }
 
-perfpred_status pp_gnn_forward(const pp_gnn *m, const pp_gnn_graph *s, double *out, pp_err *err)
+perfpred_status pp_gnn_forward_range(const pp_gnn *m, const pp_gnn_graph *s, double *out,
+                                     double *lo, double *hi, pp_err *err)
 {
     if (!m || !s || !out) return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "gnn: NULL argument");
     perfpred_status st = forward_one(m, s, out, err);
+    for (int t = 0; !st && t < m->n_targets; t++) {
+        if (lo) lo[t] = out[t];
+        if (hi) hi[t] = out[t];
+    }
     int n = 1;
     for (const pp_gnn *q = m->next; q && !st; q = q->next, n++) {
         double o[PP_GNN_MAX_TARGETS];
@@ -513,10 +518,19 @@ perfpred_status pp_gnn_forward(const pp_gnn *m, const pp_gnn_graph *s, double *o
                               "gnn: ensemble member %d predicts %d targets, the first %d", n + 1,
                               q->n_targets, m->n_targets);
         if ((st = forward_one(q, s, o, err))) break;
-        for (int t = 0; t < m->n_targets; t++) out[t] += o[t];
+        for (int t = 0; t < m->n_targets; t++) {
+            out[t] += o[t];
+            if (lo && o[t] < lo[t]) lo[t] = o[t];
+            if (hi && o[t] > hi[t]) hi[t] = o[t];
+        }
     }
     for (int t = 0; !st && n > 1 && t < m->n_targets; t++) out[t] /= n;
     return st;
+}
+
+perfpred_status pp_gnn_forward(const pp_gnn *m, const pp_gnn_graph *s, double *out, pp_err *err)
+{
+    return pp_gnn_forward_range(m, s, out, NULL, NULL, err);
 }
 
 /* Standardized targets: ytil_t = (y_t - y_mean_t) / y_std_t. */

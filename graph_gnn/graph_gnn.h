@@ -155,6 +155,10 @@ void pp_gnn_init_weights(pp_gnn *gnn, uint64_t seed);
 /* Predicts every target of one sample (in target units: log-ratios); for an ensemble, the mean of
  * its members' predictions. */
 perfpred_status pp_gnn_forward(const pp_gnn *gnn, const pp_gnn_graph *s, double *out, pp_err *err);
+/* The same, and per target the smallest and largest member prediction (lo, hi: NULL to skip; equal
+ * to out for a single model). */
+perfpred_status pp_gnn_forward_range(const pp_gnn *gnn, const pp_gnn_graph *s, double *out,
+                                     double *lo, double *hi, pp_err *err);
 /* Members of the ensemble that starts at gnn (1 for a single model, 0 for NULL). */
 int pp_gnn_members(const pp_gnn *gnn);
 

@@ -193,6 +193,10 @@ typedef struct perfpred_prediction {
     int fits_in_memory;
     int n_kernels, n_calibrated_kernels;
     double kernel_bytes;     /* bytes the kernels read and write (inputs, outputs, weights), summed */
+    int correction_members;  /* GNNs whose corrections were averaged into latency_ms (0: none) */
+    double latency_members_lo_ms, latency_members_hi_ms; /* with more than one: the lowest and
+                                the highest latency a single member would give (how much they
+                                disagree, not a confidence interval); else NaN */
 } perfpred_prediction;
 
 typedef struct perfpred_predict_params {

@@ -464,7 +464,7 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
 
     /* graph-level correction: prediction = layer sum x exp(GNN output), trained on whole-network
      * measurements of this device against this same layer sum */
-    double corr[PP_GNN_MAX_TARGETS];
+    double corr[PP_GNN_MAX_TARGETS], corr_lo[PP_GNN_MAX_TARGETS], corr_hi[PP_GNN_MAX_TARGETS];
     int corrected = 0;
     if (gnn && !untimed && total_ms > 0) {
         pp_gnn_graph sample;
@@ -472,7 +472,7 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
         if (!(tf > 0)) tf = d->peak_tflops[PP_PREC_FP32];
         perfpred_status st = pp_fitnet_sample_from(g, node_ms, total_ms, tf,
                                                    d->memory_bandwidth_gbs, &sample, err);
-        if (!st) st = pp_gnn_forward(gnn, &sample, corr, err);
+        if (!st) st = pp_gnn_forward_range(gnn, &sample, corr, corr_lo, corr_hi, err);
         pp_gnn_graph_clear(&sample);
         if (st) {
             free(node_ms);
@@ -491,6 +491,14 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
 
     out->n_kernels = nk;
     out->kernel_bytes = total_bytes;
+    out->latency_members_lo_ms = out->latency_members_hi_ms = NAN;
+    if (corrected) {
+        out->correction_members = pp_gnn_members(gnn);
+        if (out->correction_members > 1) {
+            out->latency_members_lo_ms = total_ms * exp(corr_lo[0]);
+            out->latency_members_hi_ms = total_ms * exp(corr_hi[0]);
+        }
+    }
     out->n_calibrated_kernels = ncal;
     out->latency_ms.value = total_ms;
     if (untimed) {

@@ -948,13 +948,23 @@ static void ensemble_should_average_and_round_trip(void **state)
     assert_int_equal(pp_gnn_members(NULL), 0);
     int differ = 0;
     for (int b = 0; b < NS; b++) {
-        double o[2];
+        double o[2], r[2], lo[2], hi[2];
         assert_int_equal(pp_gnn_forward(ens, &gs[b], o, NULL), PERFPRED_OK);
+        assert_int_equal(pp_gnn_forward_range(ens, &gs[b], r, lo, hi, NULL), PERFPRED_OK);
         for (int t = 0; t < 2; t++) {
             double mean = (own[0][b][t] + own[1][b][t] + own[2][b][t]) / 3.0;
             assert_true(fabs(o[t] - mean) <= 1e-12 * (1.0 + fabs(mean)));
+            assert_true(r[t] == o[t]);
+            /* the range is the members' own smallest and largest prediction */
+            assert_true(lo[t] == fmin(own[0][b][t], fmin(own[1][b][t], own[2][b][t])));
+            assert_true(hi[t] == fmax(own[0][b][t], fmax(own[1][b][t], own[2][b][t])));
             differ |= own[0][b][t] != own[1][b][t];
         }
+    }
+    {   /* a single model's range is its prediction */
+        double o[2], lo[2], hi[2];
+        assert_int_equal(pp_gnn_forward_range(m[2], &gs[0], o, lo, hi, NULL), PERFPRED_OK);
+        assert_true(lo[0] == o[0] && hi[0] == o[0] && lo[1] == o[1] && hi[1] == o[1]);
     }
     assert_true(differ); /* the seeds made different members */
     path_buf wpb = tmp_path("_ens.bin"), mpb = tmp_path("_ens.json");

@@ -259,6 +259,13 @@ static void gnn_correction_should_load_when_first_needed(void **state)
     assert_true(isfinite(a.latency_ms.value) && a.latency_ms.value > 0);
     assert_true(a.latency_ms.value != b.latency_ms.value);
     assert_non_null(strstr(a.latency_ms.source, "mean of 5 GNNs"));
+    /* the members one by one: the mean correction lies between the smallest and the largest */
+    assert_int_equal(a.correction_members, 5);
+    assert_true(a.latency_members_lo_ms < a.latency_members_hi_ms);
+    assert_true(a.latency_members_lo_ms <= a.latency_ms.value &&
+                a.latency_ms.value <= a.latency_members_hi_ms);
+    assert_int_equal(b.correction_members, 0);
+    assert_true(isnan(b.latency_members_lo_ms) && isnan(b.latency_members_hi_ms));
     perfpred_ctx_close(ctx);
     for (int i = 0; i < 5; i++)
         for (int j = 0; j < 2; j++) {
