@@ -274,6 +274,10 @@ perfpred_metrics pp_metrics_public(const pp_metrics *m);
  * then the median of y - slope x. Robust to a few wild points (up to about 29 % of them).
  * -1 when n < 2, every x is equal, or out of memory. */
 int pp_theil_sen(const double *x, const double *y, int n, double *intercept, double *slope);
+/* The drift `calibrate fit --rescale-layers` divides a later session's row of latency ms by:
+ * exp(log_a + slope x), x = (ln ms - log_a) / (1 + slope) the row's ln latency in the earlier
+ * session (the fit keeps 1 + slope in [0.25, 4]). */
+double pp_rescale_drift(double ms, double log_a, double slope);
 
 /* ------------------------------------------------------ A100 from NeuSight (fit_neusight.c) ---- */
 

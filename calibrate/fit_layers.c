@@ -626,7 +626,7 @@ static perfpred_status rescale_table(fit_ctx *F, int f, const ref_row *ref, int 
     for (int i = 0; i < F->n_u; i++) {
         used_row *ur = &F->u[i];
         if (ur->table != f) continue;
-        double drift = exp(a + b * (log(ur->latency_ms) - a) / (1.0 + b));
+        double drift = pp_rescale_drift(ur->latency_ms, a, b);
         ur->latency_ms /= drift;
         ur->spread_ms /= drift;
     }
@@ -781,6 +781,13 @@ static perfpred_status fit_layers(fit_ctx *F, pp_err *err)
             s->gpu = pp_arena_strdup(F->arena, acc[i].machine);
             s->rows = acc[i].rows[role];
             s->role = role ? "test" : "train";
+            for (int f = p->n_layers_csvs; f < p->n_layers_csvs + p->n_rescaled_csvs; f++)
+                if (acc[i].path == file_path(p, f)) {
+                    const perfpred_fit_rescale *q = &rep->rescaled[f - p->n_layers_csvs];
+                    s->rescaled = 1;
+                    s->rescale_log_a = q->log_a;
+                    s->rescale_slope = q->slope;
+                }
             if (!s->path || !s->repo || !s->commit || !s->gpu)
                 return pp_err_set(err, PERFPRED_ERR_NOMEM, "fit: out of memory");
         }

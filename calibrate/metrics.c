@@ -153,6 +153,11 @@ static double median_sort(double *v, size_t n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+double pp_rescale_drift(double ms, double log_a, double slope)
+{
+    return exp(log_a + slope * (log(ms) - log_a) / (1.0 + slope));
+}
+
 int pp_theil_sen(const double *x, const double *y, int n, double *intercept, double *slope)
 {
     if (n < 2) return -1;

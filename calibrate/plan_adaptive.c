@@ -74,6 +74,8 @@ static void parse_heldout(const char *h, kind_entry *e)
 
 typedef struct src_list {
     char *path[PP_LM_MAX_SOURCES];
+    int rescaled[PP_LM_MAX_SOURCES]; /* the fit divided the file's rows by exp(a + b x) */
+    double log_a[PP_LM_MAX_SOURCES], slope[PP_LM_MAX_SOURCES];
     int n;
 } src_list;
 
@@ -142,7 +144,14 @@ static perfpred_status read_manifest(pp_adapt *a, const char *path, const pp_dev
         if (!cJSON_IsString(p) || !*p->valuestring || src->n == PP_LM_MAX_SOURCES) continue;
         int dup = 0;
         for (int i = 0; i < src->n && !dup; i++) dup = strcmp(src->path[i], p->valuestring) == 0;
-        if (!dup && !(src->path[src->n++] = strdup(p->valuestring)))
+        if (dup) continue;
+        const cJSON *rs = cJSON_GetObjectItemCaseSensitive(s, "rescale");
+        const cJSON *ra = cJSON_GetObjectItemCaseSensitive(rs, "log_a");
+        const cJSON *rb = cJSON_GetObjectItemCaseSensitive(rs, "slope");
+        src->rescaled[src->n] = cJSON_IsNumber(ra) && cJSON_IsNumber(rb);
+        src->log_a[src->n] = cJSON_IsNumber(ra) ? ra->valuedouble : 0;
+        src->slope[src->n] = cJSON_IsNumber(rb) ? rb->valuedouble : 0;
+        if (!(src->path[src->n++] = strdup(p->valuestring)))
             st = pp_err_set(err, PERFPRED_ERR_NOMEM, "adaptive plan: out of memory");
     }
     cJSON_Delete(root);
@@ -169,6 +178,7 @@ typedef struct fit_row {
     const pp_layer_row *r;
     pp_node_feat feat;
     char *config;
+    double latency_ms;   /* as the fit used it: rescaled where the manifest says so */
 } fit_row;
 
 /* Marks held[i] for the rows of kind k exactly as fit_layers.c's fit_kind splits them; -1 when the
@@ -248,8 +258,10 @@ perfpred_status pp_adapt_load(const char *dir, const char *config_dir, const pp_
     pp_adapt *a = calloc(1, sizeof *a);
     if (!a) return pp_err_set(err, PERFPRED_ERR_NOMEM, "adaptive plan: out of memory");
     for (int k = 0; k < PP_OPK__COUNT; k++) a->kinds[k].mape = NAN;
-    src_list src = {{0}, 0};
+    src_list src;
+    memset(&src, 0, sizeof src);
     pp_layer_table *tables[PP_LM_MAX_SOURCES] = {0};
+    int table_src[PP_LM_MAX_SOURCES] = {0};
     int n_tables = 0, n_u = 0;
     fit_row *u = NULL;
     int *held = NULL;
@@ -270,6 +282,7 @@ perfpred_status pp_adapt_load(const char *dir, const char *config_dir, const pp_
             continue;
         }
         if ((st = pp_layer_csv_read(rp, &tables[n_tables], err))) goto done;
+        table_src[n_tables] = i;
         total += (size_t)tables[n_tables++]->n;
         snprintf(names + M, sizeof names - M, "%s%s", M ? ", " : "", src.path[i]);
     }
@@ -303,7 +316,12 @@ perfpred_status pp_adapt_load(const char *dir, const char *config_dir, const pp_
                 st = pp_err_set(err, PERFPRED_ERR_NOMEM, "adaptive plan: out of memory");
                 goto done;
             }
+            int s = table_src[f];
             u[n_u].r = r;
+            u[n_u].latency_ms =
+                src.rescaled[s] ? r->latency_ms / pp_rescale_drift(r->latency_ms, src.log_a[s],
+                                                                     src.slope[s])
+                                : r->latency_ms;
             u[n_u++].config = c.data;
         }
     qsort(a->measured, (size_t)a->n_measured, sizeof *a->measured, cmp_str);
@@ -339,7 +357,7 @@ perfpred_status pp_adapt_load(const char *dir, const char *config_dir, const pp_
             if (pp_layer_models_predict(lm, &u[i].feat, PP_LM_LATENCY, &pred, &pe) != PP_LM_OK ||
                 !isfinite(pred))
                 continue;
-            if (add_held(a, (pp_op_kind)k, &u[i].feat, fabs(pred / u[i].r->latency_ms - 1.0))) {
+            if (add_held(a, (pp_op_kind)k, &u[i].feat, fabs(pred / u[i].latency_ms - 1.0))) {
                 st = pp_err_set(err, PERFPRED_ERR_NOMEM, "adaptive plan: out of memory");
                 goto done;
             }

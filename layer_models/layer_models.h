@@ -122,6 +122,9 @@ typedef struct pp_lm_source {
     const char *gpu;        /* device the rows were measured on */
     int rows;
     const char *role;       /* "train" or "test" */
+    int rescaled;           /* 1: the file's latencies were divided by exp(a + b x), x the row's
+                               ln(ms) mapped back to the first files' session (fit_layers.c) */
+    double rescale_log_a, rescale_slope;
 } pp_lm_source;
 
 typedef struct pp_lm_entry {

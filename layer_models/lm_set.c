@@ -48,6 +48,13 @@ perfpred_status pp_lm_manifest_write(const char *dir, const pp_lm_manifest *m, p
         ADD(o, "gpu", cJSON_CreateString(s->gpu));
         ADD(o, "rows", cJSON_CreateNumber(s->rows));
         ADD(o, "role", cJSON_CreateString(s->role));
+        if (s->rescaled) {
+            cJSON *rs = cJSON_CreateObject();
+            ADD(o, "rescale", rs);
+            if (!ok) break;
+            ADD(rs, "log_a", cJSON_CreateNumber(s->rescale_log_a));
+            ADD(rs, "slope", cJSON_CreateNumber(s->rescale_slope));
+        }
     }
     cJSON *feat = cJSON_CreateArray();
     ADD(root, "features", feat);

@@ -68,3 +68,30 @@ char *pp_test_read_text(const char *path)
     fclose(f);
     return s;
 }
+
+int pp_test_toy_relu_rows(char *text, size_t cap, int off, int first, int last, int every,
+                          int step, double log_a, double slope)
+{
+    for (int i = first; i <= last; i += every) {
+        int n = step * i;
+        double t = 8e-6 * n;
+        off += snprintf(text + off, cap - (size_t)off,
+                        "toy-roofline,pytorch-eager,,fp32,elemwise,Relu,1,x:%d,,%.17g,,10,,,"
+                        "test,2026-01-01\n", n, t * exp(log_a + slope * log(t)));
+    }
+    return off;
+}
+
+perfpred_fit_params pp_test_toy_fit_params(const char *const *files, int n, const char *config_dir,
+                                           const char *out_dir)
+{
+    perfpred_fit_params p = perfpred_fit_default_params();
+    p.device = "toy-roofline";
+    p.layers_csvs = files;
+    p.n_layers_csvs = n;
+    p.config_dir = config_dir;
+    p.out_dir = out_dir;
+    p.nthread = 1;
+    p.n_rounds = 20;
+    return p;
+}

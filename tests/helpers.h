@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "perfpred.h"
+
 /* |a - b| <= rel * max(|a|, |b|) (or both tiny); fails the test with both values printed. */
 #define assert_rel_close(a, b, rel) pp_test_assert_rel_close((a), (b), (rel), __FILE__, __LINE__)
 void pp_test_assert_rel_close(double a, double b, double rel, const char *file, int line);
@@ -20,4 +22,13 @@ void pp_test_write_text(const char *path, const char *text);
 void pp_test_write_bytes(const char *path, const void *data, size_t len);
 /* The whole file as a NUL-terminated string (caller frees), or NULL if it cannot be opened. */
 char *pp_test_read_text(const char *path);
+/* Appends layer rows of device "toy-roofline" (1 GB/s, no launch cost) to text at off: Relu on
+ * n = step x i floats, i in [first, last] by every, each timed at its roofline (8n bytes at 1 GB/s)
+ * times exp(log_a + slope ln(roofline ms)); returns the new offset. */
+int pp_test_toy_relu_rows(char *text, size_t cap, int off, int first, int last, int every,
+                          int step, double log_a, double slope);
+/* A layer fit of "toy-roofline" (its descriptor under config_dir) from files[0..n) into out_dir:
+ * one thread, 20 boosting rounds. */
+perfpred_fit_params pp_test_toy_fit_params(const char *const *files, int n, const char *config_dir,
+                                           const char *out_dir);
 #endif

@@ -28,6 +28,22 @@ typedef struct subset {
     double y[N_ROWS];
 } subset;
 
+
+/* A manifest source (not rescaled). */
+static pp_lm_source lm_source(const char *path, const char *repo, const char *commit,
+                              const char *gpu, int rows, const char *role)
+{
+    pp_lm_source s;
+    memset(&s, 0, sizeof s);
+    s.path = path;
+    s.repo = repo;
+    s.commit = commit;
+    s.gpu = gpu;
+    s.rows = rows;
+    s.role = role;
+    return s;
+}
+
 static subset linear_rows, conv_rows;
 static int have_data;
 
@@ -369,14 +385,14 @@ static void write_set_sources(const char *dir, pp_lm_model *lin, pp_lm_model *co
     man.precision = "fp32";
     man.date = "2025-01-01";
     man.n_sources = 1;
-    man.sources[0] = (pp_lm_source){"scripts/x.csv", "https://example.org/repo", "abc", A100_40,
-                                    N_ROWS, "train"};
+    man.sources[0] = lm_source("scripts/x.csv", "https://example.org/repo", "abc", A100_40,
+                                    N_ROWS, "train");
     if (more_sources) {
-        man.sources[1] = (pp_lm_source){"scripts/x.csv", "https://example.org/repo", "abc",
-                                        A100_40, 5, "test"};
-        man.sources[2] = (pp_lm_source){"y.csv", "runner@m:plan2.csv", "d2", A100_40, 5, "train"};
-        man.sources[3] = (pp_lm_source){"y.csv", "runner@m:plan2.csv", "d2", A100_40, 2, "test"};
-        man.sources[4] = (pp_lm_source){"z.csv", "runner@m:plan3.csv", "d2", A100_40, 5, "train"};
+        man.sources[1] = lm_source("scripts/x.csv", "https://example.org/repo", "abc",
+                                        A100_40, 5, "test");
+        man.sources[2] = lm_source("y.csv", "runner@m:plan2.csv", "d2", A100_40, 5, "train");
+        man.sources[3] = lm_source("y.csv", "runner@m:plan2.csv", "d2", A100_40, 2, "test");
+        man.sources[4] = lm_source("z.csv", "runner@m:plan3.csv", "d2", A100_40, 5, "train");
         man.n_sources = 5;
     }
     man.params = small_params(7);

@@ -291,6 +291,19 @@ static void adaptive_plan_should_give_the_same_bytes_for_a_seed(void **state)
     free(c);
 }
 
+/* The adaptive state of the fit in dir, for the toy device (its descriptors into *db). */
+static pp_adapt *toy_adapt(const char *dir, pp_device_db **db)
+{
+    pp_err e = {0};
+    char devdir[1400];
+    snprintf(devdir, sizeof devdir, "%s/devices", g_toy);
+    assert_int_equal(pp_devices_load_dir(devdir, db, &e), PERFPRED_OK);
+    pp_adapt *a = NULL;
+    assert_int_equal(pp_adapt_load(dir, g_toy, pp_devices_find(*db, "toy-roofline"), &a, &e),
+                     PERFPRED_OK);
+    return a;
+}
+
 static void adaptive_plan_should_weight_rows_after_a_real_fit(void **state)
 {
     (void)state;
@@ -309,15 +322,8 @@ static void adaptive_plan_should_weight_rows_after_a_real_fit(void **state)
     }
     pp_test_write_text(csv, b.data);
     free(b.data);
-    perfpred_fit_params f = perfpred_fit_default_params();
     const char *files[1] = {csv};
-    f.device = "toy-roofline";
-    f.layers_csvs = files;
-    f.n_layers_csvs = 1;
-    f.config_dir = g_toy;
-    f.out_dir = dir;
-    f.nthread = 1;
-    f.n_rounds = 20;
+    perfpred_fit_params f = pp_test_toy_fit_params(files, 1, g_toy, dir);
     perfpred_fit_report fr;
     assert_int_equal(perfpred_calibrate_fit(&f, &fr, err, sizeof err), PERFPRED_OK);
     assert_true(fr.wrote_artifacts);
@@ -340,12 +346,7 @@ static void adaptive_plan_should_weight_rows_after_a_real_fit(void **state)
      * floor far from every held-out row */
     pp_device_db *db = NULL;
     pp_err e = {0};
-    char devdir[1400];
-    snprintf(devdir, sizeof devdir, "%s/devices", g_toy);
-    assert_int_equal(pp_devices_load_dir(devdir, &db, &e), PERFPRED_OK);
-    pp_adapt *a = NULL;
-    assert_int_equal(pp_adapt_load(dir, g_toy, pp_devices_find(db, "toy-roofline"), &a, &e),
-                     PERFPRED_OK);
+    pp_adapt *a = toy_adapt(dir, &db);
     assert_true(pp_adapt_has_rows(a, PP_OPK_CONV));
     pp_node_feat far;
     memset(&far, 0, sizeof far);
@@ -379,6 +380,52 @@ static void adaptive_plan_should_weight_rows_after_a_real_fit(void **state)
     free(ad);
 }
 
+/* After a fit with a rescaled file, the adaptive plan judges its rows as the fit used them: the
+ * manifest records the drift, and rows that the fit made exact again weigh the floor. (Judged as
+ * measured, the later session's held-out rows would be 1.2-1.5x off and weigh far more.) */
+static void adaptive_plan_should_judge_rescaled_rows_as_the_fit_did(void **state)
+{
+    (void)state;
+    char dir[1200], early[1400], later[1400], err[1024];
+    snprintf(dir, sizeof dir, "%s/m5", g_tmp);
+    snprintf(early, sizeof early, "%s/early5.csv", g_tmp);
+    snprintf(later, sizeof later, "%s/later5.csv", g_tmp);
+    static char text[16384];
+    const double log_a = log(1.5) + 0.1 * log(0.1), slope = -0.1;
+    int off = snprintf(text, sizeof text, "%s", LAYER_HEADER);
+    pp_test_toy_relu_rows(text, sizeof text, off, 1, 40, 1, 1000, 0, 0);
+    pp_test_write_text(early, text);
+    off = snprintf(text, sizeof text, "%s", LAYER_HEADER);
+    off = pp_test_toy_relu_rows(text, sizeof text, off, 1, 40, 2, 1000, log_a, slope);
+    pp_test_toy_relu_rows(text, sizeof text, off, 1, 79, 2, 500, log_a, slope);
+    pp_test_write_text(later, text);
+    const char *files[1] = {early}, *rescaled[1] = {later};
+    perfpred_fit_params f = pp_test_toy_fit_params(files, 1, g_toy, dir);
+    f.rescaled_csvs = rescaled;
+    f.n_rescaled_csvs = 1;
+    perfpred_fit_report fr;
+    assert_int_equal(perfpred_calibrate_fit(&f, &fr, err, sizeof err), PERFPRED_OK);
+    char mpath[1400];
+    snprintf(mpath, sizeof mpath, "%s/manifest.json", dir);
+    char *man = pp_test_read_text(mpath);
+    assert_non_null(strstr(man, "\"rescale\""));
+    free(man);
+    pp_device_db *db = NULL;
+    pp_err e = {0};
+    pp_adapt *a = toy_adapt(dir, &db);
+    assert_true(pp_adapt_has_rows(a, PP_OPK_ELEMWISE));
+    pp_layer_table *t = NULL;
+    assert_int_equal(pp_layer_csv_read(later, &t, &e), PERFPRED_OK);
+    for (int i = 0; i < t->n; i++) {
+        pp_node_feat nf;
+        assert_int_equal(pp_layer_row_features(&t->rows[i], &nf, &e), PERFPRED_OK);
+        assert_true(pp_adapt_row_weight(a, &nf) < PP_ADAPT_FLOOR + 1e-3);
+    }
+    pp_layer_table_free(t);
+    pp_adapt_free(a);
+    pp_devices_free(db);
+}
+
 static void adaptive_plan_should_refuse_a_missing_or_foreign_manifest(void **state)
 {
     (void)state;
@@ -407,6 +454,7 @@ int main(void)
         cmocka_unit_test(adaptive_plan_should_leave_out_measured_configurations),
         cmocka_unit_test(adaptive_plan_should_give_the_same_bytes_for_a_seed),
         cmocka_unit_test(adaptive_plan_should_weight_rows_after_a_real_fit),
+        cmocka_unit_test(adaptive_plan_should_judge_rescaled_rows_as_the_fit_did),
         cmocka_unit_test(adaptive_plan_should_refuse_a_missing_or_foreign_manifest),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -1027,20 +1027,6 @@ static void fit_should_refuse_rows_of_other_devices_and_mig_slices(void **state)
     assert_int_equal(perfpred_calibrate_fit(&p, &r, err, sizeof err), PERFPRED_ERR_INVALID_ARG);
 }
 
-/* A fit of the toy device from files[0..n) into dir: one thread, 20 rounds. */
-static perfpred_fit_params toy_fit_params(const char *const *files, int n, const char *dir)
-{
-    perfpred_fit_params p = perfpred_fit_default_params();
-    p.device = "toy-roofline";
-    p.layers_csvs = files;
-    p.n_layers_csvs = n;
-    p.config_dir = g_toy;
-    p.out_dir = dir;
-    p.nthread = 1;
-    p.n_rounds = 20;
-    return p;
-}
-
 static void fit_should_leave_out_noisy_rows_when_asked(void **state)
 {
     (void)state;
@@ -1058,7 +1044,7 @@ static void fit_should_leave_out_noisy_rows_when_asked(void **state)
     }
     pp_test_write_text(csv, text);
     const char *files[] = {csv};
-    perfpred_fit_params p = toy_fit_params(files, 1, dir);
+    perfpred_fit_params p = pp_test_toy_fit_params(files, 1, g_toy, dir);
     p.max_spread_pct = 50;
     perfpred_fit_report r;
     assert_int_equal(perfpred_calibrate_fit(&p, &r, err, sizeof err), PERFPRED_OK);
@@ -1075,21 +1061,6 @@ static void fit_should_leave_out_noisy_rows_when_asked(void **state)
     free(m);
 }
 
-/* Toy Relu rows on n = step x i floats, i in [first, last] by every: a row times the roofline
- * (8n bytes at 1 GB/s) times exp(log_a + slope ln(roofline ms)), so 0 and 0 give the roofline. */
-static int toy_relu_rows(char *text, size_t cap, int off, int first, int last, int every, int step,
-                         double log_a, double slope)
-{
-    for (int i = first; i <= last; i += every) {
-        int n = step * i;
-        double t = 8e-6 * n;
-        off += snprintf(text + off, cap - (size_t)off,
-                        "toy-roofline,pytorch-eager,,fp32,elemwise,Relu,1,x:%d,,%.17g,,10,,,"
-                        "test,2026-01-01\n", n, t * exp(log_a + slope * log(t)));
-    }
-    return off;
-}
-
 static void fit_should_rescale_a_later_session_by_its_anchors(void **state)
 {
     (void)state;
@@ -1101,17 +1072,17 @@ static void fit_should_rescale_a_later_session_by_its_anchors(void **state)
     static char text[16384];
     /* the first session: 40 sizes at the roofline */
     int off = snprintf(text, sizeof text, "%s", LAYER_HEADER);
-    toy_relu_rows(text, sizeof text, off, 1, 40, 1, 1000, 0, 0);
+    pp_test_toy_relu_rows(text, sizeof text, off, 1, 40, 1, 1000, 0, 0);
     pp_test_write_text(early, text);
     /* a later, busier session: 20 of those sizes again and 40 new ones, all slower by a drift
      * that falls with size, 1.5x at 0.1 ms */
     const double log_a = log(1.5) + 0.1 * log(0.1), slope = -0.1;
     off = snprintf(text, sizeof text, "%s", LAYER_HEADER);
-    off = toy_relu_rows(text, sizeof text, off, 1, 40, 2, 1000, log_a, slope); /* 1000, 3000.. */
-    toy_relu_rows(text, sizeof text, off, 1, 79, 2, 500, log_a, slope);       /* 500, 1500.. */
+    off = pp_test_toy_relu_rows(text, sizeof text, off, 1, 40, 2, 1000, log_a, slope); /* 1000, 3000.. */
+    pp_test_toy_relu_rows(text, sizeof text, off, 1, 79, 2, 500, log_a, slope);       /* 500, 1500.. */
     pp_test_write_text(later, text);
     const char *files[] = {early}, *rescaled[] = {later};
-    perfpred_fit_params p = toy_fit_params(files, 1, dir);
+    perfpred_fit_params p = pp_test_toy_fit_params(files, 1, g_toy, dir);
     p.rescaled_csvs = rescaled;
     p.n_rescaled_csvs = 1;
     p.write_artifacts = 0;
@@ -1135,8 +1106,8 @@ static void fit_should_rescale_a_later_session_by_its_anchors(void **state)
     assert_true(r.kinds[0].model.mape_pct > 5.0 + rescaled_mape);
     /* too few anchors: refused, naming the file */
     off = snprintf(text, sizeof text, "%s", LAYER_HEADER);
-    off = toy_relu_rows(text, sizeof text, off, 1, 9, 1, 1000, log_a, slope);
-    toy_relu_rows(text, sizeof text, off, 1, 20, 1, 777, log_a, slope);
+    off = pp_test_toy_relu_rows(text, sizeof text, off, 1, 9, 1, 1000, log_a, slope);
+    pp_test_toy_relu_rows(text, sizeof text, off, 1, 20, 1, 777, log_a, slope);
     pp_test_write_text(few, text);
     p.layers_csvs = files;
     p.n_layers_csvs = 1;
