@@ -606,6 +606,14 @@ static perfpred_status rescale_table(fit_ctx *F, int f, const ref_row *ref, int 
     }
     out->n_anchors = n_a;
     double a, b;
+    if (out->n_rows == 0) {
+        const pp_bad_rows *bad = &F->tables[f]->bad;
+        st = pp_err_set(err, PERFPRED_ERR_PARSE,
+                        "%s: no usable measured row of %s to rescale (%d bad rows%s%s)", path,
+                        F->dev->name, bad->n, bad->n_kept > 0 ? "; the first: " : "",
+                        bad->n_kept > 0 ? bad->msgs[0] : "");
+        goto done;
+    }
     if (n_a < PERFPRED_RESCALE_MIN_ANCHORS) {
         st = pp_err_set(err, PERFPRED_ERR_PARSE,
                         "%s: %d of its %d rows of %s measure a configuration the --layers files "

@@ -1118,6 +1118,15 @@ static void fit_should_rescale_a_later_session_by_its_anchors(void **state)
     assert_non_null(strstr(err, few));
     assert_non_null(strstr(err, "9 of its 29 rows"));
     assert_non_null(strstr(err, "at least 10"));
+    /* a plan not measured yet: no row to rescale, and the first bad row says why */
+    snprintf(text, sizeof text,
+             "%stoy-roofline,pytorch-eager,,fp32,elemwise,Relu,1,x:1000,,,,,,,plan,\n",
+             LAYER_HEADER);
+    pp_test_write_text(few, text);
+    err[0] = 0;
+    assert_int_equal(perfpred_calibrate_fit(&p, &r, err, sizeof err), PERFPRED_ERR_PARSE);
+    assert_non_null(strstr(err, "no usable measured row"));
+    assert_non_null(strstr(err, "latency_ms"));
 }
 
 /* -------------------------------------------------------------------- eval ---- */
