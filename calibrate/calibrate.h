@@ -278,6 +278,9 @@ int pp_theil_sen(const double *x, const double *y, int n, double *intercept, dou
  * exp(log_a + slope x), x = (ln ms - log_a) / (1 + slope) the row's ln latency in the earlier
  * session (the fit keeps 1 + slope in [0.25, 4]). */
 double pp_rescale_drift(double ms, double log_a, double slope);
+/* The roofline class --rescale-by-class fits a line for: 1 when the descriptor's fp32 peak and
+ * bandwidth put the row's bytes above its FLOPs (memory-bound), else 0 (needs both figures). */
+int pp_rescale_class(const pp_device *d, const pp_node_feat *f);
 
 /* ------------------------------------------------------ A100 from NeuSight (fit_neusight.c) ---- */
 

@@ -102,6 +102,8 @@ perfpred_status perfpred_fit_check_params(const perfpred_fit_params *p, char *er
     if (p->n_rescaled_csvs > 0 && p->n_layers_csvs == 0)
         return bad(errbuf, n, "fit: %s need layers_csvs (the session they are rescaled to)",
                    "rescaled_csvs");
+    if (p->rescale_by_class && p->n_rescaled_csvs == 0)
+        return bad(errbuf, n, "fit: %s goes with rescaled_csvs", "rescale_by_class");
     for (int i = 0; i < p->n_rescaled_csvs; i++)
         if (!p->rescaled_csvs[i] || !*p->rescaled_csvs[i])
             return bad(errbuf, n, "fit: %s holds an empty path", "rescaled_csvs");

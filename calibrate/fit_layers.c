@@ -572,6 +572,46 @@ static ref_row *reference_rows(const fit_ctx *F, int *n)
     return ref;
 }
 
+/* A drift line per roofline class (rescale_by_class): a class with enough anchors gets its own
+ * Theil-Sen line, the other keeps the file's (ca, cb preset to it). */
+static perfpred_status class_lines(fit_ctx *F, perfpred_fit_rescale *out, const int *idx,
+                                   const double *x, const double *y, int n_a, double ca[2],
+                                   double cb[2], pp_err *err)
+{
+    if (!(F->dev->peak_tflops[PP_PREC_FP32] > 0 && F->dev->memory_bandwidth_gbs > 0))
+        return pp_err_set(err, PERFPRED_ERR_DEVICE,
+                          "fit: rescaling by roofline class needs %s's peak_tflops.fp32 and "
+                          "memory_bandwidth_gbs", F->dev->name);
+    double *cx = malloc((size_t)(n_a + 1) * sizeof *cx), *cy = malloc((size_t)(n_a + 1) * sizeof *cy);
+    if (!cx || !cy) {
+        free(cx);
+        free(cy);
+        return pp_err_set(err, PERFPRED_ERR_NOMEM, "fit: out of memory");
+    }
+    out->by_class = 1;
+    for (int c = 0; c < 2; c++) {
+        int m = 0;
+        for (int i = 0; i < n_a; i++)
+            if (pp_rescale_class(F->dev, &F->u[idx[i]].feat) == c) {
+                cx[m] = x[i];
+                cy[m++] = y[i];
+            }
+        out->class_anchors[c] = m;
+        double a, b;
+        if (m >= PERFPRED_RESCALE_MIN_ANCHORS && pp_theil_sen(cx, cy, m, &a, &b) == 0 &&
+            1.0 + b >= 0.25 && 1.0 + b <= 4.0) {
+            ca[c] = a;
+            cb[c] = b;
+            out->class_own[c] = 1;
+        }
+        out->class_log_a[c] = ca[c];
+        out->class_slope[c] = cb[c];
+    }
+    free(cx);
+    free(cy);
+    return PERFPRED_OK;
+}
+
 /* Rescales the rows of table f, a later session's, to the session of the --layers files: on the
  * anchors (its rows whose configuration those files measured) fits ln(later / earlier) = a + b
  * ln(earlier) by Theil-Sen, then divides every row of f by exp(a + b x), x its latency's ln
@@ -631,10 +671,14 @@ static perfpred_status rescale_table(fit_ctx *F, int f, const ref_row *ref, int 
     }
     out->log_a = a;
     out->slope = b;
+    double ca[2] = {a, a}, cb[2] = {b, b};
+    if (F->p->rescale_by_class && (st = class_lines(F, out, idx, x, y, n_a, ca, cb, err)))
+        goto done;
     for (int i = 0; i < F->n_u; i++) {
         used_row *ur = &F->u[i];
         if (ur->table != f) continue;
-        double drift = pp_rescale_drift(ur->latency_ms, a, b);
+        int c = F->p->rescale_by_class ? pp_rescale_class(F->dev, &ur->feat) : 0;
+        double drift = pp_rescale_drift(ur->latency_ms, ca[c], cb[c]);
         ur->latency_ms /= drift;
         ur->spread_ms /= drift;
     }
@@ -795,6 +839,11 @@ static perfpred_status fit_layers(fit_ctx *F, pp_err *err)
                     s->rescaled = 1;
                     s->rescale_log_a = q->log_a;
                     s->rescale_slope = q->slope;
+                    s->rescale_by_class = q->by_class;
+                    for (int c = 0; c < 2; c++) {
+                        s->class_log_a[c] = q->class_log_a[c];
+                        s->class_slope[c] = q->class_slope[c];
+                    }
                 }
             if (!s->path || !s->repo || !s->commit || !s->gpu)
                 return pp_err_set(err, PERFPRED_ERR_NOMEM, "fit: out of memory");

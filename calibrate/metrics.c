@@ -158,6 +158,13 @@ double pp_rescale_drift(double ms, double log_a, double slope)
     return exp(log_a + slope * (log(ms) - log_a) / (1.0 + slope));
 }
 
+int pp_rescale_class(const pp_device *d, const pp_node_feat *f)
+{
+    double tc = f->flops / (d->peak_tflops[PP_PREC_FP32] * 1e9);
+    double tm = (f->in_bytes + f->out_bytes + f->param_bytes) / (d->memory_bandwidth_gbs * 1e6);
+    return tm > tc;
+}
+
 int pp_theil_sen(const double *x, const double *y, int n, double *intercept, double *slope)
 {
     if (n < 2) return -1;

@@ -76,6 +76,8 @@ typedef struct src_list {
     char *path[PP_LM_MAX_SOURCES];
     int rescaled[PP_LM_MAX_SOURCES]; /* the fit divided the file's rows by exp(a + b x) */
     double log_a[PP_LM_MAX_SOURCES], slope[PP_LM_MAX_SOURCES];
+    int by_class[PP_LM_MAX_SOURCES]; /* ... with a line per roofline class [source][class] */
+    double class_log_a[PP_LM_MAX_SOURCES][2], class_slope[PP_LM_MAX_SOURCES][2];
     int n;
 } src_list;
 
@@ -151,6 +153,15 @@ static perfpred_status read_manifest(pp_adapt *a, const char *path, const pp_dev
         src->rescaled[src->n] = cJSON_IsNumber(ra) && cJSON_IsNumber(rb);
         src->log_a[src->n] = cJSON_IsNumber(ra) ? ra->valuedouble : 0;
         src->slope[src->n] = cJSON_IsNumber(rb) ? rb->valuedouble : 0;
+        src->by_class[src->n] = 1;
+        for (int c = 0; c < 2; c++) {
+            const cJSON *cl = cJSON_GetObjectItemCaseSensitive(rs, c ? "memory_bound" : "compute_bound");
+            const cJSON *ca = cJSON_GetObjectItemCaseSensitive(cl, "log_a");
+            const cJSON *cb = cJSON_GetObjectItemCaseSensitive(cl, "slope");
+            src->by_class[src->n] &= cJSON_IsNumber(ca) && cJSON_IsNumber(cb);
+            src->class_log_a[src->n][c] = cJSON_IsNumber(ca) ? ca->valuedouble : 0;
+            src->class_slope[src->n][c] = cJSON_IsNumber(cb) ? cb->valuedouble : 0;
+        }
         if (!(src->path[src->n++] = strdup(p->valuestring)))
             st = pp_err_set(err, PERFPRED_ERR_NOMEM, "adaptive plan: out of memory");
     }
@@ -316,12 +327,13 @@ perfpred_status pp_adapt_load(const char *dir, const char *config_dir, const pp_
                 st = pp_err_set(err, PERFPRED_ERR_NOMEM, "adaptive plan: out of memory");
                 goto done;
             }
-            int s = table_src[f];
+            int s = table_src[f], rc = src.by_class[s] ? pp_rescale_class(dev, &u[n_u].feat) : 0;
+            double la = src.by_class[s] ? src.class_log_a[s][rc] : src.log_a[s];
+            double sl = src.by_class[s] ? src.class_slope[s][rc] : src.slope[s];
             u[n_u].r = r;
-            u[n_u].latency_ms =
-                src.rescaled[s] ? r->latency_ms / pp_rescale_drift(r->latency_ms, src.log_a[s],
-                                                                     src.slope[s])
-                                : r->latency_ms;
+            u[n_u].latency_ms = src.rescaled[s]
+                                    ? r->latency_ms / pp_rescale_drift(r->latency_ms, la, sl)
+                                    : r->latency_ms;
             u[n_u++].config = c.data;
         }
     qsort(a->measured, (size_t)a->n_measured, sizeof *a->measured, cmp_str);

@@ -71,6 +71,8 @@ static const char calibrate_usage[] =
     "                          (anchors); each row is divided by that session's drift at\n"
     "                          its size, fitted on the anchors (Theil-Sen line of\n"
     "                          ln(later / earlier) on ln(earlier ms))\n"
+    "  --rescale-by-class      one drift line per roofline class (compute-bound,\n"
+    "                          memory-bound) where it has 10 anchors\n"
     "  --conv-gpu NAME         NeuSight GPU whose conv rows stand in (default: automatic)\n"
     "  --out DIR               artifacts folder (default: configs/artifacts/<device>)\n"
     "  --heldout-frac X        share of each kind's configurations held out (default 0.2)\n"
@@ -771,6 +773,8 @@ static int cmd_fit(int argc, char **argv)
             if (n < 0) return EXIT_USAGE;
             p.n_rescaled_csvs += n;
             p.rescaled_csvs = rescaled;
+        } else if (strcmp(a, "--rescale-by-class") == 0) {
+            p.rescale_by_class = 1;
         } else if (is_opt(a, "--neusight")) {
             if (!(p.neusight_root = value(&A, "--neusight"))) return EXIT_USAGE;
         } else if (is_opt(a, "--networks")) {
@@ -930,6 +934,18 @@ static int cmd_fit(int argc, char **argv)
             cJSON_AddNumberToObject(j, "log_a", q->log_a);
             cJSON_AddNumberToObject(j, "slope", q->slope);
             cJSON_AddNumberToObject(j, "anchor_mad_pct", q->anchor_mad_pct);
+            if (q->by_class) {
+                cJSON *cl = cJSON_AddArrayToObject(j, "classes");
+                for (int c = 0; c < 2; c++) {
+                    cJSON *e = cJSON_CreateObject();
+                    cJSON_AddStringToObject(e, "class", c ? "memory" : "compute");
+                    cJSON_AddNumberToObject(e, "anchors", q->class_anchors[c]);
+                    cJSON_AddBoolToObject(e, "own_line", q->class_own[c]);
+                    cJSON_AddNumberToObject(e, "log_a", q->class_log_a[c]);
+                    cJSON_AddNumberToObject(e, "slope", q->class_slope[c]);
+                    cJSON_AddItemToArray(cl, e);
+                }
+            }
             cJSON_AddItemToArray(rs, j);
         }
         cJSON *ks = cJSON_AddArrayToObject(o, "kinds");
@@ -979,6 +995,17 @@ static int cmd_fit(int argc, char **argv)
             printf("%.3f at %g ms%s", exp(q->log_a + q->slope * log(at[k])), at[k],
                    k < 2 ? ", " : "");
         printf("; anchors after rescaling: median |error| %.1f %%\n", q->anchor_mad_pct);
+        for (int c = 0; q->by_class && c < 2; c++) {
+            printf("  %s-bound rows: %d anchors, ", c ? "memory" : "compute", q->class_anchors[c]);
+            if (!q->class_own[c]) {
+                printf("too few (or no usable line): the file's line\n");
+                continue;
+            }
+            printf("own line: ");
+            for (int k = 0; k < 3; k++)
+                printf("%.3f at %g ms%s", exp(q->class_log_a[c] + q->class_slope[c] * log(at[k])),
+                       at[k], k < 2 ? ", " : "\n");
+        }
     }
     printf("\n%-10s %6s %6s | %7s %8s %7s %9s | %9s %7s | %8s | %7s\n", "kind", "train", "held",
            "MAPE%", "RMSPE%", "±10%", "Spearman", "roof MAPE", "±10%", "spread%", "train%");

@@ -360,6 +360,10 @@ typedef struct perfpred_fit_params {
                                          fitted on the anchors (docs/calibration.md, "Rescaling
                                          a later session"); needs layers_csvs */
     int n_rescaled_csvs;               /* 0 to PERFPRED_MAX_RESCALED */
+    int rescale_by_class;              /* 1: a drift line per roofline class (compute-bound,
+                                          memory-bound by the descriptor's figures) where the class
+                                          has PERFPRED_RESCALE_MIN_ANCHORS anchors, else the file's
+                                          one line */
     const char *neusight_root;     /* ... NeuSight's dataset folder (GPUs NeuSight measured) */
     const char *neusight_conv_gpu; /* NeuSight GPU whose conv rows stand in; NULL: automatic */
     const char *out_dir;           /* NULL: <config_dir>/artifacts/<canonical device name> */
@@ -407,6 +411,11 @@ typedef struct perfpred_fit_rescale {
     int n_anchors;            /* of them, configurations the layers_csvs measured */
     double log_a, slope;
     double anchor_mad_pct;    /* median |anchor's rescaled / earlier - 1|, percent */
+    /* with rescale_by_class: [0] compute-bound, [1] memory-bound rows */
+    int by_class;
+    int class_anchors[2];
+    int class_own[2];         /* 1: the class has its own line; 0: it takes log_a and slope */
+    double class_log_a[2], class_slope[2];
 } perfpred_fit_rescale;
 
 typedef struct perfpred_fit_report {

@@ -125,6 +125,8 @@ typedef struct pp_lm_source {
     int rescaled;           /* 1: the file's latencies were divided by exp(a + b x), x the row's
                                ln(ms) mapped back to the first files' session (fit_layers.c) */
     double rescale_log_a, rescale_slope;
+    int rescale_by_class;   /* 1: compute-bound rows used [0], memory-bound rows [1] instead */
+    double class_log_a[2], class_slope[2];
 } pp_lm_source;
 
 typedef struct pp_lm_entry {

@@ -54,6 +54,13 @@ perfpred_status pp_lm_manifest_write(const char *dir, const pp_lm_manifest *m, p
             if (!ok) break;
             ADD(rs, "log_a", cJSON_CreateNumber(s->rescale_log_a));
             ADD(rs, "slope", cJSON_CreateNumber(s->rescale_slope));
+            for (int c = 0; ok && s->rescale_by_class && c < 2; c++) {
+                cJSON *cl = cJSON_CreateObject();
+                ADD(rs, c ? "memory_bound" : "compute_bound", cl);
+                if (!ok) break;
+                ADD(cl, "log_a", cJSON_CreateNumber(s->class_log_a[c]));
+                ADD(cl, "slope", cJSON_CreateNumber(s->class_slope[c]));
+            }
         }
     }
     cJSON *feat = cJSON_CreateArray();

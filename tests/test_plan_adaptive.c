@@ -416,10 +416,22 @@ static void adaptive_plan_should_judge_rescaled_rows_as_the_fit_did(void **state
     assert_true(pp_adapt_has_rows(a, PP_OPK_ELEMWISE));
     pp_layer_table *t = NULL;
     assert_int_equal(pp_layer_csv_read(later, &t, &e), PERFPRED_OK);
-    for (int i = 0; i < t->n; i++) {
-        pp_node_feat nf;
-        assert_int_equal(pp_layer_row_features(&t->rows[i], &nf, &e), PERFPRED_OK);
-        assert_true(pp_adapt_row_weight(a, &nf) < PP_ADAPT_FLOOR + 1e-3);
+    for (int by_class = 0; by_class < 2; by_class++) {
+        if (by_class) { /* the same with a line per roofline class, which the manifest records */
+            pp_adapt_free(a);
+            pp_devices_free(db);
+            f.rescale_by_class = 1;
+            assert_int_equal(perfpred_calibrate_fit(&f, &fr, err, sizeof err), PERFPRED_OK);
+            man = pp_test_read_text(mpath);
+            assert_non_null(strstr(man, "\"memory_bound\""));
+            free(man);
+            a = toy_adapt(dir, &db);
+        }
+        for (int i = 0; i < t->n; i++) {
+            pp_node_feat nf;
+            assert_int_equal(pp_layer_row_features(&t->rows[i], &nf, &e), PERFPRED_OK);
+            assert_true(pp_adapt_row_weight(a, &nf) < PP_ADAPT_FLOOR + 1e-3);
+        }
     }
     pp_layer_table_free(t);
     pp_adapt_free(a);

@@ -1129,6 +1129,70 @@ static void fit_should_rescale_a_later_session_by_its_anchors(void **state)
     assert_non_null(strstr(err, "latency_ms"));
 }
 
+/* --rescale-by-class: on a device whose roofline ridge is 1 FLOP/byte, Relu rows are memory-bound
+ * and 64x64 matrix products compute-bound; a later session that slowed the two by different
+ * drifts gets one line per class back exactly, where one line for both leaves its anchors off. */
+static void fit_should_rescale_each_roofline_class_by_its_own_line(void **state)
+{
+    (void)state;
+    char cfg[1300], devs[1400], early[1300], later[1300], err[1024];
+    path_in(cfg, sizeof cfg, "ridge_cfg");
+    snprintf(devs, sizeof devs, "%s/devices", cfg);
+    mkdir(cfg, 0755);
+    mkdir(devs, 0755);
+    char yaml[1500];
+    snprintf(yaml, sizeof yaml, "%s/toy-ridge.yaml", devs);
+    pp_test_write_text(yaml, "name: toy-ridge\n"
+                             "description: Toy device whose ridge is 1 FLOP per byte\n"
+                             "vendor: Test\nkind: cpu\nhardware:\n  peak_tflops:\n    fp32: 0.001\n"
+                             "  memory_bandwidth_gbs: 1.0\n  memory_gb: 1\n  compute_units: 1\n"
+                             "runtime:\n  framework: pytorch-eager\n  precision: fp32\n"
+                             "  launch_overhead_us: 0\n");
+    path_in(early, sizeof early, "ridge_early.csv");
+    path_in(later, sizeof later, "ridge_later.csv");
+    const double am = 0.6, bm = -0.05, ac = 0.1, bc = -0.02; /* memory-, compute-bound drifts */
+    static char text[16384];
+    for (int pass = 0; pass < 2; pass++) {
+        int off = snprintf(text, sizeof text, "%s", LAYER_HEADER);
+        for (int i = 1; i <= 20; i++) {
+            double t = 8e-6 * 1000 * i;                /* Relu on 1000 i floats */
+            double d = pass ? exp(am + bm * log(t)) : 1;
+            off += snprintf(text + off, sizeof text - (size_t)off,
+                            "toy-ridge,pytorch-eager,,fp32,elemwise,Relu,1,x:%d,,%.17g,,10,,,t,"
+                            "2026-01-01\n", 1000 * i, t * d);
+            t = 2.0 * 64 * 64 * 16 * i / 1e6;           /* 1x64x(16 i) by (16 i)x64 at 1 GFLOP/s */
+            d = pass ? exp(ac + bc * log(t)) : 1;
+            off += snprintf(text + off, sizeof text - (size_t)off,
+                            "toy-ridge,pytorch-eager,,fp32,bmm,MatMul,1,x:1x64x%d;x:1x%dx64,,%.17g,,"
+                            "10,,,t,2026-01-01\n", 16 * i, 16 * i, t * d);
+        }
+        pp_test_write_text(pass ? later : early, text);
+    }
+    const char *files[] = {early}, *rescaled[] = {later};
+    perfpred_fit_params p = pp_test_toy_fit_params(files, 1, cfg, NULL);
+    p.device = "toy-ridge";
+    p.rescaled_csvs = rescaled;
+    p.n_rescaled_csvs = 1;
+    p.write_artifacts = 0;
+    perfpred_fit_report r;
+    assert_int_equal(perfpred_calibrate_fit(&p, &r, err, sizeof err), PERFPRED_OK);
+    assert_int_equal(r.rescaled[0].n_anchors, 40);
+    assert_false(r.rescaled[0].by_class);
+    assert_true(r.rescaled[0].anchor_mad_pct > 5.0); /* one line cannot serve both */
+    p.rescale_by_class = 1;
+    assert_int_equal(perfpred_calibrate_fit(&p, &r, err, sizeof err), PERFPRED_OK);
+    const perfpred_fit_rescale *q = &r.rescaled[0];
+    assert_true(q->by_class);
+    assert_int_equal(q->class_anchors[0], 20);
+    assert_int_equal(q->class_anchors[1], 20);
+    assert_true(q->class_own[0] && q->class_own[1]);
+    assert_rel_close(q->class_log_a[0], ac, 1e-9);
+    assert_rel_close(q->class_slope[0], bc, 1e-9);
+    assert_rel_close(q->class_log_a[1], am, 1e-9);
+    assert_rel_close(q->class_slope[1], bm, 1e-9);
+    assert_true(q->anchor_mad_pct < 1e-6);
+}
+
 /* -------------------------------------------------------------------- eval ---- */
 
 static const char *toy_layers(void)
@@ -1604,6 +1668,7 @@ int main(void)
         cmocka_unit_test(fit_should_refuse_rows_of_other_devices_and_mig_slices),
         cmocka_unit_test(fit_should_leave_out_noisy_rows_when_asked),
         cmocka_unit_test(fit_should_rescale_a_later_session_by_its_anchors),
+        cmocka_unit_test(fit_should_rescale_each_roofline_class_by_its_own_line),
         cmocka_unit_test(eval_should_match_hand_computed_metrics),
         cmocka_unit_test(eval_networks_should_predict_like_the_public_api),
         cmocka_unit_test(eval_networks_should_flag_rows_of_another_machine),

@@ -5,14 +5,15 @@
 # scratch config folder, judges their layer sums on NETWORKS (perfpred eval --layer-sum-only --by
 # family --json) and prints the overall MAPE and that of the families named in FAMILIES (row-weighted).
 # It measures nothing and writes nothing outside the scratch folder. RESCALE=FILE.csv[,..] in the
-# environment passes those files as --rescale-layers (rows of a later session, rescaled by anchors).
+# environment passes those files as --rescale-layers (rows of a later session, rescaled by anchors),
+# and RESCALE_BY_CLASS=1 adds --rescale-by-class.
 #
 #   bash tools/split_seed_check.sh DEVICE LAYERS.csv[,..] NETWORKS.csv FAM1,FAM2,.. [SEED ..]
 #   bash tools/split_seed_check.sh epyc-kvm-2vcpu data/epyc-kvm-2vcpu/layers-s24-first2-round1.csv,... \
 #       data/epyc-kvm-2vcpu/networks-2.csv googlenet,mnasnet,regnet,shufflenet,squeezenet 42 1 2 3 4 5
 set -euo pipefail
 if [ $# -lt 4 ]; then
-    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
 fi
 dev=$1 layers=$2 nets=$3 fams=$4
@@ -30,6 +31,7 @@ echo "seed  overall %  $fams %"
 for s in "${seeds[@]}"; do
     rm -rf "$tmp/cfg/artifacts/$dev"
     "$cli" calibrate fit --device "$dev" --layers "$layers" ${RESCALE:+--rescale-layers "$RESCALE"} \
+        ${RESCALE_BY_CLASS:+--rescale-by-class} \
         --threads 1 --seed "$s" \
         --out "$tmp/cfg/artifacts/$dev" > "$tmp/fit.txt" 2>&1 || { cat "$tmp/fit.txt" >&2; exit 1; }
     "$cli" eval --config-dir "$tmp/cfg" --device "$dev" --networks "$nets" --layer-sum-only \
