@@ -1446,17 +1446,22 @@ typedef struct anchor_cand {
     const char *path;
     const char *sig;
     double cost_s;
+    int cls;               /* roofline class: 0 compute-bound, 1 memory-bound */
 } anchor_cand;
 
+/* By class, then by latency. */
 static int cmp_anchor_latency(const void *a, const void *b)
 {
-    double x = ((const anchor_cand *)a)->r->latency_ms, y = ((const anchor_cand *)b)->r->latency_ms;
+    const anchor_cand *p = a, *q = b;
+    if (p->cls != q->cls) return p->cls - q->cls;
+    double x = p->r->latency_ms, y = q->r->latency_ms;
     return (x > y) - (x < y);
 }
 
 /* Anchors: configurations the anchor CSVs measured on this device (of the plan's operators), one
- * row each, n of them at evenly spaced ranks of their latency, so that the drift a later session
- * shows can be fitted over sizes (calibrate fit --rescale-layers). Their configurations are left
+ * row each, n of them, half from each roofline class, at evenly spaced ranks of latency within
+ * it, so that the drift a later session shows can be fitted over sizes and classes (calibrate
+ * fit --rescale-layers, --rescale-by-class). Their configurations are left
  * out of the picked rows (measured already), and their time out of the budget. */
 static perfpred_status pick_anchors(plan *P, pp_err *err)
 {
@@ -1496,7 +1501,8 @@ static perfpred_status pick_anchors(plan *P, pp_err *err)
             }
             int dup = 0;
             for (int j = 0; j < m && !dup; j++) dup = strcmp(c[j].sig, sig) == 0;
-            if (!dup) c[m++] = (anchor_cand){r, p->anchor_csvs[f], sig, row_cost_s(P, &feat)};
+            int cls = P->has_roof ? pp_rescale_class(P->dev, &feat) : 0;
+            if (!dup) c[m++] = (anchor_cand){r, p->anchor_csvs[f], sig, row_cost_s(P, &feat), cls};
         }
     }
     if (st == PERFPRED_OK && m < PERFPRED_RESCALE_MIN_ANCHORS)
@@ -1512,9 +1518,19 @@ static perfpred_status pick_anchors(plan *P, pp_err *err)
     if (st == PERFPRED_OK && !(P->anchors = pp_arena_alloc(P->arena, (size_t)n * sizeof *P->anchors)))
         st = pp_err_set(err, PERFPRED_ERR_NOMEM, "plan: out of memory");
     if (st == PERFPRED_OK) {
+        /* half of them from each roofline class (a class with fewer candidates gives the rest to
+         * the other), so that --rescale-by-class finds anchors for both; within a class, evenly
+         * spaced ranks of latency */
         qsort(c, (size_t)m, sizeof *c, cmp_anchor_latency);
+        int m_cls[2] = {0, 0}, n_cls[2];
+        for (int i = 0; i < m; i++) m_cls[c[i].cls]++;
+        n_cls[0] = n / 2 < m_cls[0] ? n / 2 : m_cls[0];
+        n_cls[1] = n - n_cls[0] < m_cls[1] ? n - n_cls[0] : m_cls[1];
+        n_cls[0] = n - n_cls[1] < m_cls[0] ? n - n_cls[1] : m_cls[0];
         for (int i = 0; i < n && st == PERFPRED_OK; i++) {
-            const anchor_cand *a = &c[(int)((i + 0.5) * m / n)];
+            int cls = i < n_cls[0] ? 0 : 1, j = cls ? i - n_cls[0] : i;
+            const anchor_cand *a =
+                &c[(cls ? m_cls[0] : 0) + (int)((j + 0.5) * m_cls[cls] / n_cls[cls])];
             pp_layer_row *r = &P->anchors[P->n_anchors++];
             *r = *a->r;
             r->runtime_version = "";

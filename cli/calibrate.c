@@ -57,7 +57,8 @@ static const char calibrate_usage[] =
     "  --anchors MEASURED.csv[,..]\n"
     "                          for a plan measured in a later session: also time again\n"
     "                          --n-anchors N (40) configurations those files measured,\n"
-    "                          spread over their latencies (within --ops), out of the\n"
+    "                          half compute-, half memory-bound, each spread over its\n"
+    "                          latencies (within --ops), out of the\n"
     "                          budget; then fit with --rescale-layers\n"
     "\n"
     "fit: one latency model per op kind; held-out configurations judged next to the roofline\n"
@@ -452,7 +453,7 @@ static int cmd_plan(int argc, char **argv)
     else
         printf("costs: %s states no roofline figures: each call is costed at 50 us\n", r.device);
     if (r.n_anchor_rows)
-        printf("anchors: %d configurations measured in %s%s, spread over their latencies, %.2f "
+        printf("anchors: %d configurations measured in %s%s, by roofline class and latency, %.2f "
                "minutes (for calibrate fit --rescale-layers)\n",
                r.n_anchor_rows, p.anchor_csvs[0], p.n_anchor_csvs > 1 ? " and more" : "",
                r.anchor_minutes);

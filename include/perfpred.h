@@ -291,7 +291,8 @@ typedef struct perfpred_plan_params {
                                               the rows when the device has none installed);
                                               NULL: the device's artifacts folder */
     /* anchors, for a plan measured in a later session: n_anchors configurations of these measured
-     * layer CSVs (rows of the device, of the plan's --ops if given), spread evenly over their
+     * layer CSVs (rows of the device, of the plan's --ops if given), half compute-bound and half
+     * memory-bound by the roofline where they hold enough of each, each half spread evenly over its
      * latencies, are added to the plan so that `calibrate fit --rescale-layers` can rescale the
      * new rows to the session of those files; their time comes out of budget_min */
     const char *const *anchor_csvs;

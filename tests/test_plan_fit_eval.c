@@ -708,6 +708,26 @@ static void plan_should_add_anchors_spread_over_latency(void **state)
      * unsorted pick would differ) */
     for (int i = 0; i < 11; i++) assert_true(seen[(int)((i + 0.5) * 30 / 11)]);
     free_plan(P);
+    /* half from each roofline class: 30 memory-bound Relu rows and 12 compute-bound products */
+    off = (int)strlen(text);
+    for (int i = 1; i <= 12; i++)
+        off += snprintf(text + off, sizeof text - (size_t)off,
+                        "host-cpu,pytorch-eager,,fp32,bmm,MatMul,1,x:1x256x%d;x:1x%dx256,,%g,,10,,"
+                        ",t,2026-01-01\n", 64 * i, 64 * i, 0.5 * i);
+    pp_test_write_text(meas, text);
+    p.n_anchors = 10;
+    assert_int_equal(perfpred_calibrate_plan(&p, &r, err, sizeof err), PERFPRED_OK);
+    assert_int_equal(r.n_anchor_rows, 10);
+    P = read_plan(out);
+    int n_mm = 0, n_relu = 0;
+    for (int i = 0; i < P->n; i++) {
+        if (strncmp(P->rows[i].source, prefix, strlen(prefix)) != 0) continue;
+        n_mm += strcmp(P->rows[i].op_type, "MatMul") == 0;
+        n_relu += strcmp(P->rows[i].op_type, "Relu") == 0;
+    }
+    assert_int_equal(n_mm, 5);
+    assert_int_equal(n_relu, 5);
+    free_plan(P);
     /* limited to convolutions, the file holds none */
     const char *ops[] = {"Conv"};
     p.ops = ops;
