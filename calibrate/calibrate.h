@@ -270,6 +270,8 @@ perfpred_status pp_metrics_by_group(const double *pred, const double *meas, cons
 double pp_spearman(const double *a, const double *b, int n);
 /* The same figures as the public API's struct. */
 perfpred_metrics pp_metrics_public(const pp_metrics *m);
+/* Median of v[0..n), n >= 1; sorts v. */
+double pp_median(double *v, int n);
 /* Theil-Sen line y = intercept + slope x: the median of the slopes of every pair with distinct x,
  * then the median of y - slope x. Robust to a few wild points (up to about 29 % of them).
  * -1 when n < 2, every x is equal, or out of memory. */

@@ -28,12 +28,6 @@ static void add_msg(perfpred_eval_report *r, const char *path, int line, const c
     copy_trunc(r->msgs[r->n_msgs++], sizeof r->msgs[0], buf);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 typedef struct eval_ctx {
     const perfpred_eval_params *p;
     perfpred_ctx *ctx;
@@ -366,9 +360,7 @@ static double median_spread(const perfpred_eval_point *pts, const int *grp, int 
         if ((g < 0 || grp[i] == g) && isfinite(pts[i].spread_ms))
             tmp[k++] = 100.0 * pts[i].spread_ms / pts[i].measured_ms;
     *n_spread = k;
-    if (!k) return NAN;
-    qsort(tmp, (size_t)k, sizeof *tmp, cmp_double);
-    return k % 2 ? tmp[k / 2] : 0.5 * (tmp[k / 2 - 1] + tmp[k / 2]);
+    return k ? pp_median(tmp, k) : NAN;
 }
 
 static perfpred_status summarize(eval_ctx *E, pp_err *err)

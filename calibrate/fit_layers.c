@@ -245,12 +245,6 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Median of spread / latency (percent) over rows with a reported spread. */
 static double median_spread_pct(const used_row *u, const int *sel, int n, int *n_spread)
 {
@@ -261,11 +255,7 @@ static double median_spread_pct(const used_row *u, const int *sel, int n, int *n
         if (isfinite(r->spread_ms)) v[k++] = 100.0 * r->spread_ms / r->latency_ms;
     }
     *n_spread = k;
-    double med = NAN;
-    if (k > 0) {
-        qsort(v, (size_t)k, sizeof *v, cmp_double);
-        med = k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
-    }
+    double med = k > 0 ? pp_median(v, k) : NAN;
     free(v);
     return med;
 }
@@ -683,8 +673,7 @@ static perfpred_status rescale_table(fit_ctx *F, int f, const ref_row *ref, int 
         ur->spread_ms /= drift;
     }
     for (int i = 0; i < n_a; i++) y[i] = fabs(F->u[idx[i]].latency_ms / exp(x[i]) - 1.0);
-    qsort(y, (size_t)n_a, sizeof *y, cmp_double);
-    out->anchor_mad_pct = 100.0 * (n_a % 2 ? y[n_a / 2] : 0.5 * (y[n_a / 2 - 1] + y[n_a / 2]));
+    out->anchor_mad_pct = 100.0 * pp_median(y, n_a);
     F->rep->n_rescaled++;
 done:
     free(x);
@@ -807,11 +796,8 @@ static perfpred_status fit_layers(fit_ctx *F, pp_err *err)
         rep->roofline = pp_metrics_public(&m);
     }
     if (F->n_all_spread > 0) {
-        qsort(F->all_spread, (size_t)F->n_all_spread, sizeof(double), cmp_double);
-        int k = F->n_all_spread;
-        rep->spread_pct = k % 2 ? F->all_spread[k / 2]
-                                : 0.5 * (F->all_spread[k / 2 - 1] + F->all_spread[k / 2]);
-        rep->n_spread = k;
+        rep->spread_pct = pp_median(F->all_spread, F->n_all_spread);
+        rep->n_spread = F->n_all_spread;
     }
     /* manifest: provenance of the rows, per source and role */
     src_acc acc[PP_LM_MAX_SOURCES / 2];

@@ -146,10 +146,9 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Median of v[0..n) (n >= 1); sorts v. */
-static double median_sort(double *v, size_t n)
+double pp_median(double *v, int n)
 {
-    qsort(v, n, sizeof *v, cmp_double);
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
@@ -178,9 +177,9 @@ int pp_theil_sen(const double *x, const double *y, int n, double *intercept, dou
         free(v);
         return -1;
     }
-    double b = median_sort(v, k);
+    double b = pp_median(v, (int)k);
     for (int i = 0; i < n; i++) v[i] = y[i] - b * x[i];
-    *intercept = median_sort(v, (size_t)n);
+    *intercept = pp_median(v, n);
     *slope = b;
     free(v);
     return 0;

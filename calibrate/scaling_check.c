@@ -265,18 +265,6 @@ static void judge_row(const sc_run *R, const pp_device *tgt, const pp_layer_row 
     }
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Median of v[0..n) (sorts v), n >= 1. */
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static void metrics_nan(perfpred_metrics *m)
 {
@@ -298,7 +286,7 @@ static perfpred_status fill_cell(const sc_row *rows, int n, int kind, perfpred_s
         c->n_twins += isfinite(rows[i].ref[PERFPRED_SCALE_REVERSE]) ? 1 : 0;
         gs[k++] = rows[i].g;
     }
-    c->median_g = k > 0 ? median(gs, k) : NAN;
+    c->median_g = k > 0 ? pp_median(gs, k) : NAN;
     for (int m = 0; m < PERFPRED_SCALE__COUNT; m++) {
         int j = 0;
         for (int i = 0; i < n; i++) {
@@ -316,7 +304,7 @@ static perfpred_status fill_cell(const sc_row *rows, int n, int kind, perfpred_s
         if (st != PERFPRED_OK) return st;
         c->m[m] = (perfpred_metrics){pm.n, pm.mape_pct, pm.rmspe_pct, pm.within10_pct, pm.spearman};
         for (int i = 0; i < j; i++) gs[i] = pred[i] / ref[i];
-        c->median_ratio[m] = median(gs, j);
+        c->median_ratio[m] = pp_median(gs, j);
     }
     return PERFPRED_OK;
 }
