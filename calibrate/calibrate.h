@@ -276,13 +276,13 @@ double pp_median(double *v, int n);
  * then the median of y - slope x. Robust to a few wild points (up to about 29 % of them).
  * -1 when n < 2, every x is equal, or out of memory. */
 int pp_theil_sen(const double *x, const double *y, int n, double *intercept, double *slope);
-/* The drift `calibrate fit --rescale-layers` divides a later session's row of latency ms by:
- * exp(log_a + slope x), x = (ln ms - log_a) / (1 + slope) the row's ln latency in the earlier
- * session (the fit keeps 1 + slope in [0.25, 4]). */
-double pp_rescale_drift(double ms, double log_a, double slope);
 /* The roofline class --rescale-by-class fits a line for: 1 when the descriptor's fp32 peak and
  * bandwidth put the row's bytes above its FLOPs (memory-bound), else 0 (needs both figures). */
 int pp_rescale_class(const pp_device *d, const pp_node_feat *f);
+/* The drift r divides a row of latency ms by (pp_lm_rescale; the row's class from d and f where r is
+ * by class); 1 when r is off. */
+double pp_rescale_factor(const pp_lm_rescale *r, const pp_device *d, const pp_node_feat *f,
+                         double ms);
 
 /* ------------------------------------------------------ A100 from NeuSight (fit_neusight.c) ---- */
 

@@ -350,6 +350,7 @@ typedef struct fit_ctx {
     int n_all;
     double *all_spread;
     int n_all_spread;
+    pp_lm_rescale rescale[PERFPRED_MAX_RESCALED]; /* of each --rescale-layers file */
 } fit_ctx;
 
 /* Splits a kind's rows by configuration, trains, judges and (if writing) saves its model. */
@@ -562,11 +563,17 @@ static ref_row *reference_rows(const fit_ctx *F, int *n)
     return ref;
 }
 
+/* The Theil-Sen line of y on x, when it is usable as a drift (1 + slope in [0.25, 4]): 0, else -1. */
+static int drift_line(const double *x, const double *y, int n, double *a, double *b)
+{
+    return pp_theil_sen(x, y, n, a, b) == 0 && 1.0 + *b >= 0.25 && 1.0 + *b <= 4.0 ? 0 : -1;
+}
+
 /* A drift line per roofline class (rescale_by_class): a class with enough anchors gets its own
- * Theil-Sen line, the other keeps the file's (ca, cb preset to it). */
-static perfpred_status class_lines(fit_ctx *F, perfpred_fit_rescale *out, const int *idx,
-                                   const double *x, const double *y, int n_a, double ca[2],
-                                   double cb[2], pp_err *err)
+ * Theil-Sen line, the other keeps the file's (rs->log_a, rs->slope). */
+static perfpred_status class_lines(fit_ctx *F, perfpred_fit_rescale *out, pp_lm_rescale *rs,
+                                   const int *idx, const double *x, const double *y, int n_a,
+                                   pp_err *err)
 {
     if (!(F->dev->peak_tflops[PP_PREC_FP32] > 0 && F->dev->memory_bandwidth_gbs > 0))
         return pp_err_set(err, PERFPRED_ERR_DEVICE,
@@ -578,7 +585,7 @@ static perfpred_status class_lines(fit_ctx *F, perfpred_fit_rescale *out, const 
         free(cy);
         return pp_err_set(err, PERFPRED_ERR_NOMEM, "fit: out of memory");
     }
-    out->by_class = 1;
+    out->by_class = rs->by_class = 1;
     for (int c = 0; c < 2; c++) {
         int m = 0;
         for (int i = 0; i < n_a; i++)
@@ -588,14 +595,9 @@ static perfpred_status class_lines(fit_ctx *F, perfpred_fit_rescale *out, const 
             }
         out->class_anchors[c] = m;
         double a, b;
-        if (m >= PERFPRED_RESCALE_MIN_ANCHORS && pp_theil_sen(cx, cy, m, &a, &b) == 0 &&
-            1.0 + b >= 0.25 && 1.0 + b <= 4.0) {
-            ca[c] = a;
-            cb[c] = b;
-            out->class_own[c] = 1;
-        }
-        out->class_log_a[c] = ca[c];
-        out->class_slope[c] = cb[c];
+        out->class_own[c] = m >= PERFPRED_RESCALE_MIN_ANCHORS && drift_line(cx, cy, m, &a, &b) == 0;
+        out->class_log_a[c] = rs->class_log_a[c] = out->class_own[c] ? a : rs->log_a;
+        out->class_slope[c] = rs->class_slope[c] = out->class_own[c] ? b : rs->slope;
     }
     free(cx);
     free(cy);
@@ -652,23 +654,22 @@ static perfpred_status rescale_table(fit_ctx *F, int f, const ref_row *ref, int 
                         path, n_a, out->n_rows, F->dev->name, PERFPRED_RESCALE_MIN_ANCHORS);
         goto done;
     }
-    if (pp_theil_sen(x, y, n_a, &a, &b) != 0 || !(1.0 + b >= 0.25 && 1.0 + b <= 4.0)) {
+    if (drift_line(x, y, n_a, &a, &b) != 0) {
         st = pp_err_set(err, PERFPRED_ERR_PARSE,
                         "%s: its %d anchors give no usable drift (every anchor of one latency, or "
                         "a slope of ln(later / earlier) on ln(earlier) outside [-0.75, 3])",
                         path, n_a);
         goto done;
     }
-    out->log_a = a;
-    out->slope = b;
-    double ca[2] = {a, a}, cb[2] = {b, b};
-    if (F->p->rescale_by_class && (st = class_lines(F, out, idx, x, y, n_a, ca, cb, err)))
-        goto done;
+    pp_lm_rescale *rs = &F->rescale[f - F->p->n_layers_csvs];
+    rs->on = 1;
+    out->log_a = rs->log_a = a;
+    out->slope = rs->slope = b;
+    if (F->p->rescale_by_class && (st = class_lines(F, out, rs, idx, x, y, n_a, err))) goto done;
     for (int i = 0; i < F->n_u; i++) {
         used_row *ur = &F->u[i];
         if (ur->table != f) continue;
-        int c = F->p->rescale_by_class ? pp_rescale_class(F->dev, &ur->feat) : 0;
-        double drift = pp_rescale_drift(ur->latency_ms, ca[c], cb[c]);
+        double drift = pp_rescale_factor(rs, F->dev, &ur->feat, ur->latency_ms);
         ur->latency_ms /= drift;
         ur->spread_ms /= drift;
     }
@@ -820,17 +821,7 @@ static perfpred_status fit_layers(fit_ctx *F, pp_err *err)
             s->rows = acc[i].rows[role];
             s->role = role ? "test" : "train";
             for (int f = p->n_layers_csvs; f < p->n_layers_csvs + p->n_rescaled_csvs; f++)
-                if (acc[i].path == file_path(p, f)) {
-                    const perfpred_fit_rescale *q = &rep->rescaled[f - p->n_layers_csvs];
-                    s->rescaled = 1;
-                    s->rescale_log_a = q->log_a;
-                    s->rescale_slope = q->slope;
-                    s->rescale_by_class = q->by_class;
-                    for (int c = 0; c < 2; c++) {
-                        s->class_log_a[c] = q->class_log_a[c];
-                        s->class_slope[c] = q->class_slope[c];
-                    }
-                }
+                if (acc[i].path == file_path(p, f)) s->rescale = F->rescale[f - p->n_layers_csvs];
             if (!s->path || !s->repo || !s->commit || !s->gpu)
                 return pp_err_set(err, PERFPRED_ERR_NOMEM, "fit: out of memory");
         }

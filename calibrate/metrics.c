@@ -152,16 +152,21 @@ double pp_median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-double pp_rescale_drift(double ms, double log_a, double slope)
-{
-    return exp(log_a + slope * (log(ms) - log_a) / (1.0 + slope));
-}
-
 int pp_rescale_class(const pp_device *d, const pp_node_feat *f)
 {
     double tc = f->flops / (d->peak_tflops[PP_PREC_FP32] * 1e9);
     double tm = (f->in_bytes + f->out_bytes + f->param_bytes) / (d->memory_bandwidth_gbs * 1e6);
     return tm > tc;
+}
+
+double pp_rescale_factor(const pp_lm_rescale *r, const pp_device *d, const pp_node_feat *f,
+                         double ms)
+{
+    if (!r->on) return 1.0;
+    int c = r->by_class ? pp_rescale_class(d, f) : 0;
+    double a = r->by_class ? r->class_log_a[c] : r->log_a;
+    double b = r->by_class ? r->class_slope[c] : r->slope;
+    return exp(a + b * (log(ms) - a) / (1.0 + b));
 }
 
 int pp_theil_sen(const double *x, const double *y, int n, double *intercept, double *slope)

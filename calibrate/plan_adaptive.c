@@ -74,12 +74,30 @@ static void parse_heldout(const char *h, kind_entry *e)
 
 typedef struct src_list {
     char *path[PP_LM_MAX_SOURCES];
-    int rescaled[PP_LM_MAX_SOURCES]; /* the fit divided the file's rows by exp(a + b x) */
-    double log_a[PP_LM_MAX_SOURCES], slope[PP_LM_MAX_SOURCES];
-    int by_class[PP_LM_MAX_SOURCES]; /* ... with a line per roofline class [source][class] */
-    double class_log_a[PP_LM_MAX_SOURCES][2], class_slope[PP_LM_MAX_SOURCES][2];
+    pp_lm_rescale rescale[PP_LM_MAX_SOURCES]; /* how the fit rescaled each file's rows */
     int n;
 } src_list;
+
+/* A manifest source's "rescale" (pp_lm_manifest_write), into r; off when absent or incomplete. */
+static void parse_rescale(const cJSON *rs, pp_lm_rescale *r)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(rs, "log_a");
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(rs, "slope");
+    memset(r, 0, sizeof *r);
+    if (!cJSON_IsNumber(a) || !cJSON_IsNumber(b)) return;
+    r->on = 1;
+    r->log_a = a->valuedouble;
+    r->slope = b->valuedouble;
+    r->by_class = 1;
+    for (int c = 0; c < 2; c++) {
+        const cJSON *cl = cJSON_GetObjectItemCaseSensitive(rs, c ? "memory_bound" : "compute_bound");
+        const cJSON *ca = cJSON_GetObjectItemCaseSensitive(cl, "log_a");
+        const cJSON *cb = cJSON_GetObjectItemCaseSensitive(cl, "slope");
+        r->by_class &= cJSON_IsNumber(ca) && cJSON_IsNumber(cb);
+        r->class_log_a[c] = cJSON_IsNumber(ca) ? ca->valuedouble : 0;
+        r->class_slope[c] = cJSON_IsNumber(cb) ? cb->valuedouble : 0;
+    }
+}
 
 static perfpred_status read_manifest(pp_adapt *a, const char *path, const pp_device *dev,
                                      src_list *src, char *date, size_t date_n, pp_err *err)
@@ -147,21 +165,7 @@ static perfpred_status read_manifest(pp_adapt *a, const char *path, const pp_dev
         int dup = 0;
         for (int i = 0; i < src->n && !dup; i++) dup = strcmp(src->path[i], p->valuestring) == 0;
         if (dup) continue;
-        const cJSON *rs = cJSON_GetObjectItemCaseSensitive(s, "rescale");
-        const cJSON *ra = cJSON_GetObjectItemCaseSensitive(rs, "log_a");
-        const cJSON *rb = cJSON_GetObjectItemCaseSensitive(rs, "slope");
-        src->rescaled[src->n] = cJSON_IsNumber(ra) && cJSON_IsNumber(rb);
-        src->log_a[src->n] = cJSON_IsNumber(ra) ? ra->valuedouble : 0;
-        src->slope[src->n] = cJSON_IsNumber(rb) ? rb->valuedouble : 0;
-        src->by_class[src->n] = 1;
-        for (int c = 0; c < 2; c++) {
-            const cJSON *cl = cJSON_GetObjectItemCaseSensitive(rs, c ? "memory_bound" : "compute_bound");
-            const cJSON *ca = cJSON_GetObjectItemCaseSensitive(cl, "log_a");
-            const cJSON *cb = cJSON_GetObjectItemCaseSensitive(cl, "slope");
-            src->by_class[src->n] &= cJSON_IsNumber(ca) && cJSON_IsNumber(cb);
-            src->class_log_a[src->n][c] = cJSON_IsNumber(ca) ? ca->valuedouble : 0;
-            src->class_slope[src->n][c] = cJSON_IsNumber(cb) ? cb->valuedouble : 0;
-        }
+        parse_rescale(cJSON_GetObjectItemCaseSensitive(s, "rescale"), &src->rescale[src->n]);
         if (!(src->path[src->n++] = strdup(p->valuestring)))
             st = pp_err_set(err, PERFPRED_ERR_NOMEM, "adaptive plan: out of memory");
     }
@@ -327,13 +331,9 @@ perfpred_status pp_adapt_load(const char *dir, const char *config_dir, const pp_
                 st = pp_err_set(err, PERFPRED_ERR_NOMEM, "adaptive plan: out of memory");
                 goto done;
             }
-            int s = table_src[f], rc = src.by_class[s] ? pp_rescale_class(dev, &u[n_u].feat) : 0;
-            double la = src.by_class[s] ? src.class_log_a[s][rc] : src.log_a[s];
-            double sl = src.by_class[s] ? src.class_slope[s][rc] : src.slope[s];
             u[n_u].r = r;
-            u[n_u].latency_ms = src.rescaled[s]
-                                    ? r->latency_ms / pp_rescale_drift(r->latency_ms, la, sl)
-                                    : r->latency_ms;
+            u[n_u].latency_ms = r->latency_ms / pp_rescale_factor(&src.rescale[table_src[f]], dev,
+                                                                   &u[n_u].feat, r->latency_ms);
             u[n_u++].config = c.data;
         }
     qsort(a->measured, (size_t)a->n_measured, sizeof *a->measured, cmp_str);

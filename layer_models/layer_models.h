@@ -115,6 +115,17 @@ const pp_lm_domain *pp_lm_model_domain(const pp_lm_model *m);
 /* ---- a device's manifest ---- */
 #define PP_LM_MAX_SOURCES 32
 
+/* How `calibrate fit --rescale-layers` rescaled a file's rows to the first files' session: each row
+ * of latency ms divided by exp(log_a + slope x), x = (ln ms - log_a) / (1 + slope), with the file's
+ * line, or with --rescale-by-class the line of the row's roofline class ([0] compute-bound, [1]
+ * memory-bound). */
+typedef struct pp_lm_rescale {
+    int on;                 /* 0: the rows as measured */
+    double log_a, slope;
+    int by_class;
+    double class_log_a[2], class_slope[2];
+} pp_lm_rescale;
+
 typedef struct pp_lm_source {
     const char *path;       /* repository-relative data file */
     const char *repo;       /* upstream repository URL */
@@ -122,11 +133,7 @@ typedef struct pp_lm_source {
     const char *gpu;        /* device the rows were measured on */
     int rows;
     const char *role;       /* "train" or "test" */
-    int rescaled;           /* 1: the file's latencies were divided by exp(a + b x), x the row's
-                               ln(ms) mapped back to the first files' session (fit_layers.c) */
-    double rescale_log_a, rescale_slope;
-    int rescale_by_class;   /* 1: compute-bound rows used [0], memory-bound rows [1] instead */
-    double class_log_a[2], class_slope[2];
+    pp_lm_rescale rescale;  /* .on for a --rescale-layers file */
 } pp_lm_source;
 
 typedef struct pp_lm_entry {

@@ -48,18 +48,19 @@ perfpred_status pp_lm_manifest_write(const char *dir, const pp_lm_manifest *m, p
         ADD(o, "gpu", cJSON_CreateString(s->gpu));
         ADD(o, "rows", cJSON_CreateNumber(s->rows));
         ADD(o, "role", cJSON_CreateString(s->role));
-        if (s->rescaled) {
+        const pp_lm_rescale *q = &s->rescale;
+        if (q->on) {
             cJSON *rs = cJSON_CreateObject();
             ADD(o, "rescale", rs);
             if (!ok) break;
-            ADD(rs, "log_a", cJSON_CreateNumber(s->rescale_log_a));
-            ADD(rs, "slope", cJSON_CreateNumber(s->rescale_slope));
-            for (int c = 0; ok && s->rescale_by_class && c < 2; c++) {
+            ADD(rs, "log_a", cJSON_CreateNumber(q->log_a));
+            ADD(rs, "slope", cJSON_CreateNumber(q->slope));
+            for (int c = 0; ok && q->by_class && c < 2; c++) {
                 cJSON *cl = cJSON_CreateObject();
                 ADD(rs, c ? "memory_bound" : "compute_bound", cl);
                 if (!ok) break;
-                ADD(cl, "log_a", cJSON_CreateNumber(s->class_log_a[c]));
-                ADD(cl, "slope", cJSON_CreateNumber(s->class_slope[c]));
+                ADD(cl, "log_a", cJSON_CreateNumber(q->class_log_a[c]));
+                ADD(cl, "slope", cJSON_CreateNumber(q->class_slope[c]));
             }
         }
     }
