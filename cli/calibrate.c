@@ -204,6 +204,17 @@ static int split_list(char *s, const char **out, int cap, const char *name)
     return n ? n : -1;
 }
 
+/* A list option's value, split on ',' and appended to out[*n..MAX_LIST): 0, or -1 after saying why. */
+static int list_value(args *A, const char *name, const char **out, int *n)
+{
+    const char *v = value(A, name);
+    if (!v) return -1;
+    int k = split_list((char *)v, out + *n, MAX_LIST - *n, name);
+    if (k < 0) return -1;
+    *n += k;
+    return 0;
+}
+
 static void print_errbuf(const char *err, const char *fallback)
 {
     cli_error("%s", err && *err ? err : fallback);
@@ -301,23 +312,13 @@ static int cmd_plan(int argc, char **argv)
                 parse_num(v, "--budget-min", 1e-3, 1e6, &p.budget_min))
                 return EXIT_USAGE;
         } else if (is_opt(a, "--models")) {
-            if (!(v = value(&A, "--models"))) return EXIT_USAGE;
-            int n = split_list((char *)v, models + p.n_models, MAX_LIST - p.n_models, "--models");
-            if (n < 0) return EXIT_USAGE;
-            p.n_models += n;
+            if (list_value(&A, "--models", models, &p.n_models)) return EXIT_USAGE;
             p.models = models;
         } else if (is_opt(a, "--exclude-family")) {
-            if (!(v = value(&A, "--exclude-family"))) return EXIT_USAGE;
-            int n = split_list((char *)v, excl + p.n_exclude_families,
-                               MAX_LIST - p.n_exclude_families, "--exclude-family");
-            if (n < 0) return EXIT_USAGE;
-            p.n_exclude_families += n;
+            if (list_value(&A, "--exclude-family", excl, &p.n_exclude_families)) return EXIT_USAGE;
             p.exclude_families = excl;
         } else if (is_opt(a, "--ops")) {
-            if (!(v = value(&A, "--ops"))) return EXIT_USAGE;
-            int n = split_list((char *)v, ops + p.n_ops, MAX_LIST - p.n_ops, "--ops");
-            if (n < 0) return EXIT_USAGE;
-            p.n_ops += n;
+            if (list_value(&A, "--ops", ops, &p.n_ops)) return EXIT_USAGE;
             p.ops = ops;
         } else if (is_opt(a, "--batch")) {
             const char *items[MAX_LIST];
@@ -351,11 +352,7 @@ static int cmd_plan(int argc, char **argv)
         } else if (is_opt(a, "--manifest-dir")) {
             if (!(p.adaptive_dir = value(&A, "--manifest-dir"))) return EXIT_USAGE;
         } else if (is_opt(a, "--anchors")) {
-            if (!(v = value(&A, "--anchors"))) return EXIT_USAGE;
-            int n = split_list((char *)v, anchors + p.n_anchor_csvs, MAX_LIST - p.n_anchor_csvs,
-                               "--anchors");
-            if (n < 0) return EXIT_USAGE;
-            p.n_anchor_csvs += n;
+            if (list_value(&A, "--anchors", anchors, &p.n_anchor_csvs)) return EXIT_USAGE;
             p.anchor_csvs = anchors;
         } else if (is_opt(a, "--n-anchors")) {
             if (!(v = value(&A, "--n-anchors")) ||
@@ -748,6 +745,14 @@ static int fit_overhead(const perfpred_overhead_params *p, int json)
     return EXIT_OK_;
 }
 
+/* A drift line ln(later / earlier) = log_a + slope ln(ms) at 0.1, 1 and 10 ms. */
+static void print_drift(double log_a, double slope)
+{
+    static const double at[3] = {0.1, 1.0, 10.0};
+    for (int k = 0; k < 3; k++)
+        printf("%.3f at %g ms%s", exp(log_a + slope * log(at[k])), at[k], k < 2 ? ", " : "");
+}
+
 static int cmd_fit(int argc, char **argv)
 {
     perfpred_fit_params p = perfpred_fit_default_params();
@@ -761,18 +766,10 @@ static int cmd_fit(int argc, char **argv)
         if (is_opt(a, "--device")) {
             if (!(p.device = value(&A, "--device"))) return EXIT_USAGE;
         } else if (is_opt(a, "--layers")) {
-            if (!(v = value(&A, "--layers"))) return EXIT_USAGE;
-            int n = split_list((char *)v, files + p.n_layers_csvs, MAX_LIST - p.n_layers_csvs,
-                               "--layers");
-            if (n < 0) return EXIT_USAGE;
-            p.n_layers_csvs += n;
+            if (list_value(&A, "--layers", files, &p.n_layers_csvs)) return EXIT_USAGE;
             p.layers_csvs = files;
         } else if (is_opt(a, "--rescale-layers")) {
-            if (!(v = value(&A, "--rescale-layers"))) return EXIT_USAGE;
-            int n = split_list((char *)v, rescaled + p.n_rescaled_csvs,
-                               MAX_LIST - p.n_rescaled_csvs, "--rescale-layers");
-            if (n < 0) return EXIT_USAGE;
-            p.n_rescaled_csvs += n;
+            if (list_value(&A, "--rescale-layers", rescaled, &p.n_rescaled_csvs)) return EXIT_USAGE;
             p.rescaled_csvs = rescaled;
         } else if (strcmp(a, "--rescale-by-class") == 0) {
             p.rescale_by_class = 1;
@@ -989,12 +986,9 @@ static int cmd_fit(int argc, char **argv)
                "configuration stay together\n", 100.0 * p.heldout_frac, p.seed);
     for (int i = 0; i < r.n_rescaled; i++) {
         const perfpred_fit_rescale *q = &r.rescaled[i];
-        double at[3] = {0.1, 1.0, 10.0};
         printf("rescaled: %s: %d rows, drift fitted on %d anchors: later / earlier = ", q->file,
                q->n_rows, q->n_anchors);
-        for (int k = 0; k < 3; k++)
-            printf("%.3f at %g ms%s", exp(q->log_a + q->slope * log(at[k])), at[k],
-                   k < 2 ? ", " : "");
+        print_drift(q->log_a, q->slope);
         printf("; anchors after rescaling: median |error| %.1f %%\n", q->anchor_mad_pct);
         for (int c = 0; q->by_class && c < 2; c++) {
             printf("  %s-bound rows: %d anchors, ", c ? "memory" : "compute", q->class_anchors[c]);
@@ -1003,9 +997,8 @@ static int cmd_fit(int argc, char **argv)
                 continue;
             }
             printf("own line: ");
-            for (int k = 0; k < 3; k++)
-                printf("%.3f at %g ms%s", exp(q->class_log_a[c] + q->class_slope[c] * log(at[k])),
-                       at[k], k < 2 ? ", " : "\n");
+            print_drift(q->class_log_a[c], q->class_slope[c]);
+            printf("\n");
         }
     }
     printf("\n%-10s %6s %6s | %7s %8s %7s %9s | %9s %7s | %8s | %7s\n", "kind", "train", "held",
