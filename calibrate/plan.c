@@ -1524,9 +1524,8 @@ static perfpred_status pick_anchors(plan *P, pp_err *err)
         qsort(c, (size_t)m, sizeof *c, cmp_anchor_latency);
         int m_cls[2] = {0, 0}, n_cls[2];
         for (int i = 0; i < m; i++) m_cls[c[i].cls]++;
-        n_cls[0] = n / 2 < m_cls[0] ? n / 2 : m_cls[0];
-        n_cls[1] = n - n_cls[0] < m_cls[1] ? n - n_cls[0] : m_cls[1];
-        n_cls[0] = n - n_cls[1] < m_cls[0] ? n - n_cls[1] : m_cls[0];
+        n_cls[0] = (int)fmin(m_cls[0], fmax(n / 2, n - m_cls[1])); /* n <= m_cls[0] + m_cls[1] */
+        n_cls[1] = n - n_cls[0];
         for (int i = 0; i < n && st == PERFPRED_OK; i++) {
             int cls = i < n_cls[0] ? 0 : 1, j = cls ? i - n_cls[0] : i;
             const anchor_cand *a =
