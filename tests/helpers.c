@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 void pp_test_assert_rel_close(double a, double b, double rel, const char *file, int line)
@@ -38,20 +39,17 @@ const char *pp_test_tmpfile(const void *data, size_t len, const char *suffix)
     return buf;
 }
 
-void pp_test_write_text(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    assert_true(fputs(text, f) >= 0);
-    assert_int_equal(fclose(f), 0);
-}
-
 void pp_test_write_bytes(const char *path, const void *data, size_t len)
 {
     FILE *f = fopen(path, "wb");
     assert_non_null(f);
     assert_int_equal(fwrite(data, 1, len, f), len);
     assert_int_equal(fclose(f), 0);
+}
+
+void pp_test_write_text(const char *path, const char *text)
+{
+    pp_test_write_bytes(path, text, strlen(text));
 }
 
 char *pp_test_read_text(const char *path)
@@ -82,11 +80,23 @@ int pp_test_toy_relu_rows(char *text, size_t cap, int off, int first, int last, 
     return off;
 }
 
-perfpred_fit_params pp_test_toy_fit_params(const char *const *files, int n, const char *config_dir,
-                                           const char *out_dir)
+void pp_test_write_toy_sessions(const char *early, const char *later, double log_a, double slope)
+{
+    static char text[16384];
+    int off = snprintf(text, sizeof text, "%s", PP_TEST_LAYER_HEADER);
+    pp_test_toy_relu_rows(text, sizeof text, off, 1, 40, 1, 1000, 0, 0);
+    pp_test_write_text(early, text);
+    off = snprintf(text, sizeof text, "%s", PP_TEST_LAYER_HEADER);
+    off = pp_test_toy_relu_rows(text, sizeof text, off, 1, 40, 2, 1000, log_a, slope);
+    pp_test_toy_relu_rows(text, sizeof text, off, 1, 79, 2, 500, log_a, slope);
+    pp_test_write_text(later, text);
+}
+
+perfpred_fit_params pp_test_fit_params(const char *device, const char *const *files, int n,
+                                       const char *config_dir, const char *out_dir)
 {
     perfpred_fit_params p = perfpred_fit_default_params();
-    p.device = "toy-roofline";
+    p.device = device;
     p.layers_csvs = files;
     p.n_layers_csvs = n;
     p.config_dir = config_dir;

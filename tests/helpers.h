@@ -9,6 +9,11 @@
 
 #include "perfpred.h"
 
+/* The layer CSV header (docs/measurements.md). */
+#define PP_TEST_LAYER_HEADER                                                                      \
+    "device,runtime,runtime_version,precision,op_kind,op_type,batch,inputs,attrs,latency_ms,"     \
+    "latency_spread_ms,repetitions,energy_j,memory_bytes,source,date\n"
+
 /* |a - b| <= rel * max(|a|, |b|) (or both tiny); fails the test with both values printed. */
 #define assert_rel_close(a, b, rel) pp_test_assert_rel_close((a), (b), (rel), __FILE__, __LINE__)
 void pp_test_assert_rel_close(double a, double b, double rel, const char *file, int line);
@@ -27,8 +32,12 @@ char *pp_test_read_text(const char *path);
  * times exp(log_a + slope ln(roofline ms)); returns the new offset. */
 int pp_test_toy_relu_rows(char *text, size_t cap, int off, int first, int last, int every,
                           int step, double log_a, double slope);
-/* A layer fit of "toy-roofline" (its descriptor under config_dir) from files[0..n) into out_dir:
- * one thread, 20 boosting rounds. */
-perfpred_fit_params pp_test_toy_fit_params(const char *const *files, int n, const char *config_dir,
-                                           const char *out_dir);
+/* Two sessions of toy rows: early, 40 Relu sizes (1000 .. 40000 floats) at the roofline; later,
+ * 20 of them again (1000, 3000, ..) and 40 new ones (500, 1500, ..), all slowed by
+ * exp(log_a + slope ln(roofline ms)). */
+void pp_test_write_toy_sessions(const char *early, const char *later, double log_a, double slope);
+/* A layer fit of device (its descriptor under config_dir) from files[0..n) into out_dir: one
+ * thread, 20 boosting rounds. */
+perfpred_fit_params pp_test_fit_params(const char *device, const char *const *files, int n,
+                                       const char *config_dir, const char *out_dir);
 #endif

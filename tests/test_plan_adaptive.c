@@ -37,9 +37,7 @@ static const char TOY_YAML[] =
     "  precision: fp32\n"
     "  launch_overhead_us: 0\n";
 
-static const char LAYER_HEADER[] =
-    "device,runtime,runtime_version,precision,op_kind,op_type,batch,inputs,attrs,latency_ms,"
-    "latency_spread_ms,repetitions,energy_j,memory_bytes,source,date\n";
+static const char LAYER_HEADER[] = PP_TEST_LAYER_HEADER;
 
 /* ------------------------------------------------------------------- helpers ---- */
 
@@ -323,7 +321,7 @@ static void adaptive_plan_should_weight_rows_after_a_real_fit(void **state)
     pp_test_write_text(csv, b.data);
     free(b.data);
     const char *files[1] = {csv};
-    perfpred_fit_params f = pp_test_toy_fit_params(files, 1, g_toy, dir);
+    perfpred_fit_params f = pp_test_fit_params("toy-roofline", files, 1, g_toy, dir);
     perfpred_fit_report fr;
     assert_int_equal(perfpred_calibrate_fit(&f, &fr, err, sizeof err), PERFPRED_OK);
     assert_true(fr.wrote_artifacts);
@@ -390,17 +388,9 @@ static void adaptive_plan_should_judge_rescaled_rows_as_the_fit_did(void **state
     snprintf(dir, sizeof dir, "%s/m5", g_tmp);
     snprintf(early, sizeof early, "%s/early5.csv", g_tmp);
     snprintf(later, sizeof later, "%s/later5.csv", g_tmp);
-    static char text[16384];
-    const double log_a = log(1.5) + 0.1 * log(0.1), slope = -0.1;
-    int off = snprintf(text, sizeof text, "%s", LAYER_HEADER);
-    pp_test_toy_relu_rows(text, sizeof text, off, 1, 40, 1, 1000, 0, 0);
-    pp_test_write_text(early, text);
-    off = snprintf(text, sizeof text, "%s", LAYER_HEADER);
-    off = pp_test_toy_relu_rows(text, sizeof text, off, 1, 40, 2, 1000, log_a, slope);
-    pp_test_toy_relu_rows(text, sizeof text, off, 1, 79, 2, 500, log_a, slope);
-    pp_test_write_text(later, text);
+    pp_test_write_toy_sessions(early, later, log(1.5) + 0.1 * log(0.1), -0.1);
     const char *files[1] = {early}, *rescaled[1] = {later};
-    perfpred_fit_params f = pp_test_toy_fit_params(files, 1, g_toy, dir);
+    perfpred_fit_params f = pp_test_fit_params("toy-roofline", files, 1, g_toy, dir);
     f.rescaled_csvs = rescaled;
     f.n_rescaled_csvs = 1;
     perfpred_fit_report fr;

@@ -48,9 +48,7 @@ static const char TOY_YAML[] =
     "  precision: fp32\n"
     "  launch_overhead_us: 0\n";
 
-static const char LAYER_HEADER[] =
-    "device,runtime,runtime_version,precision,op_kind,op_type,batch,inputs,attrs,latency_ms,"
-    "latency_spread_ms,repetitions,energy_j,memory_bytes,source,date\n";
+static const char LAYER_HEADER[] = PP_TEST_LAYER_HEADER;
 
 static const char NET_HEADER[] =
     "model,family,device,runtime,runtime_version,precision,batch,input_shapes,latency_ms,"
@@ -799,16 +797,10 @@ static void plan_should_reject_bad_parameters(void **state)
 
 static perfpred_fit_params fit_params(const char *out_dir, int seed)
 {
-    perfpred_fit_params p = perfpred_fit_default_params();
-    p.device = "a100-pcie-40gb";
     static const char *files[1];
     files[0] = g_lin;
-    p.layers_csvs = files;
-    p.n_layers_csvs = 1;
-    p.config_dir = g_cfg;
-    p.out_dir = out_dir;
+    perfpred_fit_params p = pp_test_fit_params("a100-pcie-40gb", files, 1, g_cfg, out_dir);
     p.seed = seed;
-    p.nthread = 1;
     p.n_rounds = 40;
     return p;
 }
@@ -1064,7 +1056,7 @@ static void fit_should_leave_out_noisy_rows_when_asked(void **state)
     }
     pp_test_write_text(csv, text);
     const char *files[] = {csv};
-    perfpred_fit_params p = pp_test_toy_fit_params(files, 1, g_toy, dir);
+    perfpred_fit_params p = pp_test_fit_params("toy-roofline", files, 1, g_toy, dir);
     p.max_spread_pct = 50;
     perfpred_fit_report r;
     assert_int_equal(perfpred_calibrate_fit(&p, &r, err, sizeof err), PERFPRED_OK);
@@ -1089,20 +1081,12 @@ static void fit_should_rescale_a_later_session_by_its_anchors(void **state)
     path_in(later, sizeof later, "rescale_later.csv");
     path_in(few, sizeof few, "rescale_few.csv");
     path_in(dir, sizeof dir, "art_rescale");
-    static char text[16384];
-    /* the first session: 40 sizes at the roofline */
-    int off = snprintf(text, sizeof text, "%s", LAYER_HEADER);
-    pp_test_toy_relu_rows(text, sizeof text, off, 1, 40, 1, 1000, 0, 0);
-    pp_test_write_text(early, text);
-    /* a later, busier session: 20 of those sizes again and 40 new ones, all slower by a drift
-     * that falls with size, 1.5x at 0.1 ms */
+    /* the first session: 40 sizes at the roofline; a later, busier one: 20 of those sizes again
+     * and 40 new ones, all slower by a drift that falls with size, 1.5x at 0.1 ms */
     const double log_a = log(1.5) + 0.1 * log(0.1), slope = -0.1;
-    off = snprintf(text, sizeof text, "%s", LAYER_HEADER);
-    off = pp_test_toy_relu_rows(text, sizeof text, off, 1, 40, 2, 1000, log_a, slope); /* 1000, 3000.. */
-    pp_test_toy_relu_rows(text, sizeof text, off, 1, 79, 2, 500, log_a, slope);       /* 500, 1500.. */
-    pp_test_write_text(later, text);
+    pp_test_write_toy_sessions(early, later, log_a, slope);
     const char *files[] = {early}, *rescaled[] = {later};
-    perfpred_fit_params p = pp_test_toy_fit_params(files, 1, g_toy, dir);
+    perfpred_fit_params p = pp_test_fit_params("toy-roofline", files, 1, g_toy, dir);
     p.rescaled_csvs = rescaled;
     p.n_rescaled_csvs = 1;
     p.write_artifacts = 0;
@@ -1125,7 +1109,8 @@ static void fit_should_rescale_a_later_session_by_its_anchors(void **state)
     assert_int_equal(r.n_rescaled, 0);
     assert_true(r.kinds[0].model.mape_pct > 5.0 + rescaled_mape);
     /* too few anchors: refused, naming the file */
-    off = snprintf(text, sizeof text, "%s", LAYER_HEADER);
+    static char text[16384];
+    int off = snprintf(text, sizeof text, "%s", LAYER_HEADER);
     off = pp_test_toy_relu_rows(text, sizeof text, off, 1, 9, 1, 1000, log_a, slope);
     pp_test_toy_relu_rows(text, sizeof text, off, 1, 20, 1, 777, log_a, slope);
     pp_test_write_text(few, text);
@@ -1189,8 +1174,7 @@ static void fit_should_rescale_each_roofline_class_by_its_own_line(void **state)
         pp_test_write_text(pass ? later : early, text);
     }
     const char *files[] = {early}, *rescaled[] = {later};
-    perfpred_fit_params p = pp_test_toy_fit_params(files, 1, cfg, NULL);
-    p.device = "toy-ridge";
+    perfpred_fit_params p = pp_test_fit_params("toy-ridge", files, 1, cfg, NULL);
     p.rescaled_csvs = rescaled;
     p.n_rescaled_csvs = 1;
     p.write_artifacts = 0;
