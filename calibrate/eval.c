@@ -141,8 +141,12 @@ static perfpred_status eval_layers(eval_ctx *E, pp_err *err)
             st = pp_err_set(err, PERFPRED_ERR_NOMEM, "eval: out of memory");
             break;
         }
+        /* a layer row is one kernel timed alone: its layer model judged, not a graph-level
+         * correction (GNN, in-network overhead) applied to a one-node graph */
         perfpred_prediction pred;
-        if (!predict_row(E, m, NULL, t->path, r->line, &pred)) continue;
+        perfpred_predict_params pp = perfpred_predict_default_params();
+        pp.layer_sum_only = 1;
+        if (!predict_row(E, m, &pp, t->path, r->line, &pred)) continue;
         perfpred_eval_point *pt = &rep->points[rep->n_points];
         char label[256];
         layer_label(r, label, sizeof label);

@@ -1488,6 +1488,29 @@ static void fit_overhead_should_recover_scale_and_per_kernel_time(void **state)
         perfpred_model_free(m);
     }
     perfpred_ctx_close(ctx);
+    /* layer rows are judged on the layer models alone: the same predictions with the correction
+     * (scale 1.25, 0.5 ms per kernel) as without it */
+    double with[3];
+    for (int k = 0; k < 2; k++) {
+        perfpred_eval_params ep = perfpred_eval_default_params();
+        ep.device = "host-cpu";
+        ep.layers_csv = PP_SOURCE_DIR "/data/host-cpu/layers.csv";
+        ep.config_dir = cfg;
+        perfpred_eval_report er;
+        assert_int_equal(perfpred_eval(&ep, &er, err, sizeof err), PERFPRED_OK);
+        assert_true(er.n_points > 500);
+        for (int i = 0; i < 3; i++) {
+            if (!k) with[i] = er.points[i].predicted_ms;
+            else assert_true(er.points[i].predicted_ms == with[i]);
+        }
+        perfpred_eval_report_free(&er);
+        if (!k) {
+            snprintf(path, sizeof path, "%s/overhead-latency.json", dir);
+            snprintf(to, sizeof to, "%s/overhead-latency.json.off", dir);
+            assert_int_equal(rename(path, to), 0);
+        }
+    }
+    assert_int_equal(rename(to, path), 0);
     /* a broken artifact: the context refuses to open, naming the file */
     snprintf(path, sizeof path, "%s/overhead-latency.json", dir);
     pp_test_write_text(path, "{\"format\": \"perfpred-overhead\", \"version\": 1, \"scale\": -3}");
