@@ -360,23 +360,30 @@ static perfpred_status eval_heldout(const pp_gnn *corr, const pp_gnn *direct,
                                     const double *meas_t, const int *held, int n_held, int t,
                                     pp_fitnet_target_report *tr, pp_err *err)
 {
-    double *p_sum = malloc(((size_t)n_held + 1) * 3 * sizeof(double));
+    double *p_sum = malloc(((size_t)n_held + 1) * 4 * sizeof(double));
     double *meas = malloc(((size_t)n_held + 1) * sizeof(double));
     if (!p_sum || !meas) {
         free(p_sum);
         free(meas);
         return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
     }
-    double *p_cor = p_sum + n_held, *p_dir = p_cor + n_held;
+    double *p_cor = p_sum + n_held, *p_dir = p_cor + n_held, *p_all = p_dir + n_held;
     int n = 0;
+    tr->n_gated = 0;
+    tr->spread_gate = t < corr->n_targets ? corr->spread_gate[t] : 0;
     perfpred_status st = PERFPRED_OK;
     for (int i = 0; i < n_held && !st; i++) {
         int s = held[i];
         if (!samples[s].mask[t]) continue;
-        double o[PP_GNN_MAX_TARGETS], od[PP_GNN_MAX_TARGETS];
-        if ((st = pp_gnn_forward(corr, &samples[s], o, err))) break;
+        double o[PP_GNN_MAX_TARGETS], lo[PP_GNN_MAX_TARGETS], hi[PP_GNN_MAX_TARGETS];
+        double od[PP_GNN_MAX_TARGETS];
+        if ((st = pp_gnn_forward_range(corr, &samples[s], o, lo, hi, err))) break;
         p_sum[n] = base[s];
-        p_cor[n] = base[s] * exp(o[t]);
+        p_all[n] = base[s] * exp(o[t]);
+        /* as the predictor answers: the layer sum where the members disagree past the gate */
+        int agree = pp_gnn_agrees(corr, t, lo[t], hi[t]);
+        p_cor[n] = agree ? p_all[n] : base[s];
+        tr->n_gated += !agree;
         if (direct) {
             if ((st = pp_gnn_forward(direct, &samples[s], od, err))) break;
             p_dir[n] = exp(od[t]);
@@ -387,6 +394,7 @@ static perfpred_status eval_heldout(const pp_gnn *corr, const pp_gnn *direct,
     if (!st && n > 0) {
         st = pp_metrics_compute(p_sum, meas, n, &tr->layer_sum, err);
         if (!st) st = pp_metrics_compute(p_cor, meas, n, &tr->corrected, err);
+        if (!st) st = pp_metrics_compute(p_all, meas, n, &tr->ungated, err);
         if (!st && direct) st = pp_metrics_compute(p_dir, meas, n, &tr->direct, err);
     }
     tr->n_heldout = n;
@@ -461,6 +469,11 @@ static perfpred_status write_eval(const char *path, const char *device,
         cJSON_AddNumberToObject(o, "n_val", tr->n_val);
         add_metrics(o, "layer_sum", &tr->layer_sum);
         if (tr->direct.n) add_metrics(o, "gnn_direct", &tr->direct);
+        if (tr->spread_gate > 0) {
+            add_metrics(o, "corrected_every_row", &tr->ungated);
+            cJSON_AddNumberToObject(o, "spread_gate", tr->spread_gate);
+            cJSON_AddNumberToObject(o, "rows_gated", tr->n_gated);
+        }
         add_metrics(o, "layer_sum_x_correction", &tr->corrected);
     }
     cJSON_AddNumberToObject(root, "train_seconds", r->seconds_train);
@@ -641,6 +654,7 @@ perfpred_status pp_fit_networks(const char *device, const pp_net_row *rows, int 
     double tt0 = pp_now_s();
     st = train_ensemble(&p, T, samples, n_s, fs.train, fs.n_train, fs.val, fs.n_val, &corr,
                         &rep->gnn, err);
+    if (!st) st = pp_gnn_set_spread_gate(corr, samples, fs.val, fs.n_val, err);
     rep->seconds_train = pp_now_s() - tt0;
     if (!st && p.direct_ablation) {
         tt0 = pp_now_s();

@@ -45,6 +45,9 @@ static void copy_target(perfpred_netfit_target *o, const pp_fitnet_target_report
     o->layer_sum = pp_metrics_public(&t->layer_sum);
     o->direct = pp_metrics_public(&t->direct);
     o->corrected = pp_metrics_public(&t->corrected);
+    o->ungated = pp_metrics_public(&t->ungated);
+    o->n_gated = t->n_gated;
+    o->spread_gate = t->spread_gate;
 }
 
 perfpred_status perfpred_calibrate_fit_networks(const perfpred_netfit_params *p,

@@ -150,7 +150,10 @@ typedef struct pp_fitnet_target_report {
     int n_train, n_val, n_heldout;
     pp_metrics layer_sum;     /* the predictor alone (energy: its base, see docs/networks.md) */
     pp_metrics direct;        /* GNN alone on log(measured) (n = 0 when not trained) */
-    pp_metrics corrected;     /* layer sum x exp(correction) */
+    pp_metrics corrected;     /* layer sum x exp(correction), the layer sum on gated rows */
+    pp_metrics ungated;       /* layer sum x exp(correction) on every row */
+    int n_gated;              /* rows whose ensemble members spread past the gate */
+    double spread_gate;       /* the gate (pp_gnn.spread_gate, log units); 0: none */
 } pp_fitnet_target_report;
 
 typedef struct pp_fitnet_report {

@@ -490,6 +490,25 @@ static void print_netfit_row(const char *what, const perfpred_metrics *m)
                m->within10_pct, m->spearman);
 }
 
+/* An ensemble's gate (perfpred_netfit_target.spread_gate): the rows it sent to the layer sum and
+ * the error had every row taken the correction. */
+static void print_gate(const perfpred_netfit_target *t)
+{
+    if (!(t->spread_gate > 0)) return;
+    print_netfit_row("  the same, no gate", &t->ungated);
+    printf("  (%d of %d rows took the layer sum: their GNNs' log corrections spread wider than the "
+           "%.4f of the validation rows)\n",
+           t->n_gated, t->n_heldout, t->spread_gate);
+}
+
+static void add_gate_json(cJSON *j, const perfpred_netfit_target *t)
+{
+    if (!(t->spread_gate > 0)) return;
+    cJSON_AddNumberToObject(j, "spread_gate", t->spread_gate);
+    cJSON_AddNumberToObject(j, "rows_gated", t->n_gated);
+    cJSON_AddItemToObject(j, "corrected_no_gate", json_metrics(&t->ungated));
+}
+
 /* --heldout-families "a,b;c;d,e": one dry-run fit per ';'-separated fold, each fold's families held
  * out once, and the MAPE and share within +-10 % pooled over all folds' held-out rows (means
  * weighted by rows: exact, since each row is held out in one fold only). Latency only. */
@@ -533,19 +552,22 @@ static int netfit_folds(const perfpred_netfit_params *base, const char *folds, i
         }
     }
     /* pooled: sum of n * metric over folds / sum of n */
-    double pool[3][2] = {{0, 0}, {0, 0}, {0, 0}};
-    int pool_n[3] = {0, 0, 0};
+    double pool[4][2] = {{0, 0}, {0, 0}, {0, 0}, {0, 0}};
+    int pool_n[4] = {0, 0, 0, 0}, n_gated = 0, gated = 0;
     for (int k = 0; k < nf; k++) {
-        const perfpred_metrics *m[3] = {&r[k].latency.layer_sum, &r[k].latency.direct,
-                                        &r[k].latency.corrected};
-        for (int a = 0; a < 3; a++) {
+        const perfpred_metrics *m[4] = {&r[k].latency.layer_sum, &r[k].latency.direct,
+                                        &r[k].latency.corrected, &r[k].latency.ungated};
+        n_gated += r[k].latency.n_gated;
+        gated |= r[k].latency.spread_gate > 0;
+        for (int a = 0; a < 4; a++) {
             if (m[a]->n <= 0) continue;
             pool[a][0] += m[a]->n * m[a]->mape_pct;
             pool[a][1] += m[a]->n * m[a]->within10_pct;
             pool_n[a] += m[a]->n;
         }
     }
-    static const char *const what[3] = {"layer_sum", "gnn_direct", "corrected"};
+    static const char *const what[4] = {"layer_sum", "gnn_direct", "corrected",
+                                        "corrected_no_gate"};
     if (json) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "device", r[0].device);
@@ -559,11 +581,12 @@ static int netfit_folds(const perfpred_netfit_params *base, const char *folds, i
             if (r[k].latency.direct.n > 0)
                 cJSON_AddItemToObject(f, "gnn_direct", json_metrics(&r[k].latency.direct));
             cJSON_AddItemToObject(f, "corrected", json_metrics(&r[k].latency.corrected));
+            add_gate_json(f, &r[k].latency);
             cJSON_AddItemToArray(fs, f);
         }
         cJSON *pl = cJSON_AddObjectToObject(o, "pooled");
-        for (int a = 0; a < 3; a++) {
-            if (!pool_n[a]) continue;
+        for (int a = 0; a < 4; a++) {
+            if (!pool_n[a] || (a == 3 && !gated)) continue;
             cJSON *j = cJSON_AddObjectToObject(pl, what[a]);
             cJSON_AddNumberToObject(j, "n", pool_n[a]);
             cJSON_AddNumberToObject(j, "mape_pct", pool[a][0] / pool_n[a]);
@@ -574,19 +597,29 @@ static int netfit_folds(const perfpred_netfit_params *base, const char *folds, i
         printf("calibrate fit (dry run, %d family folds): graph-level correction of %s from %s\n\n",
                nf, r[0].device, source);
         printf("latency MAPE %% on each fold's held-out families (never trained on):\n");
-        printf("  %-56s %6s %10s %10s %12s\n", "held-out families", "rows", "layer sum",
+        printf("  %-56s %6s %10s %10s %12s", "held-out families", "rows", "layer sum",
                "GNN alone", "sum x corr.");
+        if (gated) printf(" %8s %10s", "gated", "no gate");
+        printf("\n");
         for (int k = 0; k < nf; k++) {
             const perfpred_netfit_target *t = &r[k].latency;
             printf("  %-56.56s %6d %10.2f ", fold[k], t->n_heldout, t->layer_sum.mape_pct);
             if (t->direct.n > 0) printf("%10.2f", t->direct.mape_pct);
             else printf("%10s", "-");
-            printf(" %12.2f\n", t->corrected.mape_pct);
+            printf(" %12.2f", t->corrected.mape_pct);
+            if (gated) printf(" %8d %10.2f", t->n_gated, t->ungated.mape_pct);
+            printf("\n");
         }
         printf("  %-56s %6d %10.2f ", "pooled", pool_n[0], pool_n[0] ? pool[0][0] / pool_n[0] : 0);
         if (pool_n[1]) printf("%10.2f", pool[1][0] / pool_n[1]);
         else printf("%10s", "-");
-        printf(" %12.2f\n", pool_n[2] ? pool[2][0] / pool_n[2] : 0);
+        printf(" %12.2f", pool_n[2] ? pool[2][0] / pool_n[2] : 0);
+        if (gated) printf(" %8d %10.2f", n_gated, pool_n[3] ? pool[3][0] / pool_n[3] : 0);
+        printf("\n");
+        if (gated)
+            printf("\ngated: rows whose GNNs' log corrections spread wider than on any validation "
+                   "row; they take the layer sum, as the predictor does (\"no gate\": every row "
+                   "corrected)\n");
         printf("\nnothing written: folds are an evaluation; train the artifact with one "
                "--heldout-families list\n");
     }
@@ -625,6 +658,7 @@ static int netfit(const perfpred_netfit_params *params, int json)
             cJSON_AddItemToObject(j, "layer_sum", json_metrics(&T[t]->layer_sum));
             if (T[t]->direct.n > 0) cJSON_AddItemToObject(j, "gnn_direct", json_metrics(&T[t]->direct));
             cJSON_AddItemToObject(j, "corrected", json_metrics(&T[t]->corrected));
+            add_gate_json(j, T[t]);
         }
         if (r->weights_path[0]) cJSON_AddStringToObject(o, "artifact", r->weights_path);
         if (!evaluate_only) {
@@ -657,6 +691,7 @@ static int netfit(const perfpred_netfit_params *params, int json)
             print_netfit_row("layer sum alone", &T[t]->layer_sum);
             print_netfit_row("GNN alone (DIPPM-style)", &T[t]->direct);
             print_netfit_row("layer sum x exp(correction)", &T[t]->corrected);
+            print_gate(T[t]);
         }
         if (!evaluate_only) {
             if (params->huber_delta > 0)

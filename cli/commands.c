@@ -245,6 +245,7 @@ cJSON *cli_json_prediction(const perfpred_prediction *p)
         cJSON_AddNumberToObject(m, "n", p->correction_members);
         cJSON_AddNumberToObject(m, "lo", p->latency_members_lo_ms);
         cJSON_AddNumberToObject(m, "hi", p->latency_members_hi_ms);
+        cJSON_AddBoolToObject(m, "gated", p->correction_gated);
     }
     cJSON_AddItemToObject(o, "latency", lat);
     cJSON_AddItemToObject(o, "energy", json_figure(&p->energy_mj, "mJ"));
@@ -280,8 +281,11 @@ static void print_prediction(const perfpred_prediction *p, const perfpred_device
     else snprintf(v, sizeof v, "-");
     print_figure_line("latency", v, &p->latency_ms);
     if (p->correction_members > 1)
-        printf("  %-12s %.3f to %.3f ms from the %d GNNs one by one (how much they disagree)\n", "",
-               p->latency_members_lo_ms, p->latency_members_hi_ms, p->correction_members);
+        printf("  %-12s %.3f to %.3f ms from the %d GNNs one by one (%s)\n", "",
+               p->latency_members_lo_ms, p->latency_members_hi_ms, p->correction_members,
+               p->correction_gated ? "they disagree more than on any validation network: the "
+                                     "correction is not applied"
+                                   : "how much they disagree");
     if (isfinite(p->energy_mj.value)) snprintf(v, sizeof v, "%.3f mJ", p->energy_mj.value);
     else snprintf(v, sizeof v, "-");
     print_figure_line("energy", v, &p->energy_mj);

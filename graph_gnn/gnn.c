@@ -533,6 +533,35 @@ perfpred_status pp_gnn_forward(const pp_gnn *m, const pp_gnn_graph *s, double *o
     return pp_gnn_forward_range(m, s, out, NULL, NULL, err);
 }
 
+int pp_gnn_agrees(const pp_gnn *m, int t, double lo, double hi)
+{
+    if (!m || t < 0 || t >= m->n_targets || !(m->spread_gate[t] > 0)) return 1;
+    return hi - lo <= m->spread_gate[t];
+}
+
+perfpred_status pp_gnn_set_spread_gate(pp_gnn *m, const pp_gnn_graph *samples, const int *idx,
+                                       int n, pp_err *err)
+{
+    if (!m || (n > 0 && (!samples || !idx)))
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "gnn: NULL argument");
+    double gate[PP_GNN_MAX_TARGETS] = {0};
+    for (int i = 0; i < n && m->next; i++) {
+        double o[PP_GNN_MAX_TARGETS], lo[PP_GNN_MAX_TARGETS], hi[PP_GNN_MAX_TARGETS];
+        perfpred_status st = pp_gnn_forward_range(m, &samples[idx[i]], o, lo, hi, err);
+        if (st) return st;
+        for (int t = 0; t < m->n_targets; t++)
+            if (samples[idx[i]].mask[t] && hi[t] - lo[t] > gate[t]) gate[t] = hi[t] - lo[t];
+    }
+    /* rounded up to single precision, so that the manifest's decimal gives it back exactly and
+     * every sample it was set from still agrees */
+    for (int t = 0; t < PP_GNN_MAX_TARGETS; t++) {
+        float g = (float)gate[t];
+        if ((double)g < gate[t]) g = nextafterf(g, INFINITY);
+        m->spread_gate[t] = g;
+    }
+    return PERFPRED_OK;
+}
+
 /* Standardized targets: ytil_t = (y_t - y_mean_t) / y_std_t. */
 static void std_targets(const pp_gnn *m, const pp_gnn_graph *s, float *ytil)
 {

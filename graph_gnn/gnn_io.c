@@ -174,6 +174,15 @@ static cJSON *manifest_json(const pp_gnn *m, const char *weights_path, size_t wl
         cJSON *s = cJSON_CreateString(name);
         ok = s && cJSON_AddItemToArray(o, s);
     }
+    int gated = 0;
+    for (int t = 0; t < m->n_targets; t++) gated |= m->spread_gate[t] > 0;
+    if (ok && gated && n_members > 0) { /* pp_gnn_agrees */
+        ok = (o = cJSON_AddArrayToObject(root, "spread_gate")) != NULL;
+        for (int t = 0; ok && t < m->n_targets; t++) {
+            cJSON *v = cJSON_CreateNumber(m->spread_gate[t]);
+            ok = v && cJSON_AddItemToArray(o, v);
+        }
+    }
     if (ok && m->trained) {
         const pp_gnn_report *r = &m->report;
         ok = ok && (o = cJSON_AddObjectToObject(root, "report"));
@@ -446,7 +455,8 @@ static perfpred_status apply_manifest(pp_gnn *m, const char *mpath, const char *
     static const char *const r_opt[] = {"val_mae", NULL}; /* absent before it was kept */
     perfpred_status st;
     const char *s;
-    static const char *const top_opt[] = {"ensemble", NULL}; /* members 2..K of an ensemble */
+    /* members 2..K of an ensemble, and its gate */
+    static const char *const top_opt[] = {"ensemble", "spread_gate", NULL};
     if ((st = j_keys(&c, root, "manifest", top, top_opt))) return st;
     if (!(s = j_str(&c, root, "format"))) return err ? err->status : PERFPRED_ERR_PARSE;
     if (strcmp(s, M_FORMAT) != 0)
@@ -549,8 +559,16 @@ static perfpred_status apply_manifest(pp_gnn *m, const char *mpath, const char *
     m->params.huber_delta = p.huber_delta;
     m->params.seed = p.seed;
     m->params.nthreads = p.nthreads;
+    double gate[PP_GNN_MAX_TARGETS];
+    if ((st = j_per_target(&c, root, "spread_gate", 0, m->n_targets, gate))) return st;
+    if (cJSON_GetObjectItemCaseSensitive(root, "spread_gate") &&
+        !cJSON_GetObjectItemCaseSensitive(root, "ensemble"))
+        return pp_err_set(err, PERFPRED_ERR_PARSE, "%s: 'spread_gate' without an 'ensemble'",
+                          mpath);
     m->report = rep;
     m->trained = trained;
+    for (int i = 0; i < PP_GNN_MAX_TARGETS; i++) /* a float (pp_gnn_set_spread_gate) */
+        m->spread_gate[i] = gate[i] > 0 ? (double)(float)gate[i] : 0;
     return PERFPRED_OK;
 }
 

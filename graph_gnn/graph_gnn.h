@@ -138,6 +138,11 @@ typedef struct pp_gnn {
     float y_mean[PP_GNN_MAX_TARGETS], y_std[PP_GNN_MAX_TARGETS];
     int trained;                                    /* report is valid */
     pp_gnn_report report;
+    /* The ensemble's gate, per target: the widest member spread (highest minus lowest member
+     * output, target units) over the validation rows of its training run. Members that spread
+     * wider on a sample disagree beyond anything they were seen to (pp_gnn_agrees). <= 0: no gate
+     * (a single model, or none recorded). Kept on the first member and in its manifest. */
+    double spread_gate[PP_GNN_MAX_TARGETS];
     /* Seed ensemble: the next member, or NULL. pp_gnn_forward averages the members' outputs (each
      * through its own standardization); training and gradients see this model alone. The chain
      * belongs to the first member: pp_gnn_free frees it whole. */
@@ -161,6 +166,14 @@ perfpred_status pp_gnn_forward_range(const pp_gnn *gnn, const pp_gnn_graph *s, d
                                      double *lo, double *hi, pp_err *err);
 /* Members of the ensemble that starts at gnn (1 for a single model, 0 for NULL). */
 int pp_gnn_members(const pp_gnn *gnn);
+/* 1 when the members' outputs for target t, lo..hi from pp_gnn_forward_range, spread no wider than
+ * gnn->spread_gate[t], or there is no gate; else 0. */
+int pp_gnn_agrees(const pp_gnn *gnn, int t, double lo, double hi);
+/* Sets gnn->spread_gate[t] for every target from samples[idx[0..n-1]]: the widest member spread
+ * among those where the target is present, rounded up to a float (0 for a single model or no
+ * such sample). */
+perfpred_status pp_gnn_set_spread_gate(pp_gnn *gnn, const pp_gnn_graph *samples, const int *idx,
+                                       int n, pp_err *err);
 
 /* Zeroes gnn->grad, then accumulates the gradient of the masked MSE over samples[idx[0..n-1]]
  * (idx NULL: samples 0..n-1) and stores that loss (standardized units) in *loss. */

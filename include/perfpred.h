@@ -197,6 +197,10 @@ typedef struct perfpred_prediction {
     double latency_members_lo_ms, latency_members_hi_ms; /* with more than one: the lowest and
                                 the highest latency a single member would give (how much they
                                 disagree, not a confidence interval); else NaN */
+    int correction_gated;    /* 1: the members disagreed on this network more than on any of
+                                their validation networks, so latency_ms and energy_mj are what
+                                answers without the correction (members and lo/hi still say how
+                                far apart they were) */
 } perfpred_prediction;
 
 typedef struct perfpred_predict_params {
@@ -772,7 +776,12 @@ typedef struct perfpred_netfit_target {
     int present, n_train, n_val, n_heldout;
     perfpred_metrics layer_sum;  /* the predictor alone */
     perfpred_metrics direct;     /* GNN alone on log(measured), DIPPM-style (n = 0: not trained) */
-    perfpred_metrics corrected;  /* layer sum x exp(correction) */
+    perfpred_metrics corrected;  /* layer sum x exp(correction); on rows where an ensemble's members
+                                    disagree past its gate (n_gated), the layer sum, as predicted */
+    perfpred_metrics ungated;    /* layer sum x exp(correction) on every row */
+    int n_gated;
+    double spread_gate;          /* the widest spread of the members' log corrections on the
+                                    validation rows; 0: no gate (a single GNN) */
 } perfpred_netfit_target;
 
 typedef struct perfpred_netfit_report {

@@ -478,7 +478,12 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
             free(node_ms);
             return st;
         }
+        /* members that disagree past the ensemble's gate: the correction is extrapolating, the
+         * prediction is what answers without it */
         corrected = 1;
+        for (int t = 0; t < gnn->n_targets; t++)
+            if (!pp_gnn_agrees(gnn, t, corr_lo[t], corr_hi[t])) corrected = 0;
+        out->correction_gated = !corrected;
     }
     free(node_ms);
     /* else the in-network overhead correction: scale x layer sum + a fixed time per kernel and per
@@ -492,7 +497,7 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
     out->n_kernels = nk;
     out->kernel_bytes = total_bytes;
     out->latency_members_lo_ms = out->latency_members_hi_ms = NAN;
-    if (corrected) {
+    if (corrected || out->correction_gated) {
         out->correction_members = pp_gnn_members(gnn);
         if (out->correction_members > 1) {
             out->latency_members_lo_ms = total_ms * exp(corr_lo[0]);

@@ -967,6 +967,34 @@ static void ensemble_should_average_and_round_trip(void **state)
         assert_true(lo[0] == o[0] && hi[0] == o[0] && lo[1] == o[1] && hi[1] == o[1]);
     }
     assert_true(differ); /* the seeds made different members */
+    /* the gate: the widest spread over the samples it is set from, per target; a sample whose
+     * members spread wider than that does not agree */
+    double want[2] = {0, 0}, spread[NS][2];
+    for (int b = 0; b < NS; b++)
+        for (int t = 0; t < 2; t++) {
+            double lo = fmin(own[0][b][t], fmin(own[1][b][t], own[2][b][t]));
+            double hi = fmax(own[0][b][t], fmax(own[1][b][t], own[2][b][t]));
+            spread[b][t] = hi - lo;
+            if (b >= 9 && spread[b][t] > want[t]) want[t] = spread[b][t];
+        }
+    assert_int_equal(pp_gnn_set_spread_gate(ens, gs, va, 3, NULL), PERFPRED_OK);
+    int gated = 0;
+    for (int t = 0; t < 2; t++) {
+        /* the widest spread, rounded up to single precision */
+        assert_true(want[t] > 0 && ens->spread_gate[t] >= want[t] &&
+                    ens->spread_gate[t] == (double)(float)ens->spread_gate[t] &&
+                    (double)nextafterf((float)ens->spread_gate[t], 0) < want[t]);
+        for (int b = 0; b < NS; b++) {
+            double o[2], lo[2], hi[2];
+            assert_int_equal(pp_gnn_forward_range(ens, &gs[b], o, lo, hi, NULL), PERFPRED_OK);
+            int in = spread[b][t] <= ens->spread_gate[t];
+            assert_int_equal(pp_gnn_agrees(ens, t, lo[t], hi[t]), in);
+            assert_true(in || spread[b][t] > want[t]);
+            gated += !in;
+        }
+    }
+    assert_true(gated > 0); /* some training samples spread wider than the validation ones */
+    assert_true(pp_gnn_agrees(m[2], 0, 0.0, 1e9)); /* no gate on a member */
     path_buf wpb = tmp_path("_ens.bin"), mpb = tmp_path("_ens.json");
     path_buf w2 = tmp_path("_ens.2.bin"), m2 = tmp_path("_ens.2.json");
     path_buf w3 = tmp_path("_ens.3.bin"), m3 = tmp_path("_ens.3.json");
@@ -979,6 +1007,7 @@ static void ensemble_should_average_and_round_trip(void **state)
                      0);
     assert_int_equal(pp_gnn_load(wpb.p, mpb.p, &l, &err), PERFPRED_OK);
     assert_int_equal(pp_gnn_members(l), K);
+    assert_memory_equal(l->spread_gate, ens->spread_gate, sizeof l->spread_gate);
     for (int b = 0; b < NS; b++) {
         double o1[2], o2[2];
         assert_int_equal(pp_gnn_forward(ens, &gs[b], o1, NULL), PERFPRED_OK);
@@ -986,8 +1015,31 @@ static void ensemble_should_average_and_round_trip(void **state)
         assert_memory_equal(o1, o2, sizeof o1);
     }
     pp_gnn_free(l);
-    /* a member's weights loaded alone are that member */
+    /* a member's weights loaded alone are that member, with no gate; a gate in a manifest that
+     * lists no ensemble is refused by name */
     assert_int_equal(pp_gnn_load(w3.p, m3.p, &l, &err), PERFPRED_OK);
+    assert_int_equal(pp_gnn_members(l), 1);
+    assert_true(l->spread_gate[0] == 0 && l->spread_gate[1] == 0);
+    pp_gnn_free(l);
+    {
+        uint8_t *mb;
+        size_t mlen;
+        assert_int_equal(pp_read_file(m3.p, &mb, &mlen, NULL), PERFPRED_OK);
+        cJSON *root = cJSON_ParseWithLength((const char *)mb, mlen);
+        free(mb);
+        assert_non_null(root);
+        cJSON *a = cJSON_AddArrayToObject(root, "spread_gate");
+        cJSON_AddItemToArray(a, cJSON_CreateNumber(0.1));
+        cJSON_AddItemToArray(a, cJSON_CreateNumber(0.1));
+        char *text = cJSON_Print(root);
+        cJSON_Delete(root);
+        pp_test_write_text(m3.p, text);
+        free(text);
+    }
+    l = NULL;
+    assert_int_equal(pp_gnn_load(w3.p, m3.p, &l, &err), PERFPRED_ERR_PARSE);
+    assert_non_null(strstr(err.msg, "spread_gate"));
+    assert_int_equal(pp_gnn_load(w3.p, NULL, &l, &err), PERFPRED_OK);
     assert_int_equal(pp_gnn_members(l), 1);
     assert_memory_equal(l->w, m[2]->w, m[2]->n_params * sizeof(float));
     pp_gnn_free(l);

@@ -368,8 +368,20 @@ static void fit_should_train_on_real_rows_and_save_a_loadable_artifact(void **st
     assert_int_equal(pp_gnn_load(r3.weights_path, r3.manifest_path, &g, &err), PERFPRED_OK);
     assert_int_equal(pp_gnn_members(g), 2);
     assert_true(g->next->params.seed == 8);
+    /* its gate is the members' widest spread on the validation rows, saved with it; a single
+     * model has none */
+    assert_true(r3.target[0].spread_gate > 0 && g->spread_gate[0] == r3.target[0].spread_gate);
+    assert_true(lt->spread_gate == 0 && lt->n_gated == 0);
+    assert_true(lt->ungated.mape_pct == lt->corrected.mape_pct);
     pp_gnn_free(g);
+    /* rows past the gate take the layer sum: the gated error is not the every-row one exactly
+     * when some row was gated */
+    const pp_fitnet_target_report *t3 = &r3.target[0];
+    assert_true(t3->n_gated >= 0 && t3->n_gated <= t3->n_heldout);
+    assert_int_equal(t3->corrected.mape_pct != t3->ungated.mape_pct, t3->n_gated > 0);
     assert_int_equal(pp_eval_networks("rpi4", t->rows, t->n, &p, dir2, &re, &err), PERFPRED_OK);
+    assert_int_equal(re.target[0].n_gated, t3->n_gated);
+    assert_true(re.target[0].ungated.mape_pct == t3->ungated.mape_pct);
     assert_true(re.target[0].corrected.mape_pct == r3.target[0].corrected.mape_pct);
     assert_true(r3.target[0].corrected.mape_pct != lt->corrected.mape_pct);
     p.ensemble = PP_FITNET_MAX_ENSEMBLE + 1;

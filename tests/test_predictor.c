@@ -13,6 +13,9 @@
 
 #include "graph/graph.h"
 #include "predictor/predictor.h"
+#include "util/util.h"
+
+#include <cjson/cJSON.h>
 
 static perfpred_ctx *open_toy(void)
 {
@@ -191,6 +194,24 @@ static void copy_file(const char *from, const char *to, long flip_at)
     free(b);
 }
 
+/* Writes "spread_gate": [gate] into the GNN manifest at path (one target). */
+static void set_spread_gate(const char *path, double gate)
+{
+    uint8_t *mb;
+    size_t ml;
+    assert_int_equal(pp_read_file(path, &mb, &ml, NULL), PERFPRED_OK);
+    cJSON *root = cJSON_ParseWithLength((const char *)mb, ml);
+    free(mb);
+    assert_non_null(root);
+    cJSON_DeleteItemFromObjectCaseSensitive(root, "spread_gate");
+    cJSON *arr = cJSON_AddArrayToObject(root, "spread_gate");
+    cJSON_AddItemToArray(arr, cJSON_CreateNumber(gate));
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    pp_test_write_text(path, text);
+    free(text);
+}
+
 /* A device's GNN correction is read when a prediction first needs it, not at context open: with
  * one member of epyc's five-GNN ensemble corrupted, the context opens, other devices predict, the
  * device still reports its correction, and only a corrected prediction on it fails, naming the
@@ -266,7 +287,25 @@ static void gnn_correction_should_load_when_first_needed(void **state)
                 a.latency_ms.value <= a.latency_members_hi_ms);
     assert_int_equal(b.correction_members, 0);
     assert_true(isnan(b.latency_members_lo_ms) && isnan(b.latency_members_hi_ms));
+    assert_false(a.correction_gated);
     perfpred_ctx_close(ctx);
+    /* a gate narrower than this network's spread: what answers without the correction (here the
+     * layer sum), the members still reported; a wide gate: the corrected figure again */
+    snprintf(to, sizeof to, "%s/gnn-latency.json", sub);
+    for (int k = 0; k < 2; k++) {
+        set_spread_gate(to, k ? 1e9 : 1e-9);
+        ctx = perfpred_ctx_open(&cp, &st, err, sizeof err);
+        assert_non_null(ctx);
+        perfpred_prediction c;
+        assert_int_equal(perfpred_predict(ctx, m, "epyc-kvm-2vcpu", NULL, &c, err, sizeof err),
+                         PERFPRED_OK);
+        assert_int_equal(c.correction_gated, !k);
+        assert_true(c.latency_ms.value == (k ? a : b).latency_ms.value);
+        assert_int_equal(c.correction_members, 5);
+        assert_true(c.latency_members_lo_ms == a.latency_members_lo_ms &&
+                    c.latency_members_hi_ms == a.latency_members_hi_ms);
+        perfpred_ctx_close(ctx);
+    }
     for (int i = 0; i < 5; i++)
         for (int j = 0; j < 2; j++) {
             snprintf(to, sizeof to, "%s/%s%s", sub, files[i], j ? ".json" : ".bin");
