@@ -24,12 +24,34 @@ const char *pp_test_path(const char *rel)
     return buf;
 }
 
+/* pp_test_tmpfile's files (the test binary's counter values and suffixes), removed at exit. */
+static struct {
+    int counter;
+    char suffix[16];
+} tmp_made[1024];
+static int n_tmp_made;
+
+static void remove_tmpfiles(void)
+{
+    char path[4096];
+    for (int i = 0; i < n_tmp_made; i++) {
+        snprintf(path, sizeof path, "%s/pp_test_%ld_%d%s", PP_BINARY_DIR, (long)getpid(),
+                 tmp_made[i].counter, tmp_made[i].suffix);
+        unlink(path);
+    }
+}
+
 const char *pp_test_tmpfile(const void *data, size_t len, const char *suffix)
 {
     static char buf[4096];
     static int counter;
+    if (!suffix) suffix = "";
+    if (strlen(suffix) >= sizeof tmp_made[0].suffix || n_tmp_made == 1024) return NULL;
+    if (n_tmp_made == 0) atexit(remove_tmpfiles);
+    tmp_made[n_tmp_made].counter = counter;
+    snprintf(tmp_made[n_tmp_made++].suffix, sizeof tmp_made[0].suffix, "%s", suffix);
     snprintf(buf, sizeof buf, "%s/pp_test_%ld_%d%s", PP_BINARY_DIR, (long)getpid(), counter++,
-             suffix ? suffix : "");
+             suffix);
     FILE *f = fopen(buf, "wb");
     if (!f || fwrite(data, 1, len, f) != len) {
         if (f) fclose(f);

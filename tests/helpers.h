@@ -19,7 +19,8 @@
 void pp_test_assert_rel_close(double a, double b, double rel, const char *file, int line);
 /* Path under the source tree: pp_test_path("tests/fixtures/x.onnx") (static buffer, one at a time). */
 const char *pp_test_path(const char *rel);
-/* Writes bytes to a temporary file and returns its path (static buffer). */
+/* Writes bytes to a temporary file in the build folder and returns its path (static buffer); the
+ * file is removed when the test binary exits. */
 const char *pp_test_tmpfile(const void *data, size_t len, const char *suffix);
 /* Writes text to path (fails the test if it cannot). */
 void pp_test_write_text(const char *path, const char *text);
