@@ -380,8 +380,9 @@ static perfpred_status eval_heldout(const pp_gnn *corr, const pp_gnn *direct,
         if ((st = pp_gnn_forward_range(corr, &samples[s], o, lo, hi, err))) break;
         p_sum[n] = base[s];
         p_all[n] = base[s] * exp(o[t]);
-        /* as the predictor answers: the layer sum where the members disagree past the gate */
-        int agree = pp_gnn_agrees(corr, t, lo[t], hi[t]);
+        /* as the predictor answers: the layer sum where the members disagree past the gate on
+         * any target */
+        int agree = pp_gnn_agrees_all(corr, lo, hi);
         p_cor[n] = agree ? p_all[n] : base[s];
         tr->n_gated += !agree;
         if (direct) {

@@ -539,6 +539,13 @@ int pp_gnn_agrees(const pp_gnn *m, int t, double lo, double hi)
     return hi - lo <= m->spread_gate[t];
 }
 
+int pp_gnn_agrees_all(const pp_gnn *m, const double *lo, const double *hi)
+{
+    for (int t = 0; m && t < m->n_targets; t++)
+        if (!pp_gnn_agrees(m, t, lo[t], hi[t])) return 0;
+    return 1;
+}
+
 perfpred_status pp_gnn_set_spread_gate(pp_gnn *m, const pp_gnn_graph *samples, const int *idx,
                                        int n, pp_err *err)
 {

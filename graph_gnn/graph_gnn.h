@@ -169,6 +169,9 @@ int pp_gnn_members(const pp_gnn *gnn);
 /* 1 when the members' outputs for target t, lo..hi from pp_gnn_forward_range, spread no wider than
  * gnn->spread_gate[t], or there is no gate; else 0. */
 int pp_gnn_agrees(const pp_gnn *gnn, int t, double lo, double hi);
+/* 1 when they agree on every target (lo, hi: per target): whether a prediction takes the
+ * correction at all. */
+int pp_gnn_agrees_all(const pp_gnn *gnn, const double *lo, const double *hi);
 /* Sets gnn->spread_gate[t] for every target from samples[idx[0..n-1]]: the widest member spread
  * among those where the target is present, rounded up to a float (0 for a single model or no
  * such sample). */

@@ -480,9 +480,7 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
         }
         /* members that disagree past the ensemble's gate: the correction is extrapolating, the
          * prediction is what answers without it */
-        corrected = 1;
-        for (int t = 0; t < gnn->n_targets; t++)
-            if (!pp_gnn_agrees(gnn, t, corr_lo[t], corr_hi[t])) corrected = 0;
+        corrected = pp_gnn_agrees_all(gnn, corr_lo, corr_hi);
         out->correction_gated = !corrected;
     }
     free(node_ms);
