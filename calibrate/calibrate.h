@@ -343,6 +343,13 @@ perfpred_status pp_calibrate_fit_neusight(const char *neusight_root, const char 
                                           const char *out_dir, const pp_fit_params *params,
                                           pp_fit_report *report, pp_err *err);
 
+/* The in-network overhead correction's least squares (calibrate/fit_overhead.c): scale, per-kernel
+ * ms and per-MB ms minimising sum_i (x_i . w - 1)^2 over the points with use[i] (use NULL: all),
+ * x_i = (layer sum, kernels, 10^6 bytes moved) / measured, with the per-kernel and per-MB terms >= 0:
+ * the least-squares fit over each subset of those two terms (the scale always in), the best of
+ * those whose terms are all >= 0. 0 ok, -1 too few rows. */
+int pp_overhead_fit_rows(const perfpred_eval_point *pt, const int *use, int n, double w_out[3]);
+
 /* Roofline time in ms on the A100 PCIe 40GB: max(flops / 19.5 TFLOP/s, bytes / 1555 GB/s) + floor. */
 double pp_a100_roofline_ms(const pp_node_feat *f, double floor_ms);
 

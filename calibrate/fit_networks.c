@@ -28,8 +28,8 @@ void pp_fitnet_globals(int64_t batch, const pp_graph_totals *tot, double peak_tf
 }
 
 perfpred_status pp_fitnet_layer_times(const perfpred_ctx *ctx, const perfpred_model *m,
-                                      const char *device, double *per_node_ms, double *layer_sum_ms,
-                                      double *layer_energy_mj, pp_err *err)
+                                      const char *device, double *per_node_ms,
+                                      pp_fitnet_sums *sums, pp_err *err)
 {
     const pp_graph *g = pp_model_graph(m);
     int cap = g->n_nodes + 1, nk = 0;
@@ -59,8 +59,10 @@ perfpred_status pp_fitnet_layer_times(const perfpred_ctx *ctx, const perfpred_mo
         if (k[i].first_node >= 0 && k[i].first_node < g->n_nodes)
             per_node_ms[k[i].first_node] += k[i].latency_ms;
     free(k);
-    *layer_sum_ms = pr.latency_ms.value;
-    if (layer_energy_mj) *layer_energy_mj = pr.energy_mj.value;
+    sums->layer_ms = pr.latency_ms.value;
+    sums->layer_mj = pr.energy_mj.value;
+    sums->n_kernels = pr.n_kernels;
+    sums->kernel_bytes = pr.kernel_bytes;
     return PERFPRED_OK;
 }
 
@@ -71,8 +73,8 @@ static int64_t graph_batch(const pp_graph *g)
 }
 
 perfpred_status pp_fitnet_sample(const perfpred_ctx *ctx, const perfpred_model *m,
-                                 const char *device, pp_gnn_graph *out, double *layer_sum_ms,
-                                 double *layer_energy_mj, pp_err *err)
+                                 const char *device, pp_gnn_graph *out, pp_fitnet_sums *sums,
+                                 pp_err *err)
 {
     memset(out, 0, sizeof *out);
     const pp_graph *g = pp_model_graph(m);
@@ -81,10 +83,9 @@ perfpred_status pp_fitnet_sample(const perfpred_ctx *ctx, const perfpred_model *
         return pp_err_set(err, PERFPRED_ERR_DEVICE, "unknown device '%s'", device);
     double *per = malloc(((size_t)g->n_nodes + 1) * sizeof *per);
     if (!per) return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", g->path);
-    perfpred_status st =
-        pp_fitnet_layer_times(ctx, m, device, per, layer_sum_ms, layer_energy_mj, err);
+    perfpred_status st = pp_fitnet_layer_times(ctx, m, device, per, sums, err);
     if (!st)
-        st = pp_fitnet_sample_from(g, per, *layer_sum_ms, info.peak_tflops,
+        st = pp_fitnet_sample_from(g, per, sums->layer_ms, info.peak_tflops,
                                    info.memory_bandwidth_gbs, out, err);
     free(per);
     return st;
@@ -109,7 +110,7 @@ typedef struct entry {
     int64_t batch;
     ent_state state;
     pp_gnn_graph s;               /* owns its memory (pp_gnn_graph_clear) */
-    double layer_ms, layer_mj;
+    pp_fitnet_sums sum;
 } entry;
 
 typedef struct cache {
@@ -215,7 +216,7 @@ static perfpred_status entry_build(const perfpred_ctx *ctx, entry *e, const pp_n
         pp_graph_free(g);
         return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
     }
-    st = pp_fitnet_sample(ctx, m, device, &e->s, &e->layer_ms, &e->layer_mj, &e2);
+    st = pp_fitnet_sample(ctx, m, device, &e->s, &e->sum, &e2);
     perfpred_model_free(m);
     if (st == PERFPRED_ERR_DEVICE || st == PERFPRED_ERR_NOMEM) return pp_err_set(err, st, "%s", e2.msg);
     if (st) {
@@ -354,11 +355,12 @@ typedef struct fit_set {
     int n_train, n_val, n_held;
 } fit_set;
 
-/* Metrics of the three ablation rows for target t on held-out samples. */
+/* Metrics of the three ablation rows for target t on held-out samples; gated samples take
+ * fallback[s] (NULL: the layer sum). */
 static perfpred_status eval_heldout(const pp_gnn *corr, const pp_gnn *direct,
                                     const pp_gnn_graph *samples, const double *base,
-                                    const double *meas_t, const int *held, int n_held, int t,
-                                    pp_fitnet_target_report *tr, pp_err *err)
+                                    const double *fallback, const double *meas_t, const int *held,
+                                    int n_held, int t, pp_fitnet_target_report *tr, pp_err *err)
 {
     double *p_sum = malloc(((size_t)n_held + 1) * 4 * sizeof(double));
     double *meas = malloc(((size_t)n_held + 1) * sizeof(double));
@@ -380,10 +382,9 @@ static perfpred_status eval_heldout(const pp_gnn *corr, const pp_gnn *direct,
         if ((st = pp_gnn_forward_range(corr, &samples[s], o, lo, hi, err))) break;
         p_sum[n] = base[s];
         p_all[n] = base[s] * exp(o[t]);
-        /* as the predictor answers: the layer sum where the members disagree past the gate on
-         * any target */
+        /* as the predictor answers where the members disagree past the gate on any target */
         int agree = pp_gnn_agrees_all(corr, lo, hi);
-        p_cor[n] = agree ? p_all[n] : base[s];
+        p_cor[n] = agree ? p_all[n] : fallback ? fallback[s] : base[s];
         tr->n_gated += !agree;
         if (direct) {
             if ((st = pp_gnn_forward(direct, &samples[s], od, err))) break;
@@ -402,6 +403,53 @@ static perfpred_status eval_heldout(const pp_gnn *corr, const pp_gnn *direct,
     free(p_sum);
     free(meas);
     return st;
+}
+
+/* What the predictor answers on a gated row of a device that ships an in-network overhead
+ * correction: that correction. Held-out rows must not fit it, so it is fitted here, as
+ * perfpred_calibrate_fit_overhead fits it, on the device's rows outside the held-out ones (every
+ * one, whether or not a cap left it out of training), into w. *n_fit = 0 when the device ships
+ * none (gated rows then take the layer sum) or too few rows fit. */
+static perfpred_status fit_gated_fallback(const perfpred_ctx *ctx, const perfpred_device_info *info,
+                                          const pp_net_row *rows, int n_rows,
+                                          const pp_fitnet_params *p, cache *c, double w[3],
+                                          int *n_fit, pp_err *err)
+{
+    *n_fit = 0;
+    if (!info->overhead_correction) return PERFPRED_OK;
+    perfpred_eval_point *pt = calloc((size_t)n_rows + 1, sizeof *pt);
+    if (!pt) return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+    perfpred_status st = PERFPRED_OK;
+    int n = 0;
+    for (int i = 0; i < n_rows && !st; i++) {
+        const pp_net_row *r = &rows[i];
+        perfpred_device_info ri;
+        if (!r->device || perfpred_device_find(ctx, r->device, &ri) || strcmp(ri.name, info->name) ||
+            row_split(r, p) == 2 || !(r->latency_ms > 0))
+            continue;
+        int e = cache_get(c, r);
+        if (e < 0) {
+            st = pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+            break;
+        }
+        if ((st = entry_build(ctx, &c->e[e], r, p->table_path, info->name, NULL, 0, err))) break;
+        const entry *E = &c->e[e];
+        if (E->state != ENT_OK || !(E->sum.layer_ms > 0)) continue;
+        pt[n].measured_ms = r->latency_ms;
+        pt[n].predicted_ms = E->sum.layer_ms;
+        pt[n].n_kernels = E->sum.n_kernels;
+        pt[n].kernel_bytes = E->sum.kernel_bytes;
+        n++;
+    }
+    if (!st && pp_overhead_fit_rows(pt, NULL, n, w) == 0) *n_fit = n;
+    free(pt);
+    return st;
+}
+
+/* The overhead correction w on an entry's sums. */
+static double overhead_ms(const double w[3], const pp_fitnet_sums *s)
+{
+    return w[0] * s->layer_ms + w[1] * s->n_kernels + w[2] * s->kernel_bytes * 1e-6;
 }
 
 static int count_target(const pp_gnn_graph *s, const int *idx, int n, int t)
@@ -474,6 +522,17 @@ static perfpred_status write_eval(const char *path, const char *device,
             add_metrics(o, "corrected_every_row", &tr->ungated);
             cJSON_AddNumberToObject(o, "spread_gate", tr->spread_gate);
             cJSON_AddNumberToObject(o, "rows_gated", tr->n_gated);
+            cJSON *fb = cJSON_AddObjectToObject(o, "gated_rows_take");
+            if (fb && tr->n_fallback_fit) {
+                cJSON_AddStringToObject(fb, "what", "the overhead correction, fitted on the "
+                                        "device's rows outside the held-out ones");
+                cJSON_AddNumberToObject(fb, "rows", tr->n_fallback_fit);
+                cJSON_AddNumberToObject(fb, "scale", tr->fallback_w[0]);
+                cJSON_AddNumberToObject(fb, "per_kernel_ms", tr->fallback_w[1]);
+                cJSON_AddNumberToObject(fb, "per_mb_ms", tr->fallback_w[2]);
+            } else if (fb) {
+                cJSON_AddStringToObject(fb, "what", "the layer sum");
+            }
         }
         add_metrics(o, "layer_sum_x_correction", &tr->corrected);
     }
@@ -519,9 +578,9 @@ perfpred_status pp_fit_networks(const char *device, const pp_net_row *rows, int 
     int *split_idx[3] = {NULL, NULL, NULL}, split_n[3] = {0, 0, 0};
     int *chosen = NULL, n_chosen = 0, *ent_of = NULL, *samp_of_ent = NULL;
     pp_gnn_graph *samples = NULL, *direct_s = NULL;
-    double *base = NULL, *meas[2] = {NULL, NULL};
+    double *base = NULL, *meas[2] = {NULL, NULL}, *fallback = NULL;
     pp_gnn *corr = NULL, *dir = NULL;
-    int *lists = NULL;
+    int *lists = NULL, *ent_of_samp = NULL;
     cache c;
     memset(&c, 0, sizeof c);
     for (int s = 0; s < 3; s++)
@@ -575,7 +634,9 @@ perfpred_status pp_fit_networks(const char *device, const pp_net_row *rows, int 
     meas[0] = calloc((size_t)n_chosen + 1, sizeof(double));
     meas[1] = calloc((size_t)n_chosen + 1, sizeof(double));
     samp_of_ent = malloc(((size_t)c.n + 1) * sizeof(int));
-    if (!samples || !direct_s || !base || !meas[0] || !meas[1] || !samp_of_ent) goto oom;
+    ent_of_samp = malloc(((size_t)n_chosen + 1) * sizeof(int));
+    if (!samples || !direct_s || !base || !meas[0] || !meas[1] || !samp_of_ent || !ent_of_samp)
+        goto oom;
     double *ebase = base + n_chosen + 1; /* energy base in mJ */
     int have_energy = 0, any_calib_energy = 0;
     fit_set fs = {NULL, NULL, NULL, 0, 0, 0};
@@ -600,13 +661,15 @@ perfpred_status pp_fit_networks(const char *device, const pp_net_row *rows, int 
             *g = e->s;
             g->mem = NULL; /* the cache owns the arrays */
             memset(g->mask, 0, sizeof g->mask);
-            base[n_s + cnt] = e->layer_ms;
-            g->y[0] = (float)log(r->latency_ms / e->layer_ms);
+            base[n_s + cnt] = e->sum.layer_ms;
+            ent_of_samp[n_s + cnt] = ent_of[pos];
+            g->y[0] = (float)log(r->latency_ms / e->sum.layer_ms);
             g->mask[0] = 1;
             meas[0][n_s + cnt] = r->latency_ms;
             if (isfinite(r->energy_j) && r->energy_j > 0) {
-                double eb = (isfinite(e->layer_mj) && e->layer_mj > 0) ? e->layer_mj : e->layer_ms;
-                any_calib_energy |= isfinite(e->layer_mj) && e->layer_mj > 0;
+                int calib_energy = isfinite(e->sum.layer_mj) && e->sum.layer_mj > 0;
+                double eb = calib_energy ? e->sum.layer_mj : e->sum.layer_ms;
+                any_calib_energy |= calib_energy;
                 ebase[n_s + cnt] = eb;
                 meas[1][n_s + cnt] = r->energy_j * 1e3;
                 g->y[1] = (float)log(r->energy_j * 1e3 / eb);
@@ -651,6 +714,17 @@ perfpred_status pp_fit_networks(const char *device, const pp_net_row *rows, int 
                         rep->first_failure[0] ? ": " : "", rep->first_failure);
         goto done;
     }
+    {
+        pp_fitnet_target_report *lt = &rep->target[0];
+        st = fit_gated_fallback(ctx, &info, rows, n_rows, &p, &c, lt->fallback_w,
+                                &lt->n_fallback_fit, err);
+        if (st) goto done;
+        if (lt->n_fallback_fit) {
+            if (!(fallback = malloc(((size_t)n_s + 1) * sizeof *fallback))) goto oom;
+            for (int i = 0; i < n_s; i++)
+                fallback[i] = overhead_ms(lt->fallback_w, &c.e[ent_of_samp[i]].sum);
+        }
+    }
     int T = have_energy ? 2 : 1;
     double tt0 = pp_now_s();
     st = train_ensemble(&p, T, samples, n_s, fs.train, fs.n_train, fs.val, fs.n_val, &corr,
@@ -668,8 +742,8 @@ perfpred_status pp_fit_networks(const char *device, const pp_net_row *rows, int 
         tr->present = 1;
         tr->n_train = count_target(samples, fs.train, fs.n_train, t);
         tr->n_val = count_target(samples, fs.val, fs.n_val, t);
-        st = eval_heldout(corr, dir, samples, t == 0 ? base : ebase, meas[t], fs.held, fs.n_held,
-                          t, tr, err);
+        st = eval_heldout(corr, dir, samples, t == 0 ? base : ebase, t == 0 ? fallback : NULL,
+                          meas[t], fs.held, fs.n_held, t, tr, err);
     }
     pp_log(&p.log, PERFPRED_LOG_INFO,
            "fit networks %s: %d rows, %d used (%d train, %d val, %d held out), %d constant, %d "
@@ -719,6 +793,8 @@ done:
     free(meas[0]);
     free(meas[1]);
     free(samp_of_ent);
+    free(ent_of_samp);
+    free(fallback);
     free(lists);
     free(chosen);
     free(ent_of);
@@ -762,8 +838,8 @@ perfpred_status pp_eval_networks(const char *device, const pp_net_row *rows, int
     cache c;
     memset(&c, 0, sizeof c);
     pp_gnn_graph *smp = NULL;
-    double *base = NULL, *meas[2] = {NULL, NULL};
-    int *held = NULL, n = 0, have_energy = 0;
+    double *base = NULL, *meas[2] = {NULL, NULL}, *fallback = NULL;
+    int *held = NULL, *ent_of_samp = NULL, n = 0, have_energy = 0;
     if (perfpred_device_find(ctx, device, &info)) {
         st = pp_err_set(err, PERFPRED_ERR_DEVICE, "eval networks: unknown device '%s'", device);
         goto done;
@@ -773,7 +849,8 @@ perfpred_status pp_eval_networks(const char *device, const pp_net_row *rows, int
     meas[0] = calloc((size_t)n_rows + 1, sizeof(double));
     meas[1] = calloc((size_t)n_rows + 1, sizeof(double));
     held = malloc(((size_t)n_rows + 1) * sizeof *held);
-    if (!smp || !base || !meas[0] || !meas[1] || !held) {
+    ent_of_samp = malloc(((size_t)n_rows + 1) * sizeof *ent_of_samp);
+    if (!smp || !base || !meas[0] || !meas[1] || !held || !ent_of_samp) {
         st = pp_err_set(err, PERFPRED_ERR_NOMEM, "eval networks: out of memory");
         goto done;
     }
@@ -809,11 +886,12 @@ perfpred_status pp_eval_networks(const char *device, const pp_net_row *rows, int
         smp[n].mem = NULL;
         memset(smp[n].mask, 0, sizeof smp[n].mask);
         smp[n].mask[0] = 1;
-        base[n] = c.e[e].layer_ms;
+        base[n] = c.e[e].sum.layer_ms;
+        ent_of_samp[n] = e;
         meas[0][n] = r->latency_ms;
         if (g->n_targets > 1 && isfinite(r->energy_j) && r->energy_j > 0) {
-            double lm = c.e[e].layer_mj;
-            ebase[n] = (isfinite(lm) && lm > 0) ? lm : c.e[e].layer_ms;
+            double lm = c.e[e].sum.layer_mj;
+            ebase[n] = (isfinite(lm) && lm > 0) ? lm : c.e[e].sum.layer_ms;
             meas[1][n] = r->energy_j * 1e3;
             smp[n].mask[1] = 1;
             have_energy = 1;
@@ -829,10 +907,22 @@ perfpred_status pp_eval_networks(const char *device, const pp_net_row *rows, int
                         info.name, rep->n_rows, rep->n_constant, rep->n_failed);
         goto done;
     }
+    pp_fitnet_target_report *lt = &rep->target[0];
+    if ((st = fit_gated_fallback(ctx, &info, rows, n_rows, &p, &c, lt->fallback_w,
+                                 &lt->n_fallback_fit, err)))
+        goto done;
+    if (lt->n_fallback_fit) {
+        if (!(fallback = malloc(((size_t)n + 1) * sizeof *fallback))) {
+            st = pp_err_set(err, PERFPRED_ERR_NOMEM, "eval networks: out of memory");
+            goto done;
+        }
+        for (int i = 0; i < n; i++)
+            fallback[i] = overhead_ms(lt->fallback_w, &c.e[ent_of_samp[i]].sum);
+    }
     for (int t = 0; t < (have_energy ? 2 : 1) && !st; t++) {
         rep->target[t].present = 1;
-        st = eval_heldout(g, NULL, smp, t == 0 ? base : ebase, meas[t], held, n, t,
-                          &rep->target[t], err);
+        st = eval_heldout(g, NULL, smp, t == 0 ? base : ebase, t == 0 ? fallback : NULL, meas[t],
+                          held, n, t, &rep->target[t], err);
     }
 done:
     rep->seconds_total = pp_now_s() - t0;
@@ -841,6 +931,8 @@ done:
     free(meas[0]);
     free(meas[1]);
     free(held);
+    free(ent_of_samp);
+    free(fallback);
     cache_free(&c);
     perfpred_ctx_close(ctx);
     pp_gnn_free(g);
@@ -869,8 +961,8 @@ typedef struct fs_row {
 static double fs_ratio(const cache *c, int ent, const pp_net_row *r)
 {
     const entry *e = &c->e[ent];
-    if (e->state != ENT_OK || !(e->layer_ms > 0)) return NAN;
-    return log(r->latency_ms / e->layer_ms);
+    if (e->state != ENT_OK || !(e->sum.layer_ms > 0)) return NAN;
+    return log(r->latency_ms / e->sum.layer_ms);
 }
 
 /* Fine-tuning on the shots: Adam from the pretrained weights with an L2 pull back to them
@@ -1067,7 +1159,7 @@ perfpred_status pp_fit_networks_fewshot(const char *target_device, int n_shots,
         if (!isfinite(lr)) continue;
         ent[k] = e;
         meas[k] = r->latency_ms;
-        base[k] = c.e[e].layer_ms;
+        base[k] = c.e[e].sum.layer_ms;
     }
     /* shots: the first n_shots target architectures (hash order) measured on every device */
     shot_arch = calloc((size_t)n_shots, sizeof *shot_arch);
@@ -1138,7 +1230,7 @@ perfpred_status pp_fit_networks_fewshot(const char *target_device, int n_shots,
             if (!ok) continue;
             ent[k] = ek;
             meas[k] = rk->latency_ms;
-            base[k] = c.e[ek].layer_ms;
+            base[k] = c.e[ek].sum.layer_ms;
             use[k] = 1;
             shots[rep->n_shots] = k;
             shot_arch[rep->n_shots] = fr[k].arch;

@@ -60,15 +60,12 @@ static int solve(double A[3][3], double b[3], int k, double w[3])
     return 0;
 }
 
-/* scale, per-kernel ms and per-MB ms minimising sum_i (x_i . w - 1)^2 over rows with use[i], with
- * the per-kernel and per-MB terms >= 0: the least-squares fit over each subset of those two terms
- * (the scale always in), the best of those whose terms are all >= 0. 0 ok, -1 too few rows. */
-static int fit_rows(const perfpred_eval_point *pt, const int *use, int n, double w_out[3])
+int pp_overhead_fit_rows(const perfpred_eval_point *pt, const int *use, int n, double w_out[3])
 {
     double G[3][3] = {{0}}, g[3] = {0};
     int m = 0;
     for (int i = 0; i < n; i++) {
-        if (!use[i]) continue;
+        if (use && !use[i]) continue;
         double x[3];
         row_terms(&pt[i], x);
         for (int a = 0; a < 3; a++) {
@@ -228,7 +225,7 @@ perfpred_status perfpred_calibrate_fit_overhead(const perfpred_overhead_params *
             goto done;
         }
         double w[3];
-        if (fit_rows(pt, use, n, w)) {
+        if (pp_overhead_fit_rows(pt, use, n, w)) {
             st = pp_err_set(&err, PERFPRED_ERR_INVALID_ARG, "fold '%.*s': too few rows to fit",
                             (int)len, f);
             goto done;
@@ -255,7 +252,7 @@ perfpred_status perfpred_calibrate_fit_overhead(const perfpred_overhead_params *
     out->pooled_corrected_mape_pct = 100 * sum_corr / out->n_pooled;
     for (int i = 0; i < n; i++) use[i] = 1;
     double w[3];
-    if (fit_rows(pt, use, n, w)) {
+    if (pp_overhead_fit_rows(pt, use, n, w)) {
         st = pp_err_set(&err, PERFPRED_ERR_INVALID_ARG, "too few rows to fit");
         goto done;
     }

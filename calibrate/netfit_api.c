@@ -48,6 +48,10 @@ static void copy_target(perfpred_netfit_target *o, const pp_fitnet_target_report
     o->ungated = pp_metrics_public(&t->ungated);
     o->n_gated = t->n_gated;
     o->spread_gate = t->spread_gate;
+    o->n_fallback_fit = t->n_fallback_fit;
+    o->fallback_scale = t->fallback_w[0];
+    o->fallback_per_kernel_us = t->fallback_w[1] * 1e3;
+    o->fallback_per_mb_us = t->fallback_w[2] * 1e3;
 }
 
 perfpred_status perfpred_calibrate_fit_networks(const perfpred_netfit_params *p,

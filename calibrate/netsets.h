@@ -95,20 +95,26 @@ perfpred_status pp_net_table_append(pp_net_table *dst, const pp_net_table *src, 
 void pp_fitnet_globals(int64_t batch, const pp_graph_totals *tot, double peak_tflops,
                        double bandwidth_gbs, double layer_sum_ms, double out[PP_FITNET_N_GLOBALS]);
 
-/* The per-node inputs the correction needs from one prediction: the layer sum and per-node
+/* What one uncorrected prediction sums: the layer sum, its energy (NaN when the descriptor has no
+ * power model), and the kernels and the bytes they move (the overhead correction's terms). */
+typedef struct pp_fitnet_sums {
+    double layer_ms, layer_mj, kernel_bytes;
+    int n_kernels;
+} pp_fitnet_sums;
+
+/* The per-node inputs the correction needs from one prediction: the sums above and per-node
  * times (a kernel's time on its first node, 0 elsewhere), from perfpred_predict on a context.
- * per_node_ms has pp_model_graph(m)->n_nodes entries (caller-allocated); layer_energy_mj may be
- * NULL (NaN when the descriptor has no power model). Fails with PERFPRED_ERR_DEVICE when the
- * device has no latency (uncalibrated and no roofline figures). */
+ * per_node_ms has pp_model_graph(m)->n_nodes entries (caller-allocated). Fails with
+ * PERFPRED_ERR_DEVICE when the device has no latency (uncalibrated and no roofline figures). */
 perfpred_status pp_fitnet_layer_times(const perfpred_ctx *ctx, const perfpred_model *m,
-                                      const char *device, double *per_node_ms, double *layer_sum_ms,
-                                      double *layer_energy_mj, pp_err *err);
+                                      const char *device, double *per_node_ms,
+                                      pp_fitnet_sums *sums, pp_err *err);
 /* The sample for (model, device): node and edge features of pp_gnn_sample_from_graph with the
  * per-node times above, and the globals above. Targets are left absent. Free with
  * pp_gnn_graph_clear. This is the input the predictor forms to apply a trained correction. */
 perfpred_status pp_fitnet_sample(const perfpred_ctx *ctx, const perfpred_model *m,
-                                 const char *device, pp_gnn_graph *out, double *layer_sum_ms,
-                                 double *layer_energy_mj, pp_err *err);
+                                 const char *device, pp_gnn_graph *out, pp_fitnet_sums *sums,
+                                 pp_err *err);
 
 /* The same sample from figures the caller already has (for a predictor that applies the correction
  * inside its own prediction and must not call perfpred_predict again): per_node_ms indexes g->nodes
@@ -150,10 +156,15 @@ typedef struct pp_fitnet_target_report {
     int n_train, n_val, n_heldout;
     pp_metrics layer_sum;     /* the predictor alone (energy: its base, see docs/networks.md) */
     pp_metrics direct;        /* GNN alone on log(measured) (n = 0 when not trained) */
-    pp_metrics corrected;     /* layer sum x exp(correction), the layer sum on gated rows */
+    pp_metrics corrected;     /* layer sum x exp(correction); on gated rows what the predictor
+                                 answers there: the overhead correction (fallback_w) where the
+                                 device ships one, else the layer sum */
     pp_metrics ungated;       /* layer sum x exp(correction) on every row */
     int n_gated;              /* rows whose ensemble members spread past the gate */
     double spread_gate;       /* the gate (pp_gnn.spread_gate, log units); 0: none */
+    int n_fallback_fit;       /* latency: rows the gated rows' overhead correction was fitted on
+                                 (the device's rows outside the held-out ones); 0: layer sum */
+    double fallback_w[3];     /* its scale, ms per kernel, ms per 10^6 bytes moved */
 } pp_fitnet_target_report;
 
 typedef struct pp_fitnet_report {

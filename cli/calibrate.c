@@ -490,15 +490,29 @@ static void print_netfit_row(const char *what, const perfpred_metrics *m)
                m->within10_pct, m->spearman);
 }
 
-/* An ensemble's gate (perfpred_netfit_target.spread_gate): the rows it sent to the layer sum and
- * the error had every row taken the correction. */
+/* What a gated row takes (perfpred_netfit_target.n_fallback_fit), for text output. */
+static void gated_take(const perfpred_netfit_target *t, char *out, size_t n)
+{
+    if (t->n_fallback_fit > 0)
+        snprintf(out, n, "the overhead correction refitted on the %d rows outside the held-out "
+                 "ones: %.3f x layer sum + %.2f us per kernel + %.2f us per MB",
+                 t->n_fallback_fit, t->fallback_scale, t->fallback_per_kernel_us,
+                 t->fallback_per_mb_us);
+    else
+        snprintf(out, n, "the layer sum");
+}
+
+/* An ensemble's gate (perfpred_netfit_target.spread_gate): the rows it sent to the predictor's
+ * answer without the correction, and the error had every row taken the correction. */
 static void print_gate(const perfpred_netfit_target *t)
 {
     if (!(t->spread_gate > 0)) return;
-    print_netfit_row("  the same, no gate", &t->ungated);
-    printf("  (%d of %d rows took the layer sum: their GNNs' log corrections spread wider than the "
-           "%.4f of the validation rows)\n",
-           t->n_gated, t->n_heldout, t->spread_gate);
+    char take[256];
+    gated_take(t, take, sizeof take);
+    print_netfit_row("  the same, every row corrected", &t->ungated);
+    printf("  (%d of %d rows were gated: their GNNs' log corrections spread wider than the "
+           "%.4f of the validation rows; they took %s, as the predictor does)\n",
+           t->n_gated, t->n_heldout, t->spread_gate, take);
 }
 
 static void add_gate_json(cJSON *j, const perfpred_netfit_target *t)
@@ -506,7 +520,18 @@ static void add_gate_json(cJSON *j, const perfpred_netfit_target *t)
     if (!(t->spread_gate > 0)) return;
     cJSON_AddNumberToObject(j, "spread_gate", t->spread_gate);
     cJSON_AddNumberToObject(j, "rows_gated", t->n_gated);
-    cJSON_AddItemToObject(j, "corrected_no_gate", json_metrics(&t->ungated));
+    cJSON *g = cJSON_AddObjectToObject(j, "gated_rows_take");
+    if (g && t->n_fallback_fit > 0) {
+        cJSON_AddStringToObject(g, "what", "the overhead correction, refitted on the device's rows "
+                                "outside the held-out ones");
+        cJSON_AddNumberToObject(g, "rows", t->n_fallback_fit);
+        cJSON_AddNumberToObject(g, "scale", t->fallback_scale);
+        cJSON_AddNumberToObject(g, "per_kernel_us", t->fallback_per_kernel_us);
+        cJSON_AddNumberToObject(g, "per_mb_us", t->fallback_per_mb_us);
+    } else if (g) {
+        cJSON_AddStringToObject(g, "what", "the layer sum");
+    }
+    cJSON_AddItemToObject(j, "corrected_every_row", json_metrics(&t->ungated));
 }
 
 /* --heldout-families "a,b;c;d,e": one dry-run fit per ';'-separated fold, each fold's families held
@@ -567,7 +592,7 @@ static int netfit_folds(const perfpred_netfit_params *base, const char *folds, i
         }
     }
     static const char *const what[4] = {"layer_sum", "gnn_direct", "corrected",
-                                        "corrected_no_gate"};
+                                        "corrected_every_row"};
     if (json) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "device", r[0].device);
@@ -599,7 +624,7 @@ static int netfit_folds(const perfpred_netfit_params *base, const char *folds, i
         printf("latency MAPE %% on each fold's held-out families (never trained on):\n");
         printf("  %-56s %6s %10s %10s %12s", "held-out families", "rows", "layer sum",
                "GNN alone", "sum x corr.");
-        if (gated) printf(" %8s %10s", "gated", "no gate");
+        if (gated) printf(" %8s %10s", "gated", "every row");
         printf("\n");
         for (int k = 0; k < nf; k++) {
             const perfpred_netfit_target *t = &r[k].latency;
@@ -616,10 +641,16 @@ static int netfit_folds(const perfpred_netfit_params *base, const char *folds, i
         printf(" %12.2f", pool_n[2] ? pool[2][0] / pool_n[2] : 0);
         if (gated) printf(" %8d %10.2f", n_gated, pool_n[3] ? pool[3][0] / pool_n[3] : 0);
         printf("\n");
-        if (gated)
+        if (gated) {
             printf("\ngated: rows whose GNNs' log corrections spread wider than on any validation "
-                   "row; they take the layer sum, as the predictor does (\"no gate\": every row "
-                   "corrected)\n");
+                   "row; they take what the predictor answers there (\"every row\": every row "
+                   "corrected):\n");
+            for (int k = 0; k < nf; k++) {
+                char take[256];
+                gated_take(&r[k].latency, take, sizeof take);
+                printf("  fold %d: %s\n", k + 1, take);
+            }
+        }
         printf("\nnothing written: folds are an evaluation; train the artifact with one "
                "--heldout-families list\n");
     }

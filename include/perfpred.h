@@ -777,11 +777,17 @@ typedef struct perfpred_netfit_target {
     perfpred_metrics layer_sum;  /* the predictor alone */
     perfpred_metrics direct;     /* GNN alone on log(measured), DIPPM-style (n = 0: not trained) */
     perfpred_metrics corrected;  /* layer sum x exp(correction); on rows where an ensemble's members
-                                    disagree past its gate (n_gated), the layer sum, as predicted */
+                                    disagree past its gate (n_gated), what the predictor answers
+                                    there: the overhead correction where the device ships one
+                                    (refitted without the held-out rows, fallback_*), else the
+                                    layer sum */
     perfpred_metrics ungated;    /* layer sum x exp(correction) on every row */
     int n_gated;
     double spread_gate;          /* the widest spread of the members' log corrections on the
                                     validation rows; 0: no gate (a single GNN) */
+    int n_fallback_fit;          /* latency: rows that overhead correction was fitted on (the
+                                    device's rows outside the held-out ones); 0: layer sum */
+    double fallback_scale, fallback_per_kernel_us, fallback_per_mb_us;
 } perfpred_netfit_target;
 
 typedef struct perfpred_netfit_report {

@@ -321,10 +321,11 @@ static void fit_should_train_on_real_rows_and_save_a_loadable_artifact(void **st
         if (pp_net_row_graph(row, NULL, &gr, &err) == PERFPRED_ERR_UNSUPPORTED) continue;
         perfpred_model *m = pp_model_wrap(gr);
         pp_gnn_graph s;
-        double ls, le, o[PP_GNN_MAX_TARGETS];
-        assert_int_equal(pp_fitnet_sample(ctx, m, "rpi4", &s, &ls, &le, &err), PERFPRED_OK);
+        pp_fitnet_sums sums;
+        double o[PP_GNN_MAX_TARGETS];
+        assert_int_equal(pp_fitnet_sample(ctx, m, "rpi4", &s, &sums, &err), PERFPRED_OK);
         assert_int_equal(pp_gnn_forward(g, &s, o, &err), PERFPRED_OK);
-        double pred = ls * exp(o[0]);
+        double pred = sums.layer_ms * exp(o[0]);
         assert_true(isfinite(pred) && pred > 0);
         /* within a factor of 3 of the measurement (the uncorrected sum is ~10x off) */
         assert_true(pred / row->latency_ms < 3.0 && row->latency_ms / pred < 3.0);

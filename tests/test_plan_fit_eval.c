@@ -1371,62 +1371,93 @@ static void eval_networks_should_flag_rows_of_another_machine(void **state)
  * c = 500 us and d = 20 us per MB on every fold (three models, so that each fold's two training
  * models tell the terms apart), with no error; the artifact is written, and predictions then
  * apply it (and leave it out when asked). A negative per-kernel time is not kept. */
-static void fit_overhead_should_recover_scale_and_per_kernel_time(void **state)
+/* A config with host-cpu's real layer models (no GNN), in a folder of our own: dir is its
+ * artifacts/host-cpu; a context opened on it, with cp its parameters. */
+static perfpred_ctx *host_cpu_layers_config(const char *name, char cfg[1300], char dir[1400],
+                                            perfpred_ctx_params *cp)
 {
-    (void)state;
-    if (!has_models()) skip();
-    /* a config with host-cpu's real layer models, in a folder of our own */
-    char cfg[1300], dir[1400], from[1500], to[1700], err[1024], path[1500];
-    private_config("cfg_overhead", "host-cpu", cfg, dir);
+    char from[1500], to[1700];
+    private_config(name, "host-cpu", cfg, dir);
     assert_int_equal(mkdir(dir, 0755), 0);
     DIR *d = opendir(PP_SOURCE_DIR "/configs/artifacts/host-cpu");
     assert_non_null(d);
     for (struct dirent *de; (de = readdir(d)) != NULL;) {
-        if (de->d_name[0] == '.' || strncmp(de->d_name, "gnn-", 4) == 0) continue;
+        if (de->d_name[0] == '.' || strncmp(de->d_name, "gnn-", 4) == 0 ||
+            strncmp(de->d_name, "overhead-", 9) == 0)
+            continue;
         snprintf(from, sizeof from, "%s/configs/artifacts/host-cpu/%s", PP_SOURCE_DIR, de->d_name);
         snprintf(to, sizeof to, "%s/%s", dir, de->d_name);
         assert_int_equal(symlink(from, to), 0);
     }
     closedir(d);
-    perfpred_ctx_params cp = perfpred_ctx_default_params();
-    cp.config_dir = cfg;
+    *cp = perfpred_ctx_default_params();
+    cp->config_dir = cfg;
     perfpred_status st;
-    perfpred_ctx *ctx = perfpred_ctx_open(&cp, &st, err, sizeof err);
+    char err[1024];
+    perfpred_ctx *ctx = perfpred_ctx_open(cp, &st, err, sizeof err);
     assert_non_null(ctx);
-    enum { NM = 3 };
-    const char *files[NM] = {MODELS "/alexnet.onnx", plan_models[1], MODELS "/mnasnet0_5.onnx"};
-    const char *family[NM] = {"alexnet", "mobilenet", "mnasnet"};
+    return ctx;
+}
+
+/* Three models of three families at batch 1 to 3 for the overhead tests. */
+enum { OVH_NM = 3 };
+static const char *const ovh_files[OVH_NM] = {MODELS "/alexnet.onnx",
+                                              MODELS "/mobilenet_v3_small.onnx",
+                                              MODELS "/mnasnet0_5.onnx"};
+static const char *const ovh_family[OVH_NM] = {"alexnet", "mobilenet", "mnasnet"};
+
+/* The public API's layer sum, kernel count and megabytes moved of every (model, batch) above on
+ * host-cpu, and, where path is not NULL, a network CSV there whose rows measure
+ * scale x sum + per_kernel_ms x kernels + per_mb_ms x MB. */
+static void overhead_rows(perfpred_ctx *ctx, const char *path, double scale, double per_kernel_ms,
+                          double per_mb_ms, double sum[OVH_NM][3], int nk[OVH_NM][3],
+                          double mb[OVH_NM][3])
+{
+    char text[8192], err[1024];
+    perfpred_status st;
+    int off = snprintf(text, sizeof text, "%s", NET_HEADER);
+    for (int f = 0; f < OVH_NM; f++)
+        for (int b = 1; b <= 3; b++) {
+            perfpred_model_params mp = perfpred_model_default_params();
+            mp.batch = b;
+            perfpred_model *m = perfpred_model_load(ovh_files[f], &mp, &st, err, sizeof err);
+            assert_non_null(m);
+            perfpred_prediction pred;
+            perfpred_predict_params pp = perfpred_predict_default_params();
+            pp.layer_sum_only = 1;
+            assert_int_equal(perfpred_predict(ctx, m, "host-cpu", &pp, &pred, err, sizeof err),
+                             PERFPRED_OK);
+            perfpred_model_free(m);
+            sum[f][b - 1] = pred.latency_ms.value;
+            nk[f][b - 1] = pred.n_kernels;
+            mb[f][b - 1] = pred.kernel_bytes * 1e-6;
+            assert_true(mb[f][b - 1] > 0);
+            double meas = scale * sum[f][b - 1] + per_kernel_ms * nk[f][b - 1] +
+                          per_mb_ms * mb[f][b - 1];
+            off += snprintf(text + off, sizeof text - (size_t)off,
+                            "%s,%s,host-cpu,pytorch-eager,,fp32,%d,,%.17g,,,,,test,2026-01-01\n",
+                            ovh_files[f], ovh_family[f], b, meas);
+        }
+    if (path) pp_test_write_text(path, text);
+}
+
+static void fit_overhead_should_recover_scale_and_per_kernel_time(void **state)
+{
+    (void)state;
+    if (!has_models()) skip();
+    char cfg[1300], dir[1400], to[1700], err[1024], path[1500];
+    perfpred_ctx_params cp;
+    perfpred_ctx *ctx = host_cpu_layers_config("cfg_overhead", cfg, dir, &cp);
+    perfpred_status st;
+    enum { NM = OVH_NM };
+    const char *const *files = ovh_files;
     double sum[NM][3], mb[NM][3];
     int nk[NM][3];
     for (int sign = 0; sign < 2; sign++) {
-        char text[8192];
-        int off = snprintf(text, sizeof text, "%s", NET_HEADER);
-        for (int f = 0; f < NM; f++)
-            for (int b = 1; b <= 3; b++) {
-                perfpred_model_params mp = perfpred_model_default_params();
-                mp.batch = b;
-                perfpred_model *m = perfpred_model_load(files[f], &mp, &st, err, sizeof err);
-                assert_non_null(m);
-                perfpred_prediction pred;
-                perfpred_predict_params pp = perfpred_predict_default_params();
-                pp.layer_sum_only = 1;
-                assert_int_equal(perfpred_predict(ctx, m, "host-cpu", &pp, &pred, err, sizeof err),
-                                 PERFPRED_OK);
-                perfpred_model_free(m);
-                sum[f][b - 1] = pred.latency_ms.value;
-                nk[f][b - 1] = pred.n_kernels;
-                mb[f][b - 1] = pred.kernel_bytes * 1e-6;
-                assert_true(mb[f][b - 1] > 0);
-                /* sign 1: a per-kernel time of -0.01 ms, which the fit must not keep */
-                double meas = sign ? 1.25 * pred.latency_ms.value - 0.01 * pred.n_kernels
-                                   : 1.25 * pred.latency_ms.value + 0.5 * pred.n_kernels +
-                                         0.02 * mb[f][b - 1];
-                off += snprintf(text + off, sizeof text - (size_t)off,
-                                "%s,%s,host-cpu,pytorch-eager,,fp32,%d,,%.17g,,,,,test,"
-                                "2026-01-01\n", files[f], family[f], b, meas);
-            }
         path_in(path, sizeof path, "overhead_networks.csv");
-        pp_test_write_text(path, text);
+        /* sign 1: a per-kernel time of -0.01 ms, which the fit must not keep */
+        if (sign) overhead_rows(ctx, path, 1.25, -0.01, 0, sum, nk, mb);
+        else overhead_rows(ctx, path, 1.25, 0.5, 0.02, sum, nk, mb);
         perfpred_overhead_params op = perfpred_overhead_default_params();
         op.device = "host-cpu";
         op.networks_csv = path;
@@ -1536,6 +1567,79 @@ static void fit_overhead_should_recover_scale_and_per_kernel_time(void **state)
     assert_null(strstr(pred.latency_ms.source, "per MB"));
     perfpred_model_free(m);
     perfpred_ctx_close(ctx);
+}
+
+/* Held-out figures of a GNN ensemble judge what the predictor answers: on a gated row of a device
+ * that ships an overhead correction, that correction, refitted without the held-out family. Rows
+ * that measure exactly 1.25 x sum + 0.5 ms x kernels + 0.02 ms x MB give back those terms from the
+ * two other families' six rows; with a gate that every row passes the corrected figure is then the
+ * refitted correction's (no error), and with the overhead artifact gone it is the layer sum's. */
+static void gated_rows_should_take_the_overhead_correction_refitted_without_them(void **state)
+{
+    (void)state;
+    if (!has_models()) skip();
+    char cfg[1300], dir[1400], err[1024], path[1500], gdir[1500], man[1600], off[1700];
+    perfpred_ctx_params cp;
+    perfpred_ctx *ctx = host_cpu_layers_config("cfg_gated", cfg, dir, &cp);
+    double sum[OVH_NM][3], mb[OVH_NM][3];
+    int nk[OVH_NM][3];
+    path_in(path, sizeof path, "gated_networks.csv");
+    overhead_rows(ctx, path, 1.25, 0.5, 0.02, sum, nk, mb);
+    perfpred_ctx_close(ctx);
+    perfpred_overhead_params op = perfpred_overhead_default_params();
+    op.device = "host-cpu";
+    op.networks_csv = path;
+    op.folds = "alexnet;mobilenet;mnasnet";
+    op.config_dir = cfg;
+    perfpred_overhead_report orep;
+    assert_int_equal(perfpred_calibrate_fit_overhead(&op, &orep, err, sizeof err), PERFPRED_OK);
+    assert_int_equal(orep.written, 1);
+
+    path_in(gdir, sizeof gdir, "gated_gnn");
+    perfpred_netfit_params np = perfpred_netfit_default_params();
+    np.device = "host-cpu";
+    np.source = path;
+    np.config_dir = cfg;
+    np.out_dir = gdir;
+    np.heldout_families = "mnasnet";
+    np.ensemble = 2;
+    np.epochs = 3;
+    np.threads = 1;
+    perfpred_netfit_report r;
+    assert_int_equal(perfpred_calibrate_fit_networks(&np, &r, err, sizeof err), PERFPRED_OK);
+    assert_int_equal(r.latency.n_heldout, 3);
+    assert_int_equal(r.latency.n_fallback_fit, 6);
+    assert_rel_close(r.latency.fallback_scale, 1.25, 1e-6);
+    assert_rel_close(r.latency.fallback_per_kernel_us, 500, 1e-6);
+    assert_rel_close(r.latency.fallback_per_mb_us, 20, 1e-6);
+
+    /* a gate no spread passes: every held-out row is gated */
+    snprintf(man, sizeof man, "%s/gnn-latency.json", gdir);
+    char *text = pp_test_read_text(man);
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    assert_non_null(root);
+    cJSON_DeleteItemFromObjectCaseSensitive(root, "spread_gate");
+    cJSON *gate = cJSON_AddArrayToObject(root, "spread_gate");
+    cJSON_AddItemToArray(gate, cJSON_CreateNumber(1e-30));
+    text = cJSON_Print(root);
+    cJSON_Delete(root);
+    pp_test_write_text(man, text);
+    free(text);
+    np.evaluate_only = 1;
+    assert_int_equal(perfpred_calibrate_fit_networks(&np, &r, err, sizeof err), PERFPRED_OK);
+    assert_int_equal(r.latency.n_gated, 3);
+    assert_true(r.latency.corrected.mape_pct < 1e-6);
+    assert_true(r.latency.layer_sum.mape_pct > 1 && r.latency.ungated.mape_pct > 1e-3);
+
+    /* no overhead artifact: gated rows take the layer sum */
+    snprintf(man, sizeof man, "%s/overhead-latency.json", dir);
+    snprintf(off, sizeof off, "%s.off", man);
+    assert_int_equal(rename(man, off), 0);
+    assert_int_equal(perfpred_calibrate_fit_networks(&np, &r, err, sizeof err), PERFPRED_OK);
+    assert_int_equal(r.latency.n_fallback_fit, 0);
+    assert_int_equal(r.latency.n_gated, 3);
+    assert_true(r.latency.corrected.mape_pct == r.latency.layer_sum.mape_pct);
 }
 
 static void eval_should_name_the_file_and_line_of_bad_input(void **state)
@@ -1700,6 +1804,7 @@ int main(void)
         cmocka_unit_test(eval_networks_should_predict_like_the_public_api),
         cmocka_unit_test(eval_networks_should_flag_rows_of_another_machine),
         cmocka_unit_test(fit_overhead_should_recover_scale_and_per_kernel_time),
+        cmocka_unit_test(gated_rows_should_take_the_overhead_correction_refitted_without_them),
         cmocka_unit_test(eval_should_name_the_file_and_line_of_bad_input),
         cmocka_unit_test(eval_plot_should_draw_an_svg),
         cmocka_unit_test(cli_should_use_documented_exit_codes),
