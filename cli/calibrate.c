@@ -509,7 +509,7 @@ static void print_gate(const perfpred_netfit_target *t)
     if (!(t->spread_gate > 0)) return;
     char take[256];
     gated_take(t, take, sizeof take);
-    print_netfit_row("  the same, every row corrected", &t->ungated);
+    print_netfit_row("  every row corrected", &t->ungated);
     printf("  (%d of %d rows were gated: their GNNs' log corrections spread wider than the "
            "%.4f of the validation rows; they took %s, as the predictor does)\n",
            t->n_gated, t->n_heldout, t->spread_gate, take);
