@@ -46,6 +46,14 @@ class FloorTest(unittest.TestCase):
         # 1 vs median(2, 4) = 3: 200 %; 2 vs 2.5: 25 %; 4 vs 1.5: 62.5 %; a lone cell counts not
         self.assertEqual(nf.loo_errors({"a": [1.0, 2.0, 4.0], "b": [7.0]}), [25.0, 62.5, 200.0])
 
+    def test_column_floor_takes_each_groups_best_single_value(self):
+        # group [1, 2, 4]: c = 1 gives 0 + 1/2 + 3/4 = 1.25, c = 2 gives 1 + 0 + 2/4 = 1.5, c = 4
+        # gives 3 + 1 + 0 = 4: best 1.25 (weights 1, 1/2, 1/4: the weighted median is 1). [5, 5]
+        # costs 0, a lone cell 0: 100 * 1.25 / 6 cells.
+        self.assertAlmostEqual(nf.best_constant_error([4.0, 1.0, 2.0]), 1.25)
+        self.assertAlmostEqual(nf.column_floor({"a": [1.0, 2.0, 4.0], "b": [5.0, 5.0], "c": [3.0]}),
+                               125.0 / 6)
+
     def test_count_baseline_learns_only_from_its_share(self):
         rows = [(("x", 1), 10.0)] * 50 + [(("y", 1), 20.0)] * 50
         mape, judged, missing = nf.count_baseline(rows, 0.5, seed=3)
