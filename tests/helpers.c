@@ -127,3 +127,13 @@ perfpred_fit_params pp_test_fit_params(const char *device, const char *const *fi
     p.n_rounds = 20;
     return p;
 }
+
+perfpred_fit_params pp_test_rescale_fit_params(const char *device, const char *const *files,
+                                               const char *const *rescaled,
+                                               const char *config_dir, const char *out_dir)
+{
+    perfpred_fit_params p = pp_test_fit_params(device, files, 1, config_dir, out_dir);
+    p.rescaled_csvs = rescaled;
+    p.n_rescaled_csvs = 1;
+    return p;
+}

@@ -41,4 +41,9 @@ void pp_test_write_toy_sessions(const char *early, const char *later, double log
  * thread, 20 boosting rounds. */
 perfpred_fit_params pp_test_fit_params(const char *device, const char *const *files, int n,
                                        const char *config_dir, const char *out_dir);
+/* The same fit from files[0] with rescaled[0] a later session's rows rescaled onto it (both
+ * arrays the caller's, one element each). */
+perfpred_fit_params pp_test_rescale_fit_params(const char *device, const char *const *files,
+                                               const char *const *rescaled,
+                                               const char *config_dir, const char *out_dir);
 #endif

@@ -390,9 +390,7 @@ static void adaptive_plan_should_judge_rescaled_rows_as_the_fit_did(void **state
     snprintf(later, sizeof later, "%s/later5.csv", g_tmp);
     pp_test_write_toy_sessions(early, later, log(1.5) + 0.1 * log(0.1), -0.1);
     const char *files[1] = {early}, *rescaled[1] = {later};
-    perfpred_fit_params f = pp_test_fit_params("toy-roofline", files, 1, g_toy, dir);
-    f.rescaled_csvs = rescaled;
-    f.n_rescaled_csvs = 1;
+    perfpred_fit_params f = pp_test_rescale_fit_params("toy-roofline", files, rescaled, g_toy, dir);
     perfpred_fit_report fr;
     assert_int_equal(perfpred_calibrate_fit(&f, &fr, err, sizeof err), PERFPRED_OK);
     char mpath[1400];

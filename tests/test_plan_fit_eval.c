@@ -1086,9 +1086,7 @@ static void fit_should_rescale_a_later_session_by_its_anchors(void **state)
     const double log_a = log(1.5) + 0.1 * log(0.1), slope = -0.1;
     pp_test_write_toy_sessions(early, later, log_a, slope);
     const char *files[] = {early}, *rescaled[] = {later};
-    perfpred_fit_params p = pp_test_fit_params("toy-roofline", files, 1, g_toy, dir);
-    p.rescaled_csvs = rescaled;
-    p.n_rescaled_csvs = 1;
+    perfpred_fit_params p = pp_test_rescale_fit_params("toy-roofline", files, rescaled, g_toy, dir);
     p.write_artifacts = 0;
     perfpred_fit_report r;
     assert_int_equal(perfpred_calibrate_fit(&p, &r, err, sizeof err), PERFPRED_OK);
@@ -1174,9 +1172,7 @@ static void fit_should_rescale_each_roofline_class_by_its_own_line(void **state)
         pp_test_write_text(pass ? later : early, text);
     }
     const char *files[] = {early}, *rescaled[] = {later};
-    perfpred_fit_params p = pp_test_fit_params("toy-ridge", files, 1, cfg, NULL);
-    p.rescaled_csvs = rescaled;
-    p.n_rescaled_csvs = 1;
+    perfpred_fit_params p = pp_test_rescale_fit_params("toy-ridge", files, rescaled, cfg, NULL);
     p.write_artifacts = 0;
     perfpred_fit_report r;
     assert_int_equal(perfpred_calibrate_fit(&p, &r, err, sizeof err), PERFPRED_OK);
