@@ -5,6 +5,7 @@
  * saved as out_dir/gnn-latency.{bin,json}. The few-shot variant pretrains on other devices and
  * fine-tunes on a handful of the target's measurements. */
 #include "calibrate/netsets.h"
+#include "predictor/calib.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -408,14 +409,19 @@ static perfpred_status eval_heldout(const pp_gnn *corr, const pp_gnn *direct,
 /* What the predictor answers on a gated row of a device that ships an in-network overhead
  * correction: that correction. Held-out rows must not fit it, so it is fitted here, as
  * perfpred_calibrate_fit_overhead fits it, on the device's rows outside the held-out ones (every
- * one, whether or not a cap left it out of training), into w. *n_fit = 0 when the device ships
- * none (gated rows then take the layer sum) or too few rows fit. */
+ * one, whether or not a cap left it out of training), into lt->fallback_w, and *fallback (the
+ * caller frees) gets its latency for each of the n_samp samples, whose entries ent_of_samp names.
+ * lt->n_fallback_fit = 0 and *fallback = NULL when the device ships none (gated rows then take the
+ * layer sum) or too few rows fit. */
 static perfpred_status fit_gated_fallback(const perfpred_ctx *ctx, const perfpred_device_info *info,
                                           const pp_net_row *rows, int n_rows,
-                                          const pp_fitnet_params *p, cache *c, double w[3],
-                                          int *n_fit, pp_err *err)
+                                          const pp_fitnet_params *p, cache *c,
+                                          const int *ent_of_samp, int n_samp,
+                                          pp_fitnet_target_report *lt, double **fallback,
+                                          pp_err *err)
 {
-    *n_fit = 0;
+    lt->n_fallback_fit = 0;
+    *fallback = NULL;
     if (!info->overhead_correction) return PERFPRED_OK;
     perfpred_eval_point *pt = calloc((size_t)n_rows + 1, sizeof *pt);
     if (!pt) return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
@@ -441,15 +447,22 @@ static perfpred_status fit_gated_fallback(const perfpred_ctx *ctx, const perfpre
         pt[n].kernel_bytes = E->sum.kernel_bytes;
         n++;
     }
-    if (!st && pp_overhead_fit_rows(pt, NULL, n, w) == 0) *n_fit = n;
+    const double *w = lt->fallback_w;
+    if (!st && pp_overhead_fit_rows(pt, NULL, n, lt->fallback_w) == 0) {
+        lt->n_fallback_fit = n;
+        if (!(*fallback = malloc(((size_t)n_samp + 1) * sizeof **fallback))) {
+            st = pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+        } else {
+            for (int i = 0; i < n_samp; i++) {
+                const pp_fitnet_sums *s = &c->e[ent_of_samp[i]].sum;
+                (*fallback)[i] =
+                    pp_overhead_latency_ms(w[0], w[1], w[2], s->layer_ms, s->n_kernels,
+                                           s->kernel_bytes);
+            }
+        }
+    }
     free(pt);
     return st;
-}
-
-/* The overhead correction w on an entry's sums. */
-static double overhead_ms(const double w[3], const pp_fitnet_sums *s)
-{
-    return w[0] * s->layer_ms + w[1] * s->n_kernels + w[2] * s->kernel_bytes * 1e-6;
 }
 
 static int count_target(const pp_gnn_graph *s, const int *idx, int n, int t)
@@ -714,17 +727,9 @@ perfpred_status pp_fit_networks(const char *device, const pp_net_row *rows, int 
                         rep->first_failure[0] ? ": " : "", rep->first_failure);
         goto done;
     }
-    {
-        pp_fitnet_target_report *lt = &rep->target[0];
-        st = fit_gated_fallback(ctx, &info, rows, n_rows, &p, &c, lt->fallback_w,
-                                &lt->n_fallback_fit, err);
-        if (st) goto done;
-        if (lt->n_fallback_fit) {
-            if (!(fallback = malloc(((size_t)n_s + 1) * sizeof *fallback))) goto oom;
-            for (int i = 0; i < n_s; i++)
-                fallback[i] = overhead_ms(lt->fallback_w, &c.e[ent_of_samp[i]].sum);
-        }
-    }
+    if ((st = fit_gated_fallback(ctx, &info, rows, n_rows, &p, &c, ent_of_samp, n_s,
+                                 &rep->target[0], &fallback, err)))
+        goto done;
     int T = have_energy ? 2 : 1;
     double tt0 = pp_now_s();
     st = train_ensemble(&p, T, samples, n_s, fs.train, fs.n_train, fs.val, fs.n_val, &corr,
@@ -907,18 +912,9 @@ perfpred_status pp_eval_networks(const char *device, const pp_net_row *rows, int
                         info.name, rep->n_rows, rep->n_constant, rep->n_failed);
         goto done;
     }
-    pp_fitnet_target_report *lt = &rep->target[0];
-    if ((st = fit_gated_fallback(ctx, &info, rows, n_rows, &p, &c, lt->fallback_w,
-                                 &lt->n_fallback_fit, err)))
+    if ((st = fit_gated_fallback(ctx, &info, rows, n_rows, &p, &c, ent_of_samp, n,
+                                 &rep->target[0], &fallback, err)))
         goto done;
-    if (lt->n_fallback_fit) {
-        if (!(fallback = malloc(((size_t)n + 1) * sizeof *fallback))) {
-            st = pp_err_set(err, PERFPRED_ERR_NOMEM, "eval networks: out of memory");
-            goto done;
-        }
-        for (int i = 0; i < n; i++)
-            fallback[i] = overhead_ms(lt->fallback_w, &c.e[ent_of_samp[i]].sum);
-    }
     for (int t = 0; t < (have_energy ? 2 : 1) && !st; t++) {
         rep->target[t].present = 1;
         st = eval_heldout(g, NULL, smp, t == 0 ? base : ebase, t == 0 ? fallback : NULL, meas[t],

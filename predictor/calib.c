@@ -362,3 +362,9 @@ const char *pp_calib_overhead(const pp_calib *c, const pp_device *d, double *sca
     if (per_mb_ms) *per_mb_ms = c->ovh[i].per_mb_ms;
     return c->ovh[i].text;
 }
+
+double pp_overhead_latency_ms(double scale, double per_kernel_ms, double per_mb_ms, double layer_ms,
+                              int n_kernels, double kernel_bytes)
+{
+    return scale * layer_ms + per_kernel_ms * n_kernels + per_mb_ms * kernel_bytes * 1e-6;
+}

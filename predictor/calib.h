@@ -48,6 +48,10 @@ perfpred_status pp_calib_gnn(const pp_calib *c, const pp_device *d, const struct
  * per_kernel_ms x kernels + per_mb_ms x 10^6 bytes the kernels move). */
 const char *pp_calib_overhead(const pp_calib *c, const pp_device *d, double *scale,
                               double *per_kernel_ms, double *per_mb_ms);
+/* That correction's latency: scale x layer_ms + per_kernel_ms x n_kernels + per_mb_ms x
+ * kernel_bytes / 10^6. */
+double pp_overhead_latency_ms(double scale, double per_kernel_ms, double per_mb_ms, double layer_ms,
+                              int n_kernels, double kernel_bytes);
 /* A context's calibrations (predictor/predictor.c). */
 const pp_calib *pp_ctx_calib(const perfpred_ctx *ctx);
 /* The layer models of the device named like d, its own (not a parent's or calibration_from's),

@@ -514,8 +514,8 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
         out->latency_ms.prov = PERFPRED_PROV_CALIBRATED;
         out->latency_ms.source = gnn_src;
     } else if (ovh_src) {
-        out->latency_ms.value =
-            ovh_scale * total_ms + ovh_kernel_ms * nk + ovh_mb_ms * total_bytes * 1e-6;
+        out->latency_ms.value = pp_overhead_latency_ms(ovh_scale, ovh_kernel_ms, ovh_mb_ms,
+                                                       total_ms, nk, total_bytes);
         out->latency_ms.prov = ncal == nk ? PERFPRED_PROV_CALIBRATED : PERFPRED_PROV_MIXED;
         out->latency_ms.source = ovh_src;
     } else if (ncal == 0) {
