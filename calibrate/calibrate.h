@@ -284,15 +284,15 @@ int pp_rescale_class(const pp_device *d, const pp_node_feat *f);
 double pp_rescale_factor(const pp_lm_rescale *r, const pp_device *d, const pp_node_feat *f,
                          double ms);
 
-/* ------------------------------------------------------ A100 from NeuSight (fit_neusight.c) ---- */
+/* ------------------------------------------------------ GPUs from NeuSight (fit_neusight.c) ---- */
 
-/* The analytic roofline perfpred compares its layer models with on NeuSight's A100 rows, and the
- * base those models correct. Figures: NVIDIA A100 Tensor Core GPU datasheet (2021), PCIe 40GB
- * column: FP32 19.5 TFLOP/s, HBM2 1,555 GB/s; 108 SMs (A100 whitepaper). The datasheet's TF32 figure
- * (156 TFLOP/s dense) is not used: PyTorch 2.1 runs matmuls in plain fp32 (allow_tf32 = False), and
- * NeuSight's conv rows name only FP32 SIMT kernels (winograd, scudnn, sgemm, FFT gcgemm; no tensor-
- * core kernel), so TF32 never ran. The predictor proper takes these figures from the device
- * descriptor; they live here only for the NeuSight calibration. */
+/* The analytic roofline the NeuSight layer models correct, and that they are judged beside: by
+ * default the A100 PCIe 40GB's, from the NVIDIA A100 Tensor Core GPU datasheet (2021), PCIe 40GB
+ * column: FP32 19.5 TFLOP/s, HBM2 1,555 GB/s; 108 SMs (A100 whitepaper). `calibrate fit --neusight`
+ * takes them from the device descriptor instead (the same figures for a100-pcie-40gb). The
+ * datasheet's TF32 figure (156 TFLOP/s dense) is not used: PyTorch 2.1 runs matmuls in plain fp32
+ * (allow_tf32 = False), and NeuSight's conv rows name only FP32 SIMT kernels (winograd, scudnn,
+ * sgemm, FFT gcgemm; no tensor-core kernel), so TF32 never ran. */
 #define PP_A100_PCIE40_FP32_TFLOPS 19.5
 #define PP_A100_PCIE40_BW_GBS 1555.0
 #define PP_A100_SMS 108
@@ -304,6 +304,10 @@ typedef struct pp_fit_params {
     double conv_heldout_fraction;/* share of training rows held out, seeded: for conv (NeuSight has
                                     no conv test file), and for every kind's in-distribution check */
     int write_artifacts;         /* 0: evaluate only, write nothing */
+    double peak_tflops;          /* the roofline's FP32 peak, TFLOP/s (default: the A100 PCIe 40GB's) */
+    double bw_gbs;               /* its memory bandwidth, GB/s */
+    int compute_units;           /* SMs, for the wave features */
+    const char *figures_from;    /* where those three come from, for the manifest note */
     pp_lm_params lm;             /* XGBoost hyper-parameters, seed, nthread */
     pp_logger log;
 } pp_fit_params;
@@ -324,6 +328,8 @@ typedef struct pp_fit_kind_report {
                                     rows, judged on that share (interpolation, not extrapolation) */
     pp_metrics train;            /* layer model on its own training rows (not a result; a check) */
     double train_seconds;
+    int written;                 /* 1: in the manifest (and saved unless a dry run); 0: the model
+                                    lost to the roofline on the held-out rows, the kind keeps it */
 } pp_fit_kind_report;
 
 typedef struct pp_fit_report {
@@ -351,6 +357,5 @@ perfpred_status pp_calibrate_fit_neusight(const char *neusight_root, const char 
 int pp_overhead_fit_rows(const perfpred_eval_point *pt, const int *use, int n, double w_out[3]);
 
 /* Roofline time in ms on the A100 PCIe 40GB: max(flops / 19.5 TFLOP/s, bytes / 1555 GB/s) + floor. */
-double pp_a100_roofline_ms(const pp_node_feat *f, double floor_ms);
 
 #endif

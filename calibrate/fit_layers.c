@@ -878,11 +878,20 @@ static perfpred_status fit_neusight(fit_ctx *F, const char *out_tmp, pp_err *err
     if (!gpu)
         return pp_err_set(err, PERFPRED_ERR_DEVICE, "NeuSight measured no GPU that is device %s",
                           F->dev->name);
-    /* calibrate/fit_neusight.c judges against the A100 PCIe 40GB datasheet roofline */
-    if (!strstr(gpu, "A100"))
-        return pp_err_set(err, PERFPRED_ERR_UNSUPPORTED,
-                          "NeuSight fit: only A100 GPUs (the fit's roofline uses A100 figures); "
-                          "%s is not one", gpu);
+    /* the roofline the models correct: the descriptor's datasheet figures (NeuSight ran fp32) */
+    const pp_device *dev = F->dev;
+    if (!(dev->peak_tflops[PP_PREC_FP32] > 0 && dev->memory_bandwidth_gbs > 0 &&
+          dev->compute_units > 0))
+        return pp_err_set(err, PERFPRED_ERR_DEVICE,
+                          "NeuSight fit: device %s needs peak_tflops.fp32, memory_bandwidth_gbs "
+                          "and compute_units in its descriptor",
+                          dev->name);
+    if (!neusight_has(p->neusight_root, "bmm", gpu) && !neusight_has(p->neusight_root, "ln", gpu))
+        return pp_err_set(err, PERFPRED_ERR_PARSE,
+                          "%s: NeuSight has no bmm or LayerNorm training sweep of %s (it swept "
+                          "every kind only on the A100 PCIe 40GB, V100, T4, P100 and P4; conv "
+                          "also on the A100 80GB PCIe)",
+                          p->neusight_root, gpu);
     const char *conv_gpu = p->neusight_conv_gpu;
     if (!conv_gpu && !neusight_has(p->neusight_root, "conv", gpu)) {
         /* NeuSight swept conv on another card of the same chip (A100 80GB PCIe) */
@@ -896,6 +905,12 @@ static perfpred_status fit_neusight(fit_ctx *F, const char *out_tmp, pp_err *err
     fp.conv_gpu = conv_gpu;
     fp.conv_heldout_fraction = p->heldout_frac;
     fp.write_artifacts = out_tmp != NULL;
+    fp.peak_tflops = dev->peak_tflops[PP_PREC_FP32];
+    fp.bw_gbs = dev->memory_bandwidth_gbs;
+    fp.compute_units = dev->compute_units;
+    char figures[160];
+    snprintf(figures, sizeof figures, "datasheet figures of device descriptor %s", dev->name);
+    fp.figures_from = figures;
     fp.lm.seed = p->seed;
     fp.lm.nthread = p->nthread;
     if (p->n_rounds > 0) fp.lm.n_rounds = p->n_rounds;
@@ -923,14 +938,19 @@ static perfpred_status fit_neusight(fit_ctx *F, const char *out_tmp, pp_err *err
         o->roofline = pp_metrics_public(&k->roofline);
         o->train = pp_metrics_public(&k->train);
         o->spread_pct = NAN;
-        o->peak_tflops = PP_A100_PCIE40_FP32_TFLOPS;
-        o->bw_gbs = PP_A100_PCIE40_BW_GBS;
+        o->peak_tflops = fp.peak_tflops;
+        o->bw_gbs = fp.bw_gbs;
         o->floor_ms = k->floor_ms;
         o->train_seconds = k->train_seconds;
-        o->written = 1; /* the NeuSight path writes every kind it trains (no roofline guard) */
-        int n = snprintf(o->note, sizeof o->note, "%s",
-                         k->heldout_is_split ? "held out: a seeded split of the training sweep"
-                                             : "held out: NeuSight's test rows");
+        o->written = k->written;
+        int n = k->written ? snprintf(o->note, sizeof o->note, "%s",
+                                      k->heldout_is_split
+                                          ? "held out: a seeded split of the training sweep"
+                                          : "held out: NeuSight's test rows")
+                           : snprintf(o->note, sizeof o->note,
+                                      "not written: the roofline is closer on NeuSight's test rows "
+                                      "(%.1f %% vs %.1f %% MAPE); this kind uses the roofline",
+                                      k->roofline.mape_pct, k->model.mape_pct);
         if (k->n_overlap && n > 0 && (size_t)n < sizeof o->note)
             n += snprintf(o->note + n, sizeof o->note - (size_t)n,
                           "; %d with shapes also in training excluded", k->n_overlap);

@@ -1,4 +1,4 @@
-/* calibrate/fit_neusight.c: the A100 calibrated from NeuSight's kernel sweeps. Per op kind: import the
+/* calibrate/fit_neusight.c: a GPU calibrated from NeuSight's kernel sweeps. Per op kind: import the
  * training rows of one GPU, describe each by its single-node graph, fit an XGBoost latency model on
  * log(measured / roofline), and judge it and the bare roofline on NeuSight's test rows of the same
  * GPU (rows never seen in training; conv, which has no test file, on a seeded held-out split). */
@@ -21,25 +21,23 @@ pp_fit_params pp_fit_default_params(void)
     p.date = NULL;
     p.conv_heldout_fraction = 0.2;
     p.write_artifacts = 1;
+    p.peak_tflops = PP_A100_PCIE40_FP32_TFLOPS;
+    p.bw_gbs = PP_A100_PCIE40_BW_GBS;
+    p.compute_units = PP_A100_SMS;
+    p.figures_from = "A100 PCIe 40GB datasheet";
     p.lm = pp_lm_default_params();
     return p;
 }
 
 /* Every NeuSight kernel ran in FP32 (see calibrate.h). */
-static pp_lm_base a100_base(double floor_ms)
+static pp_lm_base gpu_base(const pp_fit_params *p, double floor_ms)
 {
     pp_lm_base b;
-    b.peak_tflops = PP_A100_PCIE40_FP32_TFLOPS;
-    b.bw_gbs = PP_A100_PCIE40_BW_GBS;
+    b.peak_tflops = p->peak_tflops;
+    b.bw_gbs = p->bw_gbs;
     b.floor_ms = floor_ms;
-    b.compute_units = PP_A100_SMS;
+    b.compute_units = p->compute_units;
     return b;
-}
-
-double pp_a100_roofline_ms(const pp_node_feat *f, double floor_ms)
-{
-    pp_lm_base b = a100_base(floor_ms);
-    return pp_lm_base_eval(&b, PP_LM_LATENCY, f);
 }
 
 /* ---- helpers ---- */
@@ -310,7 +308,7 @@ static perfpred_status fit_group(fit_state *s, const kind_group *g, pp_err *err)
     double floor_ms = INFINITY;
     for (int i = 0; i < train->n; i++)
         if (ytr[i] < floor_ms) floor_ms = ytr[i];
-    pp_lm_base base = a100_base(floor_ms);
+    pp_lm_base base = gpu_base(p, floor_ms);
     kr->floor_ms = floor_ms;
     kr->n_train = train->n;
     kr->n_heldout = test->n;
@@ -351,7 +349,7 @@ static perfpred_status fit_group(fit_state *s, const kind_group *g, pp_err *err)
         double fl = INFINITY;
         for (int i = 0; i < n - n_out; i++)
             if (ya[i] < fl) fl = ya[i];
-        pp_lm_base b2 = a100_base(fl);
+        pp_lm_base b2 = gpu_base(p, fl);
         if ((st = train_and_judge(fa, ya, n - n_out, fb, yb, n_out, g->kind, &b2, &p->lm, NULL,
                                   &kr->in_dist, NULL, NULL, NULL, err)))
             goto done;
@@ -362,6 +360,14 @@ static perfpred_status fit_group(fit_state *s, const kind_group *g, pp_err *err)
            pp_op_kind_name(g->kind), kr->model.mape_pct, kr->roofline.mape_pct,
            kr->in_dist.mape_pct, kr->train.mape_pct, kr->train_seconds);
 
+    /* as for measured layers (fit_layers.c): a model that loses to its own roofline on the rows
+     * it never saw is reported, not shipped (NeuSight's P4 linear sweep ran 3.5x slower than its
+     * test rows, tools/neusight_sweep_vs_test.py) */
+    if (kr->model.mape_pct > kr->roofline.mape_pct) {
+        s->rep->n_kinds++;
+        goto done;
+    }
+    kr->written = 1;
     pp_lm_entry *e = &s->man.entries[s->man.n_entries];
     memset(e, 0, sizeof *e);
     char file[64], heldout[256];
@@ -426,6 +432,10 @@ perfpred_status pp_calibrate_fit_neusight(const char *neusight_root, const char 
     if (!device) return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "NeuSight: unknown GPU '%s'", gpu);
     if (!(params->conv_heldout_fraction > 0 && params->conv_heldout_fraction < 1))
         return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "conv_heldout_fraction must be in (0, 1)");
+    if (!(params->peak_tflops > 0 && params->bw_gbs > 0 && params->compute_units > 0))
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                          "NeuSight fit for %s: the roofline needs a positive FP32 peak, memory "
+                          "bandwidth and SM count", device);
     perfpred_status st = pp_lm_params_check(&params->lm, err);
     if (st != PERFPRED_OK) return st;
     fit_state s;
@@ -453,10 +463,12 @@ perfpred_status pp_calibrate_fit_neusight(const char *neusight_root, const char 
              "Per-kernel latency models from NeuSight (ASPLOS 2025) measurements: PyTorch 2.1.0, "
              "CUDA 12.1, cuDNN 8.9.2, fp32 (FP32 SIMT kernels throughout, conv included), "
              "CUDA-event timed. Each model predicts log(latency / roofline) with roofline = "
-             "max(flops / %.1f TFLOP/s, bytes / %.0f GB/s) + floor (A100 PCIe 40GB datasheet); "
+             "max(flops / %.1f TFLOP/s, bytes / %.0f GB/s) + floor (%s); "
              "floor = the smallest training latency of the op kind. Data read from %s at "
              "commit %s.",
-             PP_A100_PCIE40_FP32_TFLOPS, PP_A100_PCIE40_BW_GBS, s.src.repo, s.src.commit);
+             params->peak_tflops, params->bw_gbs,
+             params->figures_from ? params->figures_from : "given figures", s.src.repo,
+             s.src.commit);
     s.man.device = device;
     s.man.runtime = "pytorch-eager";
     s.man.precision = "fp32";

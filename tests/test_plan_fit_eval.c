@@ -1039,6 +1039,61 @@ static void fit_should_refuse_rows_of_other_devices_and_mig_slices(void **state)
     assert_int_equal(perfpred_calibrate_fit(&p, &r, err, sizeof err), PERFPRED_ERR_INVALID_ARG);
 }
 
+/* NeuSight swept every kind on the V100, T4, P100 and P4 too: such a device is fitted from its
+ * own rows, against the roofline of its own descriptor (T4 datasheet: 8.1 TFLOP/s fp32,
+ * 320 GB/s, 40 SMs), and judged on its own test rows; a kind whose model loses to that roofline
+ * is not written. The L4 has test rows only. */
+static void neusight_fit_should_take_any_swept_gpu_with_its_descriptor_roofline(void **state)
+{
+    (void)state;
+    if (!has_neusight()) skip();
+    char dir[1300], err[1024];
+    path_in(dir, sizeof dir, "art_t4");
+    perfpred_fit_params p = perfpred_fit_default_params();
+    p.device = "t4";
+    p.neusight_root = NEUSIGHT_ROOT;
+    p.config_dir = g_cfg;
+    p.out_dir = dir;
+    p.write_artifacts = 0;
+    p.nthread = 2;
+    p.n_rounds = 30;
+    static perfpred_fit_report r;
+    assert_int_equal(perfpred_calibrate_fit(&p, &r, err, sizeof err), PERFPRED_OK);
+    assert_int_equal(r.wrote_artifacts, 0);
+    assert_int_equal(r.n_kinds, 6);
+    for (int i = 0; i < r.n_kinds; i++) {
+        const perfpred_fit_kind *k = &r.kinds[i];
+        assert_rel_close(k->peak_tflops, 8.1, 1e-12);
+        assert_rel_close(k->bw_gbs, 320, 1e-12);
+        assert_true(k->n_train > 1000 && k->n_heldout > 0);
+        /* element-wise kernels are the regular ones: the model must beat the roofline there */
+        if (strcmp(k->kind, "elemwise") == 0)
+            assert_true(k->model.mape_pct < k->roofline.mape_pct);
+    }
+    struct stat sb;
+    assert_int_not_equal(stat(dir, &sb), 0); /* dry: not even the folder */
+    /* the P4's linear sweep ran 3.5x slower than its test rows: that model loses to the roofline
+     * on them and is not written, the other kinds are */
+    p.device = "p4";
+    assert_int_equal(perfpred_calibrate_fit(&p, &r, err, sizeof err), PERFPRED_OK);
+    int seen = 0;
+    for (int i = 0; i < r.n_kinds; i++) {
+        const perfpred_fit_kind *k = &r.kinds[i];
+        int lost = k->model.mape_pct > k->roofline.mape_pct;
+        assert_int_equal(k->written, !lost);
+        if (strcmp(k->kind, "linear") == 0) {
+            seen = 1;
+            assert_true(lost);
+            assert_non_null(strstr(k->note, "not written: the roofline is closer"));
+        }
+        if (strcmp(k->kind, "elemwise") == 0) assert_false(lost);
+    }
+    assert_true(seen);
+    p.device = "l4";
+    assert_int_equal(perfpred_calibrate_fit(&p, &r, err, sizeof err), PERFPRED_ERR_PARSE);
+    assert_non_null(strstr(err, "no bmm or LayerNorm training sweep of NVIDIA L4"));
+}
+
 static void fit_should_leave_out_noisy_rows_when_asked(void **state)
 {
     (void)state;
@@ -1793,6 +1848,7 @@ int main(void)
         cmocka_unit_test(fit_should_leave_out_kinds_the_roofline_beats),
         cmocka_unit_test(fit_should_keep_previous_artifacts_when_interrupted),
         cmocka_unit_test(fit_should_refuse_rows_of_other_devices_and_mig_slices),
+        cmocka_unit_test(neusight_fit_should_take_any_swept_gpu_with_its_descriptor_roofline),
         cmocka_unit_test(fit_should_leave_out_noisy_rows_when_asked),
         cmocka_unit_test(fit_should_rescale_a_later_session_by_its_anchors),
         cmocka_unit_test(fit_should_rescale_each_roofline_class_by_its_own_line),
