@@ -1049,13 +1049,9 @@ static void neusight_fit_should_take_any_swept_gpu_with_its_descriptor_roofline(
     if (!has_neusight()) skip();
     char dir[1300], err[1024];
     path_in(dir, sizeof dir, "art_t4");
-    perfpred_fit_params p = perfpred_fit_default_params();
-    p.device = "t4";
+    perfpred_fit_params p = pp_test_fit_params("t4", NULL, 0, g_cfg, dir);
     p.neusight_root = NEUSIGHT_ROOT;
-    p.config_dir = g_cfg;
-    p.out_dir = dir;
     p.write_artifacts = 0;
-    p.nthread = 2;
     p.n_rounds = 30;
     static perfpred_fit_report r;
     assert_int_equal(perfpred_calibrate_fit(&p, &r, err, sizeof err), PERFPRED_OK);
