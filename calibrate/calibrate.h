@@ -356,6 +356,4 @@ perfpred_status pp_calibrate_fit_neusight(const char *neusight_root, const char 
  * those whose terms are all >= 0. 0 ok, -1 too few rows. */
 int pp_overhead_fit_rows(const perfpred_eval_point *pt, const int *use, int n, double w_out[3]);
 
-/* Roofline time in ms on the A100 PCIe 40GB: max(flops / 19.5 TFLOP/s, bytes / 1555 GB/s) + floor. */
-
 #endif

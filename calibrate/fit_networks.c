@@ -67,6 +67,17 @@ perfpred_status pp_fitnet_layer_times(const perfpred_ctx *ctx, const perfpred_mo
     return PERFPRED_OK;
 }
 
+/* The energy target's base: the layer sum's energy where the descriptor has a power model, else
+ * the layer sum's latency (docs/networks.md). */
+static int calibrated_energy(const pp_fitnet_sums *s)
+{
+    return isfinite(s->layer_mj) && s->layer_mj > 0;
+}
+static double energy_base(const pp_fitnet_sums *s)
+{
+    return calibrated_energy(s) ? s->layer_mj : s->layer_ms;
+}
+
 static int64_t graph_batch(const pp_graph *g)
 {
     if (g->n_inputs > 0 && g->tensors[g->inputs[0]].rank > 0) return g->tensors[g->inputs[0]].dims[0];
@@ -680,9 +691,8 @@ perfpred_status pp_fit_networks(const char *device, const pp_net_row *rows, int 
             g->mask[0] = 1;
             meas[0][n_s + cnt] = r->latency_ms;
             if (isfinite(r->energy_j) && r->energy_j > 0) {
-                int calib_energy = isfinite(e->sum.layer_mj) && e->sum.layer_mj > 0;
-                double eb = calib_energy ? e->sum.layer_mj : e->sum.layer_ms;
-                any_calib_energy |= calib_energy;
+                double eb = energy_base(&e->sum);
+                any_calib_energy |= calibrated_energy(&e->sum);
                 ebase[n_s + cnt] = eb;
                 meas[1][n_s + cnt] = r->energy_j * 1e3;
                 g->y[1] = (float)log(r->energy_j * 1e3 / eb);
@@ -895,8 +905,7 @@ perfpred_status pp_eval_networks(const char *device, const pp_net_row *rows, int
         ent_of_samp[n] = e;
         meas[0][n] = r->latency_ms;
         if (g->n_targets > 1 && isfinite(r->energy_j) && r->energy_j > 0) {
-            double lm = c.e[e].sum.layer_mj;
-            ebase[n] = (isfinite(lm) && lm > 0) ? lm : c.e[e].sum.layer_ms;
+            ebase[n] = energy_base(&c.e[e].sum);
             meas[1][n] = r->energy_j * 1e3;
             smp[n].mask[1] = 1;
             have_energy = 1;
