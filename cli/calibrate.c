@@ -29,6 +29,8 @@ static const char calibrate_usage[] =
     "          --ensemble K: K GNNs with seeds N..N+K-1, their corrections averaged (1),\n"
     "          --max-train N: training rows kept when there are more (default 2500))\n"
     "       perfpred calibrate import --dataset NAME --root DIR -o LAYERS.csv [options]\n"
+    "       perfpred calibrate fit-stacks --data DIR [options]\n"
+    "         (GPU runtime stacks from framework-tax-gpus; fit-stacks --help)\n"
     "\n"
     "Calibrating a device: plan -> the layer runner on the device -> fit -> eval\n"
     "(docs/calibration.md). `fit` writes the layer models that `perfpred --device DEV` then uses.\n"
@@ -1209,7 +1211,9 @@ int cli_calibrate_main(int argc, char **argv)
     if (strcmp(argv[1], "plan") == 0) return cmd_plan(argc, argv);
     if (strcmp(argv[1], "fit") == 0) return cmd_fit(argc, argv);
     if (strcmp(argv[1], "import") == 0) return cmd_import(argc, argv);
-    cli_error("calibrate: unknown step '%s' (plan, fit or import; perfpred calibrate --help)",
+    if (strcmp(argv[1], "fit-stacks") == 0) return cli_fit_stacks_main(argc, argv);
+    cli_error("calibrate: unknown step '%s' (plan, fit, fit-stacks or import; perfpred calibrate "
+              "--help)",
               argv[1]);
     return EXIT_USAGE;
 }

@@ -38,6 +38,8 @@ typedef struct cli_opts {
     int all;              /* inspect --all: folded shape nodes too */
     double slo_ms;
     const char *config_dir;
+    const char *runtime;    /* --runtime: GPU stack framework */
+    const char *precision;  /* --precision fp32|fp16 */
     const char *positional[4];
     int n_positional;
 } cli_opts;
@@ -57,6 +59,7 @@ int cmd_predict(const cli_opts *o);
 int cmd_compare(const cli_opts *o);
 int cmd_mig(const cli_opts *o);
 int cmd_devices(const cli_opts *o);
+int cli_fit_stacks_main(int argc, char **argv);
 
 cJSON *cli_json_prediction(const perfpred_prediction *p);
 cJSON *cli_json_device(const perfpred_device_info *d);

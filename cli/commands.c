@@ -220,6 +220,7 @@ cJSON *cli_json_device(const perfpred_device_info *d)
         cJSON_AddStringToObject(o, "calibration_source", d->calibration_source);
     if (d->calibration_device)
         cJSON_AddStringToObject(o, "calibration_device", d->calibration_device);
+    if (d->stacks) cJSON_AddStringToObject(o, "stacks", d->stacks);
     return o;
 }
 
@@ -259,6 +260,13 @@ cJSON *cli_json_prediction(const perfpred_prediction *p)
     cJSON_AddBoolToObject(o, "fits_in_memory", p->fits_in_memory);
     cJSON_AddNumberToObject(o, "kernels", p->n_kernels);
     cJSON_AddNumberToObject(o, "calibrated_kernels", p->n_calibrated_kernels);
+    if (p->stack) {
+        cJSON *s = cJSON_AddObjectToObject(o, "stack");
+        cJSON_AddStringToObject(s, "name", p->stack);
+        cJSON_AddNumberToObject(s, "host_ms", p->host_ms);
+        cJSON_AddNumberToObject(s, "gpu_ms", p->gpu_ms);
+        cJSON_AddNumberToObject(mb, "allocator_peak_bytes", p->allocator_peak_bytes);
+    }
     return o;
 }
 
@@ -291,15 +299,30 @@ static void print_prediction(const perfpred_prediction *p, const perfpred_device
     print_figure_line("energy", v, &p->energy_mj);
     print_figure_line("peak memory", cli_fmt_bytes(p->peak_memory_bytes.value, v, sizeof v),
                       &p->peak_memory_bytes);
-    printf("  %-12s weights %s + activations %s + workspace %s + runtime %s\n", "",
-           cli_fmt_bytes(p->weights_bytes, b1, sizeof b1),
-           cli_fmt_bytes(p->activations_bytes, b2, sizeof b2),
-           cli_fmt_bytes(p->workspace_bytes, b3, sizeof b3),
-           cli_fmt_bytes(p->runtime_bytes, b4, sizeof b4));
+    if (p->stack) {
+        printf("  %-12s context %s + weights %s + activations %s + allocator/workspace %s\n", "",
+               cli_fmt_bytes(p->runtime_bytes, b4, sizeof b4),
+               cli_fmt_bytes(p->weights_bytes, b1, sizeof b1),
+               cli_fmt_bytes(p->activations_bytes, b2, sizeof b2),
+               cli_fmt_bytes(p->workspace_bytes, b3, sizeof b3));
+        printf("  %-12s allocator peak (torch max_memory_allocated) %s\n", "",
+               cli_fmt_bytes(p->allocator_peak_bytes, b1, sizeof b1));
+    } else {
+        printf("  %-12s weights %s + activations %s + workspace %s + runtime %s\n", "",
+               cli_fmt_bytes(p->weights_bytes, b1, sizeof b1),
+               cli_fmt_bytes(p->activations_bytes, b2, sizeof b2),
+               cli_fmt_bytes(p->workspace_bytes, b3, sizeof b3),
+               cli_fmt_bytes(p->runtime_bytes, b4, sizeof b4));
+    }
     if (d->memory_gb > 0)
         printf("  %-12s %s %.2f GiB of device memory\n", "", p->fits_in_memory ? "fits in" : "DOES NOT FIT in",
                d->memory_gb);
     printf("  %-12s %d kernels, %d calibrated\n", "kernels", p->n_kernels, p->n_calibrated_kernels);
+    if (p->stack)
+        printf("  %-12s host issues the ops in %.3f ms/call, the GPU runs them in %.3f ms: %s\n",
+               "pipeline", p->host_ms, p->gpu_ms,
+               p->host_ms > p->gpu_ms ? "host-bound (the GPU waits for the dispatch)"
+                                      : "GPU-bound");
 }
 
 static int mig_parent_of(const perfpred_device_info *d, char *buf, size_t n)
@@ -338,6 +361,8 @@ int cmd_predict(const cli_opts *o)
     pp.kernels_cap = cap;
     pp.n_kernels = &nk;
     pp.layer_sum_only = o->layer_sum_only;
+    pp.runtime = o->runtime;
+    pp.precision = o->precision;
     perfpred_prediction p;
     char err[1024];
     perfpred_status st = ks ? perfpred_predict(ctx, m, o->devices[0], &pp, &p, err, sizeof err)
@@ -353,7 +378,8 @@ int cmd_predict(const cli_opts *o)
     int have_adv = 0;
     if (mig_parent_of(&dev, gpu, sizeof gpu) || dev.kind[0] == 'g') {
         if (!gpu[0]) snprintf(gpu, sizeof gpu, "%s", dev.name);
-        have_adv = perfpred_mig_advise(ctx, m, gpu, 0, &adv, err, sizeof err) == PERFPRED_OK;
+        have_adv = perfpred_mig_advise_params(ctx, m, gpu, 0, &pp, &adv, err, sizeof err) ==
+                   PERFPRED_OK;
     }
     if (nk > cap) nk = cap;
     double total = p.latency_ms.value;
@@ -382,9 +408,13 @@ int cmd_predict(const cli_opts *o)
         if (have_adv) cJSON_AddItemToObject(root, "mig", json_mig_advice(&adv, gpu));
         cli_print_json(root);
     } else {
-        printf("%s on %s (%s), batch %lld, runtime %s %s\n", o->model, dev.name,
-               dev.description ? dev.description : "", (long long)p.batch,
-               dev.runtime ? dev.runtime : "-", dev.precision ? dev.precision : "");
+        if (p.stack)
+            printf("%s on %s (%s), batch %lld, runtime stack %s\n", o->model, dev.name,
+                   dev.description ? dev.description : "", (long long)p.batch, p.stack);
+        else
+            printf("%s on %s (%s), batch %lld, runtime %s %s\n", o->model, dev.name,
+                   dev.description ? dev.description : "", (long long)p.batch,
+                   dev.runtime ? dev.runtime : "-", dev.precision ? dev.precision : "");
         print_prediction(&p, &dev);
         list_unknown_ops(m, stdout);
         if (o->layers) {
@@ -477,6 +507,11 @@ int cmd_compare(const cli_opts *o)
             perfpred_device_find(ctx, o->devices[d], &r->dev);
             perfpred_predict_params pp = perfpred_predict_default_params();
             pp.layer_sum_only = o->layer_sum_only;
+            /* a stack choice applies to the GPUs of the list; the others keep their runtime */
+            if (r->dev.kind && strstr(r->dev.kind, "gpu")) {
+                pp.runtime = o->runtime;
+                pp.precision = o->precision;
+            }
             perfpred_status st = perfpred_predict(ctx, m, o->devices[d], &pp, &r->p, err, sizeof err);
             if (st) {
                 cli_error("%s", err);
@@ -626,7 +661,11 @@ int cmd_mig(const cli_opts *o)
     }
     perfpred_mig_advice a;
     char err[1024];
-    perfpred_status st = perfpred_mig_advise(ctx, m, gpu, o->slo_ms, &a, err, sizeof err);
+    perfpred_predict_params pp = perfpred_predict_default_params();
+    pp.runtime = o->runtime;
+    pp.precision = o->precision;
+    perfpred_status st =
+        perfpred_mig_advise_params(ctx, m, gpu, o->slo_ms, &pp, &a, err, sizeof err);
     if (st) {
         cli_error("%s", err);
         rc = cli_exit_code(st);
@@ -689,6 +728,7 @@ int cmd_devices(const cli_opts *o)
             char *y = perfpred_device_describe(ctx, o->positional[1]);
             if (y) fputs(y, stdout);
             perfpred_free(y);
+            if (d.stacks) printf("# runtime stacks (--runtime, --precision): %s\n", d.stacks);
         }
         perfpred_ctx_close(ctx);
         return EXIT_OK_;
@@ -722,7 +762,8 @@ int cmd_devices(const cli_opts *o)
                    d.memory_bandwidth_gbs, rt,
                    cal_text(&d, calbuf, sizeof calbuf));
         }
-        printf("\n%d devices; `perfpred devices show NAME` prints one resolved descriptor\n", n);
+        printf("\n%d devices; `perfpred devices show NAME` prints one resolved descriptor and its "
+               "GPU runtime stacks\n", n);
     }
     perfpred_ctx_close(ctx);
     return EXIT_OK_;

@@ -28,6 +28,10 @@ static const char usage_text[] =
     "  --input NAME=DIMS   shape of one graph input, e.g. input_ids=1x128 (repeatable)\n"
     "  --layers [N]        add the per-kernel breakdown (top N by time, default 15)\n"
     "  --slo-ms X          latency objective for `mig`\n"
+    "  --runtime R         GPUs: the runtime stack's framework: pytorch-eager, torchscript,\n"
+    "                      tensorrt (default: the descriptor's; perfpred devices show NAME\n"
+    "                      lists a GPU's stacks)\n"
+    "  --precision P       GPUs: fp32 or fp16 (default: the descriptor's)\n"
     "  --allow-unknown     treat unknown ops as memory-bound element-wise ops (listed)\n"
     "  --layer-sum-only    the layer sum alone: leave out the device's graph-level or\n"
     "                      in-network overhead correction (where one is calibrated)\n"
@@ -190,6 +194,14 @@ static int parse_opts(int argc, char **argv, int start, cli_opts *o)
             o->slo_ms = strtod(v, &end);
             if (errno || *end || end == v || !(o->slo_ms > 0)) {
                 cli_error("--slo-ms: '%s' is not a positive number of milliseconds", v);
+                return -1;
+            }
+        } else if (is_opt(a, "--runtime")) {
+            if (!(o->runtime = opt_value(argc, argv, &i, a, "--runtime"))) return -1;
+        } else if (is_opt(a, "--precision")) {
+            if (!(o->precision = opt_value(argc, argv, &i, a, "--precision"))) return -1;
+            if (strcmp(o->precision, "fp32") != 0 && strcmp(o->precision, "fp16") != 0) {
+                cli_error("--precision: '%s' (GPU stacks are fp32 or fp16)", o->precision);
                 return -1;
             }
         } else if (is_opt(a, "--config-dir")) {

@@ -248,7 +248,7 @@ static perfpred_status peak_pair(pctx *c, const char *key, yaml_node_t *k, yaml_
 
 static const char *const hw_keys[] = {"peak_tflops", "memory_bandwidth_gbs", "memory_gb",
                                       "compute_units", "clock_mhz", "l2_mb", "idle_power_w",
-                                      "max_power_w", NULL};
+                                      "max_power_w", "compute_capability", NULL};
 
 static perfpred_status hw_pair(pctx *c, const char *key, yaml_node_t *k, yaml_node_t *v, void *o)
 {
@@ -264,6 +264,12 @@ static perfpred_status hw_pair(pctx *c, const char *key, yaml_node_t *k, yaml_no
     case 5: st = get_double(c, v, key, &d->l2_mb), mark(c, s, PP_F_L2, k); break;
     case 6: st = get_double(c, v, key, &d->idle_power_w), mark(c, s, PP_F_IDLE, k); break;
     case 7: st = get_double(c, v, key, &d->max_power_w), mark(c, s, PP_F_MAXP, k); break;
+    case 8:
+        st = get_double(c, v, key, &d->compute_capability), mark(c, s, PP_F_CC, k);
+        if (!st && (d->compute_capability < 1 || d->compute_capability > 20))
+            return FAIL(c, v, "compute_capability %g is outside 1 to 20 (e.g. 8.0 for the A100)",
+                        d->compute_capability);
+        break;
     default: return unknown_key(c, k, "hardware", hw_keys);
     }
     return st;
@@ -340,7 +346,7 @@ static perfpred_status get_rules(pctx *c, yaml_node_t *v, const char *key, pp_fu
 
 static const char *const rt_keys[] = {"framework", "precision", "launch_overhead_us",
                                       "runtime_memory_overhead_mb", "workspace_mb", "fusion",
-                                      "composite_ops", NULL};
+                                      "composite_ops", "host_dispatch_scale", NULL};
 
 static perfpred_status rt_pair(pctx *c, const char *key, yaml_node_t *k, yaml_node_t *v, void *o)
 {
@@ -380,6 +386,12 @@ static perfpred_status rt_pair(pctx *c, const char *key, yaml_node_t *k, yaml_no
     case 5: st = get_rules(c, v, key, d->fusion, &d->n_fusion), mark(c, s, PP_F_FUSION, k); break;
     case 6:
         st = get_rules(c, v, key, d->composite, &d->n_composite), mark(c, s, PP_F_COMPOSITE, k);
+        break;
+    case 7:
+        st = get_double(c, v, key, &d->host_dispatch_scale), mark(c, s, PP_F_HOSTSCALE, k);
+        if (!st && (d->host_dispatch_scale < 0.05 || d->host_dispatch_scale > 50))
+            return FAIL(c, v, "host_dispatch_scale %g is outside 0.05 to 50",
+                        d->host_dispatch_scale);
         break;
     default: return unknown_key(c, k, "runtime", rt_keys);
     }

@@ -62,6 +62,8 @@ typedef struct pp_device {
     int compute_units;         /* SMs for NVIDIA GPUs, cores for CPUs */
     double clock_mhz;          /* boost clock */
     double l2_mb;              /* L2 / last-level cache */
+    double compute_capability; /* NVIDIA GPUs: 8.0 for the A100 (architecture: which libraries'
+                                  kernels the CUDA context loads); 0 = not stated */
     double idle_power_w;
     double max_power_w;        /* board power (TDP) */
 
@@ -80,6 +82,9 @@ typedef struct pp_device {
     double launch_overhead_us;         /* per kernel */
     double runtime_memory_overhead_mb; /* context, allocator, libraries */
     double workspace_mb;               /* cuDNN/cuBLAS workspace held during inference */
+    double host_dispatch_scale;        /* the host CPU's time per dispatched op against the x86
+                                          desktop hosts the GPU stacks were fitted on (1 = same;
+                                          0 = not stated, taken as 1) */
     int n_fusion;
     pp_fusion_rule fusion[PP_DEV_MAX_FUSION];
     /* exporter decompositions of one framework op (GELU as Div, Erf, Add, Mul, Mul; SiLU as

@@ -32,6 +32,8 @@ enum {
     PP_F_WORKSPACE,
     PP_F_FUSION,
     PP_F_COMPOSITE,
+    PP_F_CC,
+    PP_F_HOSTSCALE,
     PP_F__COUNT
 };
 

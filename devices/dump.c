@@ -91,6 +91,7 @@ char *pp_device_to_yaml(const pp_device *d)
     put_kv(f, "  ", "l2_mb", d->l2_mb);
     put_kv(f, "  ", "idle_power_w", d->idle_power_w);
     put_kv(f, "  ", "max_power_w", d->max_power_w);
+    if (d->compute_capability > 0) put_kv(f, "  ", "compute_capability", d->compute_capability);
 
     fputs("runtime:\n", f);
     if (d->runtime_framework) fprintf(f, "  framework: %s\n", d->runtime_framework);
@@ -98,6 +99,8 @@ char *pp_device_to_yaml(const pp_device *d)
     put_kv(f, "  ", "launch_overhead_us", d->launch_overhead_us);
     put_kv(f, "  ", "runtime_memory_overhead_mb", d->runtime_memory_overhead_mb);
     put_kv(f, "  ", "workspace_mb", d->workspace_mb);
+    if (d->host_dispatch_scale > 0)
+        put_kv(f, "  ", "host_dispatch_scale", d->host_dispatch_scale);
     put_rules(f, "fusion", d->fusion, d->n_fusion);
     if (d->n_composite) put_rules(f, "composite_ops", d->composite, d->n_composite);
 

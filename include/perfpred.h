@@ -128,7 +128,9 @@ typedef enum perfpred_provenance {
     PERFPRED_PROV_UNAVAILABLE = 0, /* the device descriptor lacks what the figure needs */
     PERFPRED_PROV_ESTIMATE = 1,    /* analytic (roofline, power model): uncalibrated */
     PERFPRED_PROV_CALIBRATED = 2,  /* trained on measurements of this device (or its parent) */
-    PERFPRED_PROV_MIXED = 3        /* a sum whose parts are partly calibrated, partly estimated */
+    PERFPRED_PROV_MIXED = 3,       /* a sum whose parts are partly calibrated, partly estimated */
+    PERFPRED_PROV_TRANSFERRED = 4  /* fitted on measurements of other devices of the same kind
+                                      (a runtime stack fitted on other GPUs), not this one */
 } perfpred_provenance;
 const char *perfpred_provenance_str(perfpred_provenance p);
 
@@ -159,6 +161,9 @@ typedef struct perfpred_device_info {
     int graph_correction;    /* a graph-level GNN correction trained on this device's networks */
     int overhead_correction; /* an in-network overhead correction (perfpred_calibrate_fit_overhead);
                                 a GNN correction, where both exist, is the one applied */
+    const char *stacks;      /* GPUs: the fitted runtime stacks, each "name (calibrated)" where
+                                this GPU's rows fitted it, else "name (transferred)", comma-
+                                separated; NULL when none. Context-owned. */
 } perfpred_device_info;
 
 int perfpred_device_count(const perfpred_ctx *ctx);
@@ -201,6 +206,13 @@ typedef struct perfpred_prediction {
                                 their validation networks, so latency_ms and energy_mj are what
                                 answers without the correction (members and lo/hi still say how
                                 far apart they were) */
+    /* GPUs with a runtime stack (docs/gpu-stacks.md): latency_ms is the host/GPU pipeline over
+     * the kernels, peak_memory_bytes the device memory in use as NVML reports it (context,
+     * allocator segments, weights, activations). stack is NULL for other devices. */
+    const char *stack;       /* "pytorch-eager-fp32"; context-owned */
+    double host_ms;          /* the host's dispatch time per call (ops x per-op cost) */
+    double gpu_ms;           /* the kernels' time on the GPU per call */
+    double allocator_peak_bytes; /* weights + peak live activations (torch max_memory_allocated) */
 } perfpred_prediction;
 
 typedef struct perfpred_predict_params {
@@ -209,6 +221,11 @@ typedef struct perfpred_predict_params {
     int *n_kernels;             /* set to the number of kernels (may exceed kernels_cap) */
     int layer_sum_only;         /* 1: leave out the device's graph-level or in-network overhead
                                    correction (the sum it corrects, as used to train it) */
+    const char *runtime;        /* GPUs: the stack's framework ("pytorch-eager", "torchscript",
+                                   "tensorrt"); NULL = the descriptor's runtime.framework */
+    const char *precision;      /* "fp32" or "fp16"; NULL = the descriptor's runtime.precision.
+                                   A GPU with no fitted stack for the pair is an error
+                                   (PERFPRED_ERR_INVALID_ARG) that lists the stacks there are. */
 } perfpred_predict_params;
 perfpred_predict_params perfpred_predict_default_params(void);
 
@@ -237,6 +254,35 @@ typedef struct perfpred_mig_advice {
 perfpred_status perfpred_mig_advise(const perfpred_ctx *ctx, const perfpred_model *m,
                                     const char *gpu, double slo_ms, perfpred_mig_advice *out,
                                     char *errbuf, size_t errbuf_len);
+/* The same under the runtime stack params->runtime / params->precision choose (NULL: defaults). */
+perfpred_status perfpred_mig_advise_params(const perfpred_ctx *ctx, const perfpred_model *m,
+                                           const char *gpu, double slo_ms,
+                                           const perfpred_predict_params *params,
+                                           perfpred_mig_advice *out, char *errbuf,
+                                           size_t errbuf_len);
+
+/* GPU runtime stacks (docs/gpu-stacks.md): fits PyTorch eager fp32/fp16, TorchScript and
+ * TensorRT stacks on framework-tax-gpus' whole-model rows and writes
+ * <config_dir>/artifacts/stacks/<stack>.json (write, then rename), unless dry_run. *report_json
+ * (malloc'd, perfpred_free) gets one object per stack: the fitted figures, training and
+ * leave-one-GPU-out errors per GPU, and the run folders' repeat disagreement. */
+typedef struct perfpred_stackfit_params {
+    const char *data_dir;    /* ../shared/datasets/framework-tax-gpus */
+    const char *models_dir;  /* torchvision ONNX exports (tests/fixtures/models) */
+    const char *stack;       /* one stack ("tensorrt-fp16"), NULL = all six */
+    int threads;             /* fits in parallel; 0 = 1 */
+    int leave_one_out;       /* 1: refit without each GPU and predict it */
+    int max_evals;           /* optimiser evaluations per fit; 0 = 4000 */
+    int dry_run;             /* 1: report only, write nothing */
+    const char *gpu_files;   /* comma-separated GPU file stems to read (e.g. "v100,3090"); NULL = all */
+    const char *rows_dir;    /* with leave_one_out: writes <rows_dir>/<stack>.csv, every row with
+                                its held-out prediction; NULL = none */
+} perfpred_stackfit_params;
+perfpred_stackfit_params perfpred_stackfit_default_params(void);
+perfpred_status perfpred_calibrate_fit_stacks(const perfpred_ctx *ctx,
+                                              const perfpred_stackfit_params *p,
+                                              char **report_json, char *errbuf,
+                                              size_t errbuf_len);
 
 /* ------------------------------------------------------------- calibration ---- */
 /* Turning a descriptor into a calibrated device (docs/calibration.md): a layer benchmark plan sized

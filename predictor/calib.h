@@ -54,6 +54,9 @@ double pp_overhead_latency_ms(double scale, double per_kernel_ms, double per_mb_
                               int n_kernels, double kernel_bytes);
 /* A context's calibrations (predictor/predictor.c). */
 const pp_calib *pp_ctx_calib(const perfpred_ctx *ctx);
+/* A context's device descriptors and its config folder (predictor/predictor.c). */
+const pp_device_db *pp_ctx_db(const perfpred_ctx *ctx);
+const char *pp_ctx_config_dir(const perfpred_ctx *ctx);
 /* The layer models of the device named like d, its own (not a parent's or calibration_from's),
  * or NULL. */
 const struct pp_layer_models *pp_calib_own_models(const pp_calib *c, const pp_device *d);

@@ -11,15 +11,21 @@
 #include "graph_gnn/graph_gnn.h"
 #include "predictor/calib.h"
 #include "predictor/predictor.h"
+#include "predictor/stack.h"
 
 struct perfpred_ctx {
     pp_device_db *db;
     pp_calib *calib;
+    pp_stack_set stacks; /* fitted GPU runtime stacks (configs/artifacts/stacks) */
+    char **stack_text;   /* per device (pp_devices_at order): its stacks and their provenance */
     char *config_dir;
     pp_logger log;
 };
 
 const pp_calib *pp_ctx_calib(const perfpred_ctx *ctx) { return ctx ? ctx->calib : NULL; }
+const pp_stack_set *pp_ctx_stacks(const perfpred_ctx *ctx) { return ctx ? &ctx->stacks : NULL; }
+const pp_device_db *pp_ctx_db(const perfpred_ctx *ctx) { return ctx ? ctx->db : NULL; }
+const char *pp_ctx_config_dir(const perfpred_ctx *ctx) { return ctx ? ctx->config_dir : NULL; }
 
 perfpred_ctx_params perfpred_ctx_default_params(void)
 {
@@ -30,6 +36,30 @@ perfpred_ctx_params perfpred_ctx_default_params(void)
 static void copy_err(const pp_err *e, char *buf, size_t len)
 {
     if (buf && len) snprintf(buf, len, "%s", e->msg);
+}
+
+/* "pytorch-eager-fp32 (calibrated), tensorrt-fp16 (transferred)" for each GPU, once per context. */
+static perfpred_status stack_texts(perfpred_ctx *ctx, pp_err *err)
+{
+    int nd = pp_devices_count(ctx->db);
+    if (ctx->stacks.n == 0) return PERFPRED_OK;
+    ctx->stack_text = calloc((size_t)nd + 1, sizeof *ctx->stack_text);
+    if (!ctx->stack_text) return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+    size_t cap = (size_t)ctx->stacks.n * (PP_STACK_NAME + 16) + 1;
+    for (int i = 0; i < nd; i++) {
+        const pp_device *d = pp_devices_at(ctx->db, i);
+        if (d->kind != PP_DEV_GPU && d->kind != PP_DEV_EDGE_GPU) continue;
+        char *t = malloc(cap);
+        if (!t) return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+        size_t off = 0;
+        for (int k = 0; k < ctx->stacks.n; k++)
+            off += (size_t)snprintf(t + off, cap - off, "%s%s (%s)", k ? ", " : "",
+                                    ctx->stacks.s[k].name,
+                                    pp_stack_trained_on(&ctx->stacks.s[k], d) ? "calibrated"
+                                                                              : "transferred");
+        ctx->stack_text[i] = t;
+    }
+    return PERFPRED_OK;
 }
 
 perfpred_ctx *perfpred_ctx_open(const perfpred_ctx_params *params, perfpred_status *status,
@@ -57,6 +87,10 @@ perfpred_ctx *perfpred_ctx_open(const perfpred_ctx_params *params, perfpred_stat
     if (st) goto fail;
     st = pp_calib_open(ctx->db, dir, &ctx->calib, &err);
     if (st) goto fail;
+    st = pp_stack_set_load(dir, &ctx->stacks, &err);
+    if (st) goto fail;
+    st = stack_texts(ctx, &err);
+    if (st) goto fail;
     pp_log(&ctx->log, PERFPRED_LOG_INFO, "loaded %d device descriptors from %s",
            pp_devices_count(ctx->db), devdir);
     if (status) *status = PERFPRED_OK;
@@ -72,6 +106,10 @@ void perfpred_ctx_close(perfpred_ctx *ctx)
 {
     if (!ctx) return;
     pp_calib_close(ctx->calib);
+    for (int i = 0; ctx->stack_text && i < pp_devices_count(ctx->db); i++)
+        free(ctx->stack_text[i]);
+    free(ctx->stack_text);
+    pp_stack_set_free(&ctx->stacks);
     pp_devices_free(ctx->db);
     free(ctx->config_dir);
     free(ctx);
@@ -85,6 +123,7 @@ const char *perfpred_provenance_str(perfpred_provenance p)
     case PERFPRED_PROV_ESTIMATE: return "estimate";
     case PERFPRED_PROV_CALIBRATED: return "calibrated";
     case PERFPRED_PROV_MIXED: return "mixed";
+    case PERFPRED_PROV_TRANSFERRED: return "transferred";
     default: return "unavailable";
     }
 }
@@ -135,6 +174,8 @@ static void fill_info(const perfpred_ctx *ctx, const pp_device *d, perfpred_devi
         if (!o->calibration_source) o->calibration_source = gsrc;
     }
     o->overhead_correction = pp_calib_overhead(ctx->calib, d, NULL, NULL, NULL) != NULL;
+    for (int i = 0; ctx->stack_text && i < pp_devices_count(ctx->db); i++)
+        if (pp_devices_at(ctx->db, i) == d) o->stacks = ctx->stack_text[i];
 }
 
 int perfpred_device_count(const perfpred_ctx *ctx) { return ctx ? pp_devices_count(ctx->db) : 0; }
@@ -360,6 +401,47 @@ static void chain_figures(const pp_graph *g, const int *chain, int len, double b
     k->ai = k->bytes > 0 ? k->flops / k->bytes : 0;
 }
 
+/* The stack's view of one kernel (bytes at fp32: chain figures taken with byte factor 1). */
+static void stack_kernel_of(const pp_graph *g, const pp_kernel_group *G, pp_stack_kernel *S)
+{
+    kernel_acc k;
+    chain_figures(g, G->nodes, G->n, 1.0, &k);
+    const pp_node_feat *f = &g->nodes[G->nodes[0]].feat;
+    S->cls = pp_stack_class_of(f);
+    S->elementwise = k.kind == PP_OPK_ELEMWISE;
+    S->flops = k.flops;
+    S->bytes = k.bytes;
+    S->blocks = pp_stack_blocks(f);
+    S->red = 0;
+    if (S->cls != PP_SK_MEM)
+        S->red = f->kind == PP_OPK_LINEAR || f->kind == PP_OPK_BMM
+                     ? (double)f->k
+                     : (double)(f->group > 0 ? f->cin / f->group : f->cin) * (double)f->kernel[0] *
+                           (double)(f->kernel[1] > 0 ? f->kernel[1] : 1);
+    S->cal_ms = NAN;
+}
+
+perfpred_status pp_graph_stack_kernels(const pp_graph *g, const pp_device *d,
+                                       pp_stack_kernel **out, int *n_out, pp_err *err)
+{
+    pp_kernel_group *kernels = NULL;
+    int n = 0;
+    *out = NULL;
+    *n_out = 0;
+    perfpred_status st = pp_graph_kernels(g, d, &kernels, &n, err);
+    if (st) return st;
+    pp_stack_kernel *sk = malloc(((size_t)n + 1) * sizeof *sk);
+    if (!sk) {
+        free(kernels);
+        return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < n; i++) stack_kernel_of(g, &kernels[i], &sk[i]);
+    free(kernels);
+    *out = sk;
+    *n_out = n;
+    return PERFPRED_OK;
+}
+
 /* Energy of one kernel under the board power model: P = idle + (max - idle) * u, with u the
  * kernel's busy fraction (roofline time over predicted time, at most 1). */
 static double kernel_energy_mj(const pp_device *d, double t_ms, double roof_ms)
@@ -367,6 +449,92 @@ static double kernel_energy_mj(const pp_device *d, double t_ms, double roof_ms)
     double u = t_ms > 0 ? fmin(1.0, roof_ms / t_ms) : 0;
     double p = d->idle_power_w + (d->max_power_w - d->idle_power_w) * u;
     return p * t_ms; /* W * ms = mJ */
+}
+
+/* A GPU prediction under a runtime stack: the host/GPU pipeline over the kernels, energy with the
+ * pipeline's idle gaps at idle power, and memory as NVML reports it. */
+static perfpred_status stack_figures(const pp_graph *g, const pp_device *d, const pp_stack *stk,
+                                     const pp_stack_kernel *sk, int n, double *scratch,
+                                     double roof_sum_ms, int ncal, perfpred_prediction *out)
+{
+    int own = pp_stack_trained_on(stk, d);
+    out->stack = stk->name;
+    out->n_kernels = n;
+    out->n_calibrated_kernels = ncal;
+    out->latency_members_lo_ms = out->latency_members_hi_ms = NAN;
+    double T = pp_stack_latency_ms(stk, d, sk, n, scratch, &out->host_ms, &out->gpu_ms);
+    out->latency_ms.value = T;
+    out->latency_ms.prov = own ? PERFPRED_PROV_CALIBRATED : PERFPRED_PROV_TRANSFERRED;
+    out->latency_ms.source =
+        own ? "runtime stack: host dispatch / GPU pipeline fitted on whole-model measurements of "
+              "this GPU and others (framework-tax-gpus)"
+            : "runtime stack: host dispatch / GPU pipeline fitted on other GPUs' whole-model "
+              "measurements (framework-tax-gpus), applied through this descriptor's figures";
+    if (d->max_power_w > 0) {
+        double busy = fmin(roof_sum_ms, out->gpu_ms);
+        out->energy_mj.value = d->idle_power_w * T + (d->max_power_w - d->idle_power_w) * busy;
+        out->energy_mj.prov = PERFPRED_PROV_ESTIMATE;
+        out->energy_mj.source = "board power model idle + (max - idle) x roofline utilisation over "
+                                "the pipeline, idle gaps at idle power (uncalibrated)";
+    } else {
+        out->energy_mj.value = NAN;
+        out->energy_mj.prov = PERFPRED_PROV_UNAVAILABLE;
+        out->energy_mj.source = "the descriptor states no board power";
+    }
+    double sbf = stk->precision == PP_PREC_FP16 ? 0.5 : 1.0, ctx = 0;
+    int exact = 0;
+    double w = (double)g->totals.param_bytes, act = (double)g->totals.peak_activation_bytes;
+    out->peak_memory_bytes.value = pp_stack_memory_bytes(stk, d, w, act, &ctx, &exact);
+    out->weights_bytes = w * sbf;
+    out->activations_bytes = act * sbf;
+    out->runtime_bytes = ctx;
+    out->workspace_bytes = (stk->act_factor - 1) * act * sbf;
+    out->allocator_peak_bytes = out->weights_bytes + out->activations_bytes;
+    out->peak_memory_bytes.prov =
+        own && exact ? PERFPRED_PROV_CALIBRATED : PERFPRED_PROV_TRANSFERRED;
+    out->peak_memory_bytes.source =
+        exact ? "device memory in use (NVML): CUDA context and libraries of this GPU architecture "
+                "+ weights + allocator segments and workspace over the live activations, fitted "
+                "on framework-tax-gpus"
+              : "device memory in use (NVML): context of the nearest measured GPU architecture "
+                "+ weights + allocator segments and workspace over the live activations "
+                "(framework-tax-gpus)";
+    out->memory_capacity_bytes = d->memory_gb * 1073741824.0;
+    out->fits_in_memory =
+        d->memory_gb <= 0 || out->peak_memory_bytes.value <= out->memory_capacity_bytes;
+    return PERFPRED_OK;
+}
+
+/* The GPU runtime stack a prediction runs under: the one asked for, else the descriptor's. NULL
+ * (no error) for other devices, or when nothing was asked and no stack fits the descriptor's. */
+static perfpred_status pick_stack(const perfpred_ctx *ctx, const pp_device *d,
+                                  const perfpred_predict_params *pp, const pp_stack **out,
+                                  pp_err *err)
+{
+    *out = NULL;
+    int asked = pp->runtime || pp->precision;
+    if (d->kind != PP_DEV_GPU && d->kind != PP_DEV_EDGE_GPU) {
+        if (!asked) return PERFPRED_OK;
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                          "%s: --runtime/--precision choose a GPU runtime stack; this device "
+                          "is calibrated for its descriptor's runtime (%s %s) only",
+                          d->name, d->runtime_framework ? d->runtime_framework : "?",
+                          pp_precision_name(d->runtime_precision));
+    }
+    const char *fw = pp->runtime ? pp->runtime : d->runtime_framework;
+    int prec = pp->precision ? pp_precision_from_name(pp->precision) : (int)d->runtime_precision;
+    if (prec >= 0) *out = pp_stack_for(&ctx->stacks, fw, (pp_precision)prec);
+    if (*out || !asked) return PERFPRED_OK;
+    char list[600] = "";
+    size_t n = 0;
+    for (int i = 0; i < ctx->stacks.n && n < sizeof list; i++)
+        n += (size_t)snprintf(list + n, sizeof list - n, "%s%s %s", i ? ", " : "",
+                              ctx->stacks.s[i].framework,
+                              pp_precision_name(ctx->stacks.s[i].precision));
+    return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                      "%s: no fitted runtime stack '%s %s' (there are: %s)", d->name,
+                      fw ? fw : "?", pp->precision ? pp->precision : pp_precision_name(prec),
+                      n ? list : "none");
 }
 
 static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
@@ -387,6 +555,14 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
     const pp_device *timed_on = src ? src : (d->is_mig && d->parent ? d->parent : d);
     double bf = pp_precision_byte_factor(d);
 
+    const pp_stack *stk = NULL;
+    if ((rst = pick_stack(ctx, d, pp, &stk, err))) return rst;
+    /* layer models answer under the stack they were measured in (NeuSight: PyTorch eager fp32) */
+    int stack_cal = stk && src && src->runtime_framework &&
+                    strcmp(stk->framework, src->runtime_framework) == 0 &&
+                    stk->precision == PP_PREC_FP32 &&
+                    (src->runtime_precision == PP_PREC_FP32 || src->runtime_precision == PP_PREC_TF32);
+
     const char *gnn_src = NULL;
     const pp_gnn *gnn = NULL;
     if (!pp->layer_sum_only && (rst = pp_calib_gnn(ctx->calib, d, &gnn, &gnn_src, err)))
@@ -396,10 +572,17 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
     perfpred_status kst = pp_graph_kernels(g, d, &kernels, &n_groups, err);
     if (kst != PERFPRED_OK) return kst;
     double *node_ms = gnn ? calloc((size_t)g->n_nodes + 1, sizeof *node_ms) : NULL;
-    if (gnn && !node_ms) {
+    /* the stack's view of each kernel, then 4 doubles of pipeline scratch per kernel */
+    pp_stack_kernel *sk = stk ? malloc(((size_t)n_groups + 1) * sizeof *sk) : NULL;
+    double *scratch = stk ? malloc(((size_t)n_groups + 1) * 4 * sizeof *scratch) : NULL;
+    if ((gnn && !node_ms) || (stk && (!sk || !scratch))) {
         free(kernels);
+        free(node_ms);
+        free(sk);
+        free(scratch);
         return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
     }
+    double roof_sum_ms = 0;
     double total_ms = 0, energy_mj = 0, total_bytes = 0;
     int nk = 0, ncal = 0, untimed = 0;
     /* a roofline needs both figures of the device the kernels are timed on */
@@ -434,6 +617,18 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
                 d->launch_overhead_us * 1e-3;
         }
         double roof_d = pp_roofline_ms(d, k.kind, k.flops, k.bytes, &mb);
+        if (sk) {
+            pp_stack_kernel *S = &sk[gi];
+            stack_kernel_of(g, G, S);
+            S->cal_ms = calibrated && stack_cal ? t : NAN;
+            if (!(calibrated && stack_cal)) {
+                t = pp_stack_gpu_ms(stk, d, S->cls, S->flops,
+                                    S->bytes * (stk->precision == PP_PREC_FP16 ? 0.5 : 1.0),
+                                    S->blocks, S->red);
+                calibrated = 0;
+            }
+            roof_sum_ms += fmin(roof_d, t);
+        }
         total_ms += t;
         total_bytes += k.bytes;
         if (node_ms) node_ms[chain[0]] = t;
@@ -461,6 +656,14 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
     }
     free(kernels);
     if (pp->n_kernels) *pp->n_kernels = nk;
+    if (stk) {
+        perfpred_status sst = stack_figures(g, d, stk, sk, n_groups, scratch, roof_sum_ms, ncal,
+                                            out);
+        free(sk);
+        free(scratch);
+        free(node_ms);
+        return sst;
+    }
 
     /* graph-level correction: prediction = layer sum x exp(GNN output), trained on whole-network
      * measurements of this device against this same layer sum */
@@ -599,6 +802,15 @@ perfpred_status perfpred_mig_advise(const perfpred_ctx *ctx, const perfpred_mode
                                     const char *gpu, double slo_ms, perfpred_mig_advice *out,
                                     char *errbuf, size_t errbuf_len)
 {
+    return perfpred_mig_advise_params(ctx, m, gpu, slo_ms, NULL, out, errbuf, errbuf_len);
+}
+
+perfpred_status perfpred_mig_advise_params(const perfpred_ctx *ctx, const perfpred_model *m,
+                                           const char *gpu, double slo_ms,
+                                           const perfpred_predict_params *params,
+                                           perfpred_mig_advice *out, char *errbuf,
+                                           size_t errbuf_len)
+{
     pp_err err = {0};
     perfpred_status st = PERFPRED_OK;
     if (!ctx || !m || !gpu || !out) {
@@ -621,6 +833,10 @@ perfpred_status perfpred_mig_advise(const perfpred_ctx *ctx, const perfpred_mode
         perfpred_mig_option *o = &out->options[out->n_options];
         fill_info(ctx, d, &o->device);
         perfpred_predict_params p = perfpred_predict_default_params();
+        if (params) {
+            p.runtime = params->runtime;
+            p.precision = params->precision;
+        }
         st = predict_graph(ctx, pp_model_graph(m), d, &p, &o->pred, &err);
         if (st) goto done;
         o->fits = o->pred.fits_in_memory;

@@ -1,0 +1,138 @@
+/* cli/stacks.c: `perfpred calibrate fit-stacks`: fits the GPU runtime stacks on framework-tax-gpus
+ * and prints each stack's figures with its leave-one-GPU-out errors (docs/gpu-stacks.md). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static const char usage[] =
+    "usage: perfpred calibrate fit-stacks --data DIR [options]\n"
+    "  --data DIR        framework-tax-gpus (../shared/datasets/framework-tax-gpus)\n"
+    "  --models DIR      weightless torchvision ONNX exports (default tests/fixtures/models)\n"
+    "  --stack NAME      one of pytorch-eager-fp32, pytorch-eager-fp16, torchscript-fp32,\n"
+    "                    torchscript-fp16, tensorrt-fp32, tensorrt-fp16 (default: all six)\n"
+    "  --gpus A,B        GPU files to read (file stems: 1080ti, 2080ti, 3090, A6000, RTX-8000,\n"
+    "                    TitanX, v100); default all\n"
+    "  --threads N       fits in parallel (default 1)\n"
+    "  --no-holdout      skip the leave-one-GPU-out refits\n"
+    "  --max-evals N     optimiser evaluations per fit (default 4000)\n"
+    "  --rows-dir DIR    write DIR/<stack>.csv: every row with its held-out prediction\n"
+    "  --dry-run         report only; write no artifact\n"
+    "  --config-dir DIR  where artifacts/stacks/<stack>.json is written\n"
+    "  --json            the report as JSON\n";
+
+static double num(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+static void print_report(const cJSON *all)
+{
+    const cJSON *r;
+    cJSON_ArrayForEach(r, all)
+    {
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(r, "fitted");
+        const cJSON *h = cJSON_GetObjectItemCaseSensitive(f, "host_us");
+        const cJSON *e = cJSON_GetObjectItemCaseSensitive(f, "efficiency");
+        printf("%s: %g rows of %g models (%g skipped), GPUs %s\n",
+               cJSON_GetObjectItemCaseSensitive(r, "stack")->valuestring, num(r, "rows"),
+               num(r, "models"), num(r, "rows_skipped"),
+               cJSON_GetObjectItemCaseSensitive(r, "trained_on")->valuestring);
+        printf("  host us/op: call %.1f  conv %.1f  conv3x3 %.1f  depthwise %.1f  matmul %.1f  "
+               "memory %.1f\n",
+               num(f, "call_us"), num(h, "conv"), num(h, "conv3x3"), num(h, "depthwise"),
+               num(h, "matmul"), num(h, "memory"));
+        printf("  efficiency: conv %.3f  conv3x3 %.3f  depthwise %.3f  matmul %.3f  bandwidth "
+               "%.3f;  shortest kernel %.1f us;  allocator x%.2f activations\n",
+               num(e, "conv"), num(e, "conv3x3"), num(e, "depthwise"), num(e, "matmul"),
+               num(e, "memory"), num(f, "gpu_min_us"), num(f, "act_factor"));
+        const cJSON *c;
+        printf("  context MiB by compute capability:");
+        cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(f, "context_mb"))
+            printf("  %.1f: %.0f", num(c, "cc"), num(c, "mb"));
+        printf("\n  %-18s %5s | %12s %12s %10s | %9s %9s\n", "held-out GPU", "rows",
+               "MAPE b<16 %", "MAPE b>=16 %", "memory %", "train %", "repeat %");
+        const cJSON *g;
+        cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(r, "gpus"))
+        {
+            printf("  %-18s %5g | %12.1f %12.1f %10.1f | %9.1f %9.1f\n",
+                   cJSON_GetObjectItemCaseSensitive(g, "device")->valuestring, num(g, "rows"),
+                   num(g, "held_out_mape_batch_lt16_pct"), num(g, "held_out_mape_batch_ge16_pct"),
+                   num(g, "held_out_mape_memory_pct"), num(g, "train_mape_latency_pct"),
+                   num(g, "repeat_disagreement_pct"));
+        }
+        printf("  %-18s %5g | %12.1f %12.1f %10.1f | %9.1f %9.1f  (-1: none)\n\n", "pooled",
+               num(r, "rows"), num(r, "leave_one_gpu_out_mape_batch_lt16_pct"),
+               num(r, "leave_one_gpu_out_mape_batch_ge16_pct"),
+               num(r, "leave_one_gpu_out_mape_memory_pct"), num(r, "train_mape_latency_pct"),
+               num(r, "repeat_disagreement_pct"));
+    }
+}
+
+int cli_fit_stacks_main(int argc, char **argv)
+{
+    perfpred_stackfit_params p = perfpred_stackfit_default_params();
+    p.models_dir = "tests/fixtures/models";
+    const char *config_dir = NULL;
+    int json = 0;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        int has = i + 1 < argc;
+        if (strcmp(a, "--data") == 0 && has) p.data_dir = argv[++i];
+        else if (strcmp(a, "--models") == 0 && has) p.models_dir = argv[++i];
+        else if (strcmp(a, "--stack") == 0 && has) p.stack = argv[++i];
+        else if (strcmp(a, "--gpus") == 0 && has) p.gpu_files = argv[++i];
+        else if (strcmp(a, "--rows-dir") == 0 && has) p.rows_dir = argv[++i];
+        else if (strcmp(a, "--config-dir") == 0 && has) config_dir = argv[++i];
+        else if ((strcmp(a, "--threads") == 0 || strcmp(a, "--max-evals") == 0) && has) {
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (*end || v < 1 || v > 1000000) {
+                cli_error("calibrate fit-stacks: %s takes a whole number >= 1, not '%s'", a,
+                          argv[i]);
+                return EXIT_USAGE;
+            }
+            if (a[2] == 't') p.threads = (int)v;
+            else p.max_evals = (int)v;
+        } else if (strcmp(a, "--no-holdout") == 0) p.leave_one_out = 0;
+        else if (strcmp(a, "--dry-run") == 0) p.dry_run = 1;
+        else if (strcmp(a, "--json") == 0) json = 1;
+        else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            fputs(usage, stdout);
+            return EXIT_OK_;
+        } else {
+            cli_error("calibrate fit-stacks: unknown or incomplete argument '%s'\n%s", a, usage);
+            return EXIT_USAGE;
+        }
+    }
+    if (!p.data_dir) {
+        cli_error("calibrate fit-stacks: --data DIR is required\n%s", usage);
+        return EXIT_USAGE;
+    }
+    cli_opts o = {0};
+    o.config_dir = config_dir;
+    int code;
+    perfpred_ctx *ctx = cli_open_ctx(&o, &code);
+    if (!ctx) return code;
+    char *text = NULL, err[1024];
+    perfpred_status st = perfpred_calibrate_fit_stacks(ctx, &p, &text, err, sizeof err);
+    perfpred_ctx_close(ctx);
+    if (st) {
+        cli_error("calibrate fit-stacks: %s", err);
+        return cli_exit_code(st);
+    }
+    cJSON *all = cJSON_Parse(text);
+    perfpred_free(text);
+    if (!all) {
+        cli_error("calibrate fit-stacks: report is not JSON (internal error)");
+        return EXIT_INTERNAL;
+    }
+    if (json) cli_print_json(all);
+    else {
+        print_report(all);
+        cJSON_Delete(all);
+    }
+    return EXIT_OK_;
+}

@@ -1,0 +1,461 @@
+/* predictor/stack.c: the runtime stack model of predictor/stack.h: kernel classes, the GPU time of
+ * a kernel under a stack (peak by tensor-core mode, efficiency, waves), the host/GPU pipeline, the
+ * context memory by architecture, and the JSON artifact that holds a fitted stack. */
+#include "predictor/stack.h"
+
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+static const char *const class_names[PP_SK__COUNT] = {"conv", "conv3x3", "depthwise", "matmul",
+                                                      "memory"};
+
+const char *pp_stack_class_name(int c)
+{
+    return c >= 0 && c < PP_SK__COUNT ? class_names[c] : "unknown";
+}
+
+pp_stack_class pp_stack_class_of(const pp_node_feat *f)
+{
+    switch (f->kind) {
+    case PP_OPK_CONV:
+    case PP_OPK_CONVT:
+        if (f->group > 1) return PP_SK_DW;
+        return f->kernel[0] == 3 && f->kernel[1] == 3 && f->stride[0] == 1 && f->stride[1] == 1
+                   ? PP_SK_CONV3
+                   : PP_SK_CONV;
+    case PP_OPK_DWCONV: return PP_SK_DW;
+    case PP_OPK_LINEAR:
+    case PP_OPK_BMM: return PP_SK_MATMUL;
+    default: return PP_SK_MEM;
+    }
+}
+
+double pp_wave_factor(double blocks, int sms, int resident)
+{
+    if (!(blocks > 0) || sms <= 0 || resident <= 0) return 1.0;
+    double x = blocks / ((double)sms * resident);
+    return x >= 1 ? ceil(x) / x : 1.0 / x;
+}
+
+double pp_stack_blocks(const pp_node_feat *f)
+{
+    switch (f->kind) {
+    case PP_OPK_CONV:
+    case PP_OPK_CONVT:
+    case PP_OPK_DWCONV:
+        return ceil((double)(f->n * f->hout * (f->wout > 0 ? f->wout : 1)) / 64.0) *
+               ceil((double)f->cout / 64.0);
+    case PP_OPK_LINEAR:
+    case PP_OPK_BMM:
+        return (double)(f->b > 0 ? f->b : 1) * ceil((double)f->m / 64.0) *
+               ceil((double)f->nn / 64.0);
+    default: return ceil((double)f->out_elems / 512.0);
+    }
+}
+
+int pp_stack_resident(pp_stack_class c) { return c == PP_SK_MEM ? 4 : 2; }
+
+double pp_stack_peak_tflops(const pp_stack *s, const pp_device *d, pp_stack_class c)
+{
+    double fp32 = d->peak_tflops[PP_PREC_FP32], tf = 0;
+    int tensor = c == PP_SK_CONV || c == PP_SK_CONV3 || c == PP_SK_MATMUL;
+    if (tensor && s->precision == PP_PREC_FP16) tf = d->peak_tflops[PP_PREC_FP16];
+    else if (tensor && s->tf32_conv && c != PP_SK_MATMUL) tf = d->peak_tflops[PP_PREC_TF32];
+    /* GPUs without tensor cores for the stack's precision run it on the fp32 lanes */
+    return tf > fp32 ? tf : fp32;
+}
+
+double pp_stack_launch_blocks(const pp_device *d, pp_stack_class c, double blocks, double red)
+{
+    if (c == PP_SK_MEM || !(red > 0) || d->compute_units <= 0 || !(blocks > 0)) return blocks;
+    double slots = (double)d->compute_units * pp_stack_resident(c);
+    if (blocks >= slots) return blocks;
+    double split = fmin(ceil(red / 256.0), floor(slots / blocks));
+    return blocks * (split > 1 ? split : 1);
+}
+
+void pp_stack_unit_ms(const pp_stack *s, const pp_device *d, pp_stack_class c, double flops,
+                      double bytes, double blocks, double red, double *tc_ms, double *tm_ms)
+{
+    double peak = pp_stack_peak_tflops(s, d, c) * 1e12;
+    double bw = d->memory_bandwidth_gbs * 1e9;
+    double wf = pp_wave_factor(pp_stack_launch_blocks(d, c, blocks, red), d->compute_units,
+                               pp_stack_resident(c));
+    *tc_ms = c != PP_SK_MEM && peak > 0 ? flops / peak * wf * 1e3 : 0;
+    *tm_ms = bw > 0 ? bytes / bw * wf * 1e3 : 0;
+}
+
+double pp_stack_gpu_ms(const pp_stack *s, const pp_device *d, pp_stack_class c, double flops,
+                       double bytes, double blocks, double red)
+{
+    double tc, tm;
+    pp_stack_unit_ms(s, d, c, flops, bytes, blocks, red, &tc, &tm);
+    return pp_stack_time_from_units(s, c, tc, tm);
+}
+
+/* One call of the pipeline from host clock *h and GPU clock *g (both ms). */
+static void one_call(const double *host_us, const double *gpu_ms, int n, double call_us, double *h,
+                     double *g, double *busy)
+{
+    *h += call_us * 1e-3;
+    for (int i = 0; i < n; i++) {
+        *h += host_us[i] * 1e-3;
+        double start = *g > *h ? *g : *h;
+        *g = start + gpu_ms[i];
+        *busy += gpu_ms[i];
+    }
+}
+
+double pp_pipeline_ms(const double *host_us, const double *gpu_ms, int n, double call_us,
+                      double sync_us, int calls, double *gpu_busy)
+{
+    if (calls < 1) calls = 1;
+    double h = 0, g = 0, busy = 0, prev_end = 0, end = 0;
+    int sim = calls < 3 ? calls : 3;
+    for (int c = 0; c < sim; c++) {
+        prev_end = end;
+        one_call(host_us, gpu_ms, n, call_us, &h, &g, &busy);
+        end = g > h ? g : h;
+    }
+    double total = end;
+    if (calls > sim) {
+        /* from the third call on, each call adds what the third added */
+        total += (double)(calls - sim) * (end - prev_end);
+        busy *= (double)calls / sim;
+    }
+    total += sync_us * 1e-3;
+    if (gpu_busy) *gpu_busy = total > 0 ? fmin(1.0, busy / total) : 0;
+    return total / calls;
+}
+
+double pp_stack_latency_units_ms(const pp_stack *s, double host_scale, const pp_stack_kernel *k,
+                                 const double *tc_ms, const double *tm_ms, int n, double *scratch,
+                                 double *host_ms, double *gpu_ms)
+{
+    double *host = scratch, *gpu = scratch + n;
+    double hs = host_scale > 0 ? host_scale : 1.0, hsum = 0, gsum = 0;
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        /* an element-wise op right after a conv or matmul runs in its epilogue: no launch */
+        if (s->fuse_epilogue && k[i].elementwise && i > 0 && k[i - 1].cls != PP_SK_MEM) continue;
+        host[m] = s->host_us[k[i].cls] * hs;
+        gpu[m] = isfinite(k[i].cal_ms) ? k[i].cal_ms
+                                       : pp_stack_time_from_units(s, k[i].cls, tc_ms[i], tm_ms[i]);
+        hsum += host[m];
+        gsum += gpu[m];
+        m++;
+    }
+    if (host_ms) *host_ms = (hsum + s->call_us * hs) * 1e-3;
+    if (gpu_ms) *gpu_ms = gsum;
+    return pp_pipeline_ms(host, gpu, m, s->call_us * hs, s->sync_us, s->timing_calls, NULL);
+}
+
+double pp_stack_latency_ms(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k, int n,
+                           double *scratch, double *host_ms, double *gpu_ms)
+{
+    double *tc = scratch + 2 * n, *tm = scratch + 3 * n;
+    double bf = s->precision == PP_PREC_FP16 ? 0.5 : 1.0;
+    for (int i = 0; i < n; i++)
+        pp_stack_unit_ms(s, d, k[i].cls, k[i].flops, k[i].bytes * bf, k[i].blocks, k[i].red,
+                         &tc[i], &tm[i]);
+    return pp_stack_latency_units_ms(s, d->host_dispatch_scale, k, tc, tm, n, scratch, host_ms,
+                                     gpu_ms);
+}
+
+double pp_stack_memory_bytes(const pp_stack *s, const pp_device *d, double weights_fp32,
+                             double act_fp32, double *ctx_bytes, int *ctx_exact)
+{
+    double bf = s->precision == PP_PREC_FP16 ? 0.5 : 1.0;
+    double ctx = pp_stack_context_mb(s, d->compute_capability, ctx_exact) * 1048576.0;
+    if (ctx_bytes) *ctx_bytes = ctx;
+    return ctx + weights_fp32 * bf + s->act_factor * act_fp32 * bf;
+}
+
+double pp_stack_context_mb(const pp_stack *s, double cc, int *exact)
+{
+    int best = -1;
+    for (int i = 0; i < s->n_ctx; i++) {
+        if (best < 0) {
+            best = i;
+            continue;
+        }
+        double di = fabs(s->ctx_cc[i] - cc), db = fabs(s->ctx_cc[best] - cc);
+        if (di < db - 1e-9 || (fabs(di - db) <= 1e-9 && s->ctx_cc[i] > s->ctx_cc[best])) best = i;
+    }
+    if (exact) *exact = best >= 0 && fabs(s->ctx_cc[best] - cc) < 1e-9;
+    return best >= 0 ? s->ctx_mb[best] : 0;
+}
+
+/* ------------------------------------------------------------------ JSON ---- */
+
+static perfpred_status num_field(const cJSON *o, const char *path, const char *key, double lo,
+                                 double hi, double *out, pp_err *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < lo ||
+        v->valuedouble > hi)
+        return pp_err_set(err, PERFPRED_ERR_MODEL,
+                          "%s: field '%s' missing or outside %g to %g", path, key, lo, hi);
+    *out = v->valuedouble;
+    return PERFPRED_OK;
+}
+
+static perfpred_status str_field(const cJSON *o, const char *path, const char *key, char *out,
+                                 size_t cap, pp_err *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsString(v) || !v->valuestring[0] || strlen(v->valuestring) >= cap)
+        return pp_err_set(err, PERFPRED_ERR_MODEL,
+                          "%s: field '%s' missing, empty or longer than %zu", path, key, cap - 1);
+    snprintf(out, cap, "%s", v->valuestring);
+    return PERFPRED_OK;
+}
+
+static perfpred_status class_array(const cJSON *o, const char *path, const char *key, double lo,
+                                   double hi, double *out, pp_err *err)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsObject(a))
+        return pp_err_set(err, PERFPRED_ERR_MODEL, "%s: field '%s' missing (an object by class)",
+                          path, key);
+    for (int c = 0; c < PP_SK__COUNT; c++) {
+        char what[64];
+        snprintf(what, sizeof what, "%s.%s", key, class_names[c]);
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(a, class_names[c]);
+        if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < lo ||
+            v->valuedouble > hi)
+            return pp_err_set(err, PERFPRED_ERR_MODEL,
+                              "%s: field '%s' missing or outside %g to %g", path, what, lo, hi);
+        out[c] = v->valuedouble;
+    }
+    return PERFPRED_OK;
+}
+
+static perfpred_status parse_stack(const cJSON *o, const char *path, pp_stack *s, pp_err *err)
+{
+    memset(s, 0, sizeof *s);
+    char prec[16];
+    double d = 0;
+    perfpred_status st;
+    if ((st = str_field(o, path, "name", s->name, sizeof s->name, err)) ||
+        (st = str_field(o, path, "framework", s->framework, sizeof s->framework, err)) ||
+        (st = str_field(o, path, "precision", prec, sizeof prec, err)))
+        return st;
+    int p = pp_precision_from_name(prec);
+    if (p != PP_PREC_FP32 && p != PP_PREC_FP16)
+        return pp_err_set(err, PERFPRED_ERR_MODEL, "%s: precision '%s' (fp32 or fp16)", path,
+                          prec);
+    s->precision = (pp_precision)p;
+    if ((st = num_field(o, path, "tf32_conv", 0, 1, &d, err))) return st;
+    s->tf32_conv = d > 0.5;
+    if ((st = num_field(o, path, "fuse_epilogue", 0, 1, &d, err))) return st;
+    s->fuse_epilogue = d > 0.5;
+    if ((st = num_field(o, path, "timing_calls", 1, 1e6, &d, err))) return st;
+    s->timing_calls = (int)d;
+    if ((st = num_field(o, path, "call_us", 0, 1e6, &s->call_us, err)) ||
+        (st = num_field(o, path, "sync_us", 0, 1e6, &s->sync_us, err)) ||
+        (st = num_field(o, path, "gpu_min_us", 0, 1e4, &s->gpu_min_us, err)) ||
+        (st = num_field(o, path, "act_factor", 0, 100, &s->act_factor, err)) ||
+        (st = class_array(o, path, "host_us", 0, 1e5, s->host_us, err)) ||
+        (st = class_array(o, path, "efficiency", 1e-4, 10, s->eff, err)) ||
+        (st = str_field(o, path, "trained_on", s->trained_on, sizeof s->trained_on, err)) ||
+        (st = str_field(o, path, "source", s->source, sizeof s->source, err)))
+        return st;
+    const cJSON *ctx = cJSON_GetObjectItemCaseSensitive(o, "context_mb");
+    if (!cJSON_IsArray(ctx) || cJSON_GetArraySize(ctx) < 1 ||
+        cJSON_GetArraySize(ctx) > PP_STACK_MAX_CTX)
+        return pp_err_set(err, PERFPRED_ERR_MODEL,
+                          "%s: field 'context_mb' must list 1 to %d {cc, mb} entries", path,
+                          PP_STACK_MAX_CTX);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, ctx)
+    {
+        if ((st = num_field(e, path, "cc", 1, 20, &s->ctx_cc[s->n_ctx], err)) ||
+            (st = num_field(e, path, "mb", 0, 1e5, &s->ctx_mb[s->n_ctx], err)))
+            return st;
+        s->n_ctx++;
+    }
+    return PERFPRED_OK;
+}
+
+static char *read_all(const char *path, pp_err *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return pp_err_set(err, PERFPRED_ERR_IO, "%s: cannot open", path), NULL;
+    char *buf = NULL;
+    long n = -1;
+    if (fseek(f, 0, SEEK_END) == 0) n = ftell(f);
+    if (n >= 0 && n <= (1L << 24) && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1))) {
+        if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
+            free(buf);
+            buf = NULL;
+        } else {
+            buf[n] = '\0';
+        }
+    }
+    fclose(f);
+    if (!buf) pp_err_set(err, PERFPRED_ERR_IO, "%s: cannot read (or larger than 16 MiB)", path);
+    return buf;
+}
+
+perfpred_status pp_stack_load(const char *path, pp_stack *out, pp_err *err)
+{
+    char *text = read_all(path, err);
+    if (!text) return err ? err->status : PERFPRED_ERR_IO;
+    cJSON *o = cJSON_Parse(text);
+    free(text);
+    if (!o) return pp_err_set(err, PERFPRED_ERR_MODEL, "%s: not valid JSON", path);
+    const cJSON *stack = cJSON_GetObjectItemCaseSensitive(o, "stack");
+    perfpred_status st =
+        cJSON_IsObject(stack)
+            ? parse_stack(stack, path, out, err)
+            : pp_err_set(err, PERFPRED_ERR_MODEL, "%s: no 'stack' object", path);
+    cJSON_Delete(o);
+    return st;
+}
+
+static cJSON *class_obj(const double *v)
+{
+    cJSON *o = cJSON_CreateObject();
+    for (int c = 0; o && c < PP_SK__COUNT; c++) cJSON_AddNumberToObject(o, class_names[c], v[c]);
+    return o;
+}
+
+perfpred_status pp_stack_save(const pp_stack *s, const char *path, const char *report_json,
+                              pp_err *err)
+{
+    cJSON *root = cJSON_CreateObject(), *o = cJSON_CreateObject(), *ctx = cJSON_CreateArray();
+    cJSON *report = report_json ? cJSON_Parse(report_json) : NULL;
+    if (!root || !o || !ctx) goto nomem;
+    cJSON_AddItemToObject(root, "stack", o);
+    cJSON_AddStringToObject(o, "name", s->name);
+    cJSON_AddStringToObject(o, "framework", s->framework);
+    cJSON_AddStringToObject(o, "precision", pp_precision_name(s->precision));
+    cJSON_AddNumberToObject(o, "tf32_conv", s->tf32_conv);
+    cJSON_AddNumberToObject(o, "fuse_epilogue", s->fuse_epilogue);
+    cJSON_AddNumberToObject(o, "timing_calls", s->timing_calls);
+    cJSON_AddNumberToObject(o, "call_us", s->call_us);
+    cJSON_AddNumberToObject(o, "sync_us", s->sync_us);
+    cJSON_AddNumberToObject(o, "gpu_min_us", s->gpu_min_us);
+    cJSON_AddNumberToObject(o, "act_factor", s->act_factor);
+    cJSON_AddItemToObject(o, "host_us", class_obj(s->host_us));
+    cJSON_AddItemToObject(o, "efficiency", class_obj(s->eff));
+    for (int i = 0; i < s->n_ctx; i++) {
+        cJSON *e = cJSON_CreateObject();
+        if (!e) goto nomem;
+        cJSON_AddNumberToObject(e, "cc", s->ctx_cc[i]);
+        cJSON_AddNumberToObject(e, "mb", s->ctx_mb[i]);
+        cJSON_AddItemToArray(ctx, e);
+    }
+    cJSON_AddItemToObject(o, "context_mb", ctx);
+    ctx = NULL;
+    cJSON_AddStringToObject(o, "trained_on", s->trained_on);
+    cJSON_AddStringToObject(o, "source", s->source);
+    if (report) cJSON_AddItemToObject(root, "report", report);
+    report = NULL;
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!text) return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    int ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
+    if (f && fclose(f) != 0) ok = 0;
+    free(text);
+    if (!ok || rename(tmp, path) != 0) {
+        remove(tmp);
+        return pp_err_set(err, PERFPRED_ERR_IO, "%s: cannot write", path);
+    }
+    return PERFPRED_OK;
+nomem:
+    cJSON_Delete(root);
+    cJSON_Delete(ctx);
+    cJSON_Delete(report);
+    return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+}
+
+int pp_stack_trained_on(const pp_stack *s, const pp_device *d)
+{
+    size_t len;
+    const char *cur = s->trained_on;
+    for (const char *it; (it = pp_list_item(&cur, &len));) {
+        char name[128];
+        if (len == 0 || len >= sizeof name) continue;
+        memcpy(name, it, len);
+        name[len] = '\0';
+        if (pp_device_named(d, name)) return 1;
+    }
+    return 0;
+}
+
+static int cmp_stack(const void *a, const void *b)
+{
+    return strcmp(((const pp_stack *)a)->name, ((const pp_stack *)b)->name);
+}
+
+perfpred_status pp_stack_set_load(const char *config_dir, pp_stack_set *out, pp_err *err)
+{
+    memset(out, 0, sizeof *out);
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/artifacts/stacks", config_dir);
+    DIR *dp = opendir(dir);
+    if (!dp) return PERFPRED_OK; /* no stacks: GPUs keep the kernel sum */
+    perfpred_status st = PERFPRED_OK;
+    struct dirent *e;
+    int cap = 0;
+    while ((e = readdir(dp))) {
+        size_t len = strlen(e->d_name);
+        if (len < 6 || strcmp(e->d_name + len - 5, ".json") != 0) continue;
+        if (out->n == cap) {
+            int nc = cap ? cap * 2 : 8;
+            pp_stack *ns = realloc(out->s, (size_t)nc * sizeof *ns);
+            if (!ns) {
+                st = pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+                break;
+            }
+            out->s = ns;
+            cap = nc;
+        }
+        char path[4400];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if ((st = pp_stack_load(path, &out->s[out->n], err))) break;
+        out->n++;
+    }
+    closedir(dp);
+    if (st) {
+        pp_stack_set_free(out);
+        return st;
+    }
+    if (out->n > 1) qsort(out->s, (size_t)out->n, sizeof *out->s, cmp_stack);
+    return PERFPRED_OK;
+}
+
+void pp_stack_set_free(pp_stack_set *set)
+{
+    if (!set) return;
+    free(set->s);
+    set->s = NULL;
+    set->n = 0;
+}
+
+const pp_stack *pp_stack_find(const pp_stack_set *set, const char *name)
+{
+    for (int i = 0; set && name && i < set->n; i++)
+        if (strcmp(set->s[i].name, name) == 0) return &set->s[i];
+    return NULL;
+}
+
+const pp_stack *pp_stack_for(const pp_stack_set *set, const char *framework, pp_precision p)
+{
+    /* tf32 is the fp32 stack with TF32 convolutions; bf16 has no fitted stack */
+    if (p == PP_PREC_TF32) p = PP_PREC_FP32;
+    for (int i = 0; set && framework && i < set->n; i++)
+        if (strcmp(set->s[i].framework, framework) == 0 && set->s[i].precision == p)
+            return &set->s[i];
+    return NULL;
+}

@@ -1,0 +1,158 @@
+/* predictor/stack.h: the runtime stack of a GPU as a whole model runs on it. A whole-model latency
+ * is not the sum of isolated kernel times: the host issues each op (Python, the dispatcher,
+ * cuDNN/cuBLAS set-up) while the GPU runs the one before, so a kernel starts at
+ *   start_i = max(end_{i-1}, issued_i),  issued_i = call + sum_{j<=i} host_j,
+ * and a back-to-back timing loop averages many such calls. A stack (PyTorch eager fp32 with TF32
+ * convolutions, fp16, TorchScript, TensorRT) fixes the per-op host cost, which peak a kernel sees
+ * (fp32, TF32 or fp16 tensor cores), how close kernels come to it, and the memory the runtime
+ * holds beside the model (CUDA context and libraries by GPU architecture, allocator and
+ * workspace over the live activations). Its parameters are fitted from whole-model measurements
+ * (calibrate fit-stacks) and stored as configs/artifacts/stacks/<name>.json. */
+#ifndef PP_STACK_H
+#define PP_STACK_H
+
+#include "devices/devices.h"
+#include "graph/graph.h"
+
+/* Kernel classes: each has its own host cost and its own fraction of the peak. */
+typedef enum pp_stack_class {
+    PP_SK_CONV = 0, /* dense convolution, not 3x3 stride 1 */
+    PP_SK_CONV3,    /* 3x3 stride-1 convolution (cuDNN may pick Winograd: above 1 is possible) */
+    PP_SK_DW,       /* depthwise and grouped convolution */
+    PP_SK_MATMUL,   /* Gemm / MatMul (cuBLAS) */
+    PP_SK_MEM,      /* everything else: element-wise, pooling, normalization, softmax, copies */
+    PP_SK__COUNT
+} pp_stack_class;
+
+const char *pp_stack_class_name(int c);
+pp_stack_class pp_stack_class_of(const pp_node_feat *f);
+
+#define PP_STACK_MAX_CTX 12
+#define PP_STACK_NAME 48
+
+/* The fitted figures of one stack; plain data, no pointers (copied freely). */
+typedef struct pp_stack {
+    char name[PP_STACK_NAME];      /* "pytorch-eager-fp32" */
+    char framework[32];            /* "pytorch-eager", "torchscript", "tensorrt" */
+    pp_precision precision;        /* tensors' precision: fp32 or fp16 */
+    int tf32_conv;                 /* fp32 convolutions on TF32 tensor cores where the GPU has them */
+    int fuse_epilogue;             /* an element-wise kernel after a conv/matmul runs in its epilogue */
+    int timing_calls;              /* calls per timed loop (back-to-back mean); 1 = one call, synced */
+    double call_us;                /* host cost of one call beyond its ops (Python forward) */
+    double host_us[PP_SK__COUNT];  /* host cost to issue one kernel of each class */
+    double sync_us;                /* the final synchronize */
+    double eff[PP_SK__COUNT];      /* fraction of the class's peak FLOP/s (PP_SK_MEM: of bandwidth) */
+    double gpu_min_us;             /* shortest kernel on the GPU (launch to completion) */
+    /* memory as NVML reports it: context(cc) + weights + act_factor x peak live activations */
+    int n_ctx;
+    double ctx_cc[PP_STACK_MAX_CTX]; /* compute capability of the architectures measured */
+    double ctx_mb[PP_STACK_MAX_CTX]; /* context, library handles and workspace there (MiB) */
+    double act_factor;             /* allocator segments and workspace per byte of live activations */
+    char trained_on[256];          /* the GPUs whose rows fitted it, comma-separated */
+    char source[256];              /* the data it was fitted on */
+} pp_stack;
+
+/* Kernel time on the GPU in ms under stack s on device d, without host cost: the class's peak
+ * (tensor cores as the stack and device allow) times its efficiency, or the bandwidth, whichever
+ * binds, stretched by wave quantisation (blocks in ceil(blocks / (SMs x resident)) waves), plus
+ * the shortest kernel time. flops and bytes are the kernel's (bytes at the stack's precision). */
+double pp_stack_gpu_ms(const pp_stack *s, const pp_device *d, pp_stack_class c, double flops,
+                       double bytes, double blocks, double red);
+
+/* The two parts of pp_stack_gpu_ms before the stack's efficiencies: compute at the class's peak
+ * and traffic at full bandwidth, each stretched by the wave factor (ms; tc = 0 for PP_SK_MEM).
+ * A fit computes them once per kernel and device, then tries efficiencies. */
+void pp_stack_unit_ms(const pp_stack *s, const pp_device *d, pp_stack_class c, double flops,
+                      double bytes, double blocks, double red, double *tc_ms, double *tm_ms);
+/* Blocks a conv / matmul launches on d: its output tiles, times split-K slices (256 of the
+ * reduction each) where the tiles alone leave SMs idle and the reduction is long enough; the
+ * libraries' heuristics fill one wave that way. Other kernels: blocks unchanged. */
+double pp_stack_launch_blocks(const pp_device *d, pp_stack_class c, double blocks, double red);
+/* t = max(tc / eff[c], tm / eff[memory]) + gpu_min */
+static inline double pp_stack_time_from_units(const pp_stack *s, pp_stack_class c, double tc_ms,
+                                              double tm_ms)
+{
+    double a = c != PP_SK_MEM ? tc_ms / s->eff[c] : 0, b = tm_ms / s->eff[PP_SK_MEM];
+    return (a > b ? a : b) + s->gpu_min_us * 1e-3;
+}
+
+/* Waves a kernel of `blocks` thread blocks runs in on `sms` SMs holding `resident` blocks each,
+ * as a fraction of a full GPU's ideal time: ceil(x)/x for x = blocks / (sms x resident) >= 1, and
+ * 1/x below one wave (each block has its slot; the rest of the GPU idles). */
+double pp_wave_factor(double blocks, int sms, int resident);
+
+/* Thread blocks of a kernel under the stack model: 64x64 output tiles for convolutions and
+ * matrix products, 512 elements per block otherwise. */
+double pp_stack_blocks(const pp_node_feat *f);
+/* Blocks resident per SM for a class (2 GEMM tiles, 4 element-wise blocks). */
+int pp_stack_resident(pp_stack_class c);
+
+/* The peak FLOP/s (TFLOP/s) a class sees on d under s. */
+double pp_stack_peak_tflops(const pp_stack *s, const pp_device *d, pp_stack_class c);
+
+/* Two-stage pipeline: n kernels with host issue costs host_us[i] (already scaled to the host)
+ * and GPU times gpu_ms[i]; `calls` back-to-back calls (sync at the end only), each starting
+ * with call_us on the host. Returns the mean time per call in ms, sync included once; *gpu_busy
+ * (optional) the GPU's busy share of it. Exact simulation for calls <= 3; beyond, the last
+ * call's increment is extrapolated (the max-plus recurrence is periodic from there). */
+double pp_pipeline_ms(const double *host_us, const double *gpu_ms, int n, double call_us,
+                      double sync_us, int calls, double *gpu_busy);
+
+/* One kernel as the stack model sees it. bytes are at fp32 (an fp16 stack halves them). cal_ms is
+ * a calibrated GPU time from layer models measured under this very stack, or NaN. */
+typedef struct pp_stack_kernel {
+    pp_stack_class cls;
+    int elementwise;         /* an element-wise op (an epilogue candidate) */
+    double flops, bytes, blocks, cal_ms;
+    double red;              /* reduction length of a conv / matmul (Cin kh kw, or K); 0 else */
+} pp_stack_kernel;
+
+/* The kernels of g on d (pp_graph_kernels) as the stack model sees them, cal_ms NaN. *out is
+ * malloc'd (free it). */
+perfpred_status pp_graph_stack_kernels(const pp_graph *g, const pp_device *d,
+                                       pp_stack_kernel **out, int *n_out, pp_err *err);
+
+/* Mean latency per call (ms) of n kernels under s on d: GPU times (cal_ms where given, else
+ * pp_stack_gpu_ms), host costs scaled by d's host_dispatch_scale, epilogue fusion where the
+ * stack fuses, then pp_pipeline_ms. host_ms / gpu_ms (optional) get the per-call host and GPU
+ * totals. scratch holds 4n doubles. */
+double pp_stack_latency_ms(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k, int n,
+                           double *scratch, double *host_ms, double *gpu_ms);
+/* The same from unit times already computed (pp_stack_unit_ms), as a fit calls it; scratch
+ * holds 2n doubles. */
+double pp_stack_latency_units_ms(const pp_stack *s, double host_scale, const pp_stack_kernel *k,
+                                 const double *tc_ms, const double *tm_ms, int n, double *scratch,
+                                 double *host_ms, double *gpu_ms);
+
+/* Device memory in use (bytes) as NVML reports it: context(cc) + weights + act_factor x peak live
+ * activations, weights and activations given at fp32. *ctx_bytes gets the context part. */
+double pp_stack_memory_bytes(const pp_stack *s, const pp_device *d, double weights_fp32,
+                             double act_fp32, double *ctx_bytes, int *ctx_exact);
+
+/* Context memory (MiB) for a GPU of compute capability cc: the measured architecture nearest to
+ * it (ties: the newer). *exact = 1 when cc itself was measured. 0 when the stack has none. */
+double pp_stack_context_mb(const pp_stack *s, double cc, int *exact);
+
+/* Read / write the JSON artifact. Read is strict: a missing or out-of-range field is an error
+ * naming the file and the field. Write goes to path.tmp, then renames. */
+perfpred_status pp_stack_load(const char *path, pp_stack *out, pp_err *err);
+perfpred_status pp_stack_save(const pp_stack *s, const char *path, const char *report_json,
+                              pp_err *err);
+
+/* 1 when d (by canonical name or alias) is among the GPUs whose rows fitted s. */
+int pp_stack_trained_on(const pp_stack *s, const pp_device *d);
+
+/* All stacks of a config dir (configs/artifacts/stacks/NAME.json), sorted by name. */
+typedef struct pp_stack_set {
+    int n;
+    pp_stack *s;
+} pp_stack_set;
+perfpred_status pp_stack_set_load(const char *config_dir, pp_stack_set *out, pp_err *err);
+void pp_stack_set_free(pp_stack_set *set);
+/* By stack name ("tensorrt-fp16"), or framework + precision; NULL when absent. */
+const pp_stack *pp_stack_find(const pp_stack_set *set, const char *name);
+const pp_stack *pp_stack_for(const pp_stack_set *set, const char *framework, pp_precision p);
+/* A context's stacks (predictor/predictor.c). */
+const pp_stack_set *pp_ctx_stacks(const perfpred_ctx *ctx);
+
+#endif
