@@ -468,6 +468,10 @@ static perfpred_status stack_figures(const pp_graph *g, const pp_device *d, cons
     out->latency_ms.source =
         own ? "runtime stack: host dispatch / GPU pipeline fitted on whole-model measurements of "
               "this GPU and others (framework-tax-gpus)"
+        : d->host_dispatch_scale > 0 && d->host_dispatch_scale != 1
+            ? "runtime stack: host dispatch / GPU pipeline fitted on other GPUs' whole-model "
+              "measurements (framework-tax-gpus), applied through this descriptor's figures; the "
+              "host's dispatch scaled by its host_dispatch_scale (an estimate)"
             : "runtime stack: host dispatch / GPU pipeline fitted on other GPUs' whole-model "
               "measurements (framework-tax-gpus), applied through this descriptor's figures";
     if (d->max_power_w > 0) {

@@ -14,9 +14,10 @@
 double pp_memory_boundness(double ai, double ridge);
 
 /* Habitat scaling of a kernel time t measured/predicted on device `from` to device `to`:
- * t' = t * (BW/BW')^g * (F/F')^(1-g), F the peak fp32 FLOP/s (SMs x clock when a descriptor has
- * none); when the kernel has no more thread blocks than `to` has compute units (less than one
- * wave), F/F' becomes the per-SM ratio (1 for a MIG slice). */
+ * t' = t * (BW/BW')^g * C^(1-g). C counts waves: with F the peak fp32 FLOP/s and S the SMs,
+ * C = (F/S)/(F'/S') * ceil(blocks/S') / ceil(blocks/S), so a kernel that fits one wave on both
+ * runs at the per-SM ratio (1 for a MIG slice) and a large one tends to F/F'. Without SM counts
+ * or blocks, C = F/F'. */
 double pp_scale_kernel_time(double t, const pp_device *from, const pp_device *to, double ai,
                             double blocks);
 

@@ -83,10 +83,13 @@ double pp_scale_kernel_time(double t, const pp_device *from, const pp_device *to
     double c_ratio = 1.0;
     if (pf > 0 && pt > 0) {
         c_ratio = pf / pt;
-        /* less than one wave on the target: each block has an SM to itself, so only per-SM speed
-         * counts (the smaller device is not slower for it) */
-        if (from->compute_units > 0 && to->compute_units > 0 && blocks <= to->compute_units)
-            c_ratio = (pf / from->compute_units) / (pt / to->compute_units);
+        /* waves, not a continuous SM ratio: the kernel's blocks (one per SM at a time, 128x128
+         * GEMM tiles) run in ceil(blocks / SMs) waves on each device, each wave at the per-SM
+         * speed; a kernel that fits one wave on both runs at the per-SM ratio */
+        if (from->compute_units > 0 && to->compute_units > 0 && blocks > 0) {
+            double per_sm = (pf / from->compute_units) / (pt / to->compute_units);
+            c_ratio = per_sm * ceil(blocks / to->compute_units) / ceil(blocks / from->compute_units);
+        }
     }
     return t * pow(bw_ratio, g) * pow(c_ratio, 1.0 - g);
 }

@@ -54,7 +54,11 @@ double pp_stack_blocks(const pp_node_feat *f)
     case PP_OPK_BMM:
         return (double)(f->b > 0 ? f->b : 1) * ceil((double)f->m / 64.0) *
                ceil((double)f->nn / 64.0);
-    default: return ceil((double)f->out_elems / 512.0);
+    default: {
+        /* reductions (global pooling, norms, softmax) spread their input over the blocks */
+        double elems = fmax((double)f->out_elems, f->in_bytes / 4.0);
+        return ceil(elems / 512.0);
+    }
     }
 }
 

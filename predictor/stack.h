@@ -82,7 +82,8 @@ static inline double pp_stack_time_from_units(const pp_stack *s, pp_stack_class 
 double pp_wave_factor(double blocks, int sms, int resident);
 
 /* Thread blocks of a kernel under the stack model: 64x64 output tiles for convolutions and
- * matrix products, 512 elements per block otherwise. */
+ * matrix products, 512 elements (of its output or, for reductions, its input) per block
+ * otherwise. */
 double pp_stack_blocks(const pp_node_feat *f);
 /* Blocks resident per SM for a class (2 GEMM tiles, 4 element-wise blocks). */
 int pp_stack_resident(pp_stack_class c);

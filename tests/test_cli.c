@@ -108,7 +108,7 @@ static int is_provenance(const cJSON *fig)
     if (!cJSON_IsString(p)) return 0;
     const char *s = p->valuestring;
     return !strcmp(s, "estimate") || !strcmp(s, "calibrated") || !strcmp(s, "mixed") ||
-           !strcmp(s, "unavailable");
+           !strcmp(s, "transferred") || !strcmp(s, "unavailable");
 }
 
 static void predict_json_should_label_every_figure(void **state)
@@ -223,6 +223,7 @@ static void every_bundled_model_should_predict_compare_and_advise(void **state)
         assert_true(p.latency_ms.value > 0);
         assert_true(p.latency_ms.prov == PERFPRED_PROV_CALIBRATED ||
                     p.latency_ms.prov == PERFPRED_PROV_MIXED ||
+                    p.latency_ms.prov == PERFPRED_PROV_TRANSFERRED ||
                     p.latency_ms.prov == PERFPRED_PROV_ESTIMATE);
         assert_non_null(p.latency_ms.source);
         perfpred_mig_advice a;
@@ -417,6 +418,67 @@ static void layer_sum_only_should_print_the_kernels_sum(void **state)
     cJSON_Delete(only);
 }
 
+/* GPU runtime stacks (docs/gpu-stacks.md): named in the output, chosen by --runtime/--precision,
+ * an unknown one refused with the list; a GPU pays its host's dispatch, so an Orin Nano (ARM host,
+ * a fraction of the A100's FLOP/s) is never ranked ahead of the A100 on the same model. */
+static void gpu_stacks_should_be_chosen_named_and_refused(void **state)
+{
+    (void)state;
+    cJSON *j = run_json("--device a100 examples/resnet18.onnx --batch 1 --json");
+    cJSON *st = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "prediction"), "stack");
+    assert_non_null(st);
+    assert_string_equal(cJSON_GetObjectItem(st, "name")->valuestring, "pytorch-eager-fp32");
+    double a100 = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "prediction"),
+                                                          "latency"), "value")->valuedouble;
+    cJSON_Delete(j);
+    j = run_json("--device a100 examples/resnet18.onnx --batch 1 --runtime tensorrt "
+                 "--precision fp16 --json");
+    st = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "prediction"), "stack");
+    assert_string_equal(cJSON_GetObjectItem(st, "name")->valuestring, "tensorrt-fp16");
+    cJSON_Delete(j);
+    assert_int_equal(run_cli("--device a100 examples/resnet18.onnx --runtime onnx-magic"), 1);
+    assert_non_null(strstr(out_buf, "no fitted runtime stack 'onnx-magic fp32'"));
+    assert_non_null(strstr(out_buf, "tensorrt fp16"));
+    assert_int_equal(run_cli("--device a100 examples/resnet18.onnx --precision fp8"), 1);
+    assert_int_equal(run_cli("--device rpi4 examples/resnet18.onnx --runtime tensorrt"), 1);
+    j = run_json("--device jetson-orin-nano examples/resnet18.onnx --batch 1 --json");
+    double orin = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "prediction"),
+                                                          "latency"), "value")->valuedouble;
+    assert_string_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "prediction"), "latency"),
+                            "provenance")->valuestring,
+        "transferred");
+    cJSON_Delete(j);
+    assert_true(orin > a100);
+    assert_int_equal(run_cli("devices show a100"), 0);
+    assert_non_null(strstr(out_buf, "runtime stacks"));
+    assert_non_null(strstr(out_buf, "tensorrt-fp32 (transferred)"));
+    assert_int_equal(run_cli("devices show v100-sxm2-32gb"), 0);
+    assert_non_null(strstr(out_buf, "pytorch-eager-fp32 (calibrated)"));
+}
+
+/* MIG under a TensorRT stack at a large batch: every slice is timed, none is faster than the
+ * whole GPU, and the 1g slice (14 of 98 SMs) is slower than the 7g one. */
+static void mig_should_take_a_runtime_stack(void **state)
+{
+    (void)state;
+    cJSON *j = run_json("mig examples/resnet18.onnx --batch 64 --runtime tensorrt --json");
+    cJSON *profiles = cJSON_GetObjectItem(j, "profiles");
+    assert_int_equal(cJSON_GetArraySize(profiles), 6);
+    double first = -1, last = -1;
+    cJSON *p;
+    cJSON_ArrayForEach(p, profiles)
+    {
+        cJSON *lat = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "prediction"),
+                                                             "latency"), "value");
+        assert_true(cJSON_IsNumber(lat));
+        if (first < 0) first = lat->valuedouble;
+        last = lat->valuedouble;
+    }
+    assert_true(first > last);
+    cJSON_Delete(j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -434,6 +496,8 @@ int main(void)
         cmocka_unit_test(layer_sum_only_should_print_the_kernels_sum),
         cmocka_unit_test(family_folds_should_pool_what_eval_reports),
         cmocka_unit_test(network_fit_should_take_huber_and_seed),
+        cmocka_unit_test(gpu_stacks_should_be_chosen_named_and_refused),
+        cmocka_unit_test(mig_should_take_a_runtime_stack),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

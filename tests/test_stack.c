@@ -1,0 +1,293 @@
+/* tests/test_stack.c: the GPU runtime stack (predictor/stack.c): the host/GPU pipeline and the wave
+ * count worked by hand, the stack artifact's round trip and strictness, predictions under a
+ * hand-written stack on a toy GPU, and the framework-tax fit on real rows. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "calibrate/fit_stacks.h"
+#include "devices/devices.h"
+#include "predictor/predictor.h"
+#include "predictor/stack.h"
+#include "tests/helpers.h"
+
+/* Three kernels, host 10 us each, GPU 5, 30 and 2 us, one synced call:
+ *   k1 issued at 10, runs 10..15; k2 issued at 20, runs 20..50; k3 issued at 30, waits for the
+ *   GPU, runs 50..52; + 4 us sync = 56 us. */
+static void pipeline_should_match_a_hand_worked_three_kernel_call(void **state)
+{
+    (void)state;
+    double host[3] = {10, 10, 10}, gpu[3] = {0.005, 0.030, 0.002}, busy;
+    assert_rel_close(pp_pipeline_ms(host, gpu, 3, 0, 4, 1, &busy), 0.056, 1e-12);
+    assert_rel_close(busy, 0.037 / 0.056, 1e-12);
+    /* one more host microsecond per call shifts everything that waits on the host */
+    assert_rel_close(pp_pipeline_ms(host, gpu, 3, 1, 0, 1, NULL), 0.053, 1e-12);
+}
+
+/* 100 back-to-back calls of the same kernels: the first ends at 52 us; from then on the GPU is
+ * the bottleneck (37 us of kernels per call against 30 us of host), so each call adds 37 us:
+ * (52 + 99 x 37) / 100 = 37.15 us per call. With 50 us of host per op the host sets the pace:
+ * the first call ends at 152 us (k3 issued at 150, runs 2 us), each later call adds 150 us. */
+static void pipeline_should_average_back_to_back_calls(void **state)
+{
+    (void)state;
+    double host[3] = {10, 10, 10}, gpu[3] = {0.005, 0.030, 0.002};
+    assert_rel_close(pp_pipeline_ms(host, gpu, 3, 0, 0, 100, NULL), 0.03715, 1e-12);
+    double slow[3] = {50, 50, 50};
+    assert_rel_close(pp_pipeline_ms(slow, gpu, 3, 0, 0, 100, NULL), (0.152 + 99 * 0.150) / 100,
+                     1e-12);
+}
+
+/* 100 blocks, one per SM at a time: 2 waves on 98 SMs, 8 on 14. */
+static void wave_factor_should_count_waves_on_98_and_14_sms(void **state)
+{
+    (void)state;
+    assert_rel_close(pp_wave_factor(100, 98, 1), 2.0 / (100.0 / 98), 1e-12);
+    assert_rel_close(pp_wave_factor(100, 14, 1), 8.0 / (100.0 / 14), 1e-12);
+    /* below one wave each block has its slot: 10 blocks on 98 SMs take one block's time */
+    assert_rel_close(pp_wave_factor(10, 98, 1), 9.8, 1e-12);
+    /* the same work: time ratio 14 vs 98 SMs = (98/14) x wf14 / wf98 = 8 waves / 2 waves */
+    assert_rel_close(98.0 / 14 * pp_wave_factor(100, 14, 1) / pp_wave_factor(100, 98, 1), 4.0,
+                     1e-12);
+}
+
+/* Habitat's rule between a 98-SM and a 14-SM slice of the same GPU, compute-bound: the ratio is
+ * the wave ratio ceil(100/14) / ceil(100/98) = 4, not the SM ratio 7; one wave on both: 1. */
+static void mig_scaling_should_follow_waves(void **state)
+{
+    (void)state;
+    pp_device big = {0}, small = {0};
+    big.peak_tflops[PP_PREC_FP32] = 17.69;
+    big.memory_bandwidth_gbs = 1555;
+    big.compute_units = 98;
+    small.peak_tflops[PP_PREC_FP32] = 17.69 * 14 / 98;
+    small.memory_bandwidth_gbs = 1555.0 / 8;
+    small.compute_units = 14;
+    /* arithmetic intensity 1e9 FLOP/byte: g -> 0 */
+    assert_rel_close(pp_scale_kernel_time(1.0, &big, &small, 1e9, 100), 4.0, 1e-6);
+    assert_rel_close(pp_scale_kernel_time(1.0, &big, &small, 1e9, 14), 1.0, 1e-6);
+    assert_rel_close(pp_scale_kernel_time(1.0, &big, &small, 1e9, 15), 2.0, 1e-6);
+}
+
+static const char *toy_dir(void)
+{
+    static char dir[4096];
+    snprintf(dir, sizeof dir, "%s/test_stack_cfg", PP_BINARY_DIR);
+    char sub[4200];
+    mkdir(dir, 0755);
+    snprintf(sub, sizeof sub, "%s/devices", dir);
+    mkdir(sub, 0755);
+    snprintf(sub, sizeof sub, "%s/artifacts", dir);
+    mkdir(sub, 0755);
+    snprintf(sub, sizeof sub, "%s/artifacts/stacks", dir);
+    mkdir(sub, 0755);
+    snprintf(sub, sizeof sub, "%s/devices/toy.yaml", dir);
+    pp_test_write_text(sub,
+                       "name: toy-gpu\n"
+                       "description: toy GPU\n"
+                       "vendor: test\n"
+                       "kind: gpu\n"
+                       "hardware:\n"
+                       "  peak_tflops: {fp32: 10}\n"
+                       "  memory_bandwidth_gbs: 500\n"
+                       "  memory_gb: 16\n"
+                       "  compute_units: 40\n"
+                       "  compute_capability: 8.0\n"
+                       "  max_power_w: 200\n"
+                       "runtime:\n"
+                       "  framework: pytorch-eager\n"
+                       "  precision: fp32\n"
+                       "---\n"
+                       "name: toy-gpu-2\n"
+                       "description: toy GPU of another architecture\n"
+                       "base: toy-gpu\n"
+                       "hardware:\n"
+                       "  compute_capability: 9.0\n"
+                       "runtime:\n"
+                       "  host_dispatch_scale: 2\n"
+                       "---\n"
+                       "name: toy-cpu\n"
+                       "description: toy CPU\n"
+                       "vendor: test\n"
+                       "kind: cpu\n"
+                       "hardware:\n"
+                       "  peak_tflops: {fp32: 1}\n"
+                       "  memory_bandwidth_gbs: 50\n"
+                       "runtime:\n"
+                       "  framework: pytorch-eager\n"
+                       "  precision: fp32\n");
+    return dir;
+}
+
+/* A stack whose GPU is nearly free (efficiency 10, no shortest kernel) and whose host costs
+ * 1 ms per op: host-bound, so latency = kernels x 1 ms + the last kernel's few microseconds. */
+static pp_stack toy_stack(void)
+{
+    pp_stack s;
+    memset(&s, 0, sizeof s);
+    snprintf(s.name, sizeof s.name, "pytorch-eager-fp32");
+    snprintf(s.framework, sizeof s.framework, "pytorch-eager");
+    s.precision = PP_PREC_FP32;
+    s.timing_calls = 1;
+    for (int c = 0; c < PP_SK__COUNT; c++) {
+        s.host_us[c] = 1000;
+        s.eff[c] = 10;
+    }
+    s.n_ctx = 1;
+    s.ctx_cc[0] = 8.0;
+    s.ctx_mb[0] = 500;
+    s.act_factor = 2;
+    snprintf(s.trained_on, sizeof s.trained_on, "toy-gpu");
+    snprintf(s.source, sizeof s.source, "hand-written for tests");
+    return s;
+}
+
+static void stack_artifact_should_round_trip_and_name_a_bad_field(void **state)
+{
+    (void)state;
+    char path[4400];
+    snprintf(path, sizeof path, "%s/artifacts/stacks/pytorch-eager-fp32.json", toy_dir());
+    pp_stack s = toy_stack(), back;
+    s.eff[PP_SK_CONV3] = 7.5;
+    pp_err err = {0};
+    assert_int_equal(pp_stack_save(&s, path, "{\"rows\": 3}", &err), PERFPRED_OK);
+    assert_int_equal(pp_stack_load(path, &back, &err), PERFPRED_OK);
+    assert_string_equal(back.name, s.name);
+    assert_int_equal(back.timing_calls, 1);
+    assert_rel_close(back.host_us[PP_SK_CONV3], 1000, 1e-15);
+    assert_rel_close(back.eff[PP_SK_CONV3], 7.5, 1e-15);
+    assert_rel_close(back.ctx_mb[0], 500, 1e-15);
+    assert_string_equal(back.trained_on, "toy-gpu");
+    /* an efficiency of 0 is outside its range: the error names the file and the field */
+    char *text = pp_test_read_text(path);
+    assert_non_null(text);
+    char *e = strstr(text, "7.5");
+    assert_non_null(e);
+    memcpy(e, "0.0", 3);
+    const char *bad = pp_test_tmpfile(text, strlen(text), ".json");
+    free(text);
+    assert_int_equal(pp_stack_load(bad, &back, &err), PERFPRED_ERR_MODEL);
+    assert_non_null(strstr(err.msg, bad));
+    assert_non_null(strstr(err.msg, "efficiency.conv3x3"));
+}
+
+static void prediction_should_be_host_bound_under_a_slow_host(void **state)
+{
+    (void)state;
+    char path[4400];
+    const char *dir = toy_dir();
+    snprintf(path, sizeof path, "%s/artifacts/stacks/pytorch-eager-fp32.json", dir);
+    pp_stack s = toy_stack();
+    pp_err err = {0};
+    assert_int_equal(pp_stack_save(&s, path, NULL, &err), PERFPRED_OK);
+
+    perfpred_ctx_params cp = perfpred_ctx_default_params();
+    cp.config_dir = dir;
+    char msg[1024];
+    perfpred_ctx *ctx = perfpred_ctx_open(&cp, NULL, msg, sizeof msg);
+    assert_non_null(ctx);
+    perfpred_model_params mp = perfpred_model_default_params();
+    mp.batch = 1;
+    perfpred_model *m =
+        perfpred_model_load(pp_test_path("examples/resnet18.onnx"), &mp, NULL, msg, sizeof msg);
+    if (!m) print_message("%s\n", msg);
+    assert_non_null(m);
+    perfpred_prediction p;
+    assert_int_equal(perfpred_predict(ctx, m, "toy-gpu", NULL, &p, msg, sizeof msg), PERFPRED_OK);
+    assert_non_null(p.stack);
+    assert_string_equal(p.stack, "pytorch-eager-fp32");
+    /* ResNet-18: 48 kernels (as the predictor groups them); 1 ms of host each */
+    assert_int_equal(p.n_kernels, 48);
+    assert_rel_close(p.host_ms, 48.0, 1e-12);
+    assert_true(p.latency_ms.value >= 48.0 && p.latency_ms.value < 48.0 * 1.001);
+    assert_int_equal(p.latency_ms.prov, PERFPRED_PROV_CALIBRATED);
+    /* memory: 500 MiB context + weights + 2 x peak live activations (from the graph's totals) */
+    assert_rel_close(p.peak_memory_bytes.value,
+                     500.0 * 1048576 + p.weights_bytes + 2 * p.activations_bytes, 1e-12);
+    assert_rel_close(p.allocator_peak_bytes, p.weights_bytes + p.activations_bytes, 1e-12);
+    assert_int_equal(p.peak_memory_bytes.prov, PERFPRED_PROV_CALIBRATED);
+
+    /* another GPU: transferred; a host twice as slow doubles the dispatch; context of the
+     * nearest architecture measured (8.0 for 9.0) */
+    assert_int_equal(perfpred_predict(ctx, m, "toy-gpu-2", NULL, &p, msg, sizeof msg),
+                     PERFPRED_OK);
+    assert_int_equal(p.latency_ms.prov, PERFPRED_PROV_TRANSFERRED);
+    assert_rel_close(p.host_ms, 96.0, 1e-12);
+    assert_int_equal(p.peak_memory_bytes.prov, PERFPRED_PROV_TRANSFERRED);
+    assert_rel_close(p.runtime_bytes, 500.0 * 1048576, 1e-12);
+
+    /* a stack that was not fitted: an error that lists what there is */
+    perfpred_predict_params pp = perfpred_predict_default_params();
+    pp.runtime = "tensorrt";
+    assert_int_equal(perfpred_predict(ctx, m, "toy-gpu", &pp, &p, msg, sizeof msg),
+                     PERFPRED_ERR_INVALID_ARG);
+    assert_non_null(strstr(msg, "tensorrt fp32"));
+    assert_non_null(strstr(msg, "pytorch-eager fp32"));
+    /* and on a CPU a stack choice is refused, not ignored */
+    pp.runtime = "pytorch-eager";
+    assert_int_equal(perfpred_predict(ctx, m, "toy-cpu", &pp, &p, msg, sizeof msg),
+                     PERFPRED_ERR_INVALID_ARG);
+    /* the device listing says which stacks a GPU has and how */
+    perfpred_device_info info;
+    assert_int_equal(perfpred_device_find(ctx, "toy-gpu-2", &info), PERFPRED_OK);
+    assert_non_null(info.stacks);
+    assert_string_equal(info.stacks, "pytorch-eager-fp32 (transferred)");
+    perfpred_model_free(m);
+    perfpred_ctx_close(ctx);
+    remove(path);
+}
+
+/* The fit on real rows: the V100 and RTX 3090 eager fp32 files. Their torchvision rows are
+ * counted independently here; the fit must read all of them and beat its starting point. */
+static void fit_should_read_every_mapped_row_of_framework_tax(void **state)
+{
+    (void)state;
+    const char *data = pp_test_path("../shared/datasets/framework-tax-gpus");
+    struct stat sb;
+    if (stat(data, &sb) != 0) {
+        print_message("skipped: ../shared/datasets/framework-tax-gpus is not beside the tree\n");
+        skip();
+    }
+    char dd[4096];
+    snprintf(dd, sizeof dd, "%s", data);
+    char models[4096];
+    snprintf(models, sizeof models, "%s", pp_test_path("tests/fixtures/models"));
+    pp_device_db *db = NULL;
+    pp_err err = {0};
+    assert_int_equal(pp_devices_load_dir(pp_test_path("configs/devices"), &db, &err), PERFPRED_OK);
+    pp_fitstack_params p = pp_fitstack_default_params();
+    p.data_dir = dd;
+    p.models_dir = models;
+    p.only_gpu_files = "v100,3090";
+    p.max_evals = 300;
+    p.leave_one_out = 1;
+    pp_fitstack_report *rep = calloc(1, sizeof *rep);
+    assert_non_null(rep);
+    assert_int_equal(pp_fitstack_run(db, &p, "pytorch-eager-fp32", rep, &err), PERFPRED_OK);
+    /* rows of the 14 torchvision models with a latency in 2022_*_pretrained-fp32/{v100,3090}.csv,
+     * one per (folder, GPU, model, batch): counted by the script in docs/gpu-stacks.md */
+    assert_int_equal(rep->n_rows, 927);
+    assert_int_equal(rep->n_skipped, 0);
+    assert_int_equal(rep->n_gpus, 2);
+    assert_true(rep->train_mape < 40);
+    assert_true(isfinite(rep->logo_large) && rep->logo_large < 80);
+    assert_true(rep->n_repeat > 0);
+    free(rep);
+    pp_devices_free(db);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(pipeline_should_match_a_hand_worked_three_kernel_call),
+        cmocka_unit_test(pipeline_should_average_back_to_back_calls),
+        cmocka_unit_test(wave_factor_should_count_waves_on_98_and_14_sms),
+        cmocka_unit_test(mig_scaling_should_follow_waves),
+        cmocka_unit_test(stack_artifact_should_round_trip_and_name_a_bad_field),
+        cmocka_unit_test(prediction_should_be_host_bound_under_a_slow_host),
+        cmocka_unit_test(fit_should_read_every_mapped_row_of_framework_tax),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
