@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,6 +248,7 @@ static void xgb_quiet(void)
 
 struct pp_lm_model {
     BoosterHandle booster;
+    pp_lm_flat *flat;  /* the same trees, evaluated without XGBoost; NULL: XGBoost answers */
     pthread_mutex_t lock;
     pp_op_kind kind;
     pp_lm_target target;
@@ -268,6 +270,30 @@ int pp_lm_model_gate(const pp_lm_model *m, const pp_node_feat *f, int n, double 
             replaced++;
         }
     return replaced;
+}
+
+static atomic_int use_xgboost;
+void pp_lm_use_xgboost(int on) { atomic_store(&use_xgboost, on != 0); }
+int pp_lm_model_is_flat(const pp_lm_model *m) { return m && m->flat != NULL; }
+
+/* The booster's trees as a pp_lm_flat, through XGBoost's JSON model. */
+static perfpred_status flatten(BoosterHandle b, const char *ctx, pp_lm_flat **out, pp_err *err)
+{
+    perfpred_status st = PERFPRED_OK;
+    bst_ulong n = 0;
+    const char *raw = NULL;
+    *out = NULL;
+    XGB_CHECK(XGBoosterSaveModelToBuffer(b, "{\"format\": \"json\"}", &n, &raw), "save json");
+    st = pp_lm_flat_from_json(raw, (size_t)n, ctx, out, err);
+    int nf = st ? 0 : pp_lm_flat_n_features(*out);
+    if (!st && nf != PP_LM_NFEAT) {
+        pp_lm_flat_free(*out);
+        *out = NULL;
+        st = pp_err_set(err, PERFPRED_ERR_MODEL, "%s: flat trees have %d features, want %d", ctx,
+                        nf, PP_LM_NFEAT);
+    }
+done:
+    return st;
 }
 
 static perfpred_status check_base(const pp_lm_base *b, const char *ctx, pp_err *err)
@@ -301,6 +327,7 @@ void pp_lm_model_free(pp_lm_model *m)
 {
     if (!m) return;
     if (m->booster) XGBoosterFree(m->booster);
+    pp_lm_flat_free(m->flat);
     pthread_mutex_destroy(&m->lock);
     free(m);
 }
@@ -347,6 +374,7 @@ perfpred_status pp_lm_train(const pp_node_feat *feats, const double *y, int n, p
     float *X = malloc((size_t)n * PP_LM_NFEAT * sizeof *X), *lab = malloc((size_t)n * sizeof *lab);
     DMatrixHandle dm = NULL;
     BoosterHandle b = NULL;
+    pp_lm_flat *flat = NULL;
     pp_lm_domain domain;
     memset(&domain, 0, sizeof domain);
     if (!X || !lab) {
@@ -377,10 +405,16 @@ perfpred_status pp_lm_train(const pp_node_feat *feats, const double *y, int n, p
     for (int it = 0; it < p->n_rounds; it++) XGB_CHECK(XGBoosterUpdateOneIter(b, it, dm), "update");
     /* predictions run one node at a time from any thread: no thread pool for them */
     XGB_CHECK(XGBoosterSetParam(b, "nthread", "1"), "nthread");
+    if ((st = flatten(b, ctx, &flat, err)) != PERFPRED_OK) goto done;
     *out = model_new(b, kind, target, base, &domain);
     if (!*out) st = pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", ctx);
-    else b = NULL;
+    else {
+        (*out)->flat = flat;
+        flat = NULL;
+        b = NULL;
+    }
 done:
+    pp_lm_flat_free(flat);
     if (dm) XGDMatrixFree(dm);
     if (b) XGBoosterFree(b);
     free(X);
@@ -388,8 +422,8 @@ done:
     return st;
 }
 
-perfpred_status pp_lm_model_predict_many(pp_lm_model *m, const pp_node_feat *f, int n, double *out,
-                                         pp_err *err)
+perfpred_status pp_lm_model_predict_many_xgb(pp_lm_model *m, const pp_node_feat *f, int n,
+                                             double *out, pp_err *err)
 {
     char ctx[96];
     snprintf(ctx, sizeof ctx, "layer model %s/%s", pp_op_kind_name(m->kind),
@@ -421,6 +455,27 @@ done:
     if (dm) XGDMatrixFree(dm);
     if (X != one) free(X);
     return st;
+}
+
+/* Rows go through the flat trees in chunks on the stack: no allocation, no lock, no XGBoost. */
+#define FLAT_CHUNK 32
+perfpred_status pp_lm_model_predict_many(pp_lm_model *m, const pp_node_feat *f, int n, double *out,
+                                         pp_err *err)
+{
+    if (!m->flat || atomic_load_explicit(&use_xgboost, memory_order_relaxed))
+        return pp_lm_model_predict_many_xgb(m, f, n, out, err);
+    if (n < 1)
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "layer model %s/%s: no rows to predict",
+                          pp_op_kind_name(m->kind), pp_lm_target_name(m->target));
+    float X[FLAT_CHUNK * PP_LM_NFEAT], res[FLAT_CHUNK];
+    for (int i0 = 0; i0 < n; i0 += FLAT_CHUNK) {
+        int c = n - i0 < FLAT_CHUNK ? n - i0 : FLAT_CHUNK;
+        for (int i = 0; i < c; i++) pp_lm_features(&f[i0 + i], &m->base, X + (size_t)i * PP_LM_NFEAT);
+        pp_lm_flat_predict(m->flat, X, c, PP_LM_NFEAT, res);
+        for (int i = 0; i < c; i++)
+            out[i0 + i] = pp_lm_base_eval(&m->base, m->target, &f[i0 + i]) * exp((double)res[i]);
+    }
+    return PERFPRED_OK;
 }
 
 perfpred_status pp_lm_model_predict(pp_lm_model *m, const pp_node_feat *f, double *out, pp_err *err)
@@ -590,6 +645,7 @@ perfpred_status pp_lm_model_load(const char *path, pp_op_kind kind, pp_lm_target
     if ((st = pp_read_file(path, &buf, &len, err)) != PERFPRED_OK) return st;
     xgb_quiet();
     BoosterHandle b = NULL;
+    pp_lm_flat *flat = NULL;
     bst_ulong nfeat = 0;
     XGB_CHECK(XGBoosterCreate(NULL, 0, &b), "create booster");
     if (ubj_check(buf, len) != 0) {
@@ -606,10 +662,16 @@ perfpred_status pp_lm_model_load(const char *path, pp_op_kind kind, pp_lm_target
                         path, (unsigned long long)nfeat, PP_LM_NFEAT);
         goto done;
     }
+    if ((st = flatten(b, path, &flat, err)) != PERFPRED_OK) goto done;
     *out = model_new(b, kind, target, base, domain);
     if (!*out) st = pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", path);
-    else b = NULL;
+    else {
+        (*out)->flat = flat;
+        flat = NULL;
+        b = NULL;
+    }
 done:
+    pp_lm_flat_free(flat);
     if (b) XGBoosterFree(b);
     free(buf);
     return st;
