@@ -103,7 +103,11 @@ int pp_lm_model_gate(const pp_lm_model *m, const pp_node_feat *f, int n, double 
  * lock): the reference the flat evaluator is tested against, and the old path for bench/. */
 perfpred_status pp_lm_model_predict_many_xgb(pp_lm_model *m, const pp_node_feat *f, int n,
                                              double *out, pp_err *err);
-/* 1 if the regressor's trees were flattened (pp_lm_flat) and predictions bypass XGBoost. */
+/* Predictions go through XGBoost for a regressor's first few calls, then through its trees
+ * flattened into a pp_lm_flat (same figures, no DMatrix, no allocation, no lock): flattening costs
+ * a few model loads, which a one-shot prediction should not pay. pp_lm_model_flatten does it now
+ * (idempotent, thread-safe); pp_lm_model_is_flat says whether it has happened. */
+perfpred_status pp_lm_model_flatten(pp_lm_model *m, pp_err *err);
 int pp_lm_model_is_flat(const pp_lm_model *m);
 /* Process-wide switch for benchmarks: on != 0 sends every prediction through XGBoost (the path
  * before the flat evaluator). Default off. Not for use while predictions run on other threads. */

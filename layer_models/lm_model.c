@@ -248,7 +248,11 @@ static void xgb_quiet(void)
 
 struct pp_lm_model {
     BoosterHandle booster;
-    pp_lm_flat *flat;  /* the same trees, evaluated without XGBoost; NULL: XGBoost answers */
+    /* the same trees, evaluated without XGBoost; NULL: XGBoost answers. Made under the lock on the
+     * FLATTEN_AFTER-th call (or pp_lm_model_flatten), never changed after */
+    _Atomic(pp_lm_flat *) flat;
+    atomic_int calls;
+    int flat_failed;   /* under the lock: flattening failed once, XGBoost answers for good */
     pthread_mutex_t lock;
     pp_op_kind kind;
     pp_lm_target target;
@@ -274,7 +278,7 @@ int pp_lm_model_gate(const pp_lm_model *m, const pp_node_feat *f, int n, double 
 
 static atomic_int use_xgboost;
 void pp_lm_use_xgboost(int on) { atomic_store(&use_xgboost, on != 0); }
-int pp_lm_model_is_flat(const pp_lm_model *m) { return m && m->flat != NULL; }
+int pp_lm_model_is_flat(const pp_lm_model *m) { return m && atomic_load(&m->flat) != NULL; }
 
 /* The booster's trees as a pp_lm_flat, through XGBoost's JSON model. */
 static perfpred_status flatten(BoosterHandle b, const char *ctx, pp_lm_flat **out, pp_err *err)
@@ -327,7 +331,7 @@ void pp_lm_model_free(pp_lm_model *m)
 {
     if (!m) return;
     if (m->booster) XGBoosterFree(m->booster);
-    pp_lm_flat_free(m->flat);
+    pp_lm_flat_free(atomic_load(&m->flat));
     pthread_mutex_destroy(&m->lock);
     free(m);
 }
@@ -374,7 +378,6 @@ perfpred_status pp_lm_train(const pp_node_feat *feats, const double *y, int n, p
     float *X = malloc((size_t)n * PP_LM_NFEAT * sizeof *X), *lab = malloc((size_t)n * sizeof *lab);
     DMatrixHandle dm = NULL;
     BoosterHandle b = NULL;
-    pp_lm_flat *flat = NULL;
     pp_lm_domain domain;
     memset(&domain, 0, sizeof domain);
     if (!X || !lab) {
@@ -405,16 +408,10 @@ perfpred_status pp_lm_train(const pp_node_feat *feats, const double *y, int n, p
     for (int it = 0; it < p->n_rounds; it++) XGB_CHECK(XGBoosterUpdateOneIter(b, it, dm), "update");
     /* predictions run one node at a time from any thread: no thread pool for them */
     XGB_CHECK(XGBoosterSetParam(b, "nthread", "1"), "nthread");
-    if ((st = flatten(b, ctx, &flat, err)) != PERFPRED_OK) goto done;
     *out = model_new(b, kind, target, base, &domain);
     if (!*out) st = pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", ctx);
-    else {
-        (*out)->flat = flat;
-        flat = NULL;
-        b = NULL;
-    }
+    else b = NULL;
 done:
-    pp_lm_flat_free(flat);
     if (dm) XGDMatrixFree(dm);
     if (b) XGBoosterFree(b);
     free(X);
@@ -457,12 +454,49 @@ done:
     return st;
 }
 
+perfpred_status pp_lm_model_flatten(pp_lm_model *m, pp_err *err)
+{
+    char ctx[96];
+    snprintf(ctx, sizeof ctx, "layer model %s/%s", pp_op_kind_name(m->kind),
+             pp_lm_target_name(m->target));
+    perfpred_status st = PERFPRED_OK;
+    xgb_quiet();
+    pthread_mutex_lock(&m->lock);
+    if (!atomic_load(&m->flat)) {
+        pp_lm_flat *f = NULL;
+        st = flatten(m->booster, ctx, &f, err);
+        if (st) m->flat_failed = 1;
+        else atomic_store_explicit(&m->flat, f, memory_order_release);
+    }
+    pthread_mutex_unlock(&m->lock);
+    return st;
+}
+
+/* Flattening costs several loads of the model (XGBoost writes JSON, cJSON reads it), so a regressor
+ * is flattened on its FLATTEN_AFTER-th call: a one-shot prediction (the CLI's cold start) stays with
+ * XGBoost, repeated ones (a loop, predict-many, a fit's evaluation) move to the flat trees. Both
+ * give the same figures (tests/test_lm_flat.c). */
+#define FLATTEN_AFTER 4
+static const pp_lm_flat *flat_of(pp_lm_model *m)
+{
+    const pp_lm_flat *f = atomic_load_explicit(&m->flat, memory_order_acquire);
+    if (f || atomic_fetch_add_explicit(&m->calls, 1, memory_order_relaxed) + 1 < FLATTEN_AFTER)
+        return f;
+    pthread_mutex_lock(&m->lock);
+    int failed = m->flat_failed;
+    pthread_mutex_unlock(&m->lock);
+    /* a model XGBoost can write but the evaluator cannot read keeps the XGBoost path */
+    if (!failed) pp_lm_model_flatten(m, NULL);
+    return atomic_load_explicit(&m->flat, memory_order_acquire);
+}
+
 /* Rows go through the flat trees in chunks on the stack: no allocation, no lock, no XGBoost. */
 #define FLAT_CHUNK 32
 perfpred_status pp_lm_model_predict_many(pp_lm_model *m, const pp_node_feat *f, int n, double *out,
                                          pp_err *err)
 {
-    if (!m->flat || atomic_load_explicit(&use_xgboost, memory_order_relaxed))
+    const pp_lm_flat *flat = NULL;
+    if (atomic_load_explicit(&use_xgboost, memory_order_relaxed) || !(flat = flat_of(m)))
         return pp_lm_model_predict_many_xgb(m, f, n, out, err);
     if (n < 1)
         return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "layer model %s/%s: no rows to predict",
@@ -471,7 +505,7 @@ perfpred_status pp_lm_model_predict_many(pp_lm_model *m, const pp_node_feat *f, 
     for (int i0 = 0; i0 < n; i0 += FLAT_CHUNK) {
         int c = n - i0 < FLAT_CHUNK ? n - i0 : FLAT_CHUNK;
         for (int i = 0; i < c; i++) pp_lm_features(&f[i0 + i], &m->base, X + (size_t)i * PP_LM_NFEAT);
-        pp_lm_flat_predict(m->flat, X, c, PP_LM_NFEAT, res);
+        pp_lm_flat_predict(flat, X, c, PP_LM_NFEAT, res);
         for (int i = 0; i < c; i++)
             out[i0 + i] = pp_lm_base_eval(&m->base, m->target, &f[i0 + i]) * exp((double)res[i]);
     }
@@ -645,7 +679,6 @@ perfpred_status pp_lm_model_load(const char *path, pp_op_kind kind, pp_lm_target
     if ((st = pp_read_file(path, &buf, &len, err)) != PERFPRED_OK) return st;
     xgb_quiet();
     BoosterHandle b = NULL;
-    pp_lm_flat *flat = NULL;
     bst_ulong nfeat = 0;
     XGB_CHECK(XGBoosterCreate(NULL, 0, &b), "create booster");
     if (ubj_check(buf, len) != 0) {
@@ -662,16 +695,10 @@ perfpred_status pp_lm_model_load(const char *path, pp_op_kind kind, pp_lm_target
                         path, (unsigned long long)nfeat, PP_LM_NFEAT);
         goto done;
     }
-    if ((st = flatten(b, path, &flat, err)) != PERFPRED_OK) goto done;
     *out = model_new(b, kind, target, base, domain);
     if (!*out) st = pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", path);
-    else {
-        (*out)->flat = flat;
-        flat = NULL;
-        b = NULL;
-    }
+    else b = NULL;
 done:
-    pp_lm_flat_free(flat);
     if (b) XGBoosterFree(b);
     free(buf);
     return st;

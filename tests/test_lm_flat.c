@@ -84,6 +84,8 @@ static void flat_trees_should_match_xgboost_on_every_shipped_artifact(void **sta
                 assert_int_equal(pp_lm_model_load(mpath, e->kind, e->target, &e->base, &e->domain,
                                                   &m, &err),
                                  PERFPRED_OK);
+                assert_false(pp_lm_model_is_flat(m));
+                assert_int_equal(pp_lm_model_flatten(m, &err), PERFPRED_OK);
                 assert_true(pp_lm_model_is_flat(m));
                 assert_int_equal(pp_lm_model_predict_many(m, rows, n, a, &err), PERFPRED_OK);
                 assert_int_equal(pp_lm_model_predict_many_xgb(m, rows, n, b, &err), PERFPRED_OK);
