@@ -111,9 +111,14 @@ static void give(struct pp_gnn_pool *p, fwd_set *w)
     set_free(w);
 }
 
+static atomic_int use_reference;
+void pp_gnn_use_reference(int on) { atomic_store(&use_reference, on != 0); }
+
 perfpred_status pp_gnn_forward_fast(const pp_gnn *m, const pp_gnn_graph *s, double *out,
                                     double *lo, double *hi, pp_err *err)
 {
+    if (atomic_load_explicit(&use_reference, memory_order_relaxed))
+        return pp_gnn_forward_range(m, s, out, lo, hi, err);
     if (!m || !s || !out) return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "gnn: NULL argument");
     struct pp_gnn_pool *p = pool_of(m);
     if (!p) return pp_err_set(err, PERFPRED_ERR_NOMEM, "gnn: out of memory");

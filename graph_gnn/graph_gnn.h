@@ -174,6 +174,9 @@ perfpred_status pp_gnn_forward_range(const pp_gnn *gnn, const pp_gnn_graph *s, d
  * never wakes a BLAS pool, and predictions on several threads scale with the cores. Thread-safe. */
 perfpred_status pp_gnn_forward_fast(const pp_gnn *gnn, const pp_gnn_graph *s, double *out,
                                     double *lo, double *hi, pp_err *err);
+/* Process-wide switch for benchmarks: on != 0 sends pp_gnn_forward_fast to pp_gnn_forward_range
+ * (a workspace allocated and zeroed per member and call: the path before the pool). Default off. */
+void pp_gnn_use_reference(int on);
 /* Frees a pool (pp_gnn_free calls it); NULL is a no-op. */
 void pp_gnn_pool_free(struct pp_gnn_pool *pool);
 /* One member's forward with a workspace the caller keeps (gnn.c; the pool's building block). */
