@@ -17,6 +17,8 @@ static const char usage_text[] =
     "  perfpred compare --device DEV1,DEV2,... model.onnx [--batch 1,8,32]\n"
     "  perfpred mig model.onnx [--device a100|a100-80gb|h100|...] [--slo-ms X] [--batch N]\n"
     "  perfpred devices [show NAME]\n"
+    "  perfpred predict-many --device DEV,.. --nb201 cells.txt|--onnx-list files.txt\n"
+    "                        [--batch 1,8] [--threads N] [--csv|--json]   (docs/predict-many.md)\n"
     "  perfpred calibrate plan|fit|import ...   (see perfpred calibrate --help)\n"
     "  perfpred eval --device DEV --layers|--networks FILE.csv [--plot out.png]\n"
     "\n"
@@ -252,6 +254,7 @@ static int need_model(cli_opts *o, const char *cmd)
 
 int cli_calibrate_main(int argc, char **argv);
 int cli_eval_main(int argc, char **argv);
+int cli_predict_many_main(int argc, char **argv);
 
 int main(int argc, char **argv)
 {
@@ -261,7 +264,9 @@ int main(int argc, char **argv)
     }
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            if (i > 1 && (strcmp(argv[1], "calibrate") == 0 || strcmp(argv[1], "eval") == 0)) break;
+            if (i > 1 && (strcmp(argv[1], "calibrate") == 0 || strcmp(argv[1], "eval") == 0 ||
+                          strcmp(argv[1], "predict-many") == 0))
+                break;
             fputs(usage_text, stdout);
             return EXIT_OK_;
         }
@@ -273,6 +278,7 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (strcmp(cmd, "calibrate") == 0) return cli_calibrate_main(argc - 1, argv + 1);
     if (strcmp(cmd, "eval") == 0) return cli_eval_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "predict-many") == 0) return cli_predict_many_main(argc - 1, argv + 1);
 
     cli_opts o;
     memset(&o, 0, sizeof o);

@@ -132,6 +132,7 @@ void pp_gnn_free(pp_gnn *m)
     while (m) {
         pp_gnn *next = m->next;
         m->next = NULL;
+        pp_gnn_pool_free(m->pool);
         free_one(m);
         m = next;
     }
@@ -531,6 +532,51 @@ perfpred_status pp_gnn_forward_range(const pp_gnn *m, const pp_gnn_graph *s, dou
 perfpred_status pp_gnn_forward(const pp_gnn *m, const pp_gnn_graph *s, double *out, pp_err *err)
 {
     return pp_gnn_forward_range(m, s, out, NULL, NULL, err);
+}
+
+/* ---- a forward workspace kept by the caller (gnn_fast.c pools them) ---- */
+struct pp_gnn_fwd {
+    gnn_ws ws;
+};
+
+perfpred_status pp_gnn_fwd_new(const pp_gnn *m, int cap_n, int cap_e, pp_gnn_fwd **out,
+                               pp_err *err)
+{
+    *out = NULL;
+    pp_gnn_fwd *f = malloc(sizeof *f);
+    if (!f) return pp_err_set(err, PERFPRED_ERR_NOMEM, "gnn: out of memory");
+    perfpred_status st = ws_init(&f->ws, m, cap_n, cap_e, err);
+    if (st) {
+        free(f);
+        return st;
+    }
+    *out = f;
+    return PERFPRED_OK;
+}
+
+int pp_gnn_fwd_fits(const pp_gnn_fwd *f, const pp_gnn_graph *s)
+{
+    return f && s->n_nodes <= f->ws.cap_n && s->n_edges <= f->ws.cap_e;
+}
+
+perfpred_status pp_gnn_fwd_run(const pp_gnn *m, pp_gnn_fwd *f, const pp_gnn_graph *s, double *out,
+                               pp_err *err)
+{
+    perfpred_status st = check_sample_dims(m, s, -1, err);
+    if (st) return st;
+    PP_ASSERT(pp_gnn_fwd_fits(f, s));
+    ws_prepare(&f->ws, m, s);
+    gnn_forward_ws(m, &f->ws, s);
+    for (int t = 0; t < m->n_targets; t++)
+        out[t] = (double)m->y_mean[t] + (double)m->y_std[t] * (double)f->ws.o[t];
+    return PERFPRED_OK;
+}
+
+void pp_gnn_fwd_free(pp_gnn_fwd *f)
+{
+    if (!f) return;
+    ws_free(&f->ws);
+    free(f);
 }
 
 int pp_gnn_agrees(const pp_gnn *m, int t, double lo, double hi)

@@ -147,6 +147,9 @@ typedef struct pp_gnn {
      * through its own standardization); training and gradients see this model alone. The chain
      * belongs to the first member: pp_gnn_free frees it whole. */
     struct pp_gnn *next;
+    /* Forward workspaces kept for pp_gnn_forward_fast (gnn_fast.c): made on the first fast forward
+     * of the ensemble's first member, reused by every later one, freed by pp_gnn_free. */
+    _Atomic(struct pp_gnn_pool *) pool;
 } pp_gnn;
 
 /* Allocates a model for F node, Fe edge and G global features and T targets (1..3) and initializes
@@ -164,6 +167,28 @@ perfpred_status pp_gnn_forward(const pp_gnn *gnn, const pp_gnn_graph *s, double 
  * to out for a single model). */
 perfpred_status pp_gnn_forward_range(const pp_gnn *gnn, const pp_gnn_graph *s, double *out,
                                      double *lo, double *hi, pp_err *err);
+/* The same figures as pp_gnn_forward_range, bit for bit (the same forward code), for predictions:
+ * the workspaces live in a pool owned by the model, so a call allocates nothing once the pool
+ * holds one as large as the graph (one per thread predicting at once); each member's forward runs
+ * on the calling thread. The first call sets OpenBLAS to one thread (process-wide): a prediction
+ * never wakes a BLAS pool, and predictions on several threads scale with the cores. Thread-safe. */
+perfpred_status pp_gnn_forward_fast(const pp_gnn *gnn, const pp_gnn_graph *s, double *out,
+                                    double *lo, double *hi, pp_err *err);
+/* Process-wide switch for benchmarks: on != 0 sends pp_gnn_forward_fast to pp_gnn_forward_range
+ * (a workspace allocated and zeroed per member and call: the path before the pool). Default off. */
+void pp_gnn_use_reference(int on);
+/* Frees a pool (pp_gnn_free calls it); NULL is a no-op. */
+void pp_gnn_pool_free(struct pp_gnn_pool *pool);
+/* One member's forward with a workspace the caller keeps (gnn.c; the pool's building block). */
+typedef struct pp_gnn_fwd pp_gnn_fwd;
+perfpred_status pp_gnn_fwd_new(const pp_gnn *m, int cap_n, int cap_e, pp_gnn_fwd **out,
+                               pp_err *err);
+int pp_gnn_fwd_fits(const pp_gnn_fwd *f, const pp_gnn_graph *s);
+/* out[t], t < m->n_targets, in target units; checks the sample's widths against m. */
+perfpred_status pp_gnn_fwd_run(const pp_gnn *m, pp_gnn_fwd *f, const pp_gnn_graph *s, double *out,
+                               pp_err *err);
+void pp_gnn_fwd_free(pp_gnn_fwd *f);  /* NULL is a no-op */
+
 /* Members of the ensemble that starts at gnn (1 for a single model, 0 for NULL). */
 int pp_gnn_members(const pp_gnn *gnn);
 /* 1 when the members' outputs for target t, lo..hi from pp_gnn_forward_range, spread no wider than

@@ -233,6 +233,46 @@ perfpred_status perfpred_predict(const perfpred_ctx *ctx, const perfpred_model *
                                  const char *device, const perfpred_predict_params *params,
                                  perfpred_prediction *out, char *errbuf, size_t errbuf_len);
 
+/* ---- many predictions: architecture searches, zoos (predictor/many.c) ----
+ * Every item (an .onnx path, or an architecture: "nb201:<cell>[@dataset]", a bare NAS-Bench-201
+ * cell "|nor_conv_3x3~0|+|...|", "fbnet:...", "ofa:...") at every batch size on every device.
+ * An item is built once per batch and predicted on each device; rows stream out through on_row as
+ * they are done (with threads = 1 in input order: item, then batch, then device). An item that
+ * cannot be built or predicted gives rows with its error and the rest go on. */
+typedef struct perfpred_many_row {
+    int item;                       /* index into items */
+    const char *item_text;          /* items[item] */
+    const char *device;             /* as given in devices */
+    int64_t batch;
+    perfpred_status status;         /* PERFPRED_OK: pred holds the prediction */
+    const char *error;              /* else the message (names the item); valid during the call */
+    const perfpred_prediction *pred;
+} perfpred_many_row;
+/* Called under a lock, one row at a time, on the worker thread that made it; nonzero stops the
+ * run (rows in progress still finish). */
+typedef int (*perfpred_many_fn)(const perfpred_many_row *row, void *user);
+
+typedef struct perfpred_many_params {
+    const char *const *items;
+    int n_items;
+    const char *const *devices;
+    int n_devices;
+    const int64_t *batches;         /* NULL / 0: batch 1 */
+    int n_batches;
+    int threads;                    /* 1 (default): on the calling thread; N > 1: N workers, each
+                                       prediction on one of them */
+    const perfpred_predict_params *predict;  /* NULL: defaults (no kernel breakdown) */
+    perfpred_many_fn on_row;        /* required */
+    void *user;
+} perfpred_many_params;
+perfpred_many_params perfpred_many_default_params(void);
+
+/* Runs them all. Returns PERFPRED_OK when the run went through (rows may still carry errors:
+ * *n_failed counts them, may be NULL), or the error that stopped it (bad params, unknown device,
+ * out of memory) with errbuf saying why. */
+perfpred_status perfpred_predict_many(const perfpred_ctx *ctx, const perfpred_many_params *p,
+                                      int *n_failed, char *errbuf, size_t errbuf_len);
+
 /* MIG advice for a GPU with MIG profiles ("a100", "a100-80gb", "h100"). */
 typedef struct perfpred_mig_option {
     perfpred_device_info device;

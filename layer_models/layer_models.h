@@ -99,6 +99,19 @@ perfpred_status pp_lm_model_predict_many(pp_lm_model *m, const pp_node_feat *f, 
  * operator, kernel, stride, dilation or group: lm_set then reports the roofline). Returns how
  * many were replaced. */
 int pp_lm_model_gate(const pp_lm_model *m, const pp_node_feat *f, int n, double *out);
+/* The same figures through XGBoost itself (a DMatrix and XGBoosterPredict under the regressor's
+ * lock): the reference the flat evaluator is tested against, and the old path for bench/. */
+perfpred_status pp_lm_model_predict_many_xgb(pp_lm_model *m, const pp_node_feat *f, int n,
+                                             double *out, pp_err *err);
+/* Predictions go through XGBoost for a regressor's first few calls, then through its trees
+ * flattened into a pp_lm_flat (same figures, no DMatrix, no allocation, no lock): flattening costs
+ * a few model loads, which a one-shot prediction should not pay. pp_lm_model_flatten does it now
+ * (idempotent, thread-safe); pp_lm_model_is_flat says whether it has happened. */
+perfpred_status pp_lm_model_flatten(pp_lm_model *m, pp_err *err);
+int pp_lm_model_is_flat(const pp_lm_model *m);
+/* Process-wide switch for benchmarks: on != 0 sends every prediction through XGBoost (the path
+ * before the flat evaluator). Default off. Not for use while predictions run on other threads. */
+void pp_lm_use_xgboost(int on);
 /* UBJSON model bytes (malloc'd copy; caller frees). */
 perfpred_status pp_lm_model_to_ubj(pp_lm_model *m, uint8_t **buf, size_t *len, pp_err *err);
 /* Saves atomically; path must end in ".ubj". An existing file is left intact on failure. */
@@ -111,6 +124,22 @@ pp_op_kind pp_lm_model_kind(const pp_lm_model *m);
 pp_lm_target pp_lm_model_target(const pp_lm_model *m);
 const pp_lm_base *pp_lm_model_base(const pp_lm_model *m);
 const pp_lm_domain *pp_lm_model_domain(const pp_lm_model *m);
+
+/* ---- a tree ensemble as a flat array (lm_flat.c) ----
+ * Built once from XGBoost's JSON model (XGBoosterSaveModelToBuffer, format json): per node the
+ * feature, threshold, children and default direction for a missing value; leaf weights; the base
+ * margin and the objective's transform. Evaluation allocates nothing, takes no lock, and gives the
+ * same floats as XGBoost 1.7's CPU predictor (same summation order). Owned by its pp_lm_model. */
+typedef struct pp_lm_flat pp_lm_flat;
+/* json: len bytes (not NUL-terminated); ctx names the model in errors. Multi-class, dart,
+ * categorical splits and unknown objectives are PERFPRED_ERR_MODEL. */
+perfpred_status pp_lm_flat_from_json(const char *json, size_t len, const char *ctx,
+                                     pp_lm_flat **out, pp_err *err);
+void pp_lm_flat_free(pp_lm_flat *f);  /* NULL is a no-op */
+int pp_lm_flat_n_trees(const pp_lm_flat *f);
+int pp_lm_flat_n_features(const pp_lm_flat *f);
+/* out[i] = transform(base_margin + sum of trees) for rows X + i * stride, i in [0, n). */
+void pp_lm_flat_predict(const pp_lm_flat *f, const float *X, int n, int stride, float *out);
 
 /* ---- a device's manifest ---- */
 #define PP_LM_MAX_SOURCES 32

@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,6 +248,11 @@ static void xgb_quiet(void)
 
 struct pp_lm_model {
     BoosterHandle booster;
+    /* the same trees, evaluated without XGBoost; NULL: XGBoost answers. Made under the lock on the
+     * FLATTEN_AFTER-th call (or pp_lm_model_flatten), never changed after */
+    _Atomic(pp_lm_flat *) flat;
+    atomic_int calls;
+    int flat_failed;   /* under the lock: flattening failed once, XGBoost answers for good */
     pthread_mutex_t lock;
     pp_op_kind kind;
     pp_lm_target target;
@@ -268,6 +274,30 @@ int pp_lm_model_gate(const pp_lm_model *m, const pp_node_feat *f, int n, double 
             replaced++;
         }
     return replaced;
+}
+
+static atomic_int use_xgboost;
+void pp_lm_use_xgboost(int on) { atomic_store(&use_xgboost, on != 0); }
+int pp_lm_model_is_flat(const pp_lm_model *m) { return m && atomic_load(&m->flat) != NULL; }
+
+/* The booster's trees as a pp_lm_flat, through XGBoost's JSON model. */
+static perfpred_status flatten(BoosterHandle b, const char *ctx, pp_lm_flat **out, pp_err *err)
+{
+    perfpred_status st = PERFPRED_OK;
+    bst_ulong n = 0;
+    const char *raw = NULL;
+    *out = NULL;
+    XGB_CHECK(XGBoosterSaveModelToBuffer(b, "{\"format\": \"json\"}", &n, &raw), "save json");
+    st = pp_lm_flat_from_json(raw, (size_t)n, ctx, out, err);
+    int nf = st ? 0 : pp_lm_flat_n_features(*out);
+    if (!st && nf != PP_LM_NFEAT) {
+        pp_lm_flat_free(*out);
+        *out = NULL;
+        st = pp_err_set(err, PERFPRED_ERR_MODEL, "%s: flat trees have %d features, want %d", ctx,
+                        nf, PP_LM_NFEAT);
+    }
+done:
+    return st;
 }
 
 static perfpred_status check_base(const pp_lm_base *b, const char *ctx, pp_err *err)
@@ -301,6 +331,7 @@ void pp_lm_model_free(pp_lm_model *m)
 {
     if (!m) return;
     if (m->booster) XGBoosterFree(m->booster);
+    pp_lm_flat_free(atomic_load(&m->flat));
     pthread_mutex_destroy(&m->lock);
     free(m);
 }
@@ -388,8 +419,8 @@ done:
     return st;
 }
 
-perfpred_status pp_lm_model_predict_many(pp_lm_model *m, const pp_node_feat *f, int n, double *out,
-                                         pp_err *err)
+perfpred_status pp_lm_model_predict_many_xgb(pp_lm_model *m, const pp_node_feat *f, int n,
+                                             double *out, pp_err *err)
 {
     char ctx[96];
     snprintf(ctx, sizeof ctx, "layer model %s/%s", pp_op_kind_name(m->kind),
@@ -421,6 +452,64 @@ done:
     if (dm) XGDMatrixFree(dm);
     if (X != one) free(X);
     return st;
+}
+
+perfpred_status pp_lm_model_flatten(pp_lm_model *m, pp_err *err)
+{
+    char ctx[96];
+    snprintf(ctx, sizeof ctx, "layer model %s/%s", pp_op_kind_name(m->kind),
+             pp_lm_target_name(m->target));
+    perfpred_status st = PERFPRED_OK;
+    xgb_quiet();
+    pthread_mutex_lock(&m->lock);
+    if (!atomic_load(&m->flat)) {
+        pp_lm_flat *f = NULL;
+        st = flatten(m->booster, ctx, &f, err);
+        if (st) m->flat_failed = 1;
+        else atomic_store_explicit(&m->flat, f, memory_order_release);
+    }
+    pthread_mutex_unlock(&m->lock);
+    return st;
+}
+
+/* Flattening costs several loads of the model (XGBoost writes JSON, cJSON reads it), so a regressor
+ * is flattened on its FLATTEN_AFTER-th call: a one-shot prediction (the CLI's cold start) stays with
+ * XGBoost, repeated ones (a loop, predict-many, a fit's evaluation) move to the flat trees. Both
+ * give the same figures (tests/test_lm_flat.c). */
+#define FLATTEN_AFTER 4
+static const pp_lm_flat *flat_of(pp_lm_model *m)
+{
+    const pp_lm_flat *f = atomic_load_explicit(&m->flat, memory_order_acquire);
+    if (f || atomic_fetch_add_explicit(&m->calls, 1, memory_order_relaxed) + 1 < FLATTEN_AFTER)
+        return f;
+    pthread_mutex_lock(&m->lock);
+    int failed = m->flat_failed;
+    pthread_mutex_unlock(&m->lock);
+    /* a model XGBoost can write but the evaluator cannot read keeps the XGBoost path */
+    if (!failed) pp_lm_model_flatten(m, NULL);
+    return atomic_load_explicit(&m->flat, memory_order_acquire);
+}
+
+/* Rows go through the flat trees in chunks on the stack: no allocation, no lock, no XGBoost. */
+#define FLAT_CHUNK 32
+perfpred_status pp_lm_model_predict_many(pp_lm_model *m, const pp_node_feat *f, int n, double *out,
+                                         pp_err *err)
+{
+    const pp_lm_flat *flat = NULL;
+    if (atomic_load_explicit(&use_xgboost, memory_order_relaxed) || !(flat = flat_of(m)))
+        return pp_lm_model_predict_many_xgb(m, f, n, out, err);
+    if (n < 1)
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "layer model %s/%s: no rows to predict",
+                          pp_op_kind_name(m->kind), pp_lm_target_name(m->target));
+    float X[FLAT_CHUNK * PP_LM_NFEAT], res[FLAT_CHUNK];
+    for (int i0 = 0; i0 < n; i0 += FLAT_CHUNK) {
+        int c = n - i0 < FLAT_CHUNK ? n - i0 : FLAT_CHUNK;
+        for (int i = 0; i < c; i++) pp_lm_features(&f[i0 + i], &m->base, X + (size_t)i * PP_LM_NFEAT);
+        pp_lm_flat_predict(flat, X, c, PP_LM_NFEAT, res);
+        for (int i = 0; i < c; i++)
+            out[i0 + i] = pp_lm_base_eval(&m->base, m->target, &f[i0 + i]) * exp((double)res[i]);
+    }
+    return PERFPRED_OK;
 }
 
 perfpred_status pp_lm_model_predict(pp_lm_model *m, const pp_node_feat *f, double *out, pp_err *err)

@@ -1,0 +1,193 @@
+/* bench/bench_speed.c: how fast a prediction is (issue 23), as ratios of runs in this one process:
+ *   1. a loaded model predicted in a loop on a device with layer models and a GNN ensemble, by the
+ *      path before the flat trees and the GNN pool (XGBoost DMatrix per kernel, a GNN workspace per
+ *      member and call: pp_lm_use_xgboost, pp_gnn_use_reference) and by the current one, each with
+ *      the machine idle and with a busy loop on another core (a child process the bench starts and
+ *      stops); against running the model (a measured forward latency, when given);
+ *   2. NAS-Bench-201 cells per second through perfpred_predict_many (1 and 2 threads) per device;
+ *   3. the cold start of `perfpred --device DEV model.onnx` (the whole process) beside the load of
+ *      the same model in this process.
+ * Usage: bench_speed MODEL.onnx PERFPRED_CLI [DEVICE] [MEASURED_MS] */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <perfpred.h>
+
+/* internal switches for the old path (layer_models.h, graph_gnn.h) */
+void pp_lm_use_xgboost(int on);
+void pp_gnn_use_reference(int on);
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void die(const char *what, const char *err)
+{
+    fprintf(stderr, "bench_speed: %s: %s\n", what, err);
+    exit(2);
+}
+
+/* A child spinning on another core until stopped. */
+static pid_t busy_start(void)
+{
+    pid_t p = fork();
+    if (p == 0) {
+        volatile unsigned long x = 0;
+        for (;;) x++;
+    }
+    struct timespec ts = {0, 50000000};
+    nanosleep(&ts, NULL);
+    return p;
+}
+
+static void busy_stop(pid_t p)
+{
+    if (p <= 0) return;
+    kill(p, SIGKILL);
+    waitpid(p, NULL, 0);
+}
+
+/* Best of 5 loops of at least 0.3 s: seconds per prediction. */
+static double per_prediction(const perfpred_ctx *ctx, const perfpred_model *m, const char *dev)
+{
+    char err[1024];
+    perfpred_prediction p;
+    for (int w = 0; w < 10; w++) /* warm: deferred loads, flattening, the GNN pool */
+        if (perfpred_predict(ctx, m, dev, NULL, &p, err, sizeof err)) die(dev, err);
+    double best = 1e30;
+    for (int loop = 0; loop < 5; loop++) {
+        int n = 0;
+        double t0 = now_s(), t1;
+        do {
+            if (perfpred_predict(ctx, m, dev, NULL, &p, err, sizeof err)) die(dev, err);
+            n++;
+            t1 = now_s();
+        } while (t1 - t0 < 0.3);
+        if ((t1 - t0) / n < best) best = (t1 - t0) / n;
+    }
+    return best;
+}
+
+static int count_rows(const perfpred_many_row *r, void *user)
+{
+    (void)r;
+    ++*(long *)user;
+    return 0;
+}
+
+/* Cells per second through perfpred_predict_many on dev. */
+static double cells_per_s(const perfpred_ctx *ctx, const char *const *cells, int n, const char *dev,
+                          int threads)
+{
+    perfpred_many_params p = perfpred_many_default_params();
+    long rows = 0;
+    p.items = cells;
+    p.n_items = n;
+    p.devices = &dev;
+    p.n_devices = 1;
+    p.threads = threads;
+    p.on_row = count_rows;
+    p.user = &rows;
+    char err[1024];
+    int failed = 0;
+    double t0 = now_s();
+    if (perfpred_predict_many(ctx, &p, &failed, err, sizeof err) || failed || rows != n)
+        die("predict-many", failed ? "rows failed" : err);
+    return n / (now_s() - t0);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3 || argc > 5) {
+        fprintf(stderr, "usage: %s MODEL.onnx PERFPRED_CLI [DEVICE] [MEASURED_MS]\n", argv[0]);
+        return 1;
+    }
+    const char *dev = argc > 3 ? argv[3] : "epyc-kvm-2vcpu";
+    char err[1024];
+    perfpred_ctx *ctx = perfpred_ctx_open(NULL, NULL, err, sizeof err);
+    if (!ctx) die("context", err);
+    perfpred_model_params mp = perfpred_model_default_params();
+    mp.batch = 1;
+    double t0 = now_s();
+    perfpred_model *m = perfpred_model_load(argv[1], &mp, NULL, err, sizeof err);
+    double load = now_s() - t0;
+    if (!m) die(argv[1], err);
+
+    /* 1. old path first: it leaves OpenBLAS's thread count as the process found it */
+    pp_lm_use_xgboost(1);
+    pp_gnn_use_reference(1);
+    double old_idle = per_prediction(ctx, m, dev);
+    pid_t b = busy_start();
+    double old_busy = per_prediction(ctx, m, dev);
+    busy_stop(b);
+    pp_lm_use_xgboost(0);
+    pp_gnn_use_reference(0);
+    double new_idle = per_prediction(ctx, m, dev);
+    b = busy_start();
+    double new_busy = per_prediction(ctx, m, dev);
+    busy_stop(b);
+    printf("predict %s on %s, best of 5 loops:\n", argv[1], dev);
+    printf("  old path (XGBoost DMatrix, GNN workspace per call): idle %.1f us, other core busy "
+           "%.1f us\n", old_idle * 1e6, old_busy * 1e6);
+    printf("  new path (flat trees, pooled GNN, one thread):      idle %.1f us, other core busy "
+           "%.1f us\n", new_idle * 1e6, new_busy * 1e6);
+    printf("  speed-up new vs old: idle %.1fx, other core busy %.1fx; busy/idle: old %.2f, new %.2f\n",
+           old_idle / new_idle, old_busy / new_busy, old_busy / old_idle, new_busy / new_idle);
+    if (argc > 4) {
+        double ms = atof(argv[4]);
+        printf("  running the model (measured forward %.1f ms) / prediction: %.0fx\n", ms,
+               ms * 1e-3 / new_idle);
+    }
+
+    /* 2. NAS-Bench-201 cells (a fixed pseudo-random sample of the 15,625) */
+    static const char *const ops[] = {"none", "skip_connect", "nor_conv_1x1", "nor_conv_3x3",
+                                      "avg_pool_3x3"};
+    enum { N_CELLS = 400 };
+    static char text[N_CELLS][160];
+    const char *cells[N_CELLS];
+    unsigned s = 12345;
+    for (int i = 0; i < N_CELLS; i++) {
+        int o[6];
+        for (int e = 0; e < 6; e++) o[e] = (int)((s = s * 1103515245u + 12345u) >> 16) % 5;
+        snprintf(text[i], sizeof text[i], "|%s~0|+|%s~0|%s~1|+|%s~0|%s~1|%s~2|", ops[o[0]],
+                 ops[o[1]], ops[o[2]], ops[o[3]], ops[o[4]], ops[o[5]]);
+        cells[i] = text[i];
+    }
+    static const char *const nas_devs[] = {"rpi4", "epyc-kvm-2vcpu"};
+    for (int d = 0; d < 2; d++) {
+        cells_per_s(ctx, cells, 20, nas_devs[d], 1); /* warm */
+        double c1 = cells_per_s(ctx, cells, N_CELLS, nas_devs[d], 1);
+        double c2 = cells_per_s(ctx, cells, N_CELLS, nas_devs[d], 2);
+        printf("NAS-Bench-201 on %s through predict-many: %.0f cells/s on 1 thread, %.0f on 2 "
+               "(%.2fx)\n", nas_devs[d], c1, c2, c2 / c1);
+    }
+
+    /* 3. cold start of the command, beside the model load */
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s' --device a100-mig-3g '%s' >/dev/null", argv[2], argv[1]);
+    double cold[7];
+    for (int i = 0; i < 7; i++) {
+        t0 = now_s();
+        if (system(cmd) != 0) die("cold start", cmd);
+        cold[i] = now_s() - t0;
+    }
+    for (int i = 1; i < 7; i++)
+        for (int j = i; j > 0 && cold[j] < cold[j - 1]; j--) {
+            double x = cold[j];
+            cold[j] = cold[j - 1];
+            cold[j - 1] = x;
+        }
+    printf("cold start `perfpred --device a100-mig-3g %s`: median %.1f ms (the process as a whole); "
+           "the model load alone: %.1f ms\n", argv[1], cold[3] * 1e3, load * 1e3);
+    perfpred_model_free(m);
+    perfpred_ctx_close(ctx);
+    return 0;
+}

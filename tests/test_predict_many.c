@@ -1,0 +1,173 @@
+/* tests/test_predict_many.c: perfpred_predict_many and `perfpred predict-many`: every (item, batch,
+ * device) gives one row; a bad item gives error rows naming it while the others go on; rows
+ * from several threads carry the same figures as perfpred_predict on the calling thread; the
+ * command names file:line of a bad line, streams CSV or JSON lines, and exits 2 when a line failed. */
+#include "tests/helpers.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include <cjson/cJSON.h>
+
+#include "perfpred.h"
+
+#define CELL_A "|nor_conv_3x3~0|+|none~0|avg_pool_3x3~1|+|skip_connect~0|none~1|nor_conv_3x3~2|"
+#define CELL_B "|nor_conv_1x1~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|none~1|nor_conv_3x3~2|"
+#define CELL_BAD "|bogus~0|+|none~0|avg_pool_3x3~1|+|skip_connect~0|none~1|nor_conv_3x3~2|"
+
+typedef struct got {
+    int n, n_bad;
+    double lat[3][2][2]; /* item, batch index, device index */
+    int seen[3][2][2];
+    char bad_msg[512];
+} got;
+
+static const char *const devs[] = {"rpi4", "epyc-kvm-2vcpu"};
+
+static int collect(const perfpred_many_row *r, void *user)
+{
+    got *g = user;
+    int b = r->batch == 1 ? 0 : 1, d = strcmp(r->device, devs[0]) == 0 ? 0 : 1;
+    g->n++;
+    g->seen[r->item][b][d]++;
+    if (r->status != PERFPRED_OK) {
+        g->n_bad++;
+        snprintf(g->bad_msg, sizeof g->bad_msg, "%s", r->error);
+        return 0;
+    }
+    g->lat[r->item][b][d] = r->pred->latency_ms.value;
+    return 0;
+}
+
+static void run_many(const perfpred_ctx *ctx, int threads, got *g)
+{
+    static const char *const items[] = {CELL_A, CELL_BAD, "nb201:" CELL_B};
+    static const int64_t batches[] = {1, 4};
+    memset(g, 0, sizeof *g);
+    perfpred_many_params p = perfpred_many_default_params();
+    p.items = items;
+    p.n_items = 3;
+    p.devices = devs;
+    p.n_devices = 2;
+    p.batches = batches;
+    p.n_batches = 2;
+    p.threads = threads;
+    p.on_row = collect;
+    p.user = g;
+    int n_failed = -1;
+    char err[512];
+    assert_int_equal(perfpred_predict_many(ctx, &p, &n_failed, err, sizeof err), PERFPRED_OK);
+    assert_int_equal(n_failed, 4);
+}
+
+static void predict_many_should_give_every_row_and_name_bad_items(void **state)
+{
+    (void)state;
+    char err[512];
+    perfpred_ctx *ctx = perfpred_ctx_open(NULL, NULL, err, sizeof err);
+    assert_non_null(ctx);
+    got one, two;
+    run_many(ctx, 1, &one);
+    run_many(ctx, 2, &two);
+    assert_int_equal(one.n, 12);
+    assert_int_equal(two.n, 12);
+    assert_int_equal(one.n_bad, 4);
+    assert_non_null(strstr(one.bad_msg, "bogus"));
+    for (int i = 0; i < 3; i++)
+        for (int b = 0; b < 2; b++)
+            for (int d = 0; d < 2; d++) {
+                assert_int_equal(one.seen[i][b][d], 1);
+                assert_int_equal(two.seen[i][b][d], 1);
+                if (i == 1) continue;
+                assert_true(one.lat[i][b][d] > 0);
+                /* worker threads give the calling thread's figures */
+                assert_true(one.lat[i][b][d] == two.lat[i][b][d]);
+            }
+    /* batch 4 takes longer than batch 1 */
+    assert_true(one.lat[0][1][0] > one.lat[0][0][0]);
+    /* an unknown device is one error for the call, not a row per item */
+    static const char *const bad_dev[] = {"no-such-board"};
+    perfpred_many_params p = perfpred_many_default_params();
+    static const char *const items[] = {CELL_A};
+    p.items = items;
+    p.n_items = 1;
+    p.devices = bad_dev;
+    p.n_devices = 1;
+    p.on_row = collect;
+    p.user = &one;
+    assert_int_equal(perfpred_predict_many(ctx, &p, NULL, err, sizeof err), PERFPRED_ERR_DEVICE);
+    assert_non_null(strstr(err, "no-such-board"));
+    p.on_row = NULL;
+    assert_int_equal(perfpred_predict_many(ctx, &p, NULL, err, sizeof err),
+                     PERFPRED_ERR_INVALID_ARG);
+    perfpred_ctx_close(ctx);
+}
+
+static char out_buf[1 << 16];
+
+static int run_cli(const char *args)
+{
+    char out_path[4096], cmd[8192];
+    snprintf(out_path, sizeof out_path, "%s/test_predict_many_out.txt", PP_BINARY_DIR);
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s >'%s' 2>&1", PP_SOURCE_DIR, PP_CLI_PATH, args,
+             out_path);
+    int rc = system(cmd);
+    FILE *f = fopen(out_path, "rb");
+    size_t n = f ? fread(out_buf, 1, sizeof out_buf - 1, f) : 0;
+    if (f) fclose(f);
+    out_buf[n] = '\0';
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static void predict_many_command_should_name_bad_lines_and_go_on(void **state)
+{
+    (void)state;
+    static const char text[] = CELL_A "\n# a comment\n\n" CELL_BAD "\n" CELL_B "\n";
+    char cells[4096];
+    snprintf(cells, sizeof cells, "%s", pp_test_tmpfile(text, sizeof text - 1, ".txt"));
+    char args[4600];
+    snprintf(args, sizeof args, "predict-many --device rpi4,rpi5 --nb201 '%s' --csv", cells);
+    assert_int_equal(run_cli(args), 2);
+    /* the bad cell is line 4; the others give one row per device */
+    char want[4200];
+    snprintf(want, sizeof want, "%s:4: ", cells);
+    assert_non_null(strstr(out_buf, want));
+    int ok_rows = 0;
+    for (const char *s = out_buf; (s = strstr(s, ",ok,")); s++) ok_rows++;
+    assert_int_equal(ok_rows, 4);
+    assert_non_null(strstr(out_buf, "\n5," CELL_B ",rpi5,1,"));
+
+    snprintf(args, sizeof args, "predict-many --device rpi4 --nb201 '%s' --json --threads 2",
+             cells);
+    assert_int_equal(run_cli(args), 2);
+    int n_json = 0;
+    for (char *line = strtok(out_buf, "\n"); line; line = strtok(NULL, "\n")) {
+        if (line[0] != '{') continue; /* stderr, merged by run_cli */
+        cJSON *j = cJSON_Parse(line);
+        assert_non_null(j);
+        const cJSON *st = cJSON_GetObjectItem(j, "status");
+        const cJSON *ln = cJSON_GetObjectItem(j, "line");
+        assert_true(cJSON_IsString(st) && cJSON_IsNumber(ln));
+        assert_true(strcmp(st->valuestring, "ok") == 0 ? ln->valueint != 4 : ln->valueint == 4);
+        n_json++;
+        cJSON_Delete(j);
+    }
+    assert_int_equal(n_json, 3);
+    /* usage errors */
+    assert_int_equal(run_cli("predict-many --device rpi4"), 1);
+    snprintf(args, sizeof args, "predict-many --device rpi4 --nb201 '%s' --threads 0", cells);
+    assert_int_equal(run_cli(args), 1);
+    assert_int_equal(run_cli("predict-many --device rpi4 --nb201 /nonexistent/cells.txt"), 2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(predict_many_should_give_every_row_and_name_bad_items),
+        cmocka_unit_test(predict_many_command_should_name_bad_lines_and_go_on),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
