@@ -624,8 +624,14 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
         if (sk) {
             pp_stack_kernel *S = &sk[gi];
             stack_kernel_of(g, G, S);
-            S->cal_ms = calibrated && stack_cal ? t : NAN;
-            if (!(calibrated && stack_cal)) {
+            /* under the stack its layer models were measured in, a device keeps its calibrated
+             * kernel times and its roofline for memory-bound ops (the stack's bandwidth
+             * efficiency also carries eager BatchNorm passes that a folded export lacks);
+             * uncovered conv and matmul kernels, and every kernel elsewhere, take the stack's
+             * fitted model (depthwise convolutions run far below any roofline) */
+            int keep = stack_cal && (calibrated || S->cls == PP_SK_MEM);
+            S->cal_ms = keep ? t : NAN;
+            if (!keep) {
                 t = pp_stack_gpu_ms(stk, d, S->cls, S->flops,
                                     S->bytes * (stk->precision == PP_PREC_FP16 ? 0.5 : 1.0),
                                     S->blocks, S->red);
