@@ -572,8 +572,9 @@ int cmd_compare(const cli_opts *o)
                    e, cli_fmt_bytes(r->p.peak_memory_bytes.value, b1, sizeof b1),
                    r->p.fits_in_memory ? "yes" : "NO", perfpred_provenance_str(r->p.latency_ms.prov));
         }
-        printf("\nenergy and memory are uncalibrated estimates; '-' = not available (the descriptor "
-               "lacks the figures: see perfpred devices show NAME)\n");
+        printf("\nenergy is an uncalibrated estimate where no device measured it; memory on GPUs "
+               "with a runtime stack is device memory in use (NVML), elsewhere an estimate; '-' = "
+               "not available (the descriptor lacks the figures: see perfpred devices show NAME)\n");
     }
     free(rows);
     perfpred_ctx_close(ctx);
@@ -676,8 +677,11 @@ int cmd_mig(const cli_opts *o)
     } else {
         printf("%s, batch %lld\n", o->model, a.n_options ? (long long)a.options[0].pred.batch : 0LL);
         print_mig_advice(&a, gpu);
-        printf("latency: %s; energy and memory: uncalibrated estimates\n",
-               a.n_options ? perfpred_provenance_str(a.options[0].pred.latency_ms.prov) : "-");
+        printf("latency: %s; memory: %s; energy: %s\n",
+               a.n_options ? perfpred_provenance_str(a.options[0].pred.latency_ms.prov) : "-",
+               a.n_options ? perfpred_provenance_str(a.options[0].pred.peak_memory_bytes.prov)
+                           : "-",
+               a.n_options ? perfpred_provenance_str(a.options[0].pred.energy_mj.prov) : "-");
     }
     perfpred_model_free(m);
     perfpred_ctx_close(ctx);

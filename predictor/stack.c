@@ -188,7 +188,9 @@ double pp_stack_context_mb(const pp_stack *s, double cc, int *exact)
             best = i;
             continue;
         }
-        double di = fabs(s->ctx_cc[i] - cc), db = fabs(s->ctx_cc[best] - cc);
+        /* same architecture generation (major version) first, then the nearest */
+        double di = fabs(s->ctx_cc[i] - cc) + (floor(s->ctx_cc[i]) != floor(cc) ? 100 : 0);
+        double db = fabs(s->ctx_cc[best] - cc) + (floor(s->ctx_cc[best]) != floor(cc) ? 100 : 0);
         if (di < db - 1e-9 || (fabs(di - db) <= 1e-9 && s->ctx_cc[i] > s->ctx_cc[best])) best = i;
     }
     if (exact) *exact = best >= 0 && fabs(s->ctx_cc[best] - cc) < 1e-9;

@@ -130,8 +130,8 @@ double pp_stack_latency_units_ms(const pp_stack *s, double host_scale, const pp_
 double pp_stack_memory_bytes(const pp_stack *s, const pp_device *d, double weights_fp32,
                              double act_fp32, double *ctx_bytes, int *ctx_exact);
 
-/* Context memory (MiB) for a GPU of compute capability cc: the measured architecture nearest to
- * it (ties: the newer). *exact = 1 when cc itself was measured. 0 when the stack has none. */
+/* Context memory (MiB) for a GPU of compute capability cc: the measured architecture of the same
+ * generation (major version) nearest to it, else the nearest of any (ties: the newer). *exact = 1 when cc itself was measured. 0 when the stack has none. */
 double pp_stack_context_mb(const pp_stack *s, double cc, int *exact);
 
 /* Read / write the JSON artifact. Read is strict: a missing or out-of-range field is an error

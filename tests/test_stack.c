@@ -217,6 +217,17 @@ static void prediction_should_be_host_bound_under_a_slow_host(void **state)
     assert_rel_close(p.host_ms, 96.0, 1e-12);
     assert_int_equal(p.peak_memory_bytes.prov, PERFPRED_PROV_TRANSFERRED);
     assert_rel_close(p.runtime_bytes, 500.0 * 1048576, 1e-12);
+    /* among 7.5 and 8.6, an 8.0 GPU takes its own generation's 8.6, though 7.5 is nearer */
+    pp_stack two = toy_stack();
+    two.n_ctx = 2;
+    two.ctx_cc[0] = 7.5, two.ctx_mb[0] = 1000;
+    two.ctx_cc[1] = 8.6, two.ctx_mb[1] = 1600;
+    int exact = 1;
+    assert_rel_close(pp_stack_context_mb(&two, 8.0, &exact), 1600, 1e-15);
+    assert_int_equal(exact, 0);
+    assert_rel_close(pp_stack_context_mb(&two, 7.0, &exact), 1000, 1e-15);
+    assert_rel_close(pp_stack_context_mb(&two, 8.6, &exact), 1600, 1e-15);
+    assert_int_equal(exact, 1);
 
     /* a stack that was not fitted: an error that lists what there is */
     perfpred_predict_params pp = perfpred_predict_default_params();
