@@ -412,16 +412,19 @@ static void habitat_scaling_should_follow_bandwidth_and_sms(void **state)
     small.compute_units = 10;                         /* g = 1 of 7 ... */
     small.peak_tflops[PP_PREC_FP32] = 10.0 * 10 / 70; /* ... and its share of the FLOP/s */
     /* ai = 0: g = 1, pure bandwidth ratio 8 */
-    assert_rel_close(pp_scale_kernel_time(1.0, &big, &small, 0.0, 1e6), 8.0, 1e-12);
-    /* ridge = 10e12 / 1e12 = 10 FLOP/B; ai = 10: g = 0.5 -> 8^0.5 * 7^0.5 */
-    assert_rel_close(pp_scale_kernel_time(1.0, &big, &small, 10.0, 1e6), sqrt(8.0 * 7.0), 1e-12);
+    assert_rel_close(pp_scale_kernel_time(1.0, &big, &small, 0.0, 7e5), 8.0, 1e-12);
+    /* ridge = 10e12 / 1e12 = 10 FLOP/B; ai = 10: g = 0.5 -> 8^0.5 * 7^0.5 (7e5 blocks: 1e4 waves
+     * on 70 SMs, 7e4 on 10, the SM ratio exactly) */
+    assert_rel_close(pp_scale_kernel_time(1.0, &big, &small, 10.0, 7e5), sqrt(8.0 * 7.0), 1e-12);
+    /* 71 blocks: 2 waves on 70 SMs, 8 on 10: the compute term is 4, not 7 */
+    assert_rel_close(pp_scale_kernel_time(1.0, &big, &small, 10.0, 71), sqrt(8.0 * 4.0), 1e-12);
     /* less than one wave on the slice (5 blocks <= 10 SMs): the SM term is 1 */
     assert_rel_close(pp_scale_kernel_time(1.0, &big, &small, 10.0, 5), sqrt(8.0), 1e-12);
     /* another architecture: same SMs and clock, twice the fp32 lanes per SM -> the compute term
      * follows FLOP/s (ai huge: g -> 0) */
     pp_device wide = big;
     wide.peak_tflops[PP_PREC_FP32] = 20;
-    assert_rel_close(pp_scale_kernel_time(1.0, &big, &wide, 1e12, 1e6), 0.5, 1e-9);
+    assert_rel_close(pp_scale_kernel_time(1.0, &big, &wide, 1e12, 7e5), 0.5, 1e-9);
 
     /* memory-boundness at the ridge is one half, and falls with intensity */
     assert_rel_close(pp_memory_boundness(10, 10), 0.5, 1e-12);
