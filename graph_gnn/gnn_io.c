@@ -300,17 +300,18 @@ static perfpred_status load_weights(const char *path, const unsigned char *b, si
                           len, want);
     if (get_u64(b + len - 8) != fnv1a64(b, len - 8))
         return pp_err_set(err, PERFPRED_ERR_MODEL, "%s: checksum mismatch (corrupt file)", path);
+    /* Every header field is checked against the file's length and the dims before anything is
+     * allocated: what is allocated is then bounded by a small multiple of the file's size. */
+    size_t implied = pp_gnn_param_count((int)F, (int)Fe, (int)G, (int)T, (int)L, (int)H);
+    if (implied != np)
+        return pp_err_set(err, PERFPRED_ERR_MODEL, "%s: %" PRIu32 " parameters, the dims imply %zu",
+                          path, np, implied);
     pp_gnn_params p = pp_gnn_default_params();
     p.layers = (int)L;
     p.hidden = (int)H;
     pp_gnn *m;
     perfpred_status st = pp_gnn_new((int)F, (int)Fe, (int)G, (int)T, &p, &m, err);
     if (st) return st;
-    if (m->n_params != np) {
-        pp_gnn_free(m);
-        return pp_err_set(err, PERFPRED_ERR_MODEL,
-                          "%s: %" PRIu32 " parameters, the dims imply %zu", path, np, m->n_params);
-    }
     const unsigned char *q = b + W_HEADER;
     int bad = 0;
 #define GET_ARR(a, cnt, positive)                                                      \
