@@ -571,9 +571,47 @@ static void concurrent_predictions_should_be_identical(void **state)
     perfpred_ctx_close(ctx);
 }
 
+/* A descriptor within every range whose figures still overflow the roofline (a peak of 1e-307
+ * TFLOP/s): the latency would be inf and the energy NaN, which perfpred_predict returned as an
+ * answer (the CLI printed null and exited 0); it is now an error naming the file. */
+static void predict_should_refuse_a_non_finite_result(void **state)
+{
+    char dir[4096], sub[4200];
+    snprintf(dir, sizeof dir, "%s/pp_nonfinite_%d", PP_BINARY_DIR, (int)getpid());
+    snprintf(sub, sizeof sub, "%s/devices", dir);
+    mkdir(dir, 0755);
+    mkdir(sub, 0755);
+    snprintf(sub, sizeof sub, "%s/devices/tiny.yaml", dir);
+    pp_test_write_text(sub, "name: tiny-gpu\ndescription: figures at the bottom of their ranges\n"
+                            "vendor: test\nkind: gpu\nhardware:\n"
+                            "  peak_tflops: {fp32: 1e-307}\n  memory_bandwidth_gbs: 1e-307\n"
+                            "  memory_gb: 16\n  idle_power_w: 50\n  max_power_w: 250\n"
+                            "runtime: {framework: pytorch-eager, precision: fp32}\n");
+    perfpred_ctx_params cp = perfpred_ctx_default_params();
+    cp.config_dir = dir;
+    char err[1024] = "";
+    perfpred_status st;
+    perfpred_ctx *ctx = perfpred_ctx_open(&cp, &st, err, sizeof err);
+    if (!ctx) print_error("%s\n", err);
+    assert_non_null(ctx);
+    perfpred_model *m = fixture_b1("resnet18.onnx");
+    perfpred_prediction pr;
+    assert_int_equal(perfpred_predict(ctx, m, "tiny-gpu", NULL, &pr, err, sizeof err),
+                     PERFPRED_ERR_DEVICE);
+    assert_non_null(strstr(err, "tiny.yaml"));
+    assert_non_null(strstr(err, "is not finite"));
+    perfpred_model_free(m);
+    perfpred_ctx_close(ctx);
+    unlink(sub);
+    snprintf(sub, sizeof sub, "%s/devices", dir);
+    rmdir(sub);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(predict_should_refuse_a_non_finite_result),
         cmocka_unit_test(roofline_should_match_hand_computation),
         cmocka_unit_test(fusion_rule_should_merge_conv_and_relu),
         cmocka_unit_test(composite_ops_should_fuse_decomposed_activations_only),
