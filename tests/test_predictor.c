@@ -571,6 +571,73 @@ static void concurrent_predictions_should_be_identical(void **state)
     perfpred_ctx_close(ctx);
 }
 
+/* Real devices whose first prediction loads artifacts lazily, under the context's locks: GNN
+ * corrections (rpi5's single model, epyc-kvm-2vcpu's ensemble of five), XGBoost layer models with
+ * an overhead correction (host-cpu), and a MIG slice of a NeuSight-calibrated A100. Eight threads
+ * start on a fresh context, so they race for those first loads; every answer must equal the one a
+ * single thread gets on another context. Built with -fsanitize=thread by scripts/test.sh. */
+static const char *const real_devices[5] = {"rpi5", "epyc-kvm-2vcpu", "host-cpu", "a100-mig-3g",
+                                            "rpi4"};
+
+typedef struct real_job {
+    perfpred_ctx *ctx;
+    perfpred_model *m;
+    int first;          /* device to start from, so threads reach each one in another order */
+    double lat[5];
+    int failures;
+} real_job;
+
+static void *real_thread_main(void *arg)
+{
+    real_job *j = arg;
+    for (int rep = 0; rep < 3; rep++)
+        for (int k = 0; k < 5; k++) {
+            int d = (j->first + k) % 5;
+            perfpred_prediction p;
+            if (perfpred_predict(j->ctx, j->m, real_devices[d], NULL, &p, NULL, 0)) j->failures++;
+            else if (rep == 0) j->lat[d] = p.latency_ms.value;
+            else if (memcmp(&j->lat[d], &p.latency_ms.value, sizeof(double)) != 0) j->failures++;
+        }
+    return NULL;
+}
+
+static perfpred_ctx *open_real(void)
+{
+    perfpred_ctx_params p = perfpred_ctx_default_params();
+    p.config_dir = pp_test_path("configs");
+    char err[1024];
+    perfpred_status st;
+    perfpred_ctx *ctx = perfpred_ctx_open(&p, &st, err, sizeof err);
+    if (!ctx) print_error("%s\n", err);
+    assert_non_null(ctx);
+    return ctx;
+}
+
+static void concurrent_first_predictions_should_match_a_single_thread(void **state)
+{
+    perfpred_model *m = fixture_b1("resnet18.onnx");
+    perfpred_ctx *ref = open_real();
+    real_job base = {ref, m, 0, {0}, 0};
+    real_thread_main(&base);
+    assert_int_equal(base.failures, 0);
+    perfpred_ctx_close(ref);
+    perfpred_ctx *ctx = open_real();
+    enum { NT = 8 };
+    pthread_t th[NT];
+    real_job jobs[NT];
+    for (int i = 0; i < NT; i++) {
+        jobs[i] = (real_job){ctx, m, i % 5, {0}, 0};
+        assert_int_equal(pthread_create(&th[i], NULL, real_thread_main, &jobs[i]), 0);
+    }
+    for (int i = 0; i < NT; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(jobs[i].failures, 0);
+        assert_memory_equal(jobs[i].lat, base.lat, sizeof base.lat);
+    }
+    perfpred_model_free(m);
+    perfpred_ctx_close(ctx);
+}
+
 /* A descriptor within every range whose figures still overflow the roofline (a peak of 1e-307
  * TFLOP/s): the latency would be inf and the energy NaN, which perfpred_predict returned as an
  * answer (the CLI printed null and exited 0); it is now an error naming the file. */
@@ -623,6 +690,7 @@ int main(void)
         cmocka_unit_test(missing_figures_should_make_latency_unavailable),
         cmocka_unit_test(unknown_device_should_be_named_in_error),
         cmocka_unit_test(concurrent_predictions_should_be_identical),
+        cmocka_unit_test(concurrent_first_predictions_should_match_a_single_thread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
