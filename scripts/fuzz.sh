@@ -24,7 +24,6 @@ fi
 targets=()
 for h in "${harnesses[@]}"; do targets+=(--target "fuzz_$h"); done
 cmake --build build-fuzz -j"${PP_FUZZ_JOBS:-2}" "${targets[@]}"
-export TMPDIR="${TMPDIR:-/tmp}"
 status=0
 for h in "${harnesses[@]}"; do
   mkdir -p "build-fuzz/corpus/$h" "build-fuzz/artifacts/$h"

@@ -17,10 +17,11 @@
 
 #include <cjson/cJSON.h>
 
-static perfpred_ctx *open_toy(void)
+/* A context over the config folder dir. */
+static perfpred_ctx *open_dir(const char *dir)
 {
     perfpred_ctx_params p = perfpred_ctx_default_params();
-    p.config_dir = pp_test_path("tests/fixtures/predictor");
+    p.config_dir = dir;
     char err[1024];
     perfpred_status st;
     perfpred_ctx *ctx = perfpred_ctx_open(&p, &st, err, sizeof err);
@@ -28,6 +29,8 @@ static perfpred_ctx *open_toy(void)
     assert_non_null(ctx);
     return ctx;
 }
+
+static perfpred_ctx *open_toy(void) { return open_dir(pp_test_path("tests/fixtures/predictor")); }
 
 /* A built graph with input tensor x and output "y" as a model: linked, shape-inferred and
  * featurized as a loaded file is. */
@@ -601,17 +604,7 @@ static void *real_thread_main(void *arg)
     return NULL;
 }
 
-static perfpred_ctx *open_real(void)
-{
-    perfpred_ctx_params p = perfpred_ctx_default_params();
-    p.config_dir = pp_test_path("configs");
-    char err[1024];
-    perfpred_status st;
-    perfpred_ctx *ctx = perfpred_ctx_open(&p, &st, err, sizeof err);
-    if (!ctx) print_error("%s\n", err);
-    assert_non_null(ctx);
-    return ctx;
-}
+static perfpred_ctx *open_real(void) { return open_dir(pp_test_path("configs")); }
 
 static void concurrent_first_predictions_should_match_a_single_thread(void **state)
 {
@@ -654,13 +647,8 @@ static void predict_should_refuse_a_non_finite_result(void **state)
                             "  peak_tflops: {fp32: 1e-307}\n  memory_bandwidth_gbs: 1e-307\n"
                             "  memory_gb: 16\n  idle_power_w: 50\n  max_power_w: 250\n"
                             "runtime: {framework: pytorch-eager, precision: fp32}\n");
-    perfpred_ctx_params cp = perfpred_ctx_default_params();
-    cp.config_dir = dir;
+    perfpred_ctx *ctx = open_dir(dir);
     char err[1024] = "";
-    perfpred_status st;
-    perfpred_ctx *ctx = perfpred_ctx_open(&cp, &st, err, sizeof err);
-    if (!ctx) print_error("%s\n", err);
-    assert_non_null(ctx);
     perfpred_model *m = fixture_b1("resnet18.onnx");
     perfpred_prediction pr;
     assert_int_equal(perfpred_predict(ctx, m, "tiny-gpu", NULL, &pr, err, sizeof err),

@@ -3,6 +3,7 @@
  * (tests/test_fuzz_replay.c), so that a crash found by fuzzing is replayed by the normal suite
  * through the same code. Each entry writes the bytes where the reader looks and calls it; the
  * reader may refuse them, it must never crash, leak or hang. */
+#define _XOPEN_SOURCE 700 /* nftw */
 #include "tests/fuzz/entries.h"
 
 #include <math.h>
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <ftw.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -23,14 +25,32 @@
 #include "layer_models/layer_models.h"
 #include "predictor/calib.h"
 
-/* A scratch folder for this process (made once, left for the OS's temp cleaning). */
+static char scratch_dir[256];
+
+static int remove_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)remove(path); /* best effort */
+    return 0;
+}
+
+static void remove_scratch(void)
+{
+    if (scratch_dir[0]) nftw(scratch_dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* A scratch folder for this process (made once, removed at exit): $TMPDIR, else
+ * /dev/shm where it exists. Entries rewrite a file per input, and on ext4 replacing a file's
+ * contents costs ~3.6 ms (the flush of auto_da_alloc) against ~0.05 ms on tmpfs. */
 static const char *scratch(void)
 {
-    static char dir[256];
+    char *dir = scratch_dir;
     if (!dir[0]) {
         const char *t = getenv("TMPDIR");
-        snprintf(dir, sizeof dir, "%s/pp-fuzz-XXXXXX", t && *t ? t : "/tmp");
+        struct stat sb;
+        if (!t || !*t) t = stat("/dev/shm", &sb) == 0 && S_ISDIR(sb.st_mode) ? "/dev/shm" : "/tmp";
+        snprintf(dir, sizeof scratch_dir, "%s/pp-fuzz-XXXXXX", t);
         if (!mkdtemp(dir)) abort();
+        atexit(remove_scratch);
     }
     return dir;
 }
