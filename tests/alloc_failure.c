@@ -16,6 +16,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "calibrate/calibrate.h"
 #include "devices/devices.h"
 #include "graph_gnn/graph_gnn.h"
 #include "layer_models/layer_models.h"
@@ -198,6 +199,43 @@ static void after_gnn_save(void *arg, perfpred_status st)
     if (st == PERFPRED_OK) assert_int_equal(n, 2);
 }
 
+/* calibrate fit of a toy device (40 Relu rows, 5 boosting rounds) into a fresh folder: a fit that
+ * fails leaves no manifest (the artifact loaders read) and no temporary file behind. */
+typedef struct fit_arg {
+    char cfg[1024], csv[1200], dir[1200];
+    int run;
+} fit_arg;
+
+static perfpred_status op_fit(void *arg, char *msg, size_t msg_n)
+{
+    fit_arg *a = arg;
+    snprintf(a->dir, sizeof a->dir, "%s/fit-%d", a->cfg, a->run++);
+    const char *files[1] = {a->csv};
+    perfpred_fit_params p = pp_test_fit_params("toy-roofline", files, 1, a->cfg, a->dir);
+    p.n_rounds = 5;
+    perfpred_fit_report r;
+    return perfpred_calibrate_fit(&p, &r, msg, msg_n);
+}
+
+static void after_fit(void *arg, perfpred_status st)
+{
+    fit_arg *a = arg;
+    DIR *d = opendir(a->dir);
+    int manifest = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        char p[2048];
+        snprintf(p, sizeof p, "%s/%s", a->dir, de->d_name);
+        if (strstr(de->d_name, ".tmp.")) fail_msg("a fit left the temporary file %s", p);
+        manifest |= strcmp(de->d_name, "manifest.json") == 0;
+        if (de->d_name[0] != '.') unlink(p);
+    }
+    if (d) closedir(d);
+    rmdir(a->dir);
+    if (st != PERFPRED_OK && manifest) fail_msg("a failed fit wrote %s/manifest.json", a->dir);
+    if (st == PERFPRED_OK) assert_true(manifest);
+}
+
 /* ---- tests ---- */
 
 static void descriptor_load_should_survive_every_allocation_failure(void **state)
@@ -226,6 +264,33 @@ static void gnn_save_should_leave_nothing_partial_on_allocation_failure(void **s
     fail_each_allocation("GNN artifact save", op_gnn_save, after_gnn_save, &a);
 }
 
+static void calibrate_fit_should_write_nothing_partial_on_allocation_failure(void **state)
+{
+    fit_arg a;
+    memset(&a, 0, sizeof a);
+    snprintf(a.cfg, sizeof a.cfg, "%s/pp_allocfail_fit_%d", PP_BINARY_DIR, (int)getpid());
+    char p[1200];
+    snprintf(p, sizeof p, "%s/devices", a.cfg);
+    assert_int_equal(pp_mkdir_p(p, NULL), PERFPRED_OK);
+    snprintf(p, sizeof p, "%s/devices/toy.yaml", a.cfg);
+    pp_test_write_text(p, "name: toy-roofline\ndescription: toy roofline, 1 TFLOP/s, 1 GB/s\n"
+                          "vendor: Test\nkind: cpu\nhardware:\n  peak_tflops: {fp32: 1.0}\n"
+                          "  memory_bandwidth_gbs: 1.0\n  memory_gb: 1\n  compute_units: 1\n"
+                          "runtime: {framework: pytorch-eager, precision: fp32, "
+                          "launch_overhead_us: 0}\n");
+    static char text[16384];
+    int off = snprintf(text, sizeof text, "%s", PP_TEST_LAYER_HEADER);
+    pp_test_toy_relu_rows(text, sizeof text, off, 1, 40, 1, 1000, 0.2, 0.1);
+    snprintf(a.csv, sizeof a.csv, "%s/rows.csv", a.cfg);
+    pp_test_write_text(a.csv, text);
+    fail_each_allocation("calibrate fit", op_fit, after_fit, &a);
+    unlink(a.csv);
+    unlink(p);
+    snprintf(p, sizeof p, "%s/devices", a.cfg);
+    rmdir(p);
+    rmdir(a.cfg);
+}
+
 int main(void)
 {
     cJSON_Hooks hooks = {hook_malloc, free};
@@ -236,6 +301,7 @@ int main(void)
         cmocka_unit_test(gnn_load_should_survive_every_allocation_failure),
         cmocka_unit_test(layer_model_load_should_survive_every_allocation_failure),
         cmocka_unit_test(gnn_save_should_leave_nothing_partial_on_allocation_failure),
+        cmocka_unit_test(calibrate_fit_should_write_nothing_partial_on_allocation_failure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
