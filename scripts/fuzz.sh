@@ -28,17 +28,20 @@ status=0
 for h in "${harnesses[@]}"; do
   mkdir -p "build-fuzz/corpus/$h" "build-fuzz/artifacts/$h"
   echo "== fuzz_$h: ${secs} s"
+  touch "build-fuzz/artifacts/$h/.start"
   # detect_leaks on: a leak is a finding like a crash; -timeout: an input slower than 10 s is one too
-  if ! ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
-       "build-fuzz/fuzz_$h" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
-       -max_len=65536 -print_final_stats=1 -artifact_prefix="build-fuzz/artifacts/$h/" \
-       "build-fuzz/corpus/$h" "tests/fuzz/corpus/$h" 2>&1 | tee "build-fuzz/fuzz_$h.log" |
-       grep -E "^(#[0-9]+[[:space:]]+DONE|stat::(number_of_executed_units|average_exec_per_sec|new_units_added|peak_rss_mb)|==[0-9]+==ERROR|SUMMARY)" ; then
-    :
-  fi
-  if ls "build-fuzz/artifacts/$h"/crash-* "build-fuzz/artifacts/$h"/leak-* \
-        "build-fuzz/artifacts/$h"/timeout-* "build-fuzz/artifacts/$h"/oom-* >/dev/null 2>&1; then
-    echo "fuzz_$h: FOUND $(ls "build-fuzz/artifacts/$h" | tr '\n' ' ')" >&2
+  ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
+    "build-fuzz/fuzz_$h" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+    -max_len=65536 -print_final_stats=1 -artifact_prefix="build-fuzz/artifacts/$h/" \
+    "build-fuzz/corpus/$h" "tests/fuzz/corpus/$h" >"build-fuzz/fuzz_$h.log" 2>&1 || true
+  grep -E "^(#[0-9]+[[:space:]]+DONE|stat::(number_of_executed_units|average_exec_per_sec|new_units_added|peak_rss_mb)|==[0-9]+==ERROR|SUMMARY)" \
+    "build-fuzz/fuzz_$h.log" || true
+  # what this run found (earlier runs' findings stay beside it, not counted again)
+  found="$(find "build-fuzz/artifacts/$h" -type f -newer "build-fuzz/artifacts/$h/.start" \
+           \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' -o -name 'oom-*' \) |
+           tr '\n' ' ')"
+  if [ -n "$found" ]; then
+    echo "fuzz_$h: FOUND $found(log: build-fuzz/fuzz_$h.log)" >&2
     status=1
   fi
 done
