@@ -87,6 +87,10 @@ void pp_fmt_double(char *out, size_t n, double v)
 }
 
 /* ---- reading ---- */
+/* libcsv's parser state between records (ROW_NOT_BEGUN in libcsv.c; csv.h exposes pstate but not
+ * the names of its values). */
+enum { LIBCSV_ROW_NOT_BEGUN = 0 };
+
 typedef struct reader {
     const char *path;
     pp_csv_record_fn fn;
@@ -94,6 +98,7 @@ typedef struct reader {
     pp_err *err;
     int line;           /* line being fed */
     int rec_line;       /* line the current record started on, 0 = none begun */
+    int row_line;       /* line of the first segment fed since the last record ended */
     int seen_header;
     int stop;           /* callback asked to stop, or out of memory */
     perfpred_status status;
@@ -109,7 +114,7 @@ static void on_field(void *s, size_t len, void *data)
 {
     reader *r = data;
     if (r->stop) return;
-    if (!r->rec_line) r->rec_line = r->line;
+    if (!r->rec_line) r->rec_line = r->row_line ? r->row_line : r->line;
     if (r->text_len + len + 1 > r->text_cap) {
         size_t cap = r->text_cap ? r->text_cap : 1024;
         while (cap < r->text_len + len + 1) cap *= 2;
@@ -152,6 +157,7 @@ static void on_record(int c, void *data)
     }
     for (int i = 0; i < r->n_fields; i++) r->ptrs[i] = r->text + r->offs[i];
     pp_csv_record rec = {r->path, r->rec_line ? r->rec_line : r->line, r->n_fields, r->ptrs};
+    r->row_line = 0;
     int is_header = !r->seen_header;
     r->seen_header = 1;
     if (r->fn(&rec, is_header, r->user, r->err) != 0) {
@@ -183,6 +189,13 @@ perfpred_status pp_csv_read_buffer(const char *path, const char *buf, size_t len
         const char *nl = memchr(buf + pos, '\n', len - pos);
         size_t seg = nl ? (size_t)(nl - (buf + pos)) + 1 : len - pos;
         r.line++;
+        /* A record that starts in this segment starts on this line, even when its first field is
+         * a quoted one that ends lines later (on_field only sees the field when it ends). */
+        if (p.pstate == LIBCSV_ROW_NOT_BEGUN) r.row_line = r.line;
+        /* libcsv grows its field buffer by blk_size bytes at a time (128 by default: a 10 MB
+         * field was ~80,000 reallocs, minutes under ASan); growing by the larger of the segment
+         * and the buffer itself keeps the growth geometric and a segment to one realloc. */
+        csv_set_blk_size(&p, seg > p.entry_size ? seg + 1 : p.entry_size + 1);
         if (csv_parse(&p, buf + pos, seg, on_field, on_record, &r) != seg && !r.stop) {
             r.status = pp_err_set(err, PERFPRED_ERR_PARSE, "%s:%d: malformed CSV: %s", path, r.line,
                                   csv_strerror(csv_error(&p)));
@@ -192,7 +205,7 @@ perfpred_status pp_csv_read_buffer(const char *path, const char *buf, size_t len
     }
     if (!r.stop && csv_fini(&p, on_field, on_record, &r) != 0 && !r.stop) {
         r.status = pp_err_set(err, PERFPRED_ERR_PARSE, "%s:%d: malformed CSV (unterminated quote)",
-                              path, r.rec_line ? r.rec_line : r.line);
+                              path, r.rec_line ? r.rec_line : r.row_line ? r.row_line : r.line);
         r.stop = 1;
     }
     csv_free(&p);

@@ -733,7 +733,12 @@ static perfpred_status read_rows(fit_ctx *F, pp_err *err)
             }
             used_row *ur = &F->u[F->n_u];
             pp_err e = {0};
-            if (pp_layer_row_features(r, &ur->feat, &e) != PERFPRED_OK) {
+            perfpred_status fst = pp_layer_row_features(r, &ur->feat, &e);
+            /* out of memory is not a property of the row: the fit fails, it does not go on
+             * without the row */
+            if (fst == PERFPRED_ERR_NOMEM)
+                return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s:%d: %s", t->path, r->line, e.msg);
+            if (fst != PERFPRED_OK) {
                 rep->n_unusable++;
                 snprintf(msg, sizeof msg, "%s:%d: %s", t->path, r->line, e.msg);
                 add_msg(rep, msg);

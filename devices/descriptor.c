@@ -112,6 +112,73 @@ static perfpred_status get_name(pctx *c, yaml_node_t *v, const char *what, const
     return PERFPRED_OK;
 }
 
+/* The physical range of each numeric figure, keyed by its key (peak_tflops.<precision> by
+ * "peak_tflops"), so that a figure far outside what any device has (memory_gb: 1e308) is an error
+ * here rather than an infinity or NaN in a prediction. Bounds are generous: about 100 times the
+ * largest device of today. A new numeric key needs one entry; a key without one falls back to the
+ * entry of its unit suffix ("*_us" ...), and a key with neither is refused (PERFPRED_ERR_INTERNAL)
+ * so that no figure goes unbounded. */
+typedef struct figure_range {
+    const char *key;
+    double lo, hi;
+    const char *unit;
+} figure_range;
+
+static const figure_range figure_ranges[] = {
+    {"peak_tflops", 0, 1e5, "TFLOP/s"},
+    {"memory_bandwidth_gbs", 0, 1e6, "GB/s"},
+    {"memory_gb", 0, 1e5, "GB"},
+    {"clock_mhz", 0, 1e5, "MHz"},
+    {"l2_mb", 0, 1e6, "MB"},
+    {"idle_power_w", 0, 1e5, "W"},
+    {"max_power_w", 0, 1e5, "W"},
+    {"launch_overhead_us", 0, 1e6, "us"},
+    {"runtime_memory_overhead_mb", 0, 1e7, "MB"},
+    {"workspace_mb", 0, 1e7, "MB"},
+    {"compute_capability", 1, 20, "(CUDA compute capability)"},
+    {"host_dispatch_scale", 0.05, 50, "x the fitted stacks' hosts"},
+    /* by unit suffix, for a key without an entry of its own */
+    {"*_tflops", 0, 1e5, "TFLOP/s"},
+    {"*_gbs", 0, 1e6, "GB/s"},
+    {"*_gb", 0, 1e5, "GB"},
+    {"*_mb", 0, 1e7, "MB"},
+    {"*_mhz", 0, 1e5, "MHz"},
+    {"*_w", 0, 1e5, "W"},
+    {"*_us", 0, 1e7, "us"},
+    {"*_ms", 0, 1e4, "ms"},
+};
+
+static const figure_range *range_of(const char *what)
+{
+    size_t n = strcspn(what, "."); /* "peak_tflops.fp32" -> "peak_tflops" */
+    const size_t nr = sizeof figure_ranges / sizeof figure_ranges[0];
+    for (size_t i = 0; i < nr; i++)
+        if (figure_ranges[i].key[0] != '*' && strlen(figure_ranges[i].key) == n &&
+            strncmp(what, figure_ranges[i].key, n) == 0)
+            return &figure_ranges[i];
+    for (size_t i = 0; i < nr; i++) {
+        const char *suf = figure_ranges[i].key + 1;
+        size_t sl = strlen(suf);
+        if (figure_ranges[i].key[0] == '*' && n > sl && strncmp(what + n - sl, suf, sl) == 0)
+            return &figure_ranges[i];
+    }
+    return NULL;
+}
+
+static perfpred_status check_range(pctx *c, yaml_node_t *v, const char *what, double x)
+{
+    const figure_range *r = range_of(what);
+    if (!r)
+        return pp_dev_err_at(c->err, PERFPRED_ERR_INTERNAL, pos_of(c, v),
+                             "%s has no physical range (add one to figure_ranges in "
+                             "devices/descriptor.c)",
+                             what);
+    if (!(x >= r->lo && x <= r->hi))
+        return FAIL(c, v, "%s = %s is outside its physical range [%g, %g] %s", what, scalar(v),
+                    r->lo, r->hi, r->unit);
+    return PERFPRED_OK;
+}
+
 /* A number must be a plain YAML scalar made of digits, sign, point and exponent only. */
 static perfpred_status get_double(pctx *c, yaml_node_t *v, const char *what, double *out)
 {
@@ -130,7 +197,7 @@ static perfpred_status get_double(pctx *c, yaml_node_t *v, const char *what, dou
         return FAIL(c, v, "bad number '%s' for %s%s", s, what, hint);
     }
     if (*out < 0) return FAIL(c, v, "negative value %s for %s", s, what);
-    return PERFPRED_OK;
+    return check_range(c, v, what, *out);
 }
 
 static perfpred_status get_int(pctx *c, yaml_node_t *v, const char *what, int min, int *out)
@@ -266,9 +333,6 @@ static perfpred_status hw_pair(pctx *c, const char *key, yaml_node_t *k, yaml_no
     case 7: st = get_double(c, v, key, &d->max_power_w), mark(c, s, PP_F_MAXP, k); break;
     case 8:
         st = get_double(c, v, key, &d->compute_capability), mark(c, s, PP_F_CC, k);
-        if (!st && (d->compute_capability < 1 || d->compute_capability > 20))
-            return FAIL(c, v, "compute_capability %g is outside 1 to 20 (e.g. 8.0 for the A100)",
-                        d->compute_capability);
         break;
     default: return unknown_key(c, k, "hardware", hw_keys);
     }
@@ -389,9 +453,6 @@ static perfpred_status rt_pair(pctx *c, const char *key, yaml_node_t *k, yaml_no
         break;
     case 7:
         st = get_double(c, v, key, &d->host_dispatch_scale), mark(c, s, PP_F_HOSTSCALE, k);
-        if (!st && (d->host_dispatch_scale < 0.05 || d->host_dispatch_scale > 50))
-            return FAIL(c, v, "host_dispatch_scale %g is outside 0.05 to 50",
-                        d->host_dispatch_scale);
         break;
     default: return unknown_key(c, k, "runtime", rt_keys);
     }

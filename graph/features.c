@@ -721,12 +721,12 @@ static perfpred_status node_features(pp_graph *g, int ni, pp_err *err)
     return PERFPRED_OK;
 }
 
-/* A double total as int64, or an overflow error. */
+/* A double total as int64, or an overflow error: a shape error (the shapes are what is too big). */
 static perfpred_status to_i64(const pp_graph *g, double v, const char *what, int64_t *out,
                               pp_err *err)
 {
     if (!(v >= 0) || v >= 9.2e18)
-        return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: total %s overflows 64 bits", g->path, what);
+        return pp_err_set(err, PERFPRED_ERR_SHAPE, "%s: total %s overflows 64 bits", g->path, what);
     *out = (int64_t)llround(v);
     return PERFPRED_OK;
 }

@@ -94,6 +94,20 @@ static size_t gnn_layout(pp_gnn *m)
     return off;
 }
 
+size_t pp_gnn_param_count(int n_feat, int n_edge_feat, int n_globals, int n_targets, int layers,
+                          int hidden)
+{
+    pp_gnn m;
+    memset(&m, 0, sizeof m);
+    m.n_feat = n_feat;
+    m.n_edge_feat = n_edge_feat;
+    m.n_globals = n_globals;
+    m.n_targets = n_targets;
+    m.params.layers = layers;
+    m.params.hidden = hidden;
+    return gnn_layout(&m);
+}
+
 /* U(-a, a) with a = sqrt(gain / fan_in): He-uniform (gain 6) before a relu or a max,
  * gain 3 for the linear output of a head; biases 0. */
 static void fill_uniform(float *w, int rows, int cols, double gain, pp_gnn_rng *r)
@@ -204,9 +218,10 @@ perfpred_status pp_gnn_new(int n_feat, int n_edge_feat, int n_globals, int n_tar
     m->u_std = alloc_floats((size_t)n_globals, 1.0f);
     if (!m->w || !m->grad || !m->adam_m || !m->adam_v || !m->x_mean || !m->x_std || !m->e_mean ||
         !m->e_std || !m->u_mean || !m->u_std) {
+        size_t n_params = m->n_params; /* read before the free */
         pp_gnn_free(m);
         return pp_err_set(err, PERFPRED_ERR_NOMEM, "gnn: out of memory for %zu parameters",
-                          m->n_params);
+                          n_params);
     }
     for (int t = 0; t < PP_GNN_MAX_TARGETS; t++) {
         m->y_mean[t] = 0.0f;

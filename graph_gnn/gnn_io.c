@@ -213,34 +213,41 @@ static cJSON *manifest_json(const pp_gnn *m, const char *weights_path, size_t wl
 
 /* One weights file and (manifest_path not NULL) its manifest; *hash_out (may be NULL) gets the
  * weights' checksum. */
+/* Both files are serialized before either is written, so that running out of memory leaves no
+ * weights file without its manifest (pp_calib would find the weights and fail every prediction on
+ * the device); each file is then written to a temporary name and renamed. */
 static perfpred_status save_one(const pp_gnn *m, const char *weights_path,
                                 const char *manifest_path, const pp_gnn_provenance *prov,
                                 const uint64_t *member_hash, int n_members, uint64_t *hash_out,
                                 pp_err *err)
 {
-    size_t len;
+    size_t len, tl = 0;
     unsigned char *b = weights_bytes(m, &len);
     if (!b) return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", weights_path);
     uint64_t hash = fnv1a64(b, len);
-    if (hash_out) *hash_out = hash;
+    char *withnl = NULL;
+    if (manifest_path) {
+        cJSON *root = manifest_json(m, weights_path, len, hash, prov, member_hash, n_members);
+        char *text = root ? cJSON_Print(root) : NULL;
+        cJSON_Delete(root);
+        if (text) {
+            tl = strlen(text);
+            if ((withnl = malloc(tl + 2))) {
+                memcpy(withnl, text, tl);
+                withnl[tl] = '\n';
+            }
+            cJSON_free(text);
+        }
+        if (!withnl) {
+            free(b);
+            return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", manifest_path);
+        }
+    }
     perfpred_status st = pp_write_file_atomic(weights_path, b, len, err);
     free(b);
-    if (st || !manifest_path) return st;
-    cJSON *root = manifest_json(m, weights_path, len, hash, prov, member_hash, n_members);
-    char *text = root ? cJSON_Print(root) : NULL;
-    cJSON_Delete(root);
-    if (!text) return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", manifest_path);
-    size_t tl = strlen(text);
-    char *withnl = malloc(tl + 2);
-    if (!withnl) {
-        cJSON_free(text);
-        return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", manifest_path);
-    }
-    memcpy(withnl, text, tl);
-    withnl[tl] = '\n';
-    cJSON_free(text);
-    st = pp_write_file_atomic(manifest_path, withnl, tl + 1, err);
+    if (!st && manifest_path) st = pp_write_file_atomic(manifest_path, withnl, tl + 1, err);
     free(withnl);
+    if (!st && hash_out) *hash_out = hash;
     return st;
 }
 
@@ -300,17 +307,18 @@ static perfpred_status load_weights(const char *path, const unsigned char *b, si
                           len, want);
     if (get_u64(b + len - 8) != fnv1a64(b, len - 8))
         return pp_err_set(err, PERFPRED_ERR_MODEL, "%s: checksum mismatch (corrupt file)", path);
+    /* Every header field is checked against the file's length and the dims before anything is
+     * allocated: what is allocated is then bounded by a small multiple of the file's size. */
+    size_t implied = pp_gnn_param_count((int)F, (int)Fe, (int)G, (int)T, (int)L, (int)H);
+    if (implied != np)
+        return pp_err_set(err, PERFPRED_ERR_MODEL, "%s: %" PRIu32 " parameters, the dims imply %zu",
+                          path, np, implied);
     pp_gnn_params p = pp_gnn_default_params();
     p.layers = (int)L;
     p.hidden = (int)H;
     pp_gnn *m;
     perfpred_status st = pp_gnn_new((int)F, (int)Fe, (int)G, (int)T, &p, &m, err);
     if (st) return st;
-    if (m->n_params != np) {
-        pp_gnn_free(m);
-        return pp_err_set(err, PERFPRED_ERR_MODEL,
-                          "%s: %" PRIu32 " parameters, the dims imply %zu", path, np, m->n_params);
-    }
     const unsigned char *q = b + W_HEADER;
     int bad = 0;
 #define GET_ARR(a, cnt, positive)                                                      \

@@ -157,6 +157,11 @@ typedef struct pp_gnn {
 perfpred_status pp_gnn_new(int n_feat, int n_edge_feat, int n_globals, int n_targets,
                            const pp_gnn_params *params, pp_gnn **out, pp_err *err);
 void pp_gnn_free(pp_gnn *gnn);
+/* The length of the flat parameter array of a model with these dims (nothing is allocated): what a
+ * weights file's header must agree with before the loader allocates anything. Dims must be within
+ * the PP_GNN_MAX_* bounds (then the count fits easily in a size_t). */
+size_t pp_gnn_param_count(int n_feat, int n_edge_feat, int n_globals, int n_targets, int layers,
+                          int hidden);
 /* Re-initializes weights (and clears Adam state) from seed. */
 void pp_gnn_init_weights(pp_gnn *gnn, uint64_t seed);
 

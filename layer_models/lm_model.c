@@ -586,7 +586,96 @@ static int ubj_skip_bytes(ubj *u)
     return 0;
 }
 
-static int ubj_container(ubj *u, int is_obj)
+/* The arrays of one XGBoost tree that its loader indexes by node: each must be there, typed, and
+ * num_nodes long, or XGBoost 1.7 reads out of bounds (a fuzzed model whose "parents" key was
+ * renamed crashed it). */
+static const char *const tree_arrays[] = {"left_children", "right_children", "parents",
+                                          "split_indices", "split_conditions", "default_left",
+                                          "split_type", "base_weights", "loss_changes",
+                                          "sum_hessian"};
+static const char tree_types[] = {'l', 'l', 'l', 'l', 'd', 'U', 'U', 'd', 'd', 'd'};
+enum { N_TREE_ARRAYS = sizeof tree_types, T_LEFT = 0, T_RIGHT, T_PARENTS, T_SPLIT_INDEX,
+       T_SPLIT_TYPE = 6 };
+
+typedef struct ubj_obj {
+    int64_t num_nodes;     /* from a "tree_param" child: -1 until seen */
+    int64_t n[N_TREE_ARRAYS];
+    const uint8_t *data[N_TREE_ARRAYS];
+    uint8_t type[N_TREE_ARRAYS];
+} ubj_obj;
+
+static int32_t be32(const uint8_t *p)
+{
+    return (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]);
+}
+
+/* A tree's node arrays: children after their parent and inside the tree (so no cycle), both or
+ * neither, split features inside the feature vector, numerical splits only. */
+static int tree_ok(const ubj_obj *o)
+{
+    int64_t nn = o->num_nodes;
+    if (nn < 1 || nn > (1 << 24)) return 0;
+    for (int a = 0; a < N_TREE_ARRAYS; a++)
+        if (!o->data[a] || o->n[a] != nn || o->type[a] != (uint8_t)tree_types[a]) return 0;
+    for (int64_t i = 0; i < nn; i++) {
+        int32_t l = be32(o->data[T_LEFT] + 4 * i), r = be32(o->data[T_RIGHT] + 4 * i);
+        int32_t par = be32(o->data[T_PARENTS] + 4 * i);
+        int32_t f = be32(o->data[T_SPLIT_INDEX] + 4 * i);
+        if ((l == -1) != (r == -1)) return 0;
+        if (l != -1 && (l <= i || l >= nn || r <= i || r >= nn || f < 0 || f >= PP_LM_NFEAT))
+            return 0;
+        if (i > 0 && (par < 0 || par >= i)) return 0;
+        if (o->data[T_SPLIT_TYPE][i] != 0) return 0;
+    }
+    return 1;
+}
+
+static int ubj_container(ubj *u, int is_obj, ubj_obj *self, ubj_obj *parent);
+
+static int key_is(const uint8_t *k, int64_t kn, const char *s)
+{
+    return (size_t)kn == strlen(s) && memcmp(k, s, (size_t)kn) == 0;
+}
+
+/* An object's value under key k: nested objects get their own record (a "tree_param" child
+ * reports num_nodes to this one); tree arrays are noted with their type, count and data. */
+static int ubj_member(ubj *u, uint8_t m, const uint8_t *k, int64_t kn, ubj_obj *self,
+                      ubj_obj *parent)
+{
+    if (m == '{') {
+        ubj_obj child;
+        memset(&child, 0, sizeof child);
+        child.num_nodes = -1;
+        return ubj_container(u, 1, &child, key_is(k, kn, "tree_param") ? self : NULL);
+    }
+    if (m == 'S' && parent && key_is(k, kn, "num_nodes")) {
+        int64_t n;
+        if (ubj_count(u, &n) != 0 || n < 1 || n > 12 || n > u->end - u->p) return -1;
+        int64_t x = 0;
+        for (int64_t i = 0; i < n; i++) {
+            if (u->p[i] < '0' || u->p[i] > '9') return -1;
+            x = 10 * x + (u->p[i] - '0');
+        }
+        u->p += n;
+        parent->num_nodes = x;
+        return 0;
+    }
+    if (m == '[') {
+        for (int a = 0; a < N_TREE_ARRAYS; a++)
+            if (key_is(k, kn, tree_arrays[a]) && u->end - u->p >= 3 && u->p[0] == '$' &&
+                u->p[2] == '#') {
+                ubj h = {u->p + 3, u->end, 0};
+                int64_t cnt;
+                if (ubj_count(&h, &cnt) != 0) return -1;
+                self->type[a] = u->p[1];
+                self->n[a] = cnt;
+                self->data[a] = h.p;
+            }
+    }
+    return ubj_value(u, m);
+}
+
+static int ubj_container(ubj *u, int is_obj, ubj_obj *self, ubj_obj *parent)
 {
     if (++u->depth > 64) return -1;
     int type = -1;
@@ -604,6 +693,10 @@ static int ubj_container(ubj *u, int is_obj)
         if (type >= 0 && ubj_scalar_size((uint8_t)type) == 0 ? count > 1 << 20
                                                               : count > u->end - u->p)
             return -1;
+        /* typed scalars: their bytes must all be there */
+        if (type >= 0 && ubj_scalar_size((uint8_t)type) > 0 &&
+            count > (u->end - u->p) / ubj_scalar_size((uint8_t)type))
+            return -1;
     }
     for (int64_t i = 0; count < 0 || i < count; i++) {
         if (u->p >= u->end) return -1;
@@ -611,7 +704,13 @@ static int ubj_container(ubj *u, int is_obj)
             u->p++;
             break;
         }
-        if (is_obj && ubj_skip_bytes(u) != 0) return -1;
+        const uint8_t *k = NULL;
+        int64_t kn = 0;
+        if (is_obj) {
+            if (ubj_count(u, &kn) != 0 || kn > u->end - u->p) return -1;
+            k = u->p;
+            u->p += kn;
+        }
         uint8_t m;
         if (type >= 0) {
             m = (uint8_t)type;
@@ -619,16 +718,23 @@ static int ubj_container(ubj *u, int is_obj)
             if (u->p >= u->end) return -1;
             m = *u->p++;
         }
-        if (ubj_value(u, m) != 0) return -1;
+        if (is_obj ? ubj_member(u, m, k, kn, self, parent) : ubj_value(u, m)) return -1;
     }
+    /* an object with a tree_param child is a tree */
+    if (is_obj && self && self->num_nodes >= 0 && !tree_ok(self)) return -1;
     u->depth--;
     return 0;
 }
 
 static int ubj_value(ubj *u, uint8_t m)
 {
-    if (m == '{') return ubj_container(u, 1);
-    if (m == '[') return ubj_container(u, 0);
+    if (m == '{') {
+        ubj_obj child;
+        memset(&child, 0, sizeof child);
+        child.num_nodes = -1;
+        return ubj_container(u, 1, &child, NULL);
+    }
+    if (m == '[') return ubj_container(u, 0, NULL, NULL);
     if (m == 'S' || m == 'H') return ubj_skip_bytes(u);
     int n = ubj_scalar_size(m);
     if (n < 0 || u->end - u->p < n) return -1;
@@ -636,12 +742,15 @@ static int ubj_value(ubj *u, uint8_t m)
     return 0;
 }
 
-/* 0 when buf is exactly one well-formed UBJSON object. */
+/* 0 when buf is exactly one well-formed UBJSON object whose trees pass tree_ok. */
 static int ubj_check(const uint8_t *buf, size_t len)
 {
     ubj u = {buf, buf + len, 0};
     if (len < 2 || *u.p++ != '{') return -1;
-    if (ubj_container(&u, 1) != 0) return -1;
+    ubj_obj top;
+    memset(&top, 0, sizeof top);
+    top.num_nodes = -1;
+    if (ubj_container(&u, 1, &top, NULL) != 0) return -1;
     return u.p == u.end ? 0 : -1;
 }
 

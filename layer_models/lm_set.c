@@ -28,7 +28,16 @@ perfpred_status pp_lm_manifest_write(const char *dir, const pp_lm_manifest *m, p
     cJSON *root = cJSON_CreateObject();
     if (!root) return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", path);
     int ok = 1;
-#define ADD(obj, key, item) ok &= cJSON_AddItemToObject((obj), (key), (item)) != 0
+/* An item that is not attached (an earlier failure, or cJSON's copy of the key ran out of memory)
+ * is freed here: cJSON_AddItemToObject leaves it to the caller. */
+#define ADD(obj, key, item)                                                       \
+    do {                                                                          \
+        cJSON *item_ = (item);                                                    \
+        if (!ok || !cJSON_AddItemToObject((obj), (key), item_)) {                 \
+            cJSON_Delete(item_);                                                  \
+            ok = 0;                                                               \
+        }                                                                         \
+    } while (0)
     ADD(root, "format", cJSON_CreateString(MANIFEST_FORMAT));
     ADD(root, "device", cJSON_CreateString(m->device));
     ADD(root, "runtime", cJSON_CreateString(m->runtime ? m->runtime : ""));

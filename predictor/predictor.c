@@ -541,6 +541,27 @@ static perfpred_status pick_stack(const perfpred_ctx *ctx, const pp_device *d,
                       n ? list : "none");
 }
 
+/* Every figure a prediction gives is finite, or marked unavailable: descriptor figures at the
+ * edge of their ranges (a peak of 1e-307 TFLOP/s) can still overflow a division, and an infinity
+ * or a NaN must be an error, never an answer (the CLI printed null and exited 0). */
+static perfpred_status check_finite(const pp_device *d, const perfpred_prediction *out, pp_err *err)
+{
+    const struct {
+        const char *what;
+        const perfpred_figure *v;
+    } vals[] = {{"latency", &out->latency_ms},
+                {"energy", &out->energy_mj},
+                {"peak memory", &out->peak_memory_bytes}};
+    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++)
+        if (vals[i].v->prov != PERFPRED_PROV_UNAVAILABLE && !isfinite(vals[i].v->value))
+            return pp_err_set(err, PERFPRED_ERR_DEVICE,
+                              "%s: the predicted %s on '%s' is not finite (%g): the descriptor's "
+                              "figures are outside what the model can compute with",
+                              d->source_file ? d->source_file : d->name, vals[i].what, d->name,
+                              vals[i].v->value);
+    return PERFPRED_OK;
+}
+
 static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
                                      const pp_device *d, const perfpred_predict_params *pp,
                                      perfpred_prediction *out, pp_err *err)
@@ -672,7 +693,7 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
         free(sk);
         free(scratch);
         free(node_ms);
-        return sst;
+        return sst ? sst : check_finite(d, out, err);
     }
 
     /* graph-level correction: prediction = layer sum x exp(GNN output), trained on whole-network
@@ -771,7 +792,7 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
     out->memory_capacity_bytes = d->memory_gb * 1073741824.0; /* descriptors state GiB */
     out->fits_in_memory =
         d->memory_gb <= 0 || out->peak_memory_bytes.value <= out->memory_capacity_bytes;
-    return PERFPRED_OK;
+    return check_finite(d, out, err);
 }
 
 perfpred_status perfpred_predict(const perfpred_ctx *ctx, const perfpred_model *m,

@@ -8,6 +8,7 @@ PERFPRED_PACKAGES=(
   libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata
   libyaml-dev libxgboost-dev libopenblas-dev libcjson-dev libcsv-dev libcmocka-dev
   gnuplot-nox
+  clang-14 libclang-rt-14-dev
   python3 python3-torch python3-torchvision python3-onnx python3-numpy
 )
 

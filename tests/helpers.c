@@ -1,6 +1,8 @@
 /* tests/helpers.c: float compares with relative tolerance, fixture paths, temp and text files. */
 #include "tests/helpers.h"
 
+#include <sys/resource.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,4 +138,18 @@ perfpred_fit_params pp_test_rescale_fit_params(const char *device, const char *c
     p.rescaled_csvs = rescaled;
     p.n_rescaled_csvs = 1;
     return p;
+}
+
+void pp_test_limit_address_space(size_t extra)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    assert_non_null(f);
+    char line[256];
+    unsigned long long vm_kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmSize: %llu kB", &vm_kb) == 1) break;
+    fclose(f);
+    assert_true(vm_kb > 0);
+    struct rlimit rl = {(rlim_t)(vm_kb * 1024ULL + extra), (rlim_t)(vm_kb * 1024ULL + extra)};
+    assert_int_equal(setrlimit(RLIMIT_AS, &rl), 0);
 }

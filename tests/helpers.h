@@ -46,4 +46,7 @@ perfpred_fit_params pp_test_fit_params(const char *device, const char *const *fi
 perfpred_fit_params pp_test_rescale_fit_params(const char *device, const char *const *files,
                                                const char *const *rescaled,
                                                const char *config_dir, const char *out_dir);
+/* Limits this process's address space to what it maps now plus extra bytes (RLIMIT_AS), so that a
+ * bigger allocation fails; for a forked child that tests a bound on memory. */
+void pp_test_limit_address_space(size_t extra);
 #endif

@@ -557,10 +557,68 @@ static void neusight_export_should_write_a_readable_layer_csv(void **state)
     unlink(out);
 }
 
+typedef struct csv_seen {
+    int n;
+    int line[8];
+    size_t len0[8]; /* length of each record's first field */
+} csv_seen;
+
+static int csv_note(const pp_csv_record *rec, int is_header, void *user, pp_err *err)
+{
+    csv_seen *s = user;
+    if (s->n < 8) {
+        s->line[s->n] = rec->line;
+        s->len0[s->n] = strlen(rec->fields[0]);
+    }
+    s->n++;
+    return 0;
+}
+
+/* A record whose first field is quoted over several lines starts on the line of its opening
+ * quote; it was reported on the line where that field ended. */
+static void csv_should_give_a_multi_line_record_the_line_it_starts_on(void **state)
+{
+    const char *text = "a,b\n\"one\ntwo\nthree\",x\n\ny,\"p\nq\"\nlast,z";
+    csv_seen s = {0};
+    assert_int_equal(pp_csv_read_buffer("m.csv", text, strlen(text), csv_note, &s, NULL),
+                     PERFPRED_OK);
+    assert_int_equal(s.n, 4);
+    assert_int_equal(s.line[0], 1);
+    assert_int_equal(s.line[1], 2); /* the quote opens on line 2 and closes on line 4 */
+    assert_int_equal(s.line[2], 6);
+    assert_int_equal(s.line[3], 8);
+    /* an unterminated quote names the line where it opens */
+    const char *bad = "a,b\nx,y\n\"open\nstill\n";
+    pp_err err = {0};
+    assert_int_equal(pp_csv_read_buffer("u.csv", bad, strlen(bad), csv_note, &s, &err),
+                     PERFPRED_ERR_PARSE);
+    assert_non_null(strstr(err.msg, "u.csv:3:"));
+}
+
+/* A 10 MB field is read whole (libcsv's buffer now grows geometrically; it grew 128 bytes at a
+ * time, which made this minutes under ASan). */
+static void csv_should_read_a_ten_megabyte_field(void **state)
+{
+    size_t n = 10u << 20;
+    char *text = malloc(n + 64);
+    assert_non_null(text);
+    size_t off = (size_t)sprintf(text, "a,b\n\"");
+    memset(text + off, 'x', n);
+    off += n;
+    off += (size_t)sprintf(text + off, "\",1\n");
+    csv_seen s = {0};
+    assert_int_equal(pp_csv_read_buffer("big.csv", text, off, csv_note, &s, NULL), PERFPRED_OK);
+    assert_int_equal(s.n, 2);
+    assert_int_equal(s.len0[1], n);
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(layer_csv_should_read_good_rows),
+        cmocka_unit_test(csv_should_give_a_multi_line_record_the_line_it_starts_on),
+        cmocka_unit_test(csv_should_read_a_ten_megabyte_field),
         cmocka_unit_test(layer_csv_should_count_bad_rows_with_file_and_line),
         cmocka_unit_test(layer_csv_should_count_lines_across_crlf_and_quoted_newlines),
         cmocka_unit_test(layer_csv_should_reject_bad_headers),

@@ -366,6 +366,23 @@ static void features_should_reject_matmul_reduction_mismatch(void **state)
     pp_graph_free(g);
 }
 
+/* Shapes that fit 64 bits whose product does not (2^21 x 2^21 x 2^21 MACs = 2^63): a shape error
+ * (exit 3 in the CLI), not out of memory (exit 5) as it was. */
+static void features_should_report_total_overflow_as_a_shape_error(void **state)
+{
+    pp_graph *g = pp_graph_new("huge.onnx");
+    INPUT(g, "a", 2097152, 2097152);
+    INPUT(g, "b", 2097152, 2097152);
+    OUTPUT(g, "y", 2097152, 2097152);
+    node(g, "mm_huge", "MatMul", "a,b", "y");
+    pp_err err = {0};
+    assert_int_equal(pp_graph_link(g, &err), PERFPRED_OK);
+    assert_int_equal(pp_graph_features(g, &err), PERFPRED_ERR_SHAPE);
+    assert_non_null(strstr(err.msg, "huge.onnx: total"));
+    assert_non_null(strstr(err.msg, "overflows 64 bits"));
+    pp_graph_free(g);
+}
+
 static void features_should_count_tied_weights_once(void **state)
 {
     /* GPT-style tied embedding: Gather(E, ids) and logits = h @ Transpose(E). */
@@ -1062,6 +1079,7 @@ int main(void)
         cmocka_unit_test(features_should_count_gemm_with_transposes),
         cmocka_unit_test(features_should_broadcast_matmul_and_follow_1d_rules),
         cmocka_unit_test(features_should_reject_matmul_reduction_mismatch),
+        cmocka_unit_test(features_should_report_total_overflow_as_a_shape_error),
         cmocka_unit_test(features_should_count_tied_weights_once),
         cmocka_unit_test(features_should_follow_documented_flop_conventions),
         cmocka_unit_test(features_should_price_norms_and_resize),

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -1060,6 +1061,71 @@ static void ensemble_should_average_and_round_trip(void **state)
     for (int i = 0; i < NS; i++) owned_free(&og[i]);
 }
 
+static uint64_t test_fnv1a64(const uint8_t *p, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+/* A weights file of the largest dims (F=4096, L=8, H=1024: about 7 x 10^7 parameters) whose header
+ * claims np parameters and whose length and checksum agree with that claim. */
+static uint8_t *oversized_header_file(uint32_t np, size_t *len)
+{
+    const uint32_t F = 4096, Fe = 0, G = 0, T = 1, L = 8, H = 1024;
+    *len = 48 + 4 * (2 * (size_t)(F + Fe + G + T) + np) + 8;
+    uint8_t *b = calloc(1, *len);
+    assert_non_null(b);
+    memcpy(b, "PPGNNWTS", 8);
+    const uint32_t hdr[10] = {1, 48, F, Fe, G, T, L, H, np, 0};
+    for (int i = 0; i < 10; i++)
+        for (int j = 0; j < 4; j++) b[8 + 4 * i + j] = (uint8_t)(hdr[i] >> (8 * j));
+    for (size_t i = 48; i + 8 < *len; i += 4) b[i + 2] = 0x80, b[i + 3] = 0x3f; /* 1.0f */
+    uint64_t h = test_fnv1a64(b, *len - 8);
+    for (int j = 0; j < 8; j++) b[*len - 8 + j] = (uint8_t)(h >> (8 * j));
+    return b;
+}
+
+/* The loader refused a header whose parameter count disagrees with its dims only after it had
+ * allocated the dims' four parameter arrays (1.1 GB here, from a 33 KB file), then read the freed
+ * model for its message (a use-after-free under ASan). Run in a child under a 256 MB address-space
+ * limit beyond what it uses now, so that an allocation sized by the header fails the test. */
+static void load_should_check_header_against_dims_before_allocating(void **state)
+{
+    size_t len;
+    uint8_t *b = oversized_header_file(7, &len);
+    path_buf wpb = tmp_path(".bin");
+    pp_test_write_bytes(wpb.p, b, len);
+    free(b);
+    size_t implied = pp_gnn_param_count(4096, 0, 0, 1, 8, 1024);
+    assert_true(implied > 50000000u); /* 4 arrays of floats: over 800 MB */
+    char want[128];
+    snprintf(want, sizeof want, "7 parameters, the dims imply %zu", implied);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        pp_test_limit_address_space(256u << 20);
+        pp_gnn *l = NULL;
+        pp_err err = {0};
+        perfpred_status st = pp_gnn_load(wpb.p, NULL, &l, &err);
+        _exit(st == PERFPRED_ERR_MODEL && !l && strstr(err.msg, want) ? 0 : 1);
+    }
+    int ws = 0;
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    assert_true(WIFEXITED(ws));
+    assert_int_equal(WEXITSTATUS(ws), 0);
+    /* and in this process, for the sanitizers to see the error path */
+    pp_gnn *l = NULL;
+    pp_err err = {0};
+    assert_int_equal(pp_gnn_load(wpb.p, NULL, &l, &err), PERFPRED_ERR_MODEL);
+    assert_non_null(strstr(err.msg, want));
+    assert_null(l);
+    unlink(wpb.p);
+}
+
 static void load_should_reject_corrupt_files(void **state)
 {
     pp_gnn_params p = pp_gnn_default_params();
@@ -1316,6 +1382,7 @@ int main(void)
         cmocka_unit_test(save_load_should_round_trip_bit_identical),
         cmocka_unit_test(ensemble_should_average_and_round_trip),
         cmocka_unit_test(load_should_reject_corrupt_files),
+        cmocka_unit_test(load_should_check_header_against_dims_before_allocating),
         cmocka_unit_test(sample_from_graph_should_follow_producers),
         cmocka_unit_test(graph_check_should_reject_bad_csr),
         cmocka_unit_test(network_should_run_without_edge_or_global_features),

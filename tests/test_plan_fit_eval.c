@@ -6,15 +6,20 @@
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "calibrate/calibrate.h"
+#include "util/util.h"
+#include "layer_models/layer_models.h"
 
 #define NEUSIGHT_ROOT PP_SOURCE_DIR "/../shared/datasets/neusight"
 #define MODELS PP_SOURCE_DIR "/tests/fixtures/models"
@@ -1826,6 +1831,98 @@ static void cli_should_use_documented_exit_codes(void **state)
     free(out);
 }
 
+/* Starts the CLI with args (split on spaces, no quoting) and returns its pid. */
+static pid_t spawn_cli(char *args)
+{
+    char *argv[32];
+    int n = 0;
+    argv[n++] = (char *)CLI;
+    for (char *t = strtok(args, " "); t && n < 31; t = strtok(NULL, " ")) argv[n++] = t;
+    argv[n] = NULL;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open("/dev/null", O_WRONLY);
+        if (fd >= 0) dup2(fd, 1), dup2(fd, 2);
+        execv(CLI, argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+static int wait_cli(pid_t pid)
+{
+    int ws = 0;
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    return WIFEXITED(ws) ? WEXITSTATUS(ws) : -WTERMSIG(ws);
+}
+
+/* `calibrate fit` killed with SIGKILL at moments spread over a whole fit, over a folder that holds
+ * an earlier fit: every time, the folder's manifest is the earlier one or the complete new one
+ * (never a mix, never missing), and the layer models it names load. Running the fit again then
+ * completes (the command has no --resume: a rerun is the way to finish). */
+static void fit_killed_at_any_moment_should_leave_whole_artifacts(void **state)
+{
+    char early[1300], later[1300], dir[1300], scratch[1300], args[4096];
+    path_in(early, sizeof early, "kill-early.csv");
+    path_in(later, sizeof later, "kill-later.csv");
+    path_in(dir, sizeof dir, "kill-artifacts");
+    path_in(scratch, sizeof scratch, "kill-scratch");
+    pp_test_write_toy_sessions(early, later, 0.4, 0.1);
+    const char *files[1] = {early};
+    perfpred_fit_params p = pp_test_fit_params("toy-roofline", files, 1, g_toy, dir);
+    perfpred_fit_report r;
+    char err[1024];
+    assert_int_equal(perfpred_calibrate_fit(&p, &r, err, sizeof err), PERFPRED_OK);
+    char mp[1400];
+    snprintf(mp, sizeof mp, "%s/manifest.json", dir);
+    char *old = pp_test_read_text(mp);
+    assert_non_null(old);
+#define FIT_ARGS "calibrate fit --device toy-roofline --layers %s --config-dir %s --out %s " \
+                 "--threads 1"
+    /* how long one fit takes here */
+    snprintf(args, sizeof args, FIT_ARGS, later, g_toy, scratch);
+    double t0 = pp_now_s();
+    assert_int_equal(wait_cli(spawn_cli(args)), 0);
+    double whole = pp_now_s() - t0;
+    enum { KILLS = 10 };
+    char *seen[KILLS];
+    int killed = 0;
+    for (int k = 0; k < KILLS; k++) {
+        snprintf(args, sizeof args, FIT_ARGS, later, g_toy, dir);
+        pid_t pid = spawn_cli(args);
+        double wait_s = whole * (k + 0.5) / KILLS;
+        struct timespec ts = {(time_t)wait_s, (long)((wait_s - (double)(time_t)wait_s) * 1e9)};
+        nanosleep(&ts, NULL);
+        kill(pid, SIGKILL);
+        killed += wait_cli(pid) == -SIGKILL;
+        seen[k] = pp_test_read_text(mp);
+        assert_non_null(seen[k]);
+        pp_layer_models *lm = NULL;
+        pp_err e = {0};
+        perfpred_status st = pp_layer_models_open(dir, 0, &lm, &e);
+        if (!st) st = pp_layer_models_ready(lm, &e);
+        if (st) fail_msg("after a kill at %.0f %% of a fit: %s", 100.0 * (k + 0.5) / KILLS, e.msg);
+        pp_layer_models_free(lm);
+    }
+    assert_true(killed > 0); /* some runs were killed, not all finished first */
+    snprintf(args, sizeof args, FIT_ARGS, later, g_toy, dir);
+    assert_int_equal(wait_cli(spawn_cli(args)), 0);
+    char *fresh = pp_test_read_text(mp);
+    assert_non_null(fresh);
+    assert_true(strcmp(old, fresh) != 0);
+    for (int k = 0; k < KILLS; k++) {
+        if (strcmp(seen[k], old) != 0 && strcmp(seen[k], fresh) != 0)
+            fail_msg("after kill %d the manifest is neither the old nor the new one", k);
+        free(seen[k]);
+    }
+    print_message("one fit %.2f s; %d of %d runs killed before they finished\n", whole, killed,
+                  KILLS);
+#undef FIT_ARGS
+    free(old);
+    free(fresh);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1856,6 +1953,7 @@ int main(void)
         cmocka_unit_test(eval_should_name_the_file_and_line_of_bad_input),
         cmocka_unit_test(eval_plot_should_draw_an_svg),
         cmocka_unit_test(cli_should_use_documented_exit_codes),
+        cmocka_unit_test(fit_killed_at_any_moment_should_leave_whole_artifacts),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

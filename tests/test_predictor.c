@@ -17,10 +17,11 @@
 
 #include <cjson/cJSON.h>
 
-static perfpred_ctx *open_toy(void)
+/* A context over the config folder dir. */
+static perfpred_ctx *open_dir(const char *dir)
 {
     perfpred_ctx_params p = perfpred_ctx_default_params();
-    p.config_dir = pp_test_path("tests/fixtures/predictor");
+    p.config_dir = dir;
     char err[1024];
     perfpred_status st;
     perfpred_ctx *ctx = perfpred_ctx_open(&p, &st, err, sizeof err);
@@ -28,6 +29,8 @@ static perfpred_ctx *open_toy(void)
     assert_non_null(ctx);
     return ctx;
 }
+
+static perfpred_ctx *open_toy(void) { return open_dir(pp_test_path("tests/fixtures/predictor")); }
 
 /* A built graph with input tensor x and output "y" as a model: linked, shape-inferred and
  * featurized as a loaded file is. */
@@ -574,9 +577,99 @@ static void concurrent_predictions_should_be_identical(void **state)
     perfpred_ctx_close(ctx);
 }
 
+/* Real devices whose first prediction loads artifacts lazily, under the context's locks: GNN
+ * corrections (rpi5's single model, epyc-kvm-2vcpu's ensemble of five), XGBoost layer models with
+ * an overhead correction (host-cpu), and a MIG slice of a NeuSight-calibrated A100. Eight threads
+ * start on a fresh context, so they race for those first loads; every answer must equal the one a
+ * single thread gets on another context. Built with -fsanitize=thread by scripts/test.sh. */
+static const char *const real_devices[5] = {"rpi5", "epyc-kvm-2vcpu", "host-cpu", "a100-mig-3g",
+                                            "rpi4"};
+
+typedef struct real_job {
+    perfpred_ctx *ctx;
+    perfpred_model *m;
+    int first;          /* device to start from, so threads reach each one in another order */
+    double lat[5];
+    int failures;
+} real_job;
+
+static void *real_thread_main(void *arg)
+{
+    real_job *j = arg;
+    for (int rep = 0; rep < 3; rep++)
+        for (int k = 0; k < 5; k++) {
+            int d = (j->first + k) % 5;
+            perfpred_prediction p;
+            if (perfpred_predict(j->ctx, j->m, real_devices[d], NULL, &p, NULL, 0)) j->failures++;
+            else if (rep == 0) j->lat[d] = p.latency_ms.value;
+            else if (memcmp(&j->lat[d], &p.latency_ms.value, sizeof(double)) != 0) j->failures++;
+        }
+    return NULL;
+}
+
+static perfpred_ctx *open_real(void) { return open_dir(pp_test_path("configs")); }
+
+static void concurrent_first_predictions_should_match_a_single_thread(void **state)
+{
+    perfpred_model *m = fixture_b1("resnet18.onnx");
+    perfpred_ctx *ref = open_real();
+    real_job base = {ref, m, 0, {0}, 0};
+    real_thread_main(&base);
+    assert_int_equal(base.failures, 0);
+    perfpred_ctx_close(ref);
+    perfpred_ctx *ctx = open_real();
+    enum { NT = 8 };
+    pthread_t th[NT];
+    real_job jobs[NT];
+    for (int i = 0; i < NT; i++) {
+        jobs[i] = (real_job){ctx, m, i % 5, {0}, 0};
+        assert_int_equal(pthread_create(&th[i], NULL, real_thread_main, &jobs[i]), 0);
+    }
+    for (int i = 0; i < NT; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(jobs[i].failures, 0);
+        assert_memory_equal(jobs[i].lat, base.lat, sizeof base.lat);
+    }
+    perfpred_model_free(m);
+    perfpred_ctx_close(ctx);
+}
+
+/* A descriptor within every range whose figures still overflow the roofline (a peak of 1e-307
+ * TFLOP/s): the latency would be inf and the energy NaN, which perfpred_predict returned as an
+ * answer (the CLI printed null and exited 0); it is now an error naming the file. */
+static void predict_should_refuse_a_non_finite_result(void **state)
+{
+    char dir[4096], sub[4200];
+    snprintf(dir, sizeof dir, "%s/pp_nonfinite_%d", PP_BINARY_DIR, (int)getpid());
+    snprintf(sub, sizeof sub, "%s/devices", dir);
+    mkdir(dir, 0755);
+    mkdir(sub, 0755);
+    snprintf(sub, sizeof sub, "%s/devices/tiny.yaml", dir);
+    pp_test_write_text(sub, "name: tiny-gpu\ndescription: figures at the bottom of their ranges\n"
+                            "vendor: test\nkind: gpu\nhardware:\n"
+                            "  peak_tflops: {fp32: 1e-307}\n  memory_bandwidth_gbs: 1e-307\n"
+                            "  memory_gb: 16\n  idle_power_w: 50\n  max_power_w: 250\n"
+                            "runtime: {framework: pytorch-eager, precision: fp32}\n");
+    perfpred_ctx *ctx = open_dir(dir);
+    char err[1024] = "";
+    perfpred_model *m = fixture_b1("resnet18.onnx");
+    perfpred_prediction pr;
+    assert_int_equal(perfpred_predict(ctx, m, "tiny-gpu", NULL, &pr, err, sizeof err),
+                     PERFPRED_ERR_DEVICE);
+    assert_non_null(strstr(err, "tiny.yaml"));
+    assert_non_null(strstr(err, "is not finite"));
+    perfpred_model_free(m);
+    perfpred_ctx_close(ctx);
+    unlink(sub);
+    snprintf(sub, sizeof sub, "%s/devices", dir);
+    rmdir(sub);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(predict_should_refuse_a_non_finite_result),
         cmocka_unit_test(roofline_should_match_hand_computation),
         cmocka_unit_test(fusion_rule_should_merge_conv_and_relu),
         cmocka_unit_test(composite_ops_should_fuse_decomposed_activations_only),
@@ -588,6 +681,7 @@ int main(void)
         cmocka_unit_test(missing_figures_should_make_latency_unavailable),
         cmocka_unit_test(unknown_device_should_be_named_in_error),
         cmocka_unit_test(concurrent_predictions_should_be_identical),
+        cmocka_unit_test(concurrent_first_predictions_should_match_a_single_thread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
