@@ -153,3 +153,21 @@ void pp_test_limit_address_space(size_t extra)
     struct rlimit rl = {(rlim_t)(vm_kb * 1024ULL + extra), (rlim_t)(vm_kb * 1024ULL + extra)};
     assert_int_equal(setrlimit(RLIMIT_AS, &rl), 0);
 }
+
+#ifdef PP_CLI_PATH
+#include <sys/wait.h>
+
+int pp_test_run_cli(const char *args, char *out, size_t cap, const char *tag)
+{
+    char out_path[4096], cmd[8192];
+    snprintf(out_path, sizeof out_path, "%s/%s_out.txt", PP_BINARY_DIR, tag);
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s >'%s' 2>&1", PP_SOURCE_DIR, PP_CLI_PATH, args,
+             out_path);
+    int rc = system(cmd);
+    FILE *f = fopen(out_path, "rb");
+    size_t n = f && cap > 0 ? fread(out, 1, cap - 1, f) : 0;
+    if (f) fclose(f);
+    if (cap > 0) out[n] = '\0';
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+#endif

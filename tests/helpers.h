@@ -49,4 +49,8 @@ perfpred_fit_params pp_test_rescale_fit_params(const char *device, const char *c
 /* Limits this process's address space to what it maps now plus extra bytes (RLIMIT_AS), so that a
  * bigger allocation fails; for a forked child that tests a bound on memory. */
 void pp_test_limit_address_space(size_t extra);
+/* Runs the CLI (PP_CLI_PATH, defined for the tests that run it) with args (shell words) from the
+ * source tree, its stdout and stderr into out (NUL-terminated, at most cap - 1 bytes) through
+ * <build>/<tag>_out.txt; returns the exit code, -1 if it did not exit. */
+int pp_test_run_cli(const char *args, char *out, size_t cap, const char *tag);
 #endif

@@ -110,16 +110,7 @@ static char out_buf[1 << 16];
 
 static int run_cli(const char *args)
 {
-    char out_path[4096], cmd[8192];
-    snprintf(out_path, sizeof out_path, "%s/test_predict_many_out.txt", PP_BINARY_DIR);
-    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s >'%s' 2>&1", PP_SOURCE_DIR, PP_CLI_PATH, args,
-             out_path);
-    int rc = system(cmd);
-    FILE *f = fopen(out_path, "rb");
-    size_t n = f ? fread(out_buf, 1, sizeof out_buf - 1, f) : 0;
-    if (f) fclose(f);
-    out_buf[n] = '\0';
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    return pp_test_run_cli(args, out_buf, sizeof out_buf, "test_predict_many");
 }
 
 static void predict_many_command_should_name_bad_lines_and_go_on(void **state)
