@@ -59,52 +59,7 @@ typedef struct pp_bad_rows {
 
 /* ------------------------------------------------ layer measurements (measurements.c) ---- */
 
-#define PP_LAYER_MAX_INPUTS 6
-#define PP_LAYER_MAX_ATTRS 8
-#define PP_LAYER_MAX_INTS 8
-
-/* One node input of a layer row, in ONNX input order. */
-typedef struct pp_layer_input {
-    char role;              /* 'x' activation (graph input), 'w' weight (initializer), '-' omitted */
-    int rank;               /* 0 for a scalar */
-    int64_t dims[PP_MAX_RANK];
-} pp_layer_input;
-
-/* One ONNX attribute of a layer row: `name:type=value`, type one of i, f, s, ints, floats. */
-typedef struct pp_layer_attr {
-    const char *name;
-    int type;               /* PP_ATTR_INT, _FLOAT, _STRING, _INTS, _FLOATS */
-    int64_t i;
-    double f;
-    const char *s;
-    int n;                  /* element count of ints / floats */
-    int64_t ints[PP_LAYER_MAX_INTS];
-    double floats[PP_LAYER_MAX_INTS];
-} pp_layer_attr;
-
-/* A layer measurement: enough to rebuild a single-node graph, plus the measured figures and where
- * they come from. Strings are owned by the table's arena. Optional figures: NaN / -1 = not reported. */
-typedef struct pp_layer_row {
-    const char *device;          /* perfpred device name ("a100-pcie-40gb") */
-    const char *runtime;         /* runtime framework ("pytorch-eager") */
-    const char *runtime_version; /* free text, may be "" */
-    pp_precision precision;      /* math precision; tensors are float32 for fp32/tf32 */
-    pp_op_kind kind;             /* as graph/features.c classifies the node (checked on rebuild) */
-    const char *op_type;         /* ONNX op type */
-    int64_t batch;               /* batch the layer ran at (informational) */
-    int n_inputs;
-    pp_layer_input inputs[PP_LAYER_MAX_INPUTS];
-    int n_attrs;
-    pp_layer_attr attrs[PP_LAYER_MAX_ATTRS];
-    double latency_ms;           /* median (or the source's statistic, see source), > 0 */
-    double latency_spread_ms;    /* NaN = not reported */
-    int64_t repetitions;         /* -1 = not reported */
-    double energy_j;             /* NaN = not reported */
-    int64_t memory_bytes;        /* -1 = not reported */
-    const char *source;          /* "neusight@6945927:<path>:<line>" or a runner id */
-    const char *date;            /* YYYY-MM-DD */
-    int line;                    /* line in the CSV it was read from, 0 if built in memory */
-} pp_layer_row;
+/* pp_layer_row and its parts: layer_models/layer_models.h (rebuilt as graphs there too). */
 
 typedef struct pp_layer_table {
     pp_arena *arena;
@@ -183,22 +138,6 @@ int pp_source_machine(const char *source, char *out, size_t n);
 int pp_family_listed(const char *list, const char *family);
 perfpred_status pp_net_csv_write(const char *path, const pp_net_row *rows, int n, pp_err *err);
 void pp_net_table_free(pp_net_table *t);
-
-/* ------------------------------------------------- a row as a graph node (layer_graph.c) ---- */
-
-/* Builds the single-node graph of row (tensors x0.., weights w<i>, output y), links it, infers
- * shapes and computes features. *node is the index of its one node. Errors name the row's source.
- * The kind graph/ assigns must equal row->kind (else PERFPRED_ERR_UNSUPPORTED): a benchmark layer
- * and a model node are described by the same code. */
-perfpred_status pp_layer_row_graph(const pp_layer_row *row, pp_graph **out, int *node, pp_err *err);
-/* Just the node's features (the graph is built and freed). */
-perfpred_status pp_layer_row_features(const pp_layer_row *row, pp_node_feat *out, pp_err *err);
-/* The layer row of a composite kernel of g (k->eager_op set, pp_graph_kernels) as its single
- * operator over the first node's first input: what the runtime runs, and what a plan has the
- * runner time; with feat, also the row's features (pp_layer_row_features). Returns 0, or -1 when
- * k is not a composite, that input's shape is unknown or the row does not rebuild. */
-int pp_composite_row(const pp_graph *g, const pp_kernel_group *k, pp_layer_row *row,
-                     pp_node_feat *feat);
 
 /* ------------------------------------------------------------- NeuSight import (neusight.c) ---- */
 

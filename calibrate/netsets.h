@@ -1,6 +1,6 @@
 /* calibrate/netsets.h: whole-network measurements of NAS search spaces and the graph-level
- * correction trained on them. netsets.c resolves model refs ("nb201:...", "fbnet:...", "ofa:...",
- * or an .onnx path) to analysed graphs and imports HELP, HW-NAS-Bench-360 and Eagle's LatBench
+ * correction trained on them. netsets.c builds the graphs of measured rows (model refs resolved by
+ * graph/build_ref.c) and imports HELP, HW-NAS-Bench-360 and Eagle's LatBench
  * into pp_net_row tables read in place; fit_networks.c trains the GNN correction of
  * docs/networks.md (latency = layer sum x exp(correction)) per device, and its few-shot variant.
  * Ownership: tables from the importers are the caller's (pp_net_table_free); graphs from the
@@ -16,27 +16,12 @@
 
 /* ------------------------------------------------------------------- model refs ---- */
 
-/* A ref names a network:
- *   nb201:<cell>[@cifar10|cifar100|imagenet16|ninapro|darcy][;fold|;prune]   (default cifar10)
- *   fbnet:<22 blocks>[@cifar100|imagenet]                              (default cifar100)
- *   ofa:ks=<20>;e=<20>;d=<5>;r=<resolution>
- *   <path>.onnx                                                        (pp_graph_load_full)
- * ";fold" and ";prune" build the NB201 network as a converter leaves it (pp_nb201_mode).
- * opts->batch (0 = 1) sets the batch of built networks; per-input overrides apply to files only.
- * A fold/prune ref whose network is a constant is PERFPRED_ERR_UNSUPPORTED (nothing runs). */
-perfpred_status pp_net_graph_from_ref(const char *ref, const pp_shape_opts *opts, pp_graph **out,
-                                      pp_err *err);
-/* 1 when ref names a built search-space network rather than a file. */
-int pp_net_ref_is_builtin(const char *ref);
+/* Refs (pp_net_graph_from_ref, pp_net_ref_is_builtin, pp_net_ref_family): graph/builders.h. */
 /* The graph of a network row: its ref with the row's batch and input_shapes; a relative .onnx
  * path is taken relative to the folder of table_path (NULL: the working directory). */
 perfpred_status pp_net_row_graph(const pp_net_row *row, const char *table_path, pp_graph **out,
                                  pp_err *err);
 
-/* Family of a search-space architecture for held-out-architecture splits: "<space>-hNN", NN the
- * FNV-1a 64 hash of the canonical architecture (no dataset, no options) modulo 100. Files get
- * their stem. Returns 0, or -1 when ref is not understood. */
-int pp_net_ref_family(const char *ref, char *out, size_t n);
 /* The hash bucket 0..99 of a family written by pp_net_ref_family ("nb201-h07" -> 7), or -1 for a
  * family without one. */
 int pp_net_family_bucket(const char *family);
@@ -86,14 +71,8 @@ perfpred_status pp_net_table_append(pp_net_table *dst, const pp_net_table *src, 
 
 /* --------------------------------------------------------- the graph correction ---- */
 
-/* Global features of a correction sample, in this order (natural logs; a figure the descriptor
- * lacks is 0):
- *   0 log(batch)             1 log(1 + MACs)            2 log(1 + parameters)
- *   3 log(1 + activation bytes, sum of node outputs)     4 log(peak TFLOP/s at the runtime's precision)
- *   5 log(memory bandwidth GB/s)                         6 log(layer sum in ms) */
-#define PP_FITNET_N_GLOBALS 7
-void pp_fitnet_globals(int64_t batch, const pp_graph_totals *tot, double peak_tflops,
-                       double bandwidth_gbs, double layer_sum_ms, double out[PP_FITNET_N_GLOBALS]);
+/* The correction's global features and the sample from a prediction's figures
+ * (pp_fitnet_globals, pp_fitnet_sample_from): graph_gnn/graph_gnn.h. */
 
 /* What one uncorrected prediction sums: the layer sum, its energy (NaN when the descriptor has no
  * power model), and the kernels and the bytes they move (the overhead correction's terms). */
@@ -116,13 +95,6 @@ perfpred_status pp_fitnet_sample(const perfpred_ctx *ctx, const perfpred_model *
                                  const char *device, pp_gnn_graph *out, pp_fitnet_sums *sums,
                                  pp_err *err);
 
-/* The same sample from figures the caller already has (for a predictor that applies the correction
- * inside its own prediction and must not call perfpred_predict again): per_node_ms indexes g->nodes
- * as above, layer_sum_ms is the uncorrected sum, peak and bandwidth as perfpred_device_info gives
- * them (peak_tflops at the runtime's precision, else fp32). */
-perfpred_status pp_fitnet_sample_from(const pp_graph *g, const double *per_node_ms,
-                                      double layer_sum_ms, double peak_tflops,
-                                      double bandwidth_gbs, pp_gnn_graph *out, pp_err *err);
 
 #define PP_FITNET_LATENCY 0
 #define PP_FITNET_ENERGY 1

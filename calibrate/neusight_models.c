@@ -889,7 +889,7 @@ static perfpred_status check_shapes(bld *b)
     return PERFPRED_OK;
 }
 
-/* Opset 20: LayerNormalization (17) and Gelu (20), as calibrate/layer_graph.c rebuilds kernel rows.
+/* Opset 20: LayerNormalization (17) and Gelu (20), as layer_models/layer_graph.c rebuilds kernel rows.
  */
 #define FX_GRAPH_OPSET 20
 

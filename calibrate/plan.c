@@ -832,7 +832,7 @@ static perfpred_status add_graph(plan *P, const pp_graph *g, const char *file, i
         pp_layer_row row;
         pp_node_feat ef;
         if (K->eager_op && last->n_outputs > 0 && last->outputs[0] >= 0 &&
-            pp_composite_row(g, K, &row, &ef) == 0) {
+            pp_composite_row(g, K->nodes[0], K->eager_op, &row, &ef) == 0) {
             const pp_node *n = &g->nodes[K->nodes[0]];
             P->rep->n_nodes++;
             double ms = kernel_ms(P, &ef);

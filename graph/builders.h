@@ -1,6 +1,6 @@
 /* graph/builders.h: model graphs built from NAS architecture encodings instead of ONNX files:
  * NAS-Bench-201 cells (build_nb201.c), FBNet block lists (build_fbnet.c) and once-for-all
- * MobileNetV3 subnets (build_ofa.c), each the network its upstream PyTorch code defines, emitted as
+ * MobileNetV3 subnets (build_ofa.c), and refs naming either or an .onnx file (build_ref.c), each the network its upstream PyTorch code defines, emitted as
  * the ONNX-IR that torch.onnx would produce (Conv, BatchNormalization, Relu, ...), linked, shape-
  * inferred, featurized and liveness-analysed like a loaded file. tools/export_nas_reference.py builds
  * the same networks in PyTorch; tests/test_builders.c compares MACs, parameters and output shapes.
@@ -165,5 +165,24 @@ int pp_bld_gemm(pp_bld *b, int x, int64_t in, int64_t out);  /* Gemm transB=1 wi
 /* Marks y as the graph output, links, infers shapes, computes features and liveness. On success
  * *out holds the graph; on any error (sticky or from the passes) the graph is freed. */
 perfpred_status pp_bld_finish(pp_bld *b, int y, pp_graph **out);
+
+/* ------------------------------------------------------------ model refs (build_ref.c) ---- */
+
+/* A ref names a network:
+ *   nb201:<cell>[@cifar10|cifar100|imagenet16|ninapro|darcy][;fold|;prune]   (default cifar10)
+ *   fbnet:<22 blocks>[@cifar100|imagenet]                              (default cifar100)
+ *   ofa:ks=<20>;e=<20>;d=<5>;r=<resolution>
+ *   <path>.onnx                                                        (pp_graph_load_full)
+ * ";fold" and ";prune" build the NB201 network as a converter leaves it (pp_nb201_mode).
+ * opts->batch (0 = 1) sets the batch of built networks; per-input overrides apply to files only.
+ * A fold/prune ref whose network is a constant is PERFPRED_ERR_UNSUPPORTED (nothing runs). */
+perfpred_status pp_net_graph_from_ref(const char *ref, const pp_shape_opts *opts, pp_graph **out,
+                                      pp_err *err);
+/* 1 when ref names a built search-space network rather than a file. */
+int pp_net_ref_is_builtin(const char *ref);
+/* Family of a search-space architecture for held-out-architecture splits: "<space>-hNN", NN the
+ * FNV-1a 64 hash of the canonical architecture (no dataset, no options) modulo 100. Files get
+ * their stem. Returns 0, or -1 when ref is not understood. */
+int pp_net_ref_family(const char *ref, char *out, size_t n);
 
 #endif

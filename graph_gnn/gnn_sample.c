@@ -182,3 +182,32 @@ perfpred_status pp_gnn_sample_from_graph(const pp_graph *g, const double *per_no
     out->mem = mem;
     return PERFPRED_OK;
 }
+
+/* ------------------------------------------- the whole-network correction's sample ---- */
+
+void pp_fitnet_globals(int64_t batch, const pp_graph_totals *tot, double peak_tflops,
+                       double bandwidth_gbs, double layer_sum_ms, double out[PP_FITNET_N_GLOBALS])
+{
+    out[0] = log(batch > 0 ? (double)batch : 1.0);
+    out[1] = log1p((double)tot->macs);
+    out[2] = log1p((double)tot->params);
+    out[3] = log1p((double)tot->activation_bytes);
+    out[4] = peak_tflops > 0 ? log(peak_tflops) : 0.0;
+    out[5] = bandwidth_gbs > 0 ? log(bandwidth_gbs) : 0.0;
+    out[6] = layer_sum_ms > 0 ? log(layer_sum_ms) : 0.0;
+}
+
+static int64_t graph_batch(const pp_graph *g)
+{
+    if (g->n_inputs > 0 && g->tensors[g->inputs[0]].rank > 0) return g->tensors[g->inputs[0]].dims[0];
+    return 1;
+}
+
+perfpred_status pp_fitnet_sample_from(const pp_graph *g, const double *per_node_ms,
+                                      double layer_sum_ms, double peak_tflops,
+                                      double bandwidth_gbs, pp_gnn_graph *out, pp_err *err)
+{
+    double glob[PP_FITNET_N_GLOBALS];
+    pp_fitnet_globals(graph_batch(g), &g->totals, peak_tflops, bandwidth_gbs, layer_sum_ms, glob);
+    return pp_gnn_sample_from_graph(g, per_node_ms, glob, PP_FITNET_N_GLOBALS, out, err);
+}

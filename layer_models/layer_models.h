@@ -1,13 +1,16 @@
 /* layer_models/: one XGBoost regressor per (device, op kind, target). A regressor predicts the log
  * of the ratio between the measured figure and an analytic base (roofline time, bytes), so it only
  * learns what the roofline misses and stays sane beyond its training sizes. A device's regressors
- * live in configs/artifacts/<device>/ as <kind>-<target>.ubj plus manifest.json (provenance). */
+ * live in configs/artifacts/<device>/ as <kind>-<target>.ubj plus manifest.json (provenance).
+ * A measured layer (pp_layer_row, the row of docs/measurements.md) is rebuilt here as a single-node
+ * graph (layer_graph.c), so that a benchmark layer and a model node share one feature code. */
 #ifndef PP_LAYER_MODELS_H
 #define PP_LAYER_MODELS_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "devices/devices.h"
 #include "graph/graph.h"
 #include "util/util.h"
 
@@ -232,5 +235,71 @@ const char *pp_layer_models_machine(const pp_layer_models *lm, int i);
 /* The entry (base, held-out error, note) of a covered kind, else NULL. */
 const pp_lm_entry *pp_layer_models_entry(const pp_layer_models *lm, pp_op_kind kind,
                                          pp_lm_target target);
+
+/* ------------------------------------------------ layer measurements as rows ---- */
+
+#define PP_LAYER_MAX_INPUTS 6
+#define PP_LAYER_MAX_ATTRS 8
+#define PP_LAYER_MAX_INTS 8
+
+/* One node input of a layer row, in ONNX input order. */
+typedef struct pp_layer_input {
+    char role;              /* 'x' activation (graph input), 'w' weight (initializer), '-' omitted */
+    int rank;               /* 0 for a scalar */
+    int64_t dims[PP_MAX_RANK];
+} pp_layer_input;
+
+/* One ONNX attribute of a layer row: `name:type=value`, type one of i, f, s, ints, floats. */
+typedef struct pp_layer_attr {
+    const char *name;
+    int type;               /* PP_ATTR_INT, _FLOAT, _STRING, _INTS, _FLOATS */
+    int64_t i;
+    double f;
+    const char *s;
+    int n;                  /* element count of ints / floats */
+    int64_t ints[PP_LAYER_MAX_INTS];
+    double floats[PP_LAYER_MAX_INTS];
+} pp_layer_attr;
+
+/* A layer measurement: enough to rebuild a single-node graph, plus the measured figures and where
+ * they come from. Strings are owned by the table's arena. Optional figures: NaN / -1 = not reported. */
+typedef struct pp_layer_row {
+    const char *device;          /* perfpred device name ("a100-pcie-40gb") */
+    const char *runtime;         /* runtime framework ("pytorch-eager") */
+    const char *runtime_version; /* free text, may be "" */
+    pp_precision precision;      /* math precision; tensors are float32 for fp32/tf32 */
+    pp_op_kind kind;             /* as graph/features.c classifies the node (checked on rebuild) */
+    const char *op_type;         /* ONNX op type */
+    int64_t batch;               /* batch the layer ran at (informational) */
+    int n_inputs;
+    pp_layer_input inputs[PP_LAYER_MAX_INPUTS];
+    int n_attrs;
+    pp_layer_attr attrs[PP_LAYER_MAX_ATTRS];
+    double latency_ms;           /* median (or the source's statistic, see source), > 0 */
+    double latency_spread_ms;    /* NaN = not reported */
+    int64_t repetitions;         /* -1 = not reported */
+    double energy_j;             /* NaN = not reported */
+    int64_t memory_bytes;        /* -1 = not reported */
+    const char *source;          /* "neusight@6945927:<path>:<line>" or a runner id */
+    const char *date;            /* YYYY-MM-DD */
+    int line;                    /* line in the CSV it was read from, 0 if built in memory */
+} pp_layer_row;
+
+/* ------------------------------------------------- a row as a graph node (layer_graph.c) ---- */
+
+/* Builds the single-node graph of row (tensors x0.., weights w<i>, output y), links it, infers
+ * shapes and computes features. *node is the index of its one node. Errors name the row's source.
+ * The kind graph/ assigns must equal row->kind (else PERFPRED_ERR_UNSUPPORTED): a benchmark layer
+ * and a model node are described by the same code. */
+perfpred_status pp_layer_row_graph(const pp_layer_row *row, pp_graph **out, int *node, pp_err *err);
+/* Just the node's features (the graph is built and freed). */
+perfpred_status pp_layer_row_features(const pp_layer_row *row, pp_node_feat *out, pp_err *err);
+/* The layer row of a composite kernel of g (one whose first node is first_node and whose one
+ * operator is eager_op, as pp_graph_kernels groups it) as that operator over the first node's
+ * first input: what the runtime runs, and what a plan has the runner time; with feat, also the
+ * row's features (pp_layer_row_features). Returns 0, or -1 when eager_op is NULL, that input's
+ * shape is unknown or the row does not rebuild. */
+int pp_composite_row(const pp_graph *g, int first_node, const char *eager_op, pp_layer_row *row,
+                     pp_node_feat *feat);
 
 #endif

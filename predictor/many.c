@@ -8,8 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "calibrate/netsets.h"
-#include "graph/graph.h"
+#include "graph/builders.h"
 #include "perfpred.h"
 
 perfpred_many_params perfpred_many_default_params(void)

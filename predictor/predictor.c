@@ -6,9 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "calibrate/calibrate.h"
-#include "calibrate/netsets.h"
 #include "graph_gnn/graph_gnn.h"
+#include "layer_models/layer_models.h"
 #include "predictor/calib.h"
 #include "predictor/predictor.h"
 #include "predictor/stack.h"
@@ -368,7 +367,7 @@ static int eager_kernel_ms(const perfpred_ctx *ctx, const pp_device *src, const 
 {
     pp_layer_row row;
     pp_node_feat f;
-    if (!k->eager_op || pp_composite_row(g, k, &row, &f) != 0) return 0;
+    if (!k->eager_op || pp_composite_row(g, k->nodes[0], k->eager_op, &row, &f) != 0) return 0;
     return pp_calib_node_ms(ctx->calib, src, &f, ms);
 }
 

@@ -1,7 +1,7 @@
-/* calibrate/layer_graph.c: a layer measurement rebuilt as a single-node ONNX-IR graph, shape-inferred
+/* layer_models/layer_graph.c: a layer measurement rebuilt as a single-node ONNX-IR graph, shape-inferred
  * and featurized by graph/, so that a benchmark layer and a node of a real model are described by
  * exactly the same code (pp_graph_features, pp_feat_vector). */
-#include "calibrate/calibrate.h"
+#include "layer_models/layer_models.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -139,18 +139,18 @@ perfpred_status pp_layer_row_features(const pp_layer_row *row, pp_node_feat *out
     return PERFPRED_OK;
 }
 
-int pp_composite_row(const pp_graph *g, const pp_kernel_group *k, pp_layer_row *row,
+int pp_composite_row(const pp_graph *g, int first_node, const char *eager_op, pp_layer_row *row,
                      pp_node_feat *feat)
 {
     memset(row, 0, sizeof *row);
-    if (!k->eager_op || k->n < 1) return -1;
-    const pp_node *first = &g->nodes[k->nodes[0]];
+    if (!eager_op || first_node < 0 || first_node >= g->n_nodes) return -1;
+    const pp_node *first = &g->nodes[first_node];
     int t = first->n_inputs > 0 ? first->inputs[0] : -1;
     if (t < 0 || g->tensors[t].rank < 0) return -1;
     const pp_tensor *x = &g->tensors[t];
     for (int d = 0; d < x->rank; d++)
         if (x->dims[d] < 1) return -1;
-    row->op_type = k->eager_op;
+    row->op_type = eager_op;
     row->kind = PP_OPK_ELEMWISE;
     row->precision = x->dtype == PP_DT_FLOAT16    ? PP_PREC_FP16
                      : x->dtype == PP_DT_BFLOAT16 ? PP_PREC_BF16
