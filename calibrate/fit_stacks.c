@@ -483,19 +483,6 @@ static void nelder_mead(fit_job *J, double *x0, double h, int max_evals)
     memcpy(x0, P[lo], sizeof P[lo]);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    if (n <= 0) return NAN;
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* Context per architecture and the allocator factor, from the rows of GPUs other than held:
  * ctx(cc) = median over batch <= 2 of (used - weights - f x activations), f = median over batch
  * >= 16 of (used - ctx - weights) / activations (at least 1: reserved >= allocated). */
@@ -521,7 +508,7 @@ static void fit_memory(const data *D, int held, pp_stack *s, double *buf)
             }
             if (n == 0) continue;
             s->ctx_cc[s->n_ctx] = cc;
-            s->ctx_mb[s->n_ctx] = fmax(0, median(buf, n));
+            s->ctx_mb[s->n_ctx] = fmax(0, pp_median(buf, n));
             s->n_ctx++;
         }
         s->act_factor = f;
@@ -533,7 +520,7 @@ static void fit_memory(const data *D, int held, pp_stack *s, double *buf)
             double ctx = pp_stack_context_mb(s, r->dev->compute_capability, NULL) * 1048576.0;
             buf[n++] = (r->mem_bytes - ctx - bf * c->w) / (bf * c->act);
         }
-        if (n) f = fmax(1.0, median(buf, n));
+        if (n) f = fmax(1.0, pp_median(buf, n));
     }
     s->act_factor = f;
 }
@@ -698,17 +685,9 @@ static perfpred_status write_rows(const data *D, const fit_job *jobs, const char
         free(b.data);
         return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
     }
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    int ok = f && fwrite(b.data, 1, b.len, f) == b.len;
-    if (f && fclose(f) != 0) ok = 0;
+    perfpred_status st = pp_write_file_atomic(path, b.data, b.len, err);
     free(b.data);
-    if (!ok || rename(tmp, path) != 0) {
-        remove(tmp);
-        return pp_err_set(err, PERFPRED_ERR_IO, "%s: cannot write", path);
-    }
-    return PERFPRED_OK;
+    return st;
 }
 
 perfpred_status pp_fitstack_run(const pp_device_db *db, const pp_fitstack_params *p,
@@ -852,34 +831,6 @@ perfpred_stackfit_params perfpred_stackfit_default_params(void)
     return p;
 }
 
-static cJSON *stack_json(const pp_stack *s)
-{
-    cJSON *o = cJSON_CreateObject(), *h = cJSON_CreateObject(), *e = cJSON_CreateObject();
-    cJSON *ctx = cJSON_CreateArray();
-    if (!o || !h || !e || !ctx) {
-        cJSON_Delete(o), cJSON_Delete(h), cJSON_Delete(e), cJSON_Delete(ctx);
-        return NULL;
-    }
-    cJSON_AddNumberToObject(o, "call_us", s->call_us);
-    for (int c = 0; c < PP_SK__COUNT; c++) {
-        cJSON_AddNumberToObject(h, pp_stack_class_name(c), s->host_us[c]);
-        cJSON_AddNumberToObject(e, pp_stack_class_name(c), s->eff[c]);
-    }
-    cJSON_AddItemToObject(o, "host_us", h);
-    cJSON_AddItemToObject(o, "efficiency", e);
-    cJSON_AddNumberToObject(o, "gpu_min_us", s->gpu_min_us);
-    cJSON_AddNumberToObject(o, "act_factor", s->act_factor);
-    for (int i = 0; i < s->n_ctx; i++) {
-        cJSON *c = cJSON_CreateObject();
-        if (!c) break;
-        cJSON_AddNumberToObject(c, "cc", s->ctx_cc[i]);
-        cJSON_AddNumberToObject(c, "mb", s->ctx_mb[i]);
-        cJSON_AddItemToArray(ctx, c);
-    }
-    cJSON_AddItemToObject(o, "context_mb", ctx);
-    return o;
-}
-
 perfpred_status perfpred_calibrate_fit_stacks(const perfpred_ctx *ctx,
                                               const perfpred_stackfit_params *pub,
                                               char **report_json, char *errbuf,
@@ -919,7 +870,7 @@ perfpred_status perfpred_calibrate_fit_stacks(const perfpred_ctx *ctx,
         if ((st = pp_fitstack_run(pp_ctx_db(ctx), &p, stack_defs[i].name, rep, &err))) break;
         char *text = pp_fitstack_report_json(rep);
         cJSON *r = text ? cJSON_Parse(text) : NULL;
-        cJSON *sj = stack_json(&rep->stack);
+        cJSON *sj = pp_stack_json(&rep->stack);
         if (!r || !sj) {
             free(text), cJSON_Delete(r), cJSON_Delete(sj);
             st = pp_err_set(&err, PERFPRED_ERR_NOMEM, "out of memory");

@@ -691,24 +691,6 @@ int cmd_mig(const cli_opts *o)
 /* ------------------------------------------------------------------ devices ---- */
 
 /* the "calibrated" column: what answers for this device's latency (and energy) */
-static const char *cal_text_base(const perfpred_device_info *d, char *buf, size_t n);
-
-static const char *cal_text(const perfpred_device_info *d, char *buf, size_t n)
-{
-    /* GPUs: how many of their runtime stacks were fitted on their own rows */
-    int own = 0, all = 0;
-    for (const char *p = d->stacks; p && (p = strchr(p, '(')); p++) {
-        all++;
-        own += strncmp(p, "(calibrated)", 12) == 0;
-    }
-    char stk[64] = "";
-    if (all) snprintf(stk, sizeof stk, "; runtime stacks fitted on its rows: %d of %d", own, all);
-    const char *base = cal_text_base(d, buf, n);
-    size_t len = strlen(base);
-    if (all && len < n) snprintf(buf + len, n - len, "%s", stk);
-    return buf;
-}
-
 static const char *cal_text_base(const perfpred_device_info *d, char *buf, size_t n)
 {
     if (d->graph_correction)
@@ -724,6 +706,20 @@ static const char *cal_text_base(const perfpred_device_info *d, char *buf, size_
         snprintf(buf, n, "no (roofline estimate)");
     else
         snprintf(buf, n, "no (descriptor lacks rates)");
+    return buf;
+}
+
+static const char *cal_text(const perfpred_device_info *d, char *buf, size_t n)
+{
+    /* GPUs: how many of their runtime stacks were fitted on their own rows */
+    int own = 0, all = 0;
+    for (const char *p = d->stacks; p && (p = strchr(p, '(')); p++) {
+        all++;
+        own += strncmp(p, "(calibrated)", 12) == 0;
+    }
+    size_t len = strlen(cal_text_base(d, buf, n));
+    if (all && len < n)
+        snprintf(buf + len, n - len, "; runtime stacks fitted on its rows: %d of %d", own, all);
     return buf;
 }
 

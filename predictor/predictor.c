@@ -400,16 +400,16 @@ static void chain_figures(const pp_graph *g, const int *chain, int len, double b
     k->ai = k->bytes > 0 ? k->flops / k->bytes : 0;
 }
 
-/* The stack's view of one kernel (bytes at fp32: chain figures taken with byte factor 1). */
-static void stack_kernel_of(const pp_graph *g, const pp_kernel_group *G, pp_stack_kernel *S)
+/* The stack's view of one kernel from its chain figures k taken with byte factor bf (bytes back
+ * at fp32: bf is a power of two, so the division is exact). */
+static void stack_kernel_of(const pp_graph *g, const pp_kernel_group *G, const kernel_acc *k,
+                            double bf, pp_stack_kernel *S)
 {
-    kernel_acc k;
-    chain_figures(g, G->nodes, G->n, 1.0, &k);
     const pp_node_feat *f = &g->nodes[G->nodes[0]].feat;
     S->cls = pp_stack_class_of(f);
-    S->elementwise = k.kind == PP_OPK_ELEMWISE;
-    S->flops = k.flops;
-    S->bytes = k.bytes;
+    S->elementwise = k->kind == PP_OPK_ELEMWISE;
+    S->flops = k->flops;
+    S->bytes = k->bytes / bf;
     S->blocks = pp_stack_blocks(f);
     S->red = 0;
     if (S->cls != PP_SK_MEM)
@@ -434,7 +434,11 @@ perfpred_status pp_graph_stack_kernels(const pp_graph *g, const pp_device *d,
         free(kernels);
         return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
     }
-    for (int i = 0; i < n; i++) stack_kernel_of(g, &kernels[i], &sk[i]);
+    for (int i = 0; i < n; i++) {
+        kernel_acc k;
+        chain_figures(g, kernels[i].nodes, kernels[i].n, 1.0, &k);
+        stack_kernel_of(g, &kernels[i], &k, 1.0, &sk[i]);
+    }
     free(kernels);
     *out = sk;
     *n_out = n;
@@ -502,9 +506,6 @@ static perfpred_status stack_figures(const pp_graph *g, const pp_device *d, cons
               : "device memory in use (NVML): context of the nearest measured GPU architecture "
                 "+ weights + allocator segments and workspace over the live activations "
                 "(framework-tax-gpus)";
-    out->memory_capacity_bytes = d->memory_gb * 1073741824.0;
-    out->fits_in_memory =
-        d->memory_gb <= 0 || out->peak_memory_bytes.value <= out->memory_capacity_bytes;
     return PERFPRED_OK;
 }
 
@@ -559,6 +560,16 @@ static perfpred_status check_finite(const pp_device *d, const perfpred_predictio
                               d->source_file ? d->source_file : d->name, vals[i].what, d->name,
                               vals[i].v->value);
     return PERFPRED_OK;
+}
+
+/* What every prediction ends with: the device's capacity, whether the peak fits, and the check
+ * that every figure is finite. */
+static perfpred_status finish_prediction(const pp_device *d, perfpred_prediction *out, pp_err *err)
+{
+    out->memory_capacity_bytes = d->memory_gb * 1073741824.0; /* descriptors state GiB */
+    out->fits_in_memory =
+        d->memory_gb <= 0 || out->peak_memory_bytes.value <= out->memory_capacity_bytes;
+    return check_finite(d, out, err);
 }
 
 static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
@@ -643,7 +654,7 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
         double roof_d = pp_roofline_ms(d, k.kind, k.flops, k.bytes, &mb);
         if (sk) {
             pp_stack_kernel *S = &sk[gi];
-            stack_kernel_of(g, G, S);
+            stack_kernel_of(g, G, &k, bf, S);
             /* under the stack its layer models were measured in, a device keeps its calibrated
              * kernel times and its roofline for memory-bound ops (the stack's bandwidth
              * efficiency also carries eager BatchNorm passes that a folded export lacks);
@@ -692,7 +703,7 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
         free(sk);
         free(scratch);
         free(node_ms);
-        return sst ? sst : check_finite(d, out, err);
+        return sst ? sst : finish_prediction(d, out, err);
     }
 
     /* graph-level correction: prediction = layer sum x exp(GNN output), trained on whole-network
@@ -788,10 +799,7 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
     out->peak_memory_bytes.prov = PERFPRED_PROV_ESTIMATE;
     out->peak_memory_bytes.source =
         "weights + peak live activations + runtime workspace and overhead (uncalibrated)";
-    out->memory_capacity_bytes = d->memory_gb * 1073741824.0; /* descriptors state GiB */
-    out->fits_in_memory =
-        d->memory_gb <= 0 || out->peak_memory_bytes.value <= out->memory_capacity_bytes;
-    return check_finite(d, out, err);
+    return finish_prediction(d, out, err);
 }
 
 perfpred_status perfpred_predict(const perfpred_ctx *ctx, const perfpred_model *m,

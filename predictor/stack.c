@@ -289,38 +289,23 @@ static perfpred_status parse_stack(const cJSON *o, const char *path, pp_stack *s
     return PERFPRED_OK;
 }
 
-static char *read_all(const char *path, pp_err *err)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return pp_err_set(err, PERFPRED_ERR_IO, "%s: cannot open", path), NULL;
-    char *buf = NULL;
-    long n = -1;
-    if (fseek(f, 0, SEEK_END) == 0) n = ftell(f);
-    if (n >= 0 && n <= (1L << 24) && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1))) {
-        if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
-            free(buf);
-            buf = NULL;
-        } else {
-            buf[n] = '\0';
-        }
-    }
-    fclose(f);
-    if (!buf) pp_err_set(err, PERFPRED_ERR_IO, "%s: cannot read (or larger than 16 MiB)", path);
-    return buf;
-}
-
 perfpred_status pp_stack_load(const char *path, pp_stack *out, pp_err *err)
 {
-    char *text = read_all(path, err);
-    if (!text) return err ? err->status : PERFPRED_ERR_IO;
-    cJSON *o = cJSON_Parse(text);
+    uint8_t *text;
+    size_t len;
+    perfpred_status st = pp_read_file(path, &text, &len, err);
+    if (st) return st;
+    if (len > (1u << 24)) {
+        free(text);
+        return pp_err_set(err, PERFPRED_ERR_IO, "%s: larger than 16 MiB", path);
+    }
+    cJSON *o = cJSON_Parse((const char *)text);
     free(text);
     if (!o) return pp_err_set(err, PERFPRED_ERR_MODEL, "%s: not valid JSON", path);
     const cJSON *stack = cJSON_GetObjectItemCaseSensitive(o, "stack");
-    perfpred_status st =
-        cJSON_IsObject(stack)
-            ? parse_stack(stack, path, out, err)
-            : pp_err_set(err, PERFPRED_ERR_MODEL, "%s: no 'stack' object", path);
+    st = cJSON_IsObject(stack)
+             ? parse_stack(stack, path, out, err)
+             : pp_err_set(err, PERFPRED_ERR_MODEL, "%s: no 'stack' object", path);
     cJSON_Delete(o);
     return st;
 }
@@ -332,13 +317,11 @@ static cJSON *class_obj(const double *v)
     return o;
 }
 
-perfpred_status pp_stack_save(const pp_stack *s, const char *path, const char *report_json,
-                              pp_err *err)
+cJSON *pp_stack_json(const pp_stack *s)
 {
-    cJSON *root = cJSON_CreateObject(), *o = cJSON_CreateObject(), *ctx = cJSON_CreateArray();
-    cJSON *report = report_json ? cJSON_Parse(report_json) : NULL;
-    if (!root || !o || !ctx) goto nomem;
-    cJSON_AddItemToObject(root, "stack", o);
+    cJSON *o = cJSON_CreateObject(), *ctx = cJSON_CreateArray();
+    cJSON *host = class_obj(s->host_us), *eff = class_obj(s->eff);
+    if (!o || !ctx || !host || !eff) goto nomem;
     cJSON_AddStringToObject(o, "name", s->name);
     cJSON_AddStringToObject(o, "framework", s->framework);
     cJSON_AddStringToObject(o, "precision", pp_precision_name(s->precision));
@@ -349,8 +332,9 @@ perfpred_status pp_stack_save(const pp_stack *s, const char *path, const char *r
     cJSON_AddNumberToObject(o, "sync_us", s->sync_us);
     cJSON_AddNumberToObject(o, "gpu_min_us", s->gpu_min_us);
     cJSON_AddNumberToObject(o, "act_factor", s->act_factor);
-    cJSON_AddItemToObject(o, "host_us", class_obj(s->host_us));
-    cJSON_AddItemToObject(o, "efficiency", class_obj(s->eff));
+    cJSON_AddItemToObject(o, "host_us", host);
+    cJSON_AddItemToObject(o, "efficiency", eff);
+    host = eff = NULL;
     for (int i = 0; i < s->n_ctx; i++) {
         cJSON *e = cJSON_CreateObject();
         if (!e) goto nomem;
@@ -359,30 +343,37 @@ perfpred_status pp_stack_save(const pp_stack *s, const char *path, const char *r
         cJSON_AddItemToArray(ctx, e);
     }
     cJSON_AddItemToObject(o, "context_mb", ctx);
-    ctx = NULL;
     cJSON_AddStringToObject(o, "trained_on", s->trained_on);
     cJSON_AddStringToObject(o, "source", s->source);
+    return o;
+nomem:
+    cJSON_Delete(o);
+    cJSON_Delete(ctx);
+    cJSON_Delete(host);
+    cJSON_Delete(eff);
+    return NULL;
+}
+
+perfpred_status pp_stack_save(const pp_stack *s, const char *path, const char *report_json,
+                              pp_err *err)
+{
+    cJSON *root = cJSON_CreateObject(), *o = pp_stack_json(s);
+    if (!root || !o) {
+        cJSON_Delete(root);
+        cJSON_Delete(o);
+        return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+    }
+    cJSON_AddItemToObject(root, "stack", o);
+    cJSON *report = report_json ? cJSON_Parse(report_json) : NULL;
     if (report) cJSON_AddItemToObject(root, "report", report);
-    report = NULL;
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     if (!text) return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    int ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-    if (f && fclose(f) != 0) ok = 0;
+    size_t len = strlen(text);
+    text[len] = '\n'; /* cJSON_Print's NUL becomes the file's last newline */
+    perfpred_status st = pp_write_file_atomic(path, text, len + 1, err);
     free(text);
-    if (!ok || rename(tmp, path) != 0) {
-        remove(tmp);
-        return pp_err_set(err, PERFPRED_ERR_IO, "%s: cannot write", path);
-    }
-    return PERFPRED_OK;
-nomem:
-    cJSON_Delete(root);
-    cJSON_Delete(ctx);
-    cJSON_Delete(report);
-    return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+    return st;
 }
 
 int pp_stack_trained_on(const pp_stack *s, const pp_device *d)
@@ -447,13 +438,6 @@ void pp_stack_set_free(pp_stack_set *set)
     free(set->s);
     set->s = NULL;
     set->n = 0;
-}
-
-const pp_stack *pp_stack_find(const pp_stack_set *set, const char *name)
-{
-    for (int i = 0; set && name && i < set->n; i++)
-        if (strcmp(set->s[i].name, name) == 0) return &set->s[i];
-    return NULL;
 }
 
 const pp_stack *pp_stack_for(const pp_stack_set *set, const char *framework, pp_precision p)

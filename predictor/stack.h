@@ -139,6 +139,9 @@ double pp_stack_context_mb(const pp_stack *s, double cc, int *exact);
 perfpred_status pp_stack_load(const char *path, pp_stack *out, pp_err *err);
 perfpred_status pp_stack_save(const pp_stack *s, const char *path, const char *report_json,
                               pp_err *err);
+/* The stack as the artifact's "stack" object (a new cJSON tree, the caller's; NULL on OOM). */
+struct cJSON;
+struct cJSON *pp_stack_json(const pp_stack *s);
 
 /* 1 when d (by canonical name or alias) is among the GPUs whose rows fitted s. */
 int pp_stack_trained_on(const pp_stack *s, const pp_device *d);
@@ -150,8 +153,7 @@ typedef struct pp_stack_set {
 } pp_stack_set;
 perfpred_status pp_stack_set_load(const char *config_dir, pp_stack_set *out, pp_err *err);
 void pp_stack_set_free(pp_stack_set *set);
-/* By stack name ("tensorrt-fp16"), or framework + precision; NULL when absent. */
-const pp_stack *pp_stack_find(const pp_stack_set *set, const char *name);
+/* By framework + precision (tf32 finds the fp32 stack); NULL when absent. */
 const pp_stack *pp_stack_for(const pp_stack_set *set, const char *framework, pp_precision p);
 /* A context's stacks (predictor/predictor.c). */
 const pp_stack_set *pp_ctx_stacks(const perfpred_ctx *ctx);
