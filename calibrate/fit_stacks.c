@@ -388,7 +388,7 @@ static double to_x(double v, int i)
     return log(u / (1 - u));
 }
 
-static void stack_from_x(const data *D, const double *x, pp_stack *s)
+static void stack_from_x(const double *x, pp_stack *s)
 {
     s->call_us = from_x(x, 0);
     for (int c = 0; c < PP_SK__COUNT; c++) {
@@ -396,7 +396,6 @@ static void stack_from_x(const data *D, const double *x, pp_stack *s)
         s->eff[c] = from_x(x, 1 + PP_SK__COUNT + c);
     }
     s->gpu_min_us = from_x(x, NP - 1);
-    (void)D;
 }
 
 typedef struct fit_job {
@@ -416,7 +415,7 @@ static double row_latency(const pp_stack *s, const row *r, const cfg *c, double 
 static double objective(fit_job *J, const double *x)
 {
     data *D = J->D;
-    stack_from_x(D, x, &J->s);
+    stack_from_x(x, &J->s);
     double sum = 0;
     int n = 0;
     for (int i = 0; i < D->n_rows; i++) {
@@ -566,7 +565,7 @@ static void fit_one(fit_job *J)
     }
     double *x = best;
     nelder_mead(J, x, 0.3, budget / 4);
-    stack_from_x(D, x, &base);
+    stack_from_x(x, &base);
     J->s = base;
     fit_memory(D, J->held, &J->s, J->scratch);
 }

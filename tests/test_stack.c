@@ -250,8 +250,9 @@ static void prediction_should_be_host_bound_under_a_slow_host(void **state)
     remove(path);
 }
 
-/* The fit on real rows: the V100 and RTX 3090 eager fp32 files. Their torchvision rows are
- * counted independently here; the fit must read all of them and beat its starting point. */
+/* The fit on real rows: the V100 and RTX 3090 eager fp32 files. Their torchvision rows were
+ * counted independently (docs/gpu-stacks.md); the fit must read all of them, skip none, and land
+ * within sane errors on its own rows and on the GPU it leaves out. */
 static void fit_should_read_every_mapped_row_of_framework_tax(void **state)
 {
     (void)state;
