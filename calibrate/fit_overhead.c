@@ -27,39 +27,6 @@ static void row_terms(const perfpred_eval_point *p, double x[3])
     x[2] = p->kernel_bytes * 1e-6 / p->measured_ms;
 }
 
-/* Solves the k x k system A w = b (k <= 3) by Gaussian elimination with partial pivoting.
- * -1 when it is singular at the scale of A. */
-static int solve(double A[3][3], double b[3], int k, double w[3])
-{
-    double scale = 0;
-    for (int i = 0; i < k; i++) scale = fmax(scale, fabs(A[i][i]));
-    for (int c = 0; c < k; c++) {
-        int piv = c;
-        for (int r = c + 1; r < k; r++)
-            if (fabs(A[r][c]) > fabs(A[piv][c])) piv = r;
-        if (!(fabs(A[piv][c]) > 1e-12 * scale)) return -1;
-        for (int j = 0; j < k; j++) {
-            double t = A[c][j];
-            A[c][j] = A[piv][j];
-            A[piv][j] = t;
-        }
-        double t = b[c];
-        b[c] = b[piv];
-        b[piv] = t;
-        for (int r = c + 1; r < k; r++) {
-            double f = A[r][c] / A[c][c];
-            for (int j = c; j < k; j++) A[r][j] -= f * A[c][j];
-            b[r] -= f * b[c];
-        }
-    }
-    for (int c = k - 1; c >= 0; c--) {
-        double s = b[c];
-        for (int j = c + 1; j < k; j++) s -= A[c][j] * w[j];
-        w[c] = s / A[c][c];
-    }
-    return 0;
-}
-
 int pp_overhead_fit_rows(const perfpred_eval_point *pt, const int *use, int n, double w_out[3])
 {
     double G[3][3] = {{0}}, g[3] = {0};
@@ -81,12 +48,12 @@ int pp_overhead_fit_rows(const perfpred_eval_point *pt, const int *use, int n, d
         if (mask & 1) idx[k++] = 1;
         if (mask & 2) idx[k++] = 2;
         if (k > m) continue;
-        double A[3][3], b[3], v[3], w[3] = {0};
+        double A[9], b[3], v[3], w[3] = {0};
         for (int r = 0; r < k; r++) {
             b[r] = g[idx[r]];
-            for (int c = 0; c < k; c++) A[r][c] = G[idx[r]][idx[c]];
+            for (int c = 0; c < k; c++) A[r * k + c] = G[idx[r]][idx[c]];
         }
-        if (solve(A, b, k, v)) continue;
+        if (pp_solve(k, A, b, v)) continue;
         int ok = 1;
         for (int r = 0; r < k; r++) {
             w[idx[r]] = v[r];

@@ -31,6 +31,8 @@ static const char calibrate_usage[] =
     "       perfpred calibrate import --dataset NAME --root DIR -o LAYERS.csv [options]\n"
     "       perfpred calibrate fit-stacks --data DIR [options]\n"
     "         (GPU runtime stacks from framework-tax-gpus; fit-stacks --help)\n"
+    "       perfpred calibrate fit-power --data DIR [--dry-run] [--json]\n"
+    "         (GPU board power from gpu-benches' roofline sweep; fit-power --help)\n"
     "\n"
     "Calibrating a device: plan -> the layer runner on the device -> fit -> eval\n"
     "(docs/calibration.md). `fit` writes the layer models that `perfpred --device DEV` then uses.\n"
@@ -1212,7 +1214,8 @@ int cli_calibrate_main(int argc, char **argv)
     if (strcmp(argv[1], "fit") == 0) return cmd_fit(argc, argv);
     if (strcmp(argv[1], "import") == 0) return cmd_import(argc, argv);
     if (strcmp(argv[1], "fit-stacks") == 0) return cli_fit_stacks_main(argc, argv);
-    cli_error("calibrate: unknown step '%s' (plan, fit, fit-stacks or import; perfpred calibrate "
+    if (strcmp(argv[1], "fit-power") == 0) return cli_fit_power_main(argc, argv);
+    cli_error("calibrate: unknown step '%s' (plan, fit, fit-stacks, fit-power or import; perfpred calibrate "
               "--help)",
               argv[1]);
     return EXIT_USAGE;

@@ -60,6 +60,7 @@ int cmd_compare(const cli_opts *o);
 int cmd_mig(const cli_opts *o);
 int cmd_devices(const cli_opts *o);
 int cli_fit_stacks_main(int argc, char **argv);
+int cli_fit_power_main(int argc, char **argv);  /* calibrate fit-power (cli/stacks.c) */
 
 cJSON *cli_json_prediction(const perfpred_prediction *p);
 cJSON *cli_json_device(const perfpred_device_info *d);

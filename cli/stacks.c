@@ -136,3 +136,87 @@ int cli_fit_stacks_main(int argc, char **argv)
     }
     return EXIT_OK_;
 }
+
+static const char power_usage[] =
+    "usage: perfpred calibrate fit-power --data DIR [options]\n"
+    "  --data DIR        gpu-benches (../shared/datasets/gpu-benches): reads gpu-roofline/*.txt\n"
+    "  --dry-run         report only; write no artifact\n"
+    "  --config-dir DIR  where artifacts/gpu-power.json is written\n"
+    "  --json            the report as JSON\n";
+
+int cli_fit_power_main(int argc, char **argv)
+{
+    const char *data = NULL, *config_dir = NULL;
+    int json = 0, dry = 0;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--data") == 0 && i + 1 < argc) data = argv[++i];
+        else if (strcmp(a, "--config-dir") == 0 && i + 1 < argc) config_dir = argv[++i];
+        else if (strcmp(a, "--dry-run") == 0) dry = 1;
+        else if (strcmp(a, "--json") == 0) json = 1;
+        else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            fputs(power_usage, stdout);
+            return EXIT_OK_;
+        } else {
+            cli_error("calibrate fit-power: unknown or incomplete argument '%s'\n%s", a,
+                      power_usage);
+            return EXIT_USAGE;
+        }
+    }
+    if (!data) {
+        cli_error("calibrate fit-power: --data DIR is required\n%s", power_usage);
+        return EXIT_USAGE;
+    }
+    cli_opts o = {0};
+    o.config_dir = config_dir;
+    int code;
+    perfpred_ctx *ctx = cli_open_ctx(&o, &code);
+    if (!ctx) return code;
+    char *text = NULL, err[1024];
+    perfpred_status st = perfpred_calibrate_fit_power(ctx, data, dry, &text, err, sizeof err);
+    perfpred_ctx_close(ctx);
+    if (st) {
+        cli_error("calibrate fit-power: %s", err);
+        return cli_exit_code(st);
+    }
+    cJSON *r = cJSON_Parse(text);
+    perfpred_free(text);
+    if (!r) {
+        cli_error("calibrate fit-power: report is not JSON (internal error)");
+        return EXIT_INTERNAL;
+    }
+    if (json) {
+        cli_print_json(r);
+        return EXIT_OK_;
+    }
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(r, "fitted");
+    printf("board power P = p0 + e_byte x DRAM bytes/s + e_flop x fp32 flop/s, at most max power\n"
+           "transferred: p0 = %.3f x max power, e_flop %.2f pJ", num(f, "idle_fraction"),
+           num(f, "pj_per_flop"));
+    const cJSON *c;
+    cJSON_ArrayForEach(c, f)
+        if (strncmp(c->string, "pj_per_byte_", 12) == 0)
+            printf(", e_byte %s %.1f pJ", c->string + 12, c->valuedouble);
+    printf("\n  %-16s %-14s %6s %5s | %7s %7s %9s | %8s %8s\n", "GPU", "sweep file", "points",
+           "thr.", "p0 W", "pJ/B", "pJ/flop", "fit %", "held %");
+    const cJSON *g;
+    cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(r, "gpus"))
+    {
+        printf("  %-16s %-14s %6g %5g | %7.1f%s %6.1f %9.2f | %8.1f %8.1f\n",
+               cJSON_GetObjectItemCaseSensitive(g, "device")->valuestring,
+               cJSON_GetObjectItemCaseSensitive(g, "file")->valuestring, num(g, "points"),
+               num(g, "throttled_points"), num(g, "p0_w"),
+               cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(g, "p0_fitted")) ? " " : "*",
+               num(g, "pj_per_byte"), num(g, "pj_per_flop"), num(g, "fit_mape_pct"),
+               num(g, "held_out_mape_pct"));
+    }
+    printf("  leave one GPU out, pooled: %.1f %% (power of every sweep point, capped at max "
+           "power)\n  * p0 from the transferred share: the sweep kept this GPU's traffic constant\n"
+           "%s\n",
+           num(r, "leave_one_gpu_out_mape_pct"),
+           cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "written"))
+               ? "written: artifacts/gpu-power.json"
+               : "dry run: nothing written");
+    cJSON_Delete(r);
+    return EXIT_OK_;
+}

@@ -31,6 +31,26 @@ const char *pp_precision_name(pp_precision p)
     return (unsigned)p < PP_PREC__COUNT ? prec_names[p] : "unknown";
 }
 
+pp_memory_family pp_memory_family_of(const char *t)
+{
+    static const char *const types[] = {"hbm2",  "hbm2e",  "hbm3",    "hbm3e",  "gddr5",
+                                        "gddr5x", "gddr6", "gddr6x",  "gddr7",  "lpddr4",
+                                        "lpddr4x", "lpddr5", "lpddr5x", "ddr4", "ddr5", NULL};
+    static const pp_memory_family fam[] = {
+        PP_MEMFAM_HBM,   PP_MEMFAM_HBM,   PP_MEMFAM_HBM,   PP_MEMFAM_HBM,   PP_MEMFAM_GDDR,
+        PP_MEMFAM_GDDR,  PP_MEMFAM_GDDR,  PP_MEMFAM_GDDR,  PP_MEMFAM_GDDR,  PP_MEMFAM_LPDDR,
+        PP_MEMFAM_LPDDR, PP_MEMFAM_LPDDR, PP_MEMFAM_LPDDR, PP_MEMFAM_DDR,   PP_MEMFAM_DDR};
+    for (int i = 0; t && types[i]; i++)
+        if (strcmp(t, types[i]) == 0) return fam[i];
+    return PP_MEMFAM_UNKNOWN;
+}
+
+const char *pp_memory_family_name(pp_memory_family f)
+{
+    static const char *const n[] = {"unknown", "hbm", "gddr", "lpddr", "ddr"};
+    return (unsigned)f < 5 ? n[f] : "unknown";
+}
+
 int pp_precision_from_name(const char *s)
 {
     for (int i = 0; s && i < PP_PREC__COUNT; i++)
@@ -315,7 +335,7 @@ static perfpred_status peak_pair(pctx *c, const char *key, yaml_node_t *k, yaml_
 
 static const char *const hw_keys[] = {"peak_tflops", "memory_bandwidth_gbs", "memory_gb",
                                       "compute_units", "clock_mhz", "l2_mb", "idle_power_w",
-                                      "max_power_w", "compute_capability", NULL};
+                                      "max_power_w", "compute_capability", "memory_type", NULL};
 
 static perfpred_status hw_pair(pctx *c, const char *key, yaml_node_t *k, yaml_node_t *v, void *o)
 {
@@ -334,6 +354,19 @@ static perfpred_status hw_pair(pctx *c, const char *key, yaml_node_t *k, yaml_no
     case 8:
         st = get_double(c, v, key, &d->compute_capability), mark(c, s, PP_F_CC, k);
         break;
+    case 9: {
+        const char *t;
+        if ((st = get_string(c, v, "hardware.memory_type", &t))) return st;
+        if (pp_memory_family_of(t) == PP_MEMFAM_UNKNOWN)
+            return FAIL(c, v,
+                        "unknown hardware.memory_type '%s' (known: hbm2, hbm2e, hbm3, hbm3e, "
+                        "gddr5, gddr5x, gddr6, gddr6x, gddr7, lpddr4, lpddr4x, lpddr5, lpddr5x, "
+                        "ddr4, ddr5)",
+                        t);
+        d->memory_type = t;
+        mark(c, s, PP_F_MEMTYPE, k);
+        break;
+    }
     default: return unknown_key(c, k, "hardware", hw_keys);
     }
     return st;

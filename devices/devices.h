@@ -28,6 +28,16 @@ typedef enum pp_precision {
 const char *pp_precision_name(pp_precision p);
 int pp_precision_from_name(const char *s);  /* -1 if unknown */
 
+/* DRAM families: what sets the energy of a byte moved (stacked HBM beside the die, graphics DRAM
+ * on the board, low-power or plain DDR). */
+typedef enum pp_memory_family {
+    PP_MEMFAM_UNKNOWN = 0, PP_MEMFAM_HBM, PP_MEMFAM_GDDR, PP_MEMFAM_LPDDR, PP_MEMFAM_DDR
+} pp_memory_family;
+/* The family of a hardware.memory_type ("hbm2e" -> PP_MEMFAM_HBM); UNKNOWN for NULL or a type
+ * not listed. */
+pp_memory_family pp_memory_family_of(const char *memory_type);
+const char *pp_memory_family_name(pp_memory_family f);  /* "hbm", "gddr", ...; "unknown" */
+
 typedef struct pp_fusion_rule {
     int len;
     const char *ops[PP_DEV_MAX_FUSION_LEN];  /* ONNX op_type sequence, producer first */
@@ -66,6 +76,9 @@ typedef struct pp_device {
                                   kernels the CUDA context loads); 0 = not stated */
     double idle_power_w;
     double max_power_w;        /* board power (TDP) */
+    const char *memory_type;   /* DRAM technology: "hbm2e", "gddr6", "lpddr5", ... (NULL = not
+                                  stated); its family (pp_memory_family) sets the energy per byte
+                                  a GPU power model transfers */
 
     /* MIG: a derived descriptor of a parent GPU (is_mig = 0 for whole devices) */
     int is_mig;

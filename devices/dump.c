@@ -92,6 +92,7 @@ char *pp_device_to_yaml(const pp_device *d)
     put_kv(f, "  ", "idle_power_w", d->idle_power_w);
     put_kv(f, "  ", "max_power_w", d->max_power_w);
     if (d->compute_capability > 0) put_kv(f, "  ", "compute_capability", d->compute_capability);
+    if (d->memory_type) fprintf(f, "  memory_type: %s\n", d->memory_type);
 
     fputs("runtime:\n", f);
     if (d->runtime_framework) fprintf(f, "  framework: %s\n", d->runtime_framework);

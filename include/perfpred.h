@@ -324,6 +324,15 @@ perfpred_status perfpred_calibrate_fit_stacks(const perfpred_ctx *ctx,
                                               char **report_json, char *errbuf,
                                               size_t errbuf_len);
 
+/* GPU board power (predictor/power.h, docs/gpu-stacks.md): fits p0 + energy per DRAM byte + energy
+ * per flop on gpu-benches' roofline sweep (<data_dir>/gpu-roofline/ files, measured board watts),
+ * judges it by leaving one GPU out, and writes <config_dir>/artifacts/gpu-power.json (write, then
+ * rename) unless dry_run. *report_json (malloc'd, perfpred_free): per GPU the points, fit and
+ * held-out errors and figures. */
+perfpred_status perfpred_calibrate_fit_power(const perfpred_ctx *ctx, const char *data_dir,
+                                             int dry_run, char **report_json, char *errbuf,
+                                             size_t errbuf_len);
+
 /* ------------------------------------------------------------- calibration ---- */
 /* Turning a descriptor into a calibrated device (docs/calibration.md): a layer benchmark plan sized
  * to a time budget, per-op-kind layer models fitted on the runner's measurements, and accuracy

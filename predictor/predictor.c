@@ -9,6 +9,7 @@
 #include "graph_gnn/graph_gnn.h"
 #include "layer_models/layer_models.h"
 #include "predictor/calib.h"
+#include "predictor/power.h"
 #include "predictor/predictor.h"
 #include "predictor/stack.h"
 
@@ -17,12 +18,14 @@ struct perfpred_ctx {
     pp_calib *calib;
     pp_stack_set stacks; /* fitted GPU runtime stacks (configs/artifacts/stacks) */
     char **stack_text;   /* per device (pp_devices_at order): its stacks and their provenance */
+    pp_power_set power;  /* fitted GPU board power (configs/artifacts/gpu-power.json) */
     char *config_dir;
     pp_logger log;
 };
 
 const pp_calib *pp_ctx_calib(const perfpred_ctx *ctx) { return ctx ? ctx->calib : NULL; }
 const pp_stack_set *pp_ctx_stacks(const perfpred_ctx *ctx) { return ctx ? &ctx->stacks : NULL; }
+const pp_power_set *pp_ctx_power(const perfpred_ctx *ctx) { return ctx ? &ctx->power : NULL; }
 const pp_device_db *pp_ctx_db(const perfpred_ctx *ctx) { return ctx ? ctx->db : NULL; }
 const char *pp_ctx_config_dir(const perfpred_ctx *ctx) { return ctx ? ctx->config_dir : NULL; }
 
@@ -87,6 +90,8 @@ perfpred_ctx *perfpred_ctx_open(const perfpred_ctx_params *params, perfpred_stat
     st = pp_calib_open(ctx->db, dir, &ctx->calib, &err);
     if (st) goto fail;
     st = pp_stack_set_load(dir, &ctx->stacks, &err);
+    if (st) goto fail;
+    st = pp_power_set_load(dir, &ctx->power, &err);
     if (st) goto fail;
     st = stack_texts(ctx, &err);
     if (st) goto fail;
@@ -457,6 +462,7 @@ static double kernel_energy_mj(const pp_device *d, double t_ms, double roof_ms)
 /* A GPU prediction under a runtime stack: the host/GPU pipeline over the kernels, energy with the
  * pipeline's idle gaps at idle power, and memory as NVML reports it. */
 static perfpred_status stack_figures(const pp_graph *g, const pp_device *d, const pp_stack *stk,
+                                     const pp_power_set *power,
                                      const pp_stack_kernel *sk, int n, double *scratch,
                                      double roof_sum_ms, int ncal, perfpred_prediction *out)
 {
@@ -477,7 +483,13 @@ static perfpred_status stack_figures(const pp_graph *g, const pp_device *d, cons
               "host's dispatch scaled by its host_dispatch_scale (an estimate)"
             : "runtime stack: host dispatch / GPU pipeline fitted on other GPUs' whole-model "
               "measurements (framework-tax-gpus), applied through this descriptor's figures";
-    if (d->max_power_w > 0) {
+    pp_power_params pw;
+    if (pp_power_for(power, d, &pw)) {
+        out->energy_mj.value = pp_stack_energy_mj(stk, d, &pw, sk, n, scratch, T, NULL);
+        out->energy_mj.prov = pw.calibrated && own ? PERFPRED_PROV_CALIBRATED
+                                                   : PERFPRED_PROV_TRANSFERRED;
+        out->energy_mj.source = pw.how;
+    } else if (d->max_power_w > 0) {
         double busy = fmin(roof_sum_ms, out->gpu_ms);
         out->energy_mj.value = d->idle_power_w * T + (d->max_power_w - d->idle_power_w) * busy;
         out->energy_mj.prov = PERFPRED_PROV_ESTIMATE;
@@ -698,7 +710,7 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
     free(kernels);
     if (pp->n_kernels) *pp->n_kernels = nk;
     if (stk) {
-        perfpred_status sst = stack_figures(g, d, stk, sk, n_groups, scratch, roof_sum_ms, ncal,
+        perfpred_status sst = stack_figures(g, d, stk, &ctx->power, sk, n_groups, scratch, roof_sum_ms, ncal,
                                             out);
         free(sk);
         free(scratch);

@@ -81,6 +81,10 @@ static void shipped_figures_should_match_the_datasheets(void **state)
     assert_int_equal(a->compute_units, 108);
     assert_rel_close(a->max_power_w, 400, 1e-12);
     assert_rel_close(a->idle_power_w, 0, 0);          /* not stated by NVIDIA */
+    assert_string_equal(a->memory_type, "hbm2");     /* [A100-DS]: 40GB HBM2 */
+    assert_int_equal(pp_memory_family_of(a->memory_type), PP_MEMFAM_HBM);
+    assert_int_equal(pp_memory_family_of("gddr6x"), PP_MEMFAM_GDDR);
+    assert_int_equal(pp_memory_family_of(NULL), PP_MEMFAM_UNKNOWN);
     assert_int_equal(a->kind, PP_DEV_GPU);
     assert_string_equal(a->runtime_framework, "pytorch-eager");
     assert_int_equal(a->runtime_precision, PP_PREC_FP32);
@@ -483,6 +487,10 @@ static void figures_should_be_within_their_physical_range(void **state)
     expect_text_error(HEAD "hardware: {l2_mb: 1e9}\n", PERFPRED_ERR_DEVICE, "l2_mb");
     expect_text_error(HEAD "hardware: {idle_power_w: 1e6}\n", PERFPRED_ERR_DEVICE, "idle_power_w");
     expect_text_error(HEAD "hardware: {max_power_w: 1e6}\n", PERFPRED_ERR_DEVICE, "max_power_w");
+    expect_text_error(HEAD "hardware: {memory_type: hbm9}\n", PERFPRED_ERR_DEVICE,
+                      "unknown hardware.memory_type 'hbm9'");
+    expect_text_error(HEAD "hardware: {memory_type: [hbm2]}\n", PERFPRED_ERR_DEVICE,
+                      "memory_type must be a string");
     expect_text_error("name: t\ndescription: t\nvendor: T\nkind: gpu\nruntime:\n"
                       "  framework: pytorch-eager\n  launch_overhead_us: 1e300\n",
                       PERFPRED_ERR_DEVICE, "launch_overhead_us = 1e300 is outside");

@@ -316,3 +316,35 @@ void pp_log(const pp_logger *lg, perfpred_log_level lvl, const char *fmt, ...)
     va_end(ap);
     lg->fn(lvl, buf, lg->user);
 }
+
+int pp_solve(int k, double *A, double *b, double *x)
+{
+    if (k < 1 || k > 16) return -1;
+    double scale = 0;
+    for (int i = 0; i < k; i++) scale = fmax(scale, fabs(A[i * k + i]));
+    for (int c = 0; c < k; c++) {
+        int piv = c;
+        for (int r = c + 1; r < k; r++)
+            if (fabs(A[r * k + c]) > fabs(A[piv * k + c])) piv = r;
+        if (!(fabs(A[piv * k + c]) > 1e-12 * scale)) return -1;
+        for (int j = 0; j < k; j++) {
+            double t = A[c * k + j];
+            A[c * k + j] = A[piv * k + j];
+            A[piv * k + j] = t;
+        }
+        double t = b[c];
+        b[c] = b[piv];
+        b[piv] = t;
+        for (int r = c + 1; r < k; r++) {
+            double f = A[r * k + c] / A[c * k + c];
+            for (int j = c; j < k; j++) A[r * k + j] -= f * A[c * k + j];
+            b[r] -= f * b[c];
+        }
+    }
+    for (int c = k - 1; c >= 0; c--) {
+        double s = b[c];
+        for (int j = c + 1; j < k; j++) s -= A[c * k + j] * x[j];
+        x[c] = s / A[c * k + c];
+    }
+    return 0;
+}

@@ -59,6 +59,10 @@ perfpred_status pp_read_file(const char *path, uint8_t **buf, size_t *len, pp_er
 perfpred_status pp_mkdir_p(const char *dir, pp_err *err);
 /* Seconds on the monotonic clock (for durations in reports). */
 double pp_now_s(void);
+
+/* Solves the k x k system A x = b (A row-major, k <= 16) by Gaussian elimination with partial
+ * pivoting; A and b are overwritten. -1 when A is singular at its own scale. */
+int pp_solve(int k, double *A, double *b, double *x);
 /* Writes data to path atomically: path.tmp.<pid>, fsync, rename. */
 perfpred_status pp_write_file_atomic(const char *path, const void *data, size_t len, pp_err *err);
 

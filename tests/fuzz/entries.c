@@ -23,7 +23,10 @@
 #include "graph/graph.h"
 #include "graph_gnn/graph_gnn.h"
 #include "layer_models/layer_models.h"
+#include "calibrate/fit_power.h"
 #include "predictor/calib.h"
+#include "predictor/power.h"
+#include "predictor/stack.h"
 
 static char scratch_dir[256];
 
@@ -342,6 +345,48 @@ int pp_fuzz_neusight(const uint8_t *data, size_t len)
     return 0;
 }
 
+/* A GPU runtime stack or board power artifact (configs/artifacts/stacks/, gpu-power.json): the
+ * first byte picks the reader, the rest is the file. */
+int pp_fuzz_gpu_artifacts(const uint8_t *data, size_t len)
+{
+    if (len == 0) return 0;
+    char p[512];
+    put(path_in(p, sizeof p, "artifact.json"), data + 1, len - 1);
+    if (data[0] & 1) {
+        pp_power_set set;
+        (void)pp_power_load(p, &set, NULL);
+    } else {
+        pp_stack s;
+        (void)pp_stack_load(p, &s, NULL);
+    }
+    return 0;
+}
+
+/* gpu-benches' roofline sweep as calibrate fit-power reads it: the input is the A100's file,
+ * beside a fixed, valid H200 file. */
+int pp_fuzz_power_sweep(const uint8_t *data, size_t len)
+{
+    char dir[512], p[640];
+    path_in(dir, sizeof dir, "sweep/gpu-roofline");
+    mkdirs(dir);
+    snprintf(p, sizeof p, "%s/h200.txt", dir);
+    static const char h200[] = /* synthetic: p0 100 W, 120 pJ/B, 5 pJ/flop */
+        "0 1056 blocks 0 its 0.250 Fl/B 4000 GB/s 1000 GF/s 1980 Mhz 585 W 50C\n"
+        "0 1056 blocks 4 its 1.250 Fl/B 4000 GB/s 5000 GF/s 1980 Mhz 605 W 50C\n"
+        "0 1056 blocks 40 its 10.250 Fl/B 2000 GB/s 20500 GF/s 1980 Mhz 442 W 50C\n"
+        "0 1056 blocks 80 its 20.250 Fl/B 1000 GB/s 20250 GF/s 1980 Mhz 321 W 50C\n"
+        "0 1056 blocks 160 its 40.250 Fl/B 500 GB/s 20125 GF/s 1980 Mhz 261 W 50C\n";
+    put_text(p, h200);
+    snprintf(p, sizeof p, "%s/alex_a100_40.txt", dir);
+    put(p, data, len);
+    pp_fitpower_report *rep = malloc(sizeof *rep);
+    if (!rep) abort();
+    path_in(dir, sizeof dir, "sweep");
+    (void)pp_fitpower_run(real_db(), dir, rep, NULL);
+    free(rep);
+    return 0;
+}
+
 const pp_fuzz_entry pp_fuzz_entries[] = {
     {"onnx", pp_fuzz_onnx},
     {"yaml", pp_fuzz_yaml},
@@ -354,5 +399,7 @@ const pp_fuzz_entry pp_fuzz_entries[] = {
     {"deepbench", pp_fuzz_deepbench},
     {"mobile", pp_fuzz_mobile},
     {"neusight", pp_fuzz_neusight},
+    {"gpu_artifacts", pp_fuzz_gpu_artifacts},
+    {"power_sweep", pp_fuzz_power_sweep},
     {NULL, NULL},
 };
