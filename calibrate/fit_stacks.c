@@ -53,6 +53,14 @@ static const char *const model_map[][2] = {
 };
 #define N_MODELS ((int)(sizeof model_map / sizeof model_map[0]))
 
+/* Model families for leaving one out: a design and the models that share it (GoogLeNet is
+ * Inception v1; MNASNet is built of MobileNetV2's inverted residuals). Indexed like model_map. */
+static const char *const family_names[] = {"vit",        "efficientnet", "resnet",  "alexnet",
+                                           "squeezenet", "vgg",          "densenet", "inception",
+                                           "shufflenet", "mobilenet"};
+static const int model_family[] = {0, 1, 2, 3, 4, 5, 6, 7, 7, 8, 9, 2, 2, 9};
+#define N_FAMILIES ((int)(sizeof family_names / sizeof family_names[0]))
+
 int pp_fitstack_count(void) { return N_STACKS; }
 const char *pp_fitstack_name(int i) { return i >= 0 && i < N_STACKS ? stack_defs[i].name : NULL; }
 
@@ -401,10 +409,17 @@ static void stack_from_x(const double *x, pp_stack *s)
 typedef struct fit_job {
     data *D;
     int held;                 /* GPU left out, -1 = none */
+    int held_family;          /* model family left out, -1 = none */
     pp_stack s;
     double *scratch;
     int evals;
 } fit_job;
+
+/* 1 when the fit leaving out GPU `held` and family `fam` (-1: none) must not see row r */
+static int held_row(int held, int fam, const data *D, const row *r)
+{
+    return r->gpu == held || (fam >= 0 && model_family[D->cfgs[r->cfg].model] == fam);
+}
 
 static double row_latency(const pp_stack *s, const row *r, const cfg *c, double *scratch)
 {
@@ -420,7 +435,7 @@ static double objective(fit_job *J, const double *x)
     int n = 0;
     for (int i = 0; i < D->n_rows; i++) {
         const row *r = &D->rows[i];
-        if (r->gpu == J->held) continue;
+        if (held_row(J->held, J->held_family, D, r)) continue;
         double p = row_latency(&J->s, r, &D->cfgs[r->cfg], J->scratch);
         sum += fabs(log(p / r->lat_ms));
         n++;
@@ -482,10 +497,10 @@ static void nelder_mead(fit_job *J, double *x0, double h, int max_evals)
     memcpy(x0, P[lo], sizeof P[lo]);
 }
 
-/* Context per architecture and the allocator factor, from the rows of GPUs other than held:
+/* Context per architecture and the allocator factor, from the rows the fit may see (held_row):
  * ctx(cc) = median over batch <= 2 of (used - weights - f x activations), f = median over batch
  * >= 16 of (used - ctx - weights) / activations (at least 1: reserved >= allocated). */
-static void fit_memory(const data *D, int held, pp_stack *s, double *buf)
+static void fit_memory(const data *D, int held, int fam, pp_stack *s, double *buf)
 {
     double bf = s->precision == PP_PREC_FP16 ? 0.5 : 1.0, f = 1.0;
     s->n_ctx = 0;
@@ -501,7 +516,8 @@ static void fit_memory(const data *D, int held, pp_stack *s, double *buf)
             for (int i = 0; i < D->n_rows; i++) {
                 const row *r = &D->rows[i];
                 const cfg *c = &D->cfgs[r->cfg];
-                if (r->gpu == held || fabs(r->dev->compute_capability - cc) > 1e-9 || c->batch > 2)
+                if (held_row(held, fam, D, r) || fabs(r->dev->compute_capability - cc) > 1e-9 ||
+                    c->batch > 2)
                     continue;
                 buf[n++] = (r->mem_bytes - bf * (c->w + f * c->act)) / 1048576.0;
             }
@@ -515,7 +531,7 @@ static void fit_memory(const data *D, int held, pp_stack *s, double *buf)
         for (int i = 0; i < D->n_rows; i++) {
             const row *r = &D->rows[i];
             const cfg *c = &D->cfgs[r->cfg];
-            if (r->gpu == held || c->batch < 16 || !(c->act > 0)) continue;
+            if (held_row(held, fam, D, r) || c->batch < 16 || !(c->act > 0)) continue;
             double ctx = pp_stack_context_mb(s, r->dev->compute_capability, NULL) * 1048576.0;
             buf[n++] = (r->mem_bytes - ctx - bf * c->w) / (bf * c->act);
         }
@@ -567,7 +583,7 @@ static void fit_one(fit_job *J)
     nelder_mead(J, x, 0.3, budget / 4);
     stack_from_x(x, &base);
     J->s = base;
-    fit_memory(D, J->held, &J->s, J->scratch);
+    fit_memory(D, J->held, J->held_family, &J->s, J->scratch);
 }
 
 static void *fit_worker(void *arg)
@@ -577,14 +593,17 @@ static void *fit_worker(void *arg)
     return NULL;
 }
 
-static void mape_rows(const data *D, const pp_stack *s, int gpu, double *scratch,
+/* Errors of s on the rows of GPU `gpu` (-1: any) and family `fam` (-1: any). */
+static void mape_rows(const data *D, const pp_stack *s, int gpu, int fam, double *scratch,
                       pp_fitstack_gpu *g, int train)
 {
     double se = 0, sl = 0, sm = 0;
     int ns = 0, nl = 0, n = 0;
     for (int i = 0; i < D->n_rows; i++) {
         const row *r = &D->rows[i];
-        if (r->gpu != gpu) continue;
+        if ((gpu >= 0 && r->gpu != gpu) ||
+            (fam >= 0 && model_family[D->cfgs[r->cfg].model] != fam))
+            continue;
         const cfg *c = &D->cfgs[r->cfg];
         double e = fabs(row_latency(s, r, c, scratch) / r->lat_ms - 1) * 100;
         if (train) {
@@ -607,6 +626,88 @@ static void mape_rows(const data *D, const pp_stack *s, int gpu, double *scratch
     g->mape_large = nl ? se / nl : NAN;
     g->mape_all = n ? (sl + se) / n : NAN;
     g->mape_memory = n ? sm / n : NAN;
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Split-conformal bounds of v[0..n) (sorted here) for a two-sided interval of coverage cov: the
+ * ceil((n + 1)(1 - a/2))-th smallest and its mirror, a = 1 - cov; widened to hold 0 (the
+ * prediction itself). 0 when n is too small for the level. */
+static int conformal(double *v, int n, double cov, double *lo, double *hi)
+{
+    double a = 1 - cov;
+    int k = (int)ceil((n + 1) * (1 - a / 2));
+    if (n < 2 || k > n) return 0;
+    qsort(v, (size_t)n, sizeof *v, cmp_dbl);
+    *lo = fmin(0, v[n - k]);
+    *hi = fmax(0, v[k - 1]);
+    return 1;
+}
+
+/* Residuals log(measured / held-out prediction) of the rows of GPUs other than skip (-1: all) in
+ * batch class cls (0: < 16, 1: >= 16; 2: memory, every batch) into v; returns how many. */
+static int residuals(const data *D, const fit_job *jobs, int skip, int cls, double *v)
+{
+    int n = 0;
+    for (int i = 0; i < D->n_rows; i++) {
+        const row *r = &D->rows[i];
+        const cfg *c = &D->cfgs[r->cfg];
+        if (r->gpu == skip || (cls < 2 && (c->batch >= 16) != cls)) continue;
+        const pp_stack *s = &jobs[r->gpu + 1].s;
+        v[n++] = cls < 2 ? log(r->lat_ms / row_latency(s, r, c, jobs[0].scratch))
+                         : log(r->mem_bytes / mem_pred(s, r, c));
+    }
+    return n;
+}
+
+/* The 80 % interval from every GPU's held-out rows into the stack, and its coverage checked by
+ * cross-fitting: each GPU's rows against bounds computed without them. */
+static perfpred_status intervals(const data *D, const fit_job *jobs, pp_fitstack_report *rep,
+                                 pp_err *err)
+{
+    const double cov = 0.8;
+    double *v = malloc(((size_t)D->n_rows + 1) * sizeof *v);
+    if (!v) return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+    pp_stack *s = &rep->stack;
+    int ok = 1, n = 0;
+    for (int cls = 0; cls < 3 && ok; cls++) {
+        int m = residuals(D, jobs, -1, cls, v);
+        n += cls < 2 ? m : 0;
+        ok = cls < 2 ? conformal(v, m, cov, &s->iv_lat_lo[cls], &s->iv_lat_hi[cls])
+                     : conformal(v, m, cov, &s->iv_mem_lo, &s->iv_mem_hi);
+    }
+    s->n_interval = ok ? n : 0;
+    s->iv_coverage = ok ? cov : 0;
+    int in_all = 0, n_all = 0;
+    for (int gi = 0; ok && gi < D->n_gpus; gi++) {
+        double lo[2] = {0}, hi[2] = {0};
+        int fine = 1;
+        for (int cls = 0; cls < 2; cls++) {
+            int m = residuals(D, jobs, gi, cls, v);
+            fine &= conformal(v, m, cov, &lo[cls], &hi[cls]);
+        }
+        int in = 0, cnt = 0;
+        for (int i = 0; fine && i < D->n_rows; i++) {
+            const row *r = &D->rows[i];
+            const cfg *c = &D->cfgs[r->cfg];
+            if (r->gpu != gi) continue;
+            int cls = c->batch >= 16;
+            double e = log(r->lat_ms / row_latency(&jobs[gi + 1].s, r, c, jobs[0].scratch));
+            in += e >= lo[cls] && e <= hi[cls];
+            cnt++;
+        }
+        rep->gpu[gi].interval_coverage = cnt ? 100.0 * in / cnt : NAN;
+        in_all += in;
+        n_all += cnt;
+    }
+    rep->interval_coverage = n_all ? 100.0 * in_all / n_all : NAN;
+    s->iv_checked_pct = n_all ? rep->interval_coverage : 0;
+    free(v);
+    return PERFPRED_OK;
 }
 
 /* Configurations measured in two run folders: |a - b| / mean(a, b), per GPU. */
@@ -707,12 +808,21 @@ perfpred_status pp_fitstack_run(const pp_device_db *db, const pp_fitstack_params
     D.ref = ref;
     perfpred_status st = read_data(&D, err);
     if (!st) st = unit_times(&D, err);
-    int nj = 1 + (p->leave_one_out ? D.n_gpus : 0);
+    /* jobs: every row; each GPU left out; each model family left out */
+    int fams[N_FAMILIES], n_fam = 0;
+    for (int f = 0; !st && p->leave_family_out && f < N_FAMILIES; f++)
+        for (int i = 0; i < D.n_rows; i++)
+            if (model_family[D.cfgs[D.rows[i].cfg].model] == f) {
+                fams[n_fam++] = f;
+                break;
+            }
+    int n_logo = p->leave_one_out ? D.n_gpus : 0, nj = 1 + n_logo + n_fam;
     fit_job *jobs = st ? NULL : calloc((size_t)nj, sizeof *jobs);
     if (!st && !jobs) st = pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
     for (int j = 0; !st && j < nj; j++) {
         jobs[j].D = &D;
-        jobs[j].held = j - 1;
+        jobs[j].held = j >= 1 && j <= n_logo ? j - 1 : -1;
+        jobs[j].held_family = j > n_logo ? fams[j - 1 - n_logo] : -1;
         size_t n_buf = (size_t)(D.max_kernels > D.n_rows ? D.max_kernels : D.n_rows) * 4 + 8;
         if (!(jobs[j].scratch = malloc(n_buf * sizeof(double))))
             st = pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
@@ -748,9 +858,9 @@ perfpred_status pp_fitstack_run(const pp_device_db *db, const pp_fitstack_params
         int nls = 0, nll = 0, nlm = 0;
         for (int gi = 0; gi < D.n_gpus; gi++) {
             pp_fitstack_gpu *g = &rep->gpu[gi];
-            mape_rows(&D, &rep->stack, gi, jobs[0].scratch, g, 1);
+            mape_rows(&D, &rep->stack, gi, -1, jobs[0].scratch, g, 1);
             if (p->leave_one_out) {
-                mape_rows(&D, &jobs[gi + 1].s, gi, jobs[0].scratch, g, 0);
+                mape_rows(&D, &jobs[gi + 1].s, gi, -1, jobs[0].scratch, g, 0);
                 if (g->n_small) ls += g->mape_small * g->n_small, nls += g->n_small;
                 if (g->n_large) ll += g->mape_large * g->n_large, nll += g->n_large;
                 lm += g->mape_memory * g->n_rows, nlm += g->n_rows;
@@ -770,8 +880,28 @@ perfpred_status pp_fitstack_run(const pp_device_db *db, const pp_fitstack_params
         rep->logo_small = nls ? ls / nls : NAN;
         rep->logo_large = nll ? ll / nll : NAN;
         rep->logo_memory = nlm ? lm / nlm : NAN;
+        double fs = 0, fl = 0, fm = 0;
+        int nfs = 0, nfl = 0, nfm = 0;
+        rep->lofo_small = rep->lofo_large = rep->lofo_memory = NAN;
+        for (int k = 0; k < n_fam && k < PP_FITSTACK_MAX_FAMILIES; k++) {
+            pp_fitstack_gpu *g = &rep->family[rep->n_families++];
+            snprintf(g->device, sizeof g->device, "%s", family_names[fams[k]]);
+            mape_rows(&D, &jobs[1 + n_logo + k].s, -1, fams[k], jobs[0].scratch, g, 0);
+            g->train_mape = g->repeat_mape = NAN;
+            if (g->n_small) fs += g->mape_small * g->n_small, nfs += g->n_small;
+            if (g->n_large) fl += g->mape_large * g->n_large, nfl += g->n_large;
+            fm += g->mape_memory * g->n_rows, nfm += g->n_rows;
+        }
+        if (n_fam) {
+            rep->lofo_small = nfs ? fs / nfs : NAN;
+            rep->lofo_large = nfl ? fl / nfl : NAN;
+            rep->lofo_memory = nfm ? fm / nfm : NAN;
+        }
         repeats(&D, rep);
-        if (p->rows_csv && p->leave_one_out) st = write_rows(&D, jobs, p->rows_csv, err);
+        rep->interval_coverage = NAN;
+        for (int gi = 0; gi < D.n_gpus; gi++) rep->gpu[gi].interval_coverage = NAN;
+        if (p->leave_one_out) st = intervals(&D, jobs, rep, err);
+        if (!st && p->rows_csv && p->leave_one_out) st = write_rows(&D, jobs, p->rows_csv, err);
     }
     for (int j = 0; jobs && j < nj; j++) free(jobs[j].scratch);
     free(jobs);
@@ -803,6 +933,7 @@ char *pp_fitstack_report_json(const pp_fitstack_report *rep)
     add_num(o, "leave_one_gpu_out_mape_memory_pct", rep->logo_memory);
     add_num(o, "repeat_disagreement_pct", rep->repeat_mape);
     cJSON_AddNumberToObject(o, "repeat_pairs", rep->n_repeat);
+    add_num(o, "interval_coverage_pct", rep->interval_coverage);
     for (int i = 0; i < rep->n_gpus; i++) {
         const pp_fitstack_gpu *g = &rep->gpu[i];
         cJSON *e = cJSON_CreateObject();
@@ -814,9 +945,27 @@ char *pp_fitstack_report_json(const pp_fitstack_report *rep)
         add_num(e, "held_out_mape_memory_pct", g->mape_memory);
         add_num(e, "train_mape_latency_pct", g->train_mape);
         add_num(e, "repeat_disagreement_pct", g->repeat_mape);
+        add_num(e, "interval_coverage_pct", g->interval_coverage);
         cJSON_AddItemToArray(gpus, e);
     }
     cJSON_AddItemToObject(o, "gpus", gpus);
+    if (rep->n_families) {
+        add_num(o, "leave_one_family_out_mape_batch_lt16_pct", rep->lofo_small);
+        add_num(o, "leave_one_family_out_mape_batch_ge16_pct", rep->lofo_large);
+        add_num(o, "leave_one_family_out_mape_memory_pct", rep->lofo_memory);
+        cJSON *fams = cJSON_AddArrayToObject(o, "families");
+        for (int i = 0; fams && i < rep->n_families; i++) {
+            const pp_fitstack_gpu *g = &rep->family[i];
+            cJSON *e = cJSON_CreateObject();
+            if (!e) break;
+            cJSON_AddStringToObject(e, "family", g->device);
+            cJSON_AddNumberToObject(e, "rows", g->n_rows);
+            add_num(e, "held_out_mape_batch_lt16_pct", g->mape_small);
+            add_num(e, "held_out_mape_batch_ge16_pct", g->mape_large);
+            add_num(e, "held_out_mape_memory_pct", g->mape_memory);
+            cJSON_AddItemToArray(fams, e);
+        }
+    }
     char *text = cJSON_Print(o);
     cJSON_Delete(o);
     return text;
@@ -849,6 +998,7 @@ perfpred_status perfpred_calibrate_fit_stacks(const perfpred_ctx *ctx,
     p.models_dir = pub->models_dir;
     p.threads = pub->threads > 0 ? pub->threads : 1;
     p.leave_one_out = pub->leave_one_out;
+    p.leave_family_out = pub->leave_family_out;
     p.max_evals = pub->max_evals;
     p.only_gpu_files = pub->gpu_files;
     all = cJSON_CreateArray();

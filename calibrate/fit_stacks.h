@@ -9,6 +9,7 @@
 #include "predictor/stack.h"
 
 #define PP_FITSTACK_MAX_GPUS 12
+#define PP_FITSTACK_MAX_FAMILIES 16
 
 typedef struct pp_fitstack_params {
     const char *data_dir;    /* ../shared/datasets/framework-tax-gpus */
@@ -16,6 +17,7 @@ typedef struct pp_fitstack_params {
     const char *stack;       /* one stack name, or NULL for all six */
     int threads;             /* leave-one-GPU-out fits in parallel (>= 1) */
     int leave_one_out;       /* 1: also the leave-one-GPU-out figures */
+    int leave_family_out;    /* 1: also the leave-one-model-family-out figures */
     int max_evals;           /* Nelder-Mead evaluations per fit (0: 4000) */
     const char *only_gpu_files; /* tests: comma-separated GPU file stems to read, NULL = all */
     const char *rows_csv;    /* where to write every row with its held-out predictions, or NULL */
@@ -29,6 +31,8 @@ typedef struct pp_fitstack_gpu {
     double train_mape;       /* of the all-GPU fit on this GPU's rows, % */
     double repeat_mape;      /* run folders measuring the same configuration twice, %, NaN if none */
     int n_repeat;
+    double interval_coverage; /* % of its held-out rows inside the 80 % latency interval computed
+                                 without them (NaN without leave_one_out) */
 } pp_fitstack_gpu;
 
 typedef struct pp_fitstack_report {
@@ -42,6 +46,12 @@ typedef struct pp_fitstack_report {
     double logo_small, logo_large, logo_memory;
     double repeat_mape;      /* pooled over GPUs, NaN if no repeats */
     int n_repeat;
+    double interval_coverage; /* pooled over GPUs, % */
+    /* leave_family_out: each model family's rows predicted by a fit that saw none of them
+     * (device holds the family's name; train and repeat figures NaN) */
+    int n_families;
+    pp_fitstack_gpu family[PP_FITSTACK_MAX_FAMILIES];
+    double lofo_small, lofo_large, lofo_memory;
 } pp_fitstack_report;
 
 /* The six stacks and the run-folder suffix each reads ("pretrained-fp32", ...). */

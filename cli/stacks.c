@@ -16,6 +16,7 @@ static const char usage[] =
     "                    TitanX, v100); default all\n"
     "  --threads N       fits in parallel (default 1)\n"
     "  --no-holdout      skip the leave-one-GPU-out refits\n"
+    "  --families        also leave each model family out (10 more fits per stack)\n"
     "  --max-evals N     optimiser evaluations per fit (default 4000)\n"
     "  --rows-dir DIR    write DIR/<stack>.csv: every row with its held-out prediction\n"
     "  --dry-run         report only; write no artifact\n"
@@ -52,22 +53,39 @@ static void print_report(const cJSON *all)
         printf("  context MiB by compute capability:");
         cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(f, "context_mb"))
             printf("  %.1f: %.0f", num(c, "cc"), num(c, "mb"));
-        printf("\n  %-18s %5s | %12s %12s %10s | %9s %9s\n", "held-out GPU", "rows",
-               "MAPE b<16 %", "MAPE b>=16 %", "memory %", "train %", "repeat %");
+        printf("\n  %-18s %5s | %12s %12s %10s | %9s %9s | %9s\n", "held-out GPU", "rows",
+               "MAPE b<16 %", "MAPE b>=16 %", "memory %", "train %", "repeat %", "in 80% %");
         const cJSON *g;
         cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(r, "gpus"))
         {
-            printf("  %-18s %5g | %12.1f %12.1f %10.1f | %9.1f %9.1f\n",
+            printf("  %-18s %5g | %12.1f %12.1f %10.1f | %9.1f %9.1f | %9.1f\n",
                    cJSON_GetObjectItemCaseSensitive(g, "device")->valuestring, num(g, "rows"),
                    num(g, "held_out_mape_batch_lt16_pct"), num(g, "held_out_mape_batch_ge16_pct"),
                    num(g, "held_out_mape_memory_pct"), num(g, "train_mape_latency_pct"),
-                   num(g, "repeat_disagreement_pct"));
+                   num(g, "repeat_disagreement_pct"), num(g, "interval_coverage_pct"));
         }
-        printf("  %-18s %5g | %12.1f %12.1f %10.1f | %9.1f %9.1f  (-1: none)\n\n", "pooled",
-               num(r, "rows"), num(r, "leave_one_gpu_out_mape_batch_lt16_pct"),
+        printf("  %-18s %5g | %12.1f %12.1f %10.1f | %9.1f %9.1f | %9.1f  (-1: none)\n",
+               "pooled", num(r, "rows"), num(r, "leave_one_gpu_out_mape_batch_lt16_pct"),
                num(r, "leave_one_gpu_out_mape_batch_ge16_pct"),
                num(r, "leave_one_gpu_out_mape_memory_pct"), num(r, "train_mape_latency_pct"),
-               num(r, "repeat_disagreement_pct"));
+               num(r, "repeat_disagreement_pct"), num(r, "interval_coverage_pct"));
+        const cJSON *fam = cJSON_GetObjectItemCaseSensitive(r, "families");
+        if (cJSON_IsArray(fam)) {
+            printf("  %-18s %5s | %12s %12s %10s\n", "held-out family", "rows", "MAPE b<16 %",
+                   "MAPE b>=16 %", "memory %");
+            const cJSON *fr;
+            cJSON_ArrayForEach(fr, fam)
+                printf("  %-18s %5g | %12.1f %12.1f %10.1f\n",
+                       cJSON_GetObjectItemCaseSensitive(fr, "family")->valuestring, num(fr, "rows"),
+                       num(fr, "held_out_mape_batch_lt16_pct"),
+                       num(fr, "held_out_mape_batch_ge16_pct"), num(fr, "held_out_mape_memory_pct"));
+            printf("  %-18s %5s | %12.1f %12.1f %10.1f\n\n", "pooled (families)", "",
+                   num(r, "leave_one_family_out_mape_batch_lt16_pct"),
+                   num(r, "leave_one_family_out_mape_batch_ge16_pct"),
+                   num(r, "leave_one_family_out_mape_memory_pct"));
+        } else {
+            printf("\n");
+        }
     }
 }
 
@@ -97,6 +115,7 @@ int cli_fit_stacks_main(int argc, char **argv)
             if (a[2] == 't') p.threads = (int)v;
             else p.max_evals = (int)v;
         } else if (strcmp(a, "--no-holdout") == 0) p.leave_one_out = 0;
+        else if (strcmp(a, "--families") == 0) p.leave_family_out = 1;
         else if (strcmp(a, "--dry-run") == 0) p.dry_run = 1;
         else if (strcmp(a, "--json") == 0) json = 1;
         else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {

@@ -312,6 +312,7 @@ typedef struct perfpred_stackfit_params {
     const char *stack;       /* one stack ("tensorrt-fp16"), NULL = all six */
     int threads;             /* fits in parallel; 0 = 1 */
     int leave_one_out;       /* 1: refit without each GPU and predict it */
+    int leave_family_out;    /* 1: also refit without each model family and predict it */
     int max_evals;           /* optimiser evaluations per fit; 0 = 4000 */
     int dry_run;             /* 1: report only, write nothing */
     const char *gpu_files;   /* comma-separated GPU file stems to read (e.g. "v100,3090"); NULL = all */

@@ -272,6 +272,24 @@ static perfpred_status parse_stack(const cJSON *o, const char *path, pp_stack *s
         (st = str_field(o, path, "trained_on", s->trained_on, sizeof s->trained_on, err)) ||
         (st = str_field(o, path, "source", s->source, sizeof s->source, err)))
         return st;
+    const cJSON *iv = cJSON_GetObjectItemCaseSensitive(o, "interval");
+    if (iv) { /* optional: artifacts fitted before intervals have none */
+        double n = 0;
+        if (!cJSON_IsObject(iv))
+            return pp_err_set(err, PERFPRED_ERR_MODEL, "%s: field 'interval' must be an object",
+                              path);
+        if ((st = num_field(iv, path, "rows", 1, 1e9, &n, err)) ||
+            (st = num_field(iv, path, "coverage", 0.01, 0.999, &s->iv_coverage, err)) ||
+            (st = num_field(iv, path, "latency_log_lo_batch_lt16", -10, 0, &s->iv_lat_lo[0], err)) ||
+            (st = num_field(iv, path, "latency_log_hi_batch_lt16", 0, 10, &s->iv_lat_hi[0], err)) ||
+            (st = num_field(iv, path, "latency_log_lo_batch_ge16", -10, 0, &s->iv_lat_lo[1], err)) ||
+            (st = num_field(iv, path, "latency_log_hi_batch_ge16", 0, 10, &s->iv_lat_hi[1], err)) ||
+            (st = num_field(iv, path, "memory_log_lo", -10, 0, &s->iv_mem_lo, err)) ||
+            (st = num_field(iv, path, "memory_log_hi", 0, 10, &s->iv_mem_hi, err)) ||
+            (st = num_field(iv, path, "checked_pct", 0, 100, &s->iv_checked_pct, err)))
+            return st;
+        s->n_interval = (int)n;
+    }
     const cJSON *ctx = cJSON_GetObjectItemCaseSensitive(o, "context_mb");
     if (!cJSON_IsArray(ctx) || cJSON_GetArraySize(ctx) < 1 ||
         cJSON_GetArraySize(ctx) > PP_STACK_MAX_CTX)
@@ -343,6 +361,21 @@ cJSON *pp_stack_json(const pp_stack *s)
         cJSON_AddItemToArray(ctx, e);
     }
     cJSON_AddItemToObject(o, "context_mb", ctx);
+    if (s->n_interval > 0) {
+        cJSON *iv = cJSON_AddObjectToObject(o, "interval");
+        if (!iv) goto nomem;
+        cJSON_AddNumberToObject(iv, "rows", s->n_interval);
+        cJSON_AddNumberToObject(iv, "coverage", s->iv_coverage);
+        cJSON_AddNumberToObject(iv, "latency_log_lo_batch_lt16", s->iv_lat_lo[0]);
+        cJSON_AddNumberToObject(iv, "latency_log_hi_batch_lt16", s->iv_lat_hi[0]);
+        cJSON_AddNumberToObject(iv, "latency_log_lo_batch_ge16", s->iv_lat_lo[1]);
+        cJSON_AddNumberToObject(iv, "latency_log_hi_batch_ge16", s->iv_lat_hi[1]);
+        cJSON_AddNumberToObject(iv, "memory_log_lo", s->iv_mem_lo);
+        cJSON_AddNumberToObject(iv, "memory_log_hi", s->iv_mem_hi);
+        cJSON_AddNumberToObject(iv, "checked_pct", s->iv_checked_pct);
+        cJSON_AddStringToObject(iv, "source", "split-conformal quantiles of log(measured / "
+                                              "predicted), leave-one-GPU-out rows");
+    }
     cJSON_AddStringToObject(o, "trained_on", s->trained_on);
     cJSON_AddStringToObject(o, "source", s->source);
     return o;

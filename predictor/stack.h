@@ -48,6 +48,15 @@ typedef struct pp_stack {
     double ctx_cc[PP_STACK_MAX_CTX]; /* compute capability of the architectures measured */
     double ctx_mb[PP_STACK_MAX_CTX]; /* context, library handles and workspace there (MiB) */
     double act_factor;             /* allocator segments and workspace per byte of live activations */
+    /* how far a prediction falls from what a GPU measures: split-conformal quantiles of
+     * log(measured / predicted) over leave-one-GPU-out rows (each row predicted by a fit that
+     * did not see its GPU); [0]: batch < 16, [1]: batch >= 16. n_interval = 0: none. */
+    int n_interval;                /* rows they come from */
+    double iv_coverage;            /* 0.8: the interval holds 80 % of held-out rows */
+    double iv_lat_lo[2], iv_lat_hi[2];
+    double iv_mem_lo, iv_mem_hi;
+    double iv_checked_pct;         /* held-out rows inside when each GPU's bounds come from the
+                                      other GPUs' rows (cross-fitted), percent */
     char trained_on[256];          /* the GPUs whose rows fitted it, comma-separated */
     char source[256];              /* the data it was fitted on */
 } pp_stack;

@@ -160,6 +160,28 @@ static void stack_artifact_should_round_trip_and_name_a_bad_field(void **state)
     assert_rel_close(back.eff[PP_SK_CONV3], 7.5, 1e-15);
     assert_rel_close(back.ctx_mb[0], 500, 1e-15);
     assert_string_equal(back.trained_on, "toy-gpu");
+    assert_int_equal(back.n_interval, 0); /* none written, none read */
+    /* with an interval */
+    s.n_interval = 120;
+    s.iv_coverage = 0.8;
+    s.iv_lat_lo[0] = -0.4, s.iv_lat_hi[0] = 0.3, s.iv_lat_lo[1] = -0.2, s.iv_lat_hi[1] = 0.25;
+    s.iv_mem_lo = -0.1, s.iv_mem_hi = 0.5, s.iv_checked_pct = 77.5;
+    assert_int_equal(pp_stack_save(&s, path, NULL, &err), PERFPRED_OK);
+    assert_int_equal(pp_stack_load(path, &back, &err), PERFPRED_OK);
+    assert_int_equal(back.n_interval, 120);
+    assert_rel_close(back.iv_lat_lo[0], -0.4, 1e-15);
+    assert_rel_close(back.iv_lat_hi[1], 0.25, 1e-15);
+    assert_rel_close(back.iv_mem_hi, 0.5, 1e-15);
+    assert_rel_close(back.iv_checked_pct, 77.5, 1e-15);
+    char *t2 = pp_test_read_text(path);
+    assert_non_null(t2);
+    char *cv = strstr(t2, "\"coverage\":\t0.8");
+    assert_non_null(cv);
+    memcpy(cv + strlen("\"coverage\":\t"), "1.8", 3);
+    const char *bad_iv = pp_test_tmpfile(t2, strlen(t2), ".json");
+    free(t2);
+    assert_int_equal(pp_stack_load(bad_iv, &back, &err), PERFPRED_ERR_MODEL);
+    assert_non_null(strstr(err.msg, "'coverage'"));
     /* an efficiency of 0 is outside its range: the error names the file and the field */
     char *text = pp_test_read_text(path);
     assert_non_null(text);
@@ -275,6 +297,7 @@ static void fit_should_read_every_mapped_row_of_framework_tax(void **state)
     p.only_gpu_files = "v100,3090";
     p.max_evals = 300;
     p.leave_one_out = 1;
+    p.leave_family_out = 1;
     pp_fitstack_report *rep = calloc(1, sizeof *rep);
     assert_non_null(rep);
     assert_int_equal(pp_fitstack_run(db, &p, "pytorch-eager-fp32", rep, &err), PERFPRED_OK);
@@ -286,6 +309,20 @@ static void fit_should_read_every_mapped_row_of_framework_tax(void **state)
     assert_true(rep->train_mape < 40);
     assert_true(isfinite(rep->logo_large) && rep->logo_large < 80);
     assert_true(rep->n_repeat > 0);
+    /* each of the 10 families (docs/gpu-stacks.md) left out once; together they hold every row */
+    assert_int_equal(rep->n_families, 10);
+    int fam_rows = 0;
+    for (int i = 0; i < rep->n_families; i++) {
+        assert_true(rep->family[i].n_rows > 0);
+        fam_rows += rep->family[i].n_rows;
+    }
+    assert_int_equal(fam_rows, rep->n_rows);
+    assert_true(isfinite(rep->lofo_large) && rep->lofo_large < 80);
+    /* the interval holds the prediction and comes from every held-out row */
+    assert_int_equal(rep->stack.n_interval, rep->n_rows);
+    for (int c = 0; c < 2; c++)
+        assert_true(rep->stack.iv_lat_lo[c] <= 0 && rep->stack.iv_lat_hi[c] >= 0);
+    assert_true(rep->interval_coverage >= 0 && rep->interval_coverage <= 100);
     free(rep);
     pp_devices_free(db);
 }
