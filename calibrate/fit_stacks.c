@@ -20,16 +20,18 @@
 static const struct {
     const char *name, *framework, *suffix;
     pp_precision prec;
-    int tf32, fuse;
+    int tf32, fuse, bn;
 } stack_defs[] = {
     /* PyTorch's default allow_tf32 for cuDNN: convolutions on TF32 tensor cores on Ampere */
-    {"pytorch-eager-fp32", "pytorch-eager", "pretrained-fp32", PP_PREC_FP32, 1, 0},
-    {"pytorch-eager-fp16", "pytorch-eager", "pretrained-fp16", PP_PREC_FP16, 0, 0},
-    {"torchscript-fp32", "torchscript", "pretrained-torchscript", PP_PREC_FP32, 1, 0},
-    {"torchscript-fp16", "torchscript", "pretrained-torchscript-fp16", PP_PREC_FP16, 0, 0},
-    /* TensorRT builds fp32 engines with TF32 allowed, and fuses bias/activation epilogues */
-    {"tensorrt-fp32", "tensorrt", "pretrained-trt", PP_PREC_FP32, 1, 1},
-    {"tensorrt-fp16", "tensorrt", "pretrained-trt-fp16", PP_PREC_FP16, 0, 1},
+    /* eager and a traced (unfrozen) TorchScript run BatchNorm as a kernel of its own */
+    {"pytorch-eager-fp32", "pytorch-eager", "pretrained-fp32", PP_PREC_FP32, 1, 0, 1},
+    {"pytorch-eager-fp16", "pytorch-eager", "pretrained-fp16", PP_PREC_FP16, 0, 0, 1},
+    {"torchscript-fp32", "torchscript", "pretrained-torchscript", PP_PREC_FP32, 1, 0, 1},
+    {"torchscript-fp16", "torchscript", "pretrained-torchscript-fp16", PP_PREC_FP16, 0, 0, 1},
+    /* TensorRT builds fp32 engines with TF32 allowed, folds BatchNorm into the convolution and
+     * fuses bias/activation epilogues */
+    {"tensorrt-fp32", "tensorrt", "pretrained-trt", PP_PREC_FP32, 1, 1, 0},
+    {"tensorrt-fp16", "tensorrt", "pretrained-trt-fp16", PP_PREC_FP16, 0, 1, 0},
 };
 #define N_STACKS ((int)(sizeof stack_defs / sizeof stack_defs[0]))
 
@@ -555,6 +557,7 @@ static void fit_one(fit_job *J)
     J->s.precision = stack_defs[D->si].prec;
     J->s.tf32_conv = stack_defs[D->si].tf32;
     J->s.fuse_epilogue = stack_defs[D->si].fuse;
+    J->s.bn_kernel = stack_defs[D->si].bn;
     J->s.timing_calls = 100; /* torch.utils.benchmark Timer: 100 back-to-back calls */
     J->s.sync_us = 0;        /* one synchronize per 100 calls: not identifiable from these rows */
     pp_stack base = J->s;
@@ -1007,6 +1010,8 @@ perfpred_status perfpred_calibrate_fit_stacks(const perfpred_ctx *ctx,
         st = pp_err_set(&err, PERFPRED_ERR_NOMEM, "out of memory");
         goto done;
     }
+    /* a rows folder that cannot be made fails now, not after the fits */
+    if (pub->rows_dir && (st = pp_mkdir_p(pub->rows_dir, &err))) goto done;
     int any = 0;
     for (int i = 0; i < N_STACKS && !st; i++) {
         if (pub->stack && strcmp(pub->stack, stack_defs[i].name) != 0) continue;

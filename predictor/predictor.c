@@ -413,6 +413,7 @@ static void stack_kernel_of(const pp_graph *g, const pp_kernel_group *G, const k
     const pp_node_feat *f = &g->nodes[G->nodes[0]].feat;
     S->cls = pp_stack_class_of(f);
     S->elementwise = k->kind == PP_OPK_ELEMWISE;
+    S->bn = 0;
     S->flops = k->flops;
     S->bytes = k->bytes / bf;
     S->blocks = pp_stack_blocks(f);
@@ -434,19 +435,22 @@ perfpred_status pp_graph_stack_kernels(const pp_graph *g, const pp_device *d,
     *n_out = 0;
     perfpred_status st = pp_graph_kernels(g, d, &kernels, &n, err);
     if (st) return st;
-    pp_stack_kernel *sk = malloc(((size_t)n + 1) * sizeof *sk);
+    /* each kernel, and a BatchNorm pass after each conv that had one folded in */
+    pp_stack_kernel *sk = malloc(((size_t)n * 2 + 1) * sizeof *sk);
     if (!sk) {
         free(kernels);
         return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
     }
+    int m = 0;
     for (int i = 0; i < n; i++) {
         kernel_acc k;
         chain_figures(g, kernels[i].nodes, kernels[i].n, 1.0, &k);
-        stack_kernel_of(g, &kernels[i], &k, 1.0, &sk[i]);
+        stack_kernel_of(g, &kernels[i], &k, 1.0, &sk[m++]);
+        m += pp_stack_bn_pass(g, kernels[i].nodes[0], &sk[m]);
     }
     free(kernels);
     *out = sk;
-    *n_out = n;
+    *n_out = m;
     return PERFPRED_OK;
 }
 
@@ -462,13 +466,13 @@ static double kernel_energy_mj(const pp_device *d, double t_ms, double roof_ms)
 /* A GPU prediction under a runtime stack: the host/GPU pipeline over the kernels, energy with the
  * pipeline's idle gaps at idle power, and memory as NVML reports it. */
 static perfpred_status stack_figures(const pp_graph *g, const pp_device *d, const pp_stack *stk,
-                                     const pp_power_set *power,
+                                     const pp_power_set *power, int n_groups,
                                      const pp_stack_kernel *sk, int n, double *scratch,
                                      double roof_sum_ms, int ncal, perfpred_prediction *out)
 {
     int own = pp_stack_trained_on(stk, d);
     out->stack = stk->name;
-    out->n_kernels = n;
+    out->n_kernels = n_groups;
     out->n_calibrated_kernels = ncal;
     out->latency_members_lo_ms = out->latency_members_hi_ms = NAN;
     double T = pp_stack_latency_ms(stk, d, sk, n, scratch, &out->host_ms, &out->gpu_ms);
@@ -619,9 +623,11 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
     perfpred_status kst = pp_graph_kernels(g, d, &kernels, &n_groups, err);
     if (kst != PERFPRED_OK) return kst;
     double *node_ms = gnn ? calloc((size_t)g->n_nodes + 1, sizeof *node_ms) : NULL;
-    /* the stack's view of each kernel, then 4 doubles of pipeline scratch per kernel */
-    pp_stack_kernel *sk = stk ? malloc(((size_t)n_groups + 1) * sizeof *sk) : NULL;
-    double *scratch = stk ? malloc(((size_t)n_groups + 1) * 4 * sizeof *scratch) : NULL;
+    /* the stack's view of each kernel (and of a BatchNorm pass after each conv that had one
+     * folded in), then 4 doubles of pipeline scratch per entry */
+    pp_stack_kernel *sk = stk ? malloc(((size_t)n_groups * 2 + 1) * sizeof *sk) : NULL;
+    double *scratch = stk ? malloc(((size_t)n_groups * 2 + 1) * 4 * sizeof *scratch) : NULL;
+    int n_sk = 0;
     if ((gnn && !node_ms) || (stk && (!sk || !scratch))) {
         free(kernels);
         free(node_ms);
@@ -665,13 +671,12 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
         }
         double roof_d = pp_roofline_ms(d, k.kind, k.flops, k.bytes, &mb);
         if (sk) {
-            pp_stack_kernel *S = &sk[gi];
+            pp_stack_kernel *S = &sk[n_sk++];
             stack_kernel_of(g, G, &k, bf, S);
             /* under the stack its layer models were measured in, a device keeps its calibrated
-             * kernel times and its roofline for memory-bound ops (the stack's bandwidth
-             * efficiency also carries eager BatchNorm passes that a folded export lacks);
-             * uncovered conv and matmul kernels, and every kernel elsewhere, take the stack's
-             * fitted model (depthwise convolutions run far below any roofline) */
+             * kernel times and its roofline for memory-bound ops; uncovered conv and matmul
+             * kernels, and every kernel elsewhere, take the stack's fitted model (depthwise
+             * convolutions run far below any roofline) */
             int keep = stack_cal && (calibrated || S->cls == PP_SK_MEM);
             S->cal_ms = keep ? t : NAN;
             if (!keep) {
@@ -681,6 +686,15 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
                 calibrated = 0;
             }
             roof_sum_ms += fmin(roof_d, t);
+            pp_stack_kernel *B = &sk[n_sk];
+            if (pp_stack_bn_pass(g, chain[0], B)) {
+                /* memory-bound: a calibrated device keeps its roofline for it, as above */
+                int bmb;
+                double rb = pp_roofline_ms(d, PP_OPK_ELEMWISE, B->flops, B->bytes * bf, &bmb);
+                B->cal_ms = stack_cal ? rb : NAN;
+                if (stk->bn_kernel) roof_sum_ms += rb;
+                n_sk++;
+            }
         }
         total_ms += t;
         total_bytes += k.bytes;
@@ -710,8 +724,8 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
     free(kernels);
     if (pp->n_kernels) *pp->n_kernels = nk;
     if (stk) {
-        perfpred_status sst = stack_figures(g, d, stk, &ctx->power, sk, n_groups, scratch, roof_sum_ms, ncal,
-                                            out);
+        perfpred_status sst = stack_figures(g, d, stk, &ctx->power, n_groups, sk, n_sk, scratch,
+                                            roof_sum_ms, ncal, out);
         free(sk);
         free(scratch);
         free(node_ms);

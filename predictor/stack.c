@@ -143,10 +143,11 @@ double pp_stack_latency_units_ms(const pp_stack *s, double host_scale, const pp_
 {
     double *host = scratch, *gpu = scratch + n;
     double hs = host_scale > 0 ? host_scale : 1.0, hsum = 0, gsum = 0;
-    int m = 0;
+    int m = 0, prev = -1;
     for (int i = 0; i < n; i++) {
-        /* an element-wise op right after a conv or matmul runs in its epilogue: no launch */
-        if (s->fuse_epilogue && k[i].elementwise && i > 0 && k[i - 1].cls != PP_SK_MEM) continue;
+        /* a folded BatchNorm the stack folds too, or an element-wise op in the epilogue of the
+         * conv or matmul before it: no launch */
+        if (pp_stack_role(s, &k[i], &prev) != 2) continue;
         host[m] = s->host_us[k[i].cls] * hs;
         gpu[m] = isfinite(k[i].cal_ms) ? k[i].cal_ms
                                        : pp_stack_time_from_units(s, k[i].cls, tc_ms[i], tm_ms[i]);
@@ -157,6 +158,26 @@ double pp_stack_latency_units_ms(const pp_stack *s, double host_scale, const pp_
     if (host_ms) *host_ms = (hsum + s->call_us * hs) * 1e-3;
     if (gpu_ms) *gpu_ms = gsum;
     return pp_pipeline_ms(host, gpu, m, s->call_us * hs, s->sync_us, s->timing_calls, NULL);
+}
+
+int pp_stack_bn_pass(const pp_graph *g, int conv, pp_stack_kernel *bn)
+{
+    const pp_node *nd = &g->nodes[conv];
+    if (strcmp(nd->op_type, "Conv") != 0 || nd->n_inputs < 2 || nd->inputs[1] < 0 ||
+        nd->n_outputs < 1 || nd->outputs[0] < 0)
+        return 0;
+    const char *w = g->tensors[nd->inputs[1]].name;
+    if (!w || strncmp(w, "onnx::Conv_", 11) != 0) return 0;
+    int64_t out = pp_tensor_elems(&g->tensors[nd->outputs[0]]);
+    if (out <= 0) return 0;
+    memset(bn, 0, sizeof *bn);
+    bn->cls = PP_SK_MEM;
+    bn->bn = 1;
+    bn->flops = 2.0 * (double)out;
+    bn->bytes = 8.0 * (double)out; /* read and write at fp32 */
+    bn->blocks = ceil((double)out / 512);
+    bn->cal_ms = NAN;
+    return 1;
 }
 
 double pp_stack_latency_ms(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k, int n,
@@ -261,6 +282,8 @@ static perfpred_status parse_stack(const cJSON *o, const char *path, pp_stack *s
     s->tf32_conv = d > 0.5;
     if ((st = num_field(o, path, "fuse_epilogue", 0, 1, &d, err))) return st;
     s->fuse_epilogue = d > 0.5;
+    if ((st = num_field(o, path, "bn_kernel", 0, 1, &d, err))) return st;
+    s->bn_kernel = d > 0.5;
     if ((st = num_field(o, path, "timing_calls", 1, 1e6, &d, err))) return st;
     s->timing_calls = (int)d;
     if ((st = num_field(o, path, "call_us", 0, 1e6, &s->call_us, err)) ||
@@ -345,6 +368,7 @@ cJSON *pp_stack_json(const pp_stack *s)
     cJSON_AddStringToObject(o, "precision", pp_precision_name(s->precision));
     cJSON_AddNumberToObject(o, "tf32_conv", s->tf32_conv);
     cJSON_AddNumberToObject(o, "fuse_epilogue", s->fuse_epilogue);
+    cJSON_AddNumberToObject(o, "bn_kernel", s->bn_kernel);
     cJSON_AddNumberToObject(o, "timing_calls", s->timing_calls);
     cJSON_AddNumberToObject(o, "call_us", s->call_us);
     cJSON_AddNumberToObject(o, "sync_us", s->sync_us);

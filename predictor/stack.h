@@ -37,6 +37,8 @@ typedef struct pp_stack {
     pp_precision precision;        /* tensors' precision: fp32 or fp16 */
     int tf32_conv;                 /* fp32 convolutions on TF32 tensor cores where the GPU has them */
     int fuse_epilogue;             /* an element-wise kernel after a conv/matmul runs in its epilogue */
+    int bn_kernel;                 /* BatchNorm runs as a kernel of its own after its convolution,
+                                      where the ONNX export folded it into the weights */
     int timing_calls;              /* calls per timed loop (back-to-back mean); 1 = one call, synced */
     double call_us;                /* host cost of one call beyond its ops (Python forward) */
     double host_us[PP_SK__COUNT];  /* host cost to issue one kernel of each class */
@@ -113,12 +115,31 @@ double pp_pipeline_ms(const double *host_us, const double *gpu_ms, int n, double
 typedef struct pp_stack_kernel {
     pp_stack_class cls;
     int elementwise;         /* an element-wise op (an epilogue candidate) */
+    int bn;                  /* the BatchNorm pass the export folded into the conv before it: a
+                                kernel only where the stack has bn_kernel */
     double flops, bytes, blocks, cal_ms;
     double red;              /* reduction length of a conv / matmul (Cin kh kw, or K); 0 else */
 } pp_stack_kernel;
 
-/* The kernels of g on d (pp_graph_kernels) as the stack model sees them, cal_ms NaN. *out is
- * malloc'd (free it). */
+/* How kernel k runs under s, given the class of the kernel that ran before it (*prev_cls, -1 at
+ * the start; updated): 0 not at all (a folded BatchNorm the stack folds too), 1 in the epilogue of
+ * the conv/matmul before it (no launch of its own), 2 as a kernel of its own. */
+static inline int pp_stack_role(const pp_stack *s, const pp_stack_kernel *k, int *prev_cls)
+{
+    if (k->bn && !s->bn_kernel) return 0;
+    int fused = s->fuse_epilogue && k->elementwise && *prev_cls >= 0 && *prev_cls != PP_SK_MEM;
+    *prev_cls = (int)k->cls;
+    return fused ? 1 : 2;
+}
+
+/* 1 when node `conv` of g is a Conv into whose weights torch.onnx folded a BatchNorm (eval-mode
+ * export with constant folding names such a weight "onnx::Conv_<n>"); that BatchNorm still runs
+ * as a kernel in eager PyTorch. *bn gets the pass: element-wise over the conv's output (read and
+ * write, a scale and a shift per element). */
+int pp_stack_bn_pass(const pp_graph *g, int conv, pp_stack_kernel *bn);
+
+/* The kernels of g on d (pp_graph_kernels) as the stack model sees them, cal_ms NaN, each folded
+ * BatchNorm as a pass after its conv (pp_stack_bn_pass). *out is malloc'd (free it). */
 perfpred_status pp_graph_stack_kernels(const pp_graph *g, const pp_device *d,
                                        pp_stack_kernel **out, int *n_out, pp_err *err);
 

@@ -41,8 +41,9 @@ static void stack_energy_should_match_a_hand_worked_call(void **state)
     d.peak_tflops[PP_PREC_FP32] = 10;
     d.memory_bandwidth_gbs = 1000;
     d.compute_units = 80;
-    pp_stack_kernel k[2] = {{PP_SK_CONV, 0, 1e9, 1e8, 1000, 0.1, 512},
-                            {PP_SK_MEM, 0, 0, 1e7, 100, 0.05, 0}};
+    pp_stack_kernel k[2] = {
+        {.cls = PP_SK_CONV, .flops = 1e9, .bytes = 1e8, .blocks = 1000, .cal_ms = 0.1, .red = 512},
+        {.cls = PP_SK_MEM, .bytes = 1e7, .blocks = 100, .cal_ms = 0.05}};
     double scratch[8] = {0}, dyn;
     pp_power_params pw = {60, 120, 5, 200, 1, NULL};
     assert_rel_close(pp_stack_energy_mj(&s, &d, &pw, k, 2, scratch, 1.0, &dyn), 75.2, 1e-12);

@@ -71,6 +71,58 @@ static void mig_scaling_should_follow_waves(void **state)
     assert_rel_close(pp_scale_kernel_time(1.0, &big, &small, 1e9, 15), 2.0, 1e-6);
 }
 
+/* Under eager PyTorch a conv with a folded BatchNorm is followed by that BatchNorm's kernel; under
+ * TensorRT it is folded, and the ReLU after it runs in the conv's epilogue. */
+static void stack_roles_should_run_batchnorm_where_the_runtime_does(void **state)
+{
+    (void)state;
+    pp_stack_kernel k[3] = {{.cls = PP_SK_CONV}, {.cls = PP_SK_MEM, .bn = 1},
+                            {.cls = PP_SK_MEM, .elementwise = 1}};
+    pp_stack eager = {0}, trt = {0};
+    eager.bn_kernel = 1;
+    trt.fuse_epilogue = 1;
+    int prev = -1, roles[3];
+    for (int i = 0; i < 3; i++) roles[i] = pp_stack_role(&eager, &k[i], &prev);
+    assert_int_equal(roles[0], 2);
+    assert_int_equal(roles[1], 2);
+    assert_int_equal(roles[2], 2);
+    prev = -1;
+    for (int i = 0; i < 3; i++) roles[i] = pp_stack_role(&trt, &k[i], &prev);
+    assert_int_equal(roles[0], 2);
+    assert_int_equal(roles[1], 0);
+    assert_int_equal(roles[2], 1);
+}
+
+/* torch.onnx folded every BatchNorm of ResNet-18 into its 20 convolutions (weights named
+ * onnx::Conv_*); SqueezeNet has no BatchNorm (its 26 convolutions keep named weights). The pass of
+ * ResNet-18's first conv: 64 x 112 x 112 outputs, read and written at fp32. */
+static void bn_pass_should_follow_each_folded_conv(void **state)
+{
+    (void)state;
+    const char *names[2] = {"examples/resnet18.onnx", "tests/fixtures/models/squeezenet1_0.onnx"};
+    int want[2] = {20, 0};
+    for (int m = 0; m < 2; m++) {
+        pp_graph *g = NULL;
+        pp_err err = {0};
+        pp_shape_opts opts = {.batch = 1};
+        assert_int_equal(pp_graph_load_full(pp_test_path(names[m]), &opts, &g, &err), PERFPRED_OK);
+        int n = 0, first = -1;
+        pp_stack_kernel b;
+        for (int i = 0; i < g->n_nodes; i++)
+            if (pp_stack_bn_pass(g, i, &b)) {
+                if (first < 0) {
+                    first = i;
+                    assert_rel_close(b.bytes, 8.0 * 64 * 112 * 112, 1e-15);
+                    assert_int_equal(b.bn, 1);
+                    assert_int_equal(b.cls, PP_SK_MEM);
+                }
+                n++;
+            }
+        assert_int_equal(n, want[m]);
+        pp_graph_free(g);
+    }
+}
+
 static const char *toy_dir(void)
 {
     static char dir[4096];
@@ -334,6 +386,8 @@ int main(void)
         cmocka_unit_test(pipeline_should_average_back_to_back_calls),
         cmocka_unit_test(wave_factor_should_count_waves_on_98_and_14_sms),
         cmocka_unit_test(mig_scaling_should_follow_waves),
+        cmocka_unit_test(stack_roles_should_run_batchnorm_where_the_runtime_does),
+        cmocka_unit_test(bn_pass_should_follow_each_folded_conv),
         cmocka_unit_test(stack_artifact_should_round_trip_and_name_a_bad_field),
         cmocka_unit_test(prediction_should_be_host_bound_under_a_slow_host),
         cmocka_unit_test(fit_should_read_every_mapped_row_of_framework_tax),
