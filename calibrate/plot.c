@@ -23,7 +23,7 @@ static perfpred_status fail(char *errbuf, size_t n, perfpred_status st, const ch
 }
 
 /* Text safe inside a gnuplot single-quoted string: no quote, backslash or control character. */
-static int gp_safe(const char *s)
+int pp_plot_safe(const char *s)
 {
     for (; *s; s++)
         if (*s == '\'' || *s == '\\' || (unsigned char)*s < 0x20) return 0;
@@ -32,7 +32,7 @@ static int gp_safe(const char *s)
 
 /* Runs `gnuplot script`, its stdout and stderr into log_path. Returns the exit status, 127 when
  * gnuplot could not be started, -1 on a spawn error. */
-static int run_gnuplot(const char *script, const char *log_path)
+int pp_plot_run_gnuplot(const char *script, const char *log_path)
 {
     posix_spawn_file_actions_t fa;
     if (posix_spawn_file_actions_init(&fa) != 0) return -1;
@@ -50,7 +50,7 @@ static int run_gnuplot(const char *script, const char *log_path)
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-static void first_line(const char *path, char *out, size_t n)
+void pp_plot_last_line(const char *path, char *out, size_t n)
 {
     out[0] = '\0';
     FILE *f = fopen(path, "r");
@@ -108,19 +108,19 @@ perfpred_status perfpred_eval_plot(const perfpred_eval_report *r, const char *pa
                     "plot: %s: the file name must end in .png or .svg%s", path, "");
     char ttl[256];
     snprintf(ttl, sizeof ttl, "%s", title ? title : "");
-    if (!gp_safe(path))
+    if (!pp_plot_safe(path))
         return fail(errbuf, errbuf_len, PERFPRED_ERR_INVALID_ARG,
                     "plot: %s: quotes, backslashes and control characters are not allowed%s",
                     path, "");
     for (char *c = ttl; *c; c++)
         if (*c == '\'' || *c == '\\' || (unsigned char)*c < 0x20) *c = ' ';
     for (int g = 0; g < r->n_groups; g++)
-        if (!gp_safe(r->groups[g].name))
+        if (!pp_plot_safe(r->groups[g].name))
             return fail(errbuf, errbuf_len, PERFPRED_ERR_INVALID_ARG,
                         "plot: group name '%s' cannot be quoted for gnuplot%s", r->groups[g].name,
                         "");
     const char *tmpdir = getenv("TMPDIR");
-    if (!tmpdir || !*tmpdir || !gp_safe(tmpdir)) tmpdir = "/tmp";
+    if (!tmpdir || !*tmpdir || !pp_plot_safe(tmpdir)) tmpdir = "/tmp";
     char data[4096], script[4200], logp[4200];
     snprintf(data, sizeof data, "%.4000s/perfpred-plot-XXXXXX", tmpdir);
     int fd = mkstemp(data);
@@ -166,13 +166,13 @@ perfpred_status perfpred_eval_plot(const perfpred_eval_report *r, const char *pa
             st = fail(errbuf, errbuf_len, PERFPRED_ERR_IO, "plot: cannot write %s%s", script, "");
             break;
         }
-        int rc = run_gnuplot(script, logp);
+        int rc = pp_plot_run_gnuplot(script, logp);
         if (rc == 0) {
             st = PERFPRED_OK;
             break;
         }
         char line[300];
-        first_line(logp, line, sizeof line);
+        pp_plot_last_line(logp, line, sizeof line);
         if (rc == 127) {
             st = fail(errbuf, errbuf_len, PERFPRED_ERR_IO,
                       "plot: gnuplot not found (install gnuplot-nox)%s%s", "", "");
