@@ -161,9 +161,9 @@ static void print_compare(const cli_opts *o, const cJSON *ans)
                str_at(lat, "provenance", NULL), vs);
     }
     printf("\nintervals: 80 %% split-conformal, from the device's held-out whole-model rows (none: "
-           "uncalibrated estimates, GPU runtime stacks and devices without such rows); a ranking is "
-           "decided only where both intervals exist and do not overlap%s\n",
-           undecided ? " (not decided: the order above rests on bare numbers there)" : "");
+           "uncalibrated estimates, GPU runtime stacks and devices without such rows); a row is "
+           "decided faster than the next only where both intervals exist and do not overlap%s\n",
+           undecided ? " (elsewhere the order above is within what perfpred can tell)" : "");
     printf("energy is an uncalibrated estimate where no device measured it; memory on GPUs with a "
            "runtime stack is device memory in use (NVML), elsewhere an estimate; '-' = not "
            "available (the descriptor lacks the figures: see perfpred devices show NAME)\n");

@@ -291,11 +291,15 @@ perfpred_status pp_interval_write(const char *dir, const char *device, const pp_
         perfpred_status st = read_file_json(path, &root, err);
         if (st) return st;
     }
-    if (!root) root = cJSON_CreateObject();
-    if (!root) return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
-    const char *keys[] = {"format", "version", "device", "method"};
-    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
-        cJSON_DeleteItemFromObjectCaseSensitive(root, keys[k]);
+    /* a fresh root (header first), keeping the other paths' entries of the old file */
+    cJSON *old = root;
+    root = cJSON_CreateObject();
+    if (!root) {
+        cJSON_Delete(old);
+        return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+    }
+    cJSON *old_paths = old ? cJSON_DetachItemFromObjectCaseSensitive(old, "paths") : NULL;
+    cJSON_Delete(old);
     cJSON_AddStringToObject(root, "format", "perfpred-intervals");
     cJSON_AddNumberToObject(root, "version", 1);
     cJSON_AddStringToObject(root, "device", device);
@@ -305,9 +309,11 @@ perfpred_status pp_interval_write(const char *dir, const char *device, const pp_
                             "r_(ceil((n+1)(1+c)/2)); interval = [v e^log_lo, v e^log_hi]. check: "
                             "quantiles of each half of the rows (split by model hash) judged on "
                             "the other half");
-    cJSON *ps = cJSON_GetObjectItemCaseSensitive(root, "paths");
-    if (!cJSON_IsObject(ps)) {
-        cJSON_DeleteItemFromObjectCaseSensitive(root, "paths");
+    cJSON *ps = old_paths;
+    if (cJSON_IsObject(ps)) {
+        cJSON_AddItemToObject(root, "paths", ps);
+    } else {
+        cJSON_Delete(ps);
         ps = cJSON_AddObjectToObject(root, "paths");
     }
     for (int i = 0; ps && i < n; i++) {

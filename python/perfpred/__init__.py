@@ -111,7 +111,7 @@ class Prediction:
         lines = ["%s on %s, batch %d" % (self.model, self.device, self.batch)]
         for name, f in (("latency", self.latency), ("energy", self.energy),
                         ("peak memory", self.peak_memory)):
-            lines.append("  %-12s %-36s %s" % (name, f.text(), f.provenance))
+            lines.append("  %-12s %-42s %s" % (name, f.text(), f.provenance))
         if not self.latency.interval:
             lines.append("  %-12s %s" % ("", self.latency.interval.source))
         return "\n".join(lines)
