@@ -362,9 +362,10 @@ char *perfpred_json(const perfpred_ctx *ctx, const char *request_text, perfpred_
         st = bad(&err, "perfpred_json: %s", "NULL request");
         goto done;
     }
-    if (!(req = cJSON_Parse(request_text))) {
-        st = pp_err_set(&err, PERFPRED_ERR_PARSE, "request: not valid JSON near '%.40s'",
-                        cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() : "");
+    const char *end = NULL; /* where parsing stopped (not cJSON's global error pointer) */
+    if (!(req = cJSON_ParseWithOpts(request_text, &end, 1))) {
+        st = pp_err_set(&err, PERFPRED_ERR_PARSE, "request: not valid JSON at offset %ld: '%.40s'",
+                        end ? (long)(end - request_text) : 0L, end ? end : "");
         goto done;
     }
     if ((st = parse_request(req, &r, &err))) goto done;

@@ -42,23 +42,23 @@ def _pkg_config_libdir():
     except (OSError, subprocess.SubprocessError):
         return None
     d = out.stdout.strip()
-    return d if out.returncode == 0 and d else None
+    return os.path.normpath(d) if out.returncode == 0 and d else None
 
 
 def find_library():
-    """Where libperfpred.so is: $PERFPRED_LIB (a file), pkg-config's libdir, the checkout's
-    build folders (build/, build-test/), then the loader's own search. Raises Error if none."""
+    """Where libperfpred.so is: $PERFPRED_LIB (a file), the build folders of the checkout this
+    package sits in (build/, build-test/), pkg-config's libdir (an installed perfpred), then the
+    loader's own search. Raises Error if none."""
     tried = []
     env = os.environ.get("PERFPRED_LIB")
     if env:
         if os.path.isfile(env):
             return env
         raise Error("PERFPRED_LIB=%s: no such file" % env, 2)
-    dirs = []
+    dirs = [os.path.join(_ROOT, b) for b in ("build", "build-test")]
     libdir = _pkg_config_libdir()
     if libdir:
         dirs.append(libdir)
-    dirs += [os.path.join(_ROOT, b) for b in ("build", "build-test")]
     for d in dirs:
         for n in _NAMES:
             p = os.path.join(d, n)
