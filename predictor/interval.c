@@ -124,8 +124,8 @@ static int num(const cJSON *o, const char *k, double *v)
     return 0;
 }
 
-static perfpred_status parse_entry(const char *path, const char *key, const cJSON *e,
-                                   pp_interval_q *q, pp_err *err)
+perfpred_status pp_interval_parse_entry(const char *path, const char *key, const cJSON *e,
+                                        pp_interval_q *q, pp_err *err)
 {
     double n, lo, hi, cov, cn = 0, cp = NAN;
     if (!cJSON_IsObject(e) || num(e, "n", &n) || num(e, "log_lo", &lo) || num(e, "log_hi", &hi) ||
@@ -191,7 +191,7 @@ static perfpred_status load_one(const char *path, pp_interval_q *q, pp_err *err)
             st = pp_err_set(err, PERFPRED_ERR_PARSE,
                             "%s: paths: unknown answer path '%s' (layer, overhead, gnn, gated)",
                             path, e->string);
-        else st = parse_entry(path, e->string, e, &q[p], err);
+        else st = pp_interval_parse_entry(path, e->string, e, &q[p], err);
     }
     cJSON_Delete(root);
     return st;
@@ -279,6 +279,23 @@ void pp_interval_attach(const pp_interval_set *s, const pp_device *d, perfpred_p
 
 /* ------------------------------------------------------------------ writing ---- */
 
+cJSON *pp_interval_entry_json(const pp_interval_q *e)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    cJSON_AddNumberToObject(o, "n", e->n);
+    cJSON_AddNumberToObject(o, "coverage", e->coverage);
+    cJSON_AddNumberToObject(o, "log_lo", e->log_lo);
+    cJSON_AddNumberToObject(o, "log_hi", e->log_hi);
+    if (isfinite(e->check_pct)) {
+        cJSON *c = cJSON_AddObjectToObject(o, "check");
+        cJSON_AddNumberToObject(c, "n", e->check_n);
+        cJSON_AddNumberToObject(c, "inside_pct", e->check_pct);
+    }
+    cJSON_AddStringToObject(o, "data", e->source);
+    return o;
+}
+
 perfpred_status pp_interval_write(const char *dir, const char *device, const pp_interval_q *q,
                                   const int *paths, int n, pp_err *err)
 {
@@ -317,21 +334,11 @@ perfpred_status pp_interval_write(const char *dir, const char *device, const pp_
         ps = cJSON_AddObjectToObject(root, "paths");
     }
     for (int i = 0; ps && i < n; i++) {
-        const pp_interval_q *e = &q[i];
         const char *name = pp_ipath_name(paths[i]);
         cJSON_DeleteItemFromObjectCaseSensitive(ps, name);
-        cJSON *o = cJSON_AddObjectToObject(ps, name);
+        cJSON *o = pp_interval_entry_json(&q[i]);
         if (!o) break;
-        cJSON_AddNumberToObject(o, "n", e->n);
-        cJSON_AddNumberToObject(o, "coverage", e->coverage);
-        cJSON_AddNumberToObject(o, "log_lo", e->log_lo);
-        cJSON_AddNumberToObject(o, "log_hi", e->log_hi);
-        if (isfinite(e->check_pct)) {
-            cJSON *c = cJSON_AddObjectToObject(o, "check");
-            cJSON_AddNumberToObject(c, "n", e->check_n);
-            cJSON_AddNumberToObject(c, "inside_pct", e->check_pct);
-        }
-        cJSON_AddStringToObject(o, "data", e->source);
+        cJSON_AddItemToObject(ps, name, o);
     }
     char *text = cJSON_Print(root);
     cJSON_Delete(root);

@@ -32,7 +32,7 @@ typedef struct pp_interval_q {
     double coverage;       /* nominal: 0.8 */
     int check_n;           /* rows of the cross-fitted coverage check */
     double check_pct;      /* share of them inside, percent (NaN: not checked) */
-    char source[384];      /* the rows' data and the command that produced them */
+    char source[640];      /* the rows' data and the command that produced them */
 } pp_interval_q;
 
 /* Split-conformal quantiles of r[0..n) for nominal coverage c: with sorted residuals,
@@ -68,6 +68,15 @@ const pp_interval_q *pp_interval_find(const pp_interval_set *s, const pp_device 
 void pp_interval_attach(const pp_interval_set *s, const pp_device *d, perfpred_provenance prov,
                         int gnn_applied, int gated, int overhead_applied, double value,
                         perfpred_interval *out);
+
+/* One entry's JSON, as intervals.json and any other artifact store it: { "n", "coverage",
+ * "log_lo", "log_hi", "check": { "n", "inside_pct" }?, "data"? }. pp_interval_parse_entry reads
+ * one (errors name path and key; q->source gets a sentence with the data); pp_interval_entry_json
+ * makes one (a new cJSON object, the caller owns it; data = q->source). */
+struct cJSON;
+perfpred_status pp_interval_parse_entry(const char *path, const char *key, const struct cJSON *e,
+                                        pp_interval_q *q, pp_err *err);
+struct cJSON *pp_interval_entry_json(const pp_interval_q *q);
 
 /* Writing: merges entries into dir/intervals.json (other paths' entries kept), write-then-rename. */
 perfpred_status pp_interval_write(const char *dir, const char *device, const pp_interval_q *q,
