@@ -54,6 +54,11 @@ void pp_fmt_double(char *out, size_t n, double v);
 int pp_plot_safe(const char *s);
 int pp_plot_run_gnuplot(const char *script, const char *log_path);
 void pp_plot_last_line(const char *path, char *out, size_t n);
+/* write(user, terminal) writes the script for a terminal ("svg", "pngcairo", "png"); gnuplot runs
+ * it, once more with gd's png where pngcairo is missing. Errors name gnuplot's last line. */
+perfpred_status pp_plot_draw(const char *script, const char *log_path, const char *terminal,
+                             int (*write)(void *user, const char *terminal), void *user,
+                             pp_err *err);
 
 /* Bad-row bookkeeping shared by the readers: every bad row is counted; the first
  * PP_BAD_ROWS_KEPT messages ("file:line: reason") are kept. */

@@ -3,6 +3,7 @@
  * the Pareto front of the two plotted figures joined. Drawn by gnuplot into a temporary file beside
  * the target, then renamed over it. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,35 +104,26 @@ static int write_script(const char *script, const char *data, const char *out, c
     return fclose(f) == 0 ? 0 : -1;
 }
 
-/* Runs gnuplot into tmp_out; pngcairo falls back to gd's png. */
+typedef struct cmp_script {
+    const char *script, *data, *out, *title;
+    int memory;
+} cmp_script;
+
+static int write_cmp_script(void *user, const char *term)
+{
+    const cmp_script *c = user;
+    return write_script(c->script, c->data, c->out, term, c->memory, c->title);
+}
+
+/* Runs gnuplot into tmp_out (pp_plot_draw: pngcairo falls back to gd's png). */
 static perfpred_status draw(const char *data, const char *tmp_out, const char *term, int memory,
                             const char *title, pp_err *err)
 {
     char script[4200], logp[4200];
     snprintf(script, sizeof script, "%s.gp", data);
     snprintf(logp, sizeof logp, "%s.log", data);
-    perfpred_status st = PERFPRED_OK;
-    for (int attempt = 0; attempt < 2; attempt++) {
-        if (write_script(script, data, tmp_out, term, memory, title)) {
-            st = pp_err_set(err, PERFPRED_ERR_IO, "plot: cannot write %s", script);
-            break;
-        }
-        int rc = pp_plot_run_gnuplot(script, logp);
-        if (rc == 0) break;
-        char line[300];
-        pp_plot_last_line(logp, line, sizeof line);
-        if (rc == 127) {
-            st = pp_err_set(err, PERFPRED_ERR_IO, "plot: gnuplot not found (install gnuplot-nox)");
-            break;
-        }
-        if (attempt == 0 && strcmp(term, "pngcairo") == 0 && strstr(line, "terminal")) {
-            term = "png";
-            continue;
-        }
-        st = pp_err_set(err, PERFPRED_ERR_IO, "plot: gnuplot failed: %s",
-                        line[0] ? line : "(no message)");
-        break;
-    }
+    cmp_script c = {script, data, tmp_out, title, memory};
+    perfpred_status st = pp_plot_draw(script, logp, term, write_cmp_script, &c, err);
     unlink(script);
     unlink(logp);
     return st;
@@ -184,8 +176,9 @@ perfpred_status perfpred_compare_plot(const char *compare_json, const char *path
         goto done;
     }
     /* write-then-rename: gnuplot draws into a file beside the target */
-    snprintf(tmp_out, sizeof tmp_out, "%s.tmp-XXXXXX", path);
-    if ((fd = mkstemp(tmp_out)) < 0) {
+    /* (as pp_write_file_atomic names it; 0644 like any file the library writes) */
+    snprintf(tmp_out, sizeof tmp_out, "%s.tmp.%ld", path, (long)getpid());
+    if ((fd = open(tmp_out, O_WRONLY | O_CREAT | O_TRUNC, 0644)) < 0) {
         st = pp_err_set(&err, PERFPRED_ERR_IO, "plot: cannot write %s: %s", path, strerror(errno));
         tmp_out[0] = '\0';
         goto done;

@@ -65,6 +65,30 @@ void pp_plot_last_line(const char *path, char *out, size_t n)
     fclose(f);
 }
 
+perfpred_status pp_plot_draw(const char *script, const char *log_path, const char *terminal,
+                             int (*write)(void *user, const char *terminal), void *user,
+                             pp_err *err)
+{
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (write(user, terminal) != 0)
+            return pp_err_set(err, PERFPRED_ERR_IO, "plot: cannot write %s", script);
+        int rc = pp_plot_run_gnuplot(script, log_path);
+        if (rc == 0) return PERFPRED_OK;
+        char line[300];
+        pp_plot_last_line(log_path, line, sizeof line);
+        if (rc == 127)
+            return pp_err_set(err, PERFPRED_ERR_IO, "plot: gnuplot not found (install gnuplot-nox)");
+        /* without the cairo terminals, fall back to gd's png */
+        if (attempt == 0 && strcmp(terminal, "pngcairo") == 0 && strstr(line, "terminal")) {
+            terminal = "png";
+            continue;
+        }
+        return pp_err_set(err, PERFPRED_ERR_IO, "plot: gnuplot failed: %s",
+                          line[0] ? line : "(no message)");
+    }
+    return PERFPRED_OK;
+}
+
 static int write_script(const char *script, const char *data, const perfpred_eval_report *r,
                         const char *path, const char *title, const char *terminal, double lo,
                         double hi)
@@ -91,6 +115,19 @@ static int write_script(const char *script, const char *data, const perfpred_eva
                 data, g, r->groups[g].name, r->groups[g].model.n);
     fprintf(f, "\n");
     return fclose(f) == 0 ? 0 : -1;
+}
+
+typedef struct eval_script {
+    const char *script, *data;
+    const perfpred_eval_report *r;
+    const char *path, *title;
+    double lo, hi;
+} eval_script;
+
+static int write_eval_script(void *user, const char *terminal)
+{
+    const eval_script *e = user;
+    return write_script(e->script, e->data, e->r, e->path, e->title, terminal, e->lo, e->hi);
 }
 
 perfpred_status perfpred_eval_plot(const perfpred_eval_report *r, const char *path,
@@ -160,33 +197,10 @@ perfpred_status perfpred_eval_plot(const perfpred_eval_report *r, const char *pa
     hi = pow(10, ceil(log10(hi) + 0.05));
     snprintf(script, sizeof script, "%s.gp", data);
     snprintf(logp, sizeof logp, "%s.log", data);
-    perfpred_status st = PERFPRED_OK;
-    for (int attempt = 0; attempt < 2; attempt++) {
-        if (write_script(script, data, r, path, ttl, terminal, lo, hi) != 0) {
-            st = fail(errbuf, errbuf_len, PERFPRED_ERR_IO, "plot: cannot write %s%s", script, "");
-            break;
-        }
-        int rc = pp_plot_run_gnuplot(script, logp);
-        if (rc == 0) {
-            st = PERFPRED_OK;
-            break;
-        }
-        char line[300];
-        pp_plot_last_line(logp, line, sizeof line);
-        if (rc == 127) {
-            st = fail(errbuf, errbuf_len, PERFPRED_ERR_IO,
-                      "plot: gnuplot not found (install gnuplot-nox)%s%s", "", "");
-            break;
-        }
-        /* without the cairo terminals, fall back to gd's png */
-        if (attempt == 0 && strcmp(terminal, "pngcairo") == 0 && strstr(line, "terminal")) {
-            terminal = "png";
-            continue;
-        }
-        st = fail(errbuf, errbuf_len, PERFPRED_ERR_IO, "plot: gnuplot failed: %s%s",
-                  line[0] ? line : "(no message)", "");
-        break;
-    }
+    eval_script es = {script, data, r, path, ttl, lo, hi};
+    pp_err err = {0};
+    perfpred_status st = pp_plot_draw(script, logp, terminal, write_eval_script, &es, &err);
+    if (st) fail(errbuf, errbuf_len, st, "%s%s", err.msg, "");
     unlink(data);
     unlink(script);
     unlink(logp);
