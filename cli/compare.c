@@ -164,9 +164,9 @@ static void print_compare(const cli_opts *o, const cJSON *ans)
            "uncalibrated estimates, GPU runtime stacks and devices without such rows); a row is "
            "decided faster than the next only where both intervals exist and do not overlap%s\n",
            undecided ? " (elsewhere the order above is within what perfpred can tell)" : "");
-    printf("energy is an uncalibrated estimate where no device measured it; memory on GPUs with a "
-           "runtime stack is device memory in use (NVML), elsewhere an estimate; '-' = not "
-           "available (the descriptor lacks the figures: see perfpred devices show NAME)\n");
+    printf("energy and memory carry their own provenance (--json); memory on GPUs with a runtime "
+           "stack is device memory in use (NVML), elsewhere an estimate; '-' = not available (the "
+           "descriptor lacks the figures: see perfpred devices show NAME)\n");
 }
 
 /* A --plot path that cannot work fails before any prediction: its suffix, and its folder. */
