@@ -132,16 +132,19 @@ perfpred_status pp_interval_parse_entry(const char *path, const char *key, const
         num(e, "coverage", &cov))
         return pp_err_set(err, PERFPRED_ERR_PARSE,
                           "%s: paths.%s: needs numbers n, log_lo, log_hi, coverage", path, key);
-    if (n < PP_INTERVAL_MIN_ROWS || n > 1e9 || lo > hi || !(cov > 0 && cov < 1) || fabs(lo) > 20 ||
-        fabs(hi) > 20)
+    if (n < PP_INTERVAL_MIN_ROWS || n > 1e9 || n != floor(n) || lo > hi || !(cov > 0 && cov < 1) ||
+        fabs(lo) > 20 || fabs(hi) > 20)
         return pp_err_set(err, PERFPRED_ERR_PARSE,
-                          "%s: paths.%s: n >= %d, log_lo <= log_hi within +-20 and 0 < coverage "
-                          "< 1 expected",
+                          "%s: paths.%s: a whole n from %d to 10^9, log_lo <= log_hi within +-20 "
+                          "and 0 < coverage < 1 expected",
                           path, key, PP_INTERVAL_MIN_ROWS);
     const cJSON *chk = cJSON_GetObjectItemCaseSensitive(e, "check");
-    if (chk && (num(chk, "n", &cn) || num(chk, "inside_pct", &cp) || cp < 0 || cp > 100))
+    /* every number is range-checked before it becomes an int (the fuzzer found a 6e13) */
+    if (chk && (num(chk, "n", &cn) || num(chk, "inside_pct", &cp) || cp < 0 || cp > 100 ||
+                cn < 0 || cn > 1e9 || cn != floor(cn)))
         return pp_err_set(err, PERFPRED_ERR_PARSE,
-                          "%s: paths.%s.check: needs n and inside_pct (0 to 100)", path, key);
+                          "%s: paths.%s.check: needs a whole n (0 to 10^9) and inside_pct (0 to "
+                          "100)", path, key);
     const cJSON *data = cJSON_GetObjectItemCaseSensitive(e, "data");
     q->n = (int)n;
     q->log_lo = lo;

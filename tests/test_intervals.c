@@ -218,6 +218,12 @@ static void a_malformed_intervals_file_should_fail_the_open_naming_it(void **sta
     assert_int_equal(st, PERFPRED_ERR_PARSE);
     assert_non_null(strstr(err, "toy-gpu/intervals.json"));
     assert_non_null(strstr(err, "paths.gnn"));
+    /* a count too large for an int (found by fuzz_intervals) */
+    pp_test_write_text(path, "{\"format\": \"perfpred-intervals\", \"paths\": {\"gnn\": {\"n\": 50, "
+                             "\"coverage\": 0.8, \"log_lo\": -0.1, \"log_hi\": 0.1, \"check\": "
+                             "{\"n\": 6e13, \"inside_pct\": 80}}}}");
+    assert_null(perfpred_ctx_open(&p, &st, err, sizeof err));
+    assert_non_null(strstr(err, "paths.gnn.check"));
     pp_test_write_text(path, "{\"format\": \"perfpred-intervals\", \"paths\": {\"magic\": {}}}");
     assert_null(perfpred_ctx_open(&p, &st, err, sizeof err));
     assert_non_null(strstr(err, "magic"));
