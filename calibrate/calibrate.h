@@ -48,6 +48,18 @@ void pp_strbuf_csv_field(pp_strbuf *b, const char *s);
 /* Shortest decimal text that strtod reads back to exactly v ("%.15g".."%.17g"). */
 void pp_fmt_double(char *out, size_t n, double v);
 
+/* gnuplot (calibrate/plot.c): text safe inside a single-quoted string (no quote, backslash or
+ * control character); `gnuplot script` with stdout and stderr into log_path (its exit status, 127
+ * when gnuplot is missing, -1 on a spawn error); the log's last non-empty line. */
+int pp_plot_safe(const char *s);
+int pp_plot_run_gnuplot(const char *script, const char *log_path);
+void pp_plot_last_line(const char *path, char *out, size_t n);
+/* write(user, terminal) writes the script for a terminal ("svg", "pngcairo", "png"); gnuplot runs
+ * it, once more with gd's png where pngcairo is missing. Errors name gnuplot's last line. */
+perfpred_status pp_plot_draw(const char *script, const char *log_path, const char *terminal,
+                             int (*write)(void *user, const char *terminal), void *user,
+                             pp_err *err);
+
 /* Bad-row bookkeeping shared by the readers: every bad row is counted; the first
  * PP_BAD_ROWS_KEPT messages ("file:line: reason") are kept. */
 #define PP_BAD_ROWS_KEPT 64

@@ -340,12 +340,21 @@ typedef struct fit_set {
     int n_train, n_val, n_held;
 } fit_set;
 
+/* Where a fit's held-out latency residuals go (p.heldout), with each sample's network name. */
+typedef struct resid_sink {
+    perfpred_heldout *h;         /* NULL: none */
+    const cache *c;
+    const int *ent_of_samp;
+} resid_sink;
+
 /* Metrics of the three ablation rows for target t on held-out samples; gated samples take
- * fallback[s] (NULL: the layer sum). */
+ * fallback[s] (NULL: the layer sum). Latency residuals of what the predictor answers go to sink,
+ * path "gnn" or "gated". */
 static perfpred_status eval_heldout(const pp_gnn *corr, const pp_gnn *direct,
                                     const pp_gnn_graph *samples, const double *base,
                                     const double *fallback, const double *meas_t, const int *held,
-                                    int n_held, int t, pp_fitnet_target_report *tr, pp_err *err)
+                                    int n_held, int t, const resid_sink *sink,
+                                    pp_fitnet_target_report *tr, pp_err *err)
 {
     double *p_sum = malloc(((size_t)n_held + 1) * 4 * sizeof(double));
     double *meas = malloc(((size_t)n_held + 1) * sizeof(double));
@@ -376,6 +385,11 @@ static perfpred_status eval_heldout(const pp_gnn *corr, const pp_gnn *direct,
             p_dir[n] = exp(od[t]);
         }
         meas[n] = meas_t[s];
+        if (sink && sink->h && t == 0 &&
+            perfpred_heldout_add(sink->h, agree ? "gnn" : "gated",
+                                 sink->c->e[sink->ent_of_samp[s]].model, meas[n], p_cor[n]) ==
+                PERFPRED_ERR_NOMEM)
+            st = pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
         n++;
     }
     if (!st && n > 0) {
@@ -730,8 +744,9 @@ perfpred_status pp_fit_networks(const char *device, const pp_net_row *rows, int 
         tr->present = 1;
         tr->n_train = count_target(samples, fs.train, fs.n_train, t);
         tr->n_val = count_target(samples, fs.val, fs.n_val, t);
+        resid_sink sink = {p.heldout, &c, ent_of_samp};
         st = eval_heldout(corr, dir, samples, t == 0 ? base : ebase, t == 0 ? fallback : NULL,
-                          meas[t], fs.held, fs.n_held, t, tr, err);
+                          meas[t], fs.held, fs.n_held, t, &sink, tr, err);
     }
     pp_log(&p.log, PERFPRED_LOG_INFO,
            "fit networks %s: %d rows, %d used (%d train, %d val, %d held out), %d constant, %d "
@@ -899,8 +914,9 @@ perfpred_status pp_eval_networks(const char *device, const pp_net_row *rows, int
         goto done;
     for (int t = 0; t < (have_energy ? 2 : 1) && !st; t++) {
         rep->target[t].present = 1;
+        resid_sink sink = {p.heldout, &c, ent_of_samp};
         st = eval_heldout(g, NULL, smp, t == 0 ? base : ebase, t == 0 ? fallback : NULL, meas[t],
-                          held, n, t, &rep->target[t], err);
+                          held, n, t, &sink, &rep->target[t], err);
     }
 done:
     rep->seconds_total = pp_now_s() - t0;

@@ -81,6 +81,29 @@ static double rel_err(const perfpred_eval_point *p, const double w[3])
     return fabs(x[0] * w[0] + x[1] * w[1] + x[2] * w[2] - 1);
 }
 
+/* What the correction w answers on row p (row_terms are the terms over the measurement). */
+static double corrected_ms(const perfpred_eval_point *p, const double w[3])
+{
+    double x[3];
+    row_terms(p, x);
+    return p->measured_ms * (x[0] * w[0] + x[1] * w[1] + x[2] * w[2]);
+}
+
+/* The held-out residuals: the layer sum on every row (layer models never see a whole network),
+ * the correction on each fold's rows (fitted without them) where it ships (beats the layer sum). */
+static perfpred_status collect_heldout(perfpred_heldout *h, const perfpred_eval_point *pt, int n,
+                                       const double *ovh_ms, int ships, pp_err *err)
+{
+    for (int i = 0; h && i < n; i++) {
+        perfpred_status st = perfpred_heldout_add(h, "layer", pt[i].label, pt[i].measured_ms,
+                                                  pt[i].predicted_ms);
+        if (!st && ships && ovh_ms[i] > 0)
+            st = perfpred_heldout_add(h, "overhead", pt[i].label, pt[i].measured_ms, ovh_ms[i]);
+        if (st == PERFPRED_ERR_NOMEM) return pp_err_set(err, st, "out of memory");
+    }
+    return PERFPRED_OK;
+}
+
 static perfpred_status write_artifact(const perfpred_overhead_params *p,
                                       const perfpred_overhead_report *r, int n_rows, pp_err *err)
 {
@@ -130,6 +153,7 @@ perfpred_status perfpred_calibrate_fit_overhead(const perfpred_overhead_params *
     perfpred_eval_report ev;
     memset(&ev, 0, sizeof ev);
     int *use = NULL;
+    double *ovh_ms = NULL;
     if (!p || !out || !p->device || !p->networks_csv || !p->folds || !*p->folds) {
         st = pp_err_set(&err, PERFPRED_ERR_INVALID_ARG, "fit overhead: device, a network CSV and "
                         "held-out family folds (\"a,b;c;d\") are required");
@@ -160,7 +184,8 @@ perfpred_status perfpred_calibrate_fit_overhead(const perfpred_overhead_params *
                             p->networks_csv, pt[i].line);
             goto done;
         }
-    if (!(use = calloc((size_t)n + 1, sizeof *use))) {
+    if (!(use = calloc((size_t)n + 1, sizeof *use)) ||
+        !(ovh_ms = calloc((size_t)n + 1, sizeof *ovh_ms))) {
         st = pp_err_set(&err, PERFPRED_ERR_NOMEM, "out of memory");
         goto done;
     }
@@ -202,6 +227,7 @@ perfpred_status perfpred_calibrate_fit_overhead(const perfpred_overhead_params *
             if (use[i]) continue;
             eb += fabs(pt[i].predicted_ms / pt[i].measured_ms - 1);
             ec += rel_err(&pt[i], w);
+            ovh_ms[i] = corrected_ms(&pt[i], w);
         }
         F->n_rows = n_test;
         F->layer_sum_mape_pct = 100 * eb / n_test;
@@ -226,6 +252,9 @@ perfpred_status perfpred_calibrate_fit_overhead(const perfpred_overhead_params *
     out->scale = w[0];
     out->per_kernel_us = w[1] * 1e3;
     out->per_mb_us = w[2] * 1e3;
+    if ((st = collect_heldout(p->heldout, pt, n, ovh_ms,
+                              out->pooled_corrected_mape_pct < out->pooled_layer_sum_mape_pct, &err)))
+        goto done;
     const char *cfg = p->config_dir ? p->config_dir : pp_default_config_dir();
     if (p->out_dir) snprintf(out->path, sizeof out->path, "%s/overhead-latency.json", p->out_dir);
     else
@@ -240,6 +269,7 @@ perfpred_status perfpred_calibrate_fit_overhead(const perfpred_overhead_params *
     }
 done:
     free(use);
+    free(ovh_ms);
     perfpred_eval_report_free(&ev);
     if (st && errbuf && errbuf_len) snprintf(errbuf, errbuf_len, "%s", err.msg);
     return st;

@@ -107,6 +107,7 @@ perfpred_status perfpred_calibrate_fit_networks(const perfpred_netfit_params *p,
     fp.data_desc = desc;
     fp.table_path = rows->path;
     fp.heldout_families = p->heldout_families;
+    fp.heldout = p->heldout;
     if (p->epochs < 0 || p->hidden < 0 || p->lr < 0 || p->weight_decay < 0 ||
         !(p->huber_delta >= 0) || p->max_train < 0 || p->ensemble < 0) {
         st = pp_err_set(&err, PERFPRED_ERR_INVALID_ARG, "epochs, hidden, lr, weight_decay, "

@@ -119,6 +119,8 @@ typedef struct pp_fitnet_params {
     const char *heldout_families; /* comma-separated families held out instead of the hash
                                      buckets (validation: other families' models by name hash
                                      below val_pct); NULL: buckets */
+    perfpred_heldout *heldout;    /* NULL, or gets the held-out rows' latency residuals of what
+                                     the predictor answers ("gnn", or "gated" past the gate) */
     pp_logger log;
 } pp_fitnet_params;
 pp_fitnet_params pp_fitnet_default_params(void);

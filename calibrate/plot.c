@@ -23,7 +23,7 @@ static perfpred_status fail(char *errbuf, size_t n, perfpred_status st, const ch
 }
 
 /* Text safe inside a gnuplot single-quoted string: no quote, backslash or control character. */
-static int gp_safe(const char *s)
+int pp_plot_safe(const char *s)
 {
     for (; *s; s++)
         if (*s == '\'' || *s == '\\' || (unsigned char)*s < 0x20) return 0;
@@ -32,7 +32,7 @@ static int gp_safe(const char *s)
 
 /* Runs `gnuplot script`, its stdout and stderr into log_path. Returns the exit status, 127 when
  * gnuplot could not be started, -1 on a spawn error. */
-static int run_gnuplot(const char *script, const char *log_path)
+int pp_plot_run_gnuplot(const char *script, const char *log_path)
 {
     posix_spawn_file_actions_t fa;
     if (posix_spawn_file_actions_init(&fa) != 0) return -1;
@@ -50,7 +50,7 @@ static int run_gnuplot(const char *script, const char *log_path)
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-static void first_line(const char *path, char *out, size_t n)
+void pp_plot_last_line(const char *path, char *out, size_t n)
 {
     out[0] = '\0';
     FILE *f = fopen(path, "r");
@@ -63,6 +63,30 @@ static void first_line(const char *path, char *out, size_t n)
         if (k) snprintf(out, n, "%.*s", (int)(n > 1 ? n - 1 : 0), line);
     }
     fclose(f);
+}
+
+perfpred_status pp_plot_draw(const char *script, const char *log_path, const char *terminal,
+                             int (*write)(void *user, const char *terminal), void *user,
+                             pp_err *err)
+{
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (write(user, terminal) != 0)
+            return pp_err_set(err, PERFPRED_ERR_IO, "plot: cannot write %s", script);
+        int rc = pp_plot_run_gnuplot(script, log_path);
+        if (rc == 0) return PERFPRED_OK;
+        char line[300];
+        pp_plot_last_line(log_path, line, sizeof line);
+        if (rc == 127)
+            return pp_err_set(err, PERFPRED_ERR_IO, "plot: gnuplot not found (install gnuplot-nox)");
+        /* without the cairo terminals, fall back to gd's png */
+        if (attempt == 0 && strcmp(terminal, "pngcairo") == 0 && strstr(line, "terminal")) {
+            terminal = "png";
+            continue;
+        }
+        return pp_err_set(err, PERFPRED_ERR_IO, "plot: gnuplot failed: %s",
+                          line[0] ? line : "(no message)");
+    }
+    return PERFPRED_OK;
 }
 
 static int write_script(const char *script, const char *data, const perfpred_eval_report *r,
@@ -93,6 +117,19 @@ static int write_script(const char *script, const char *data, const perfpred_eva
     return fclose(f) == 0 ? 0 : -1;
 }
 
+typedef struct eval_script {
+    const char *script, *data;
+    const perfpred_eval_report *r;
+    const char *path, *title;
+    double lo, hi;
+} eval_script;
+
+static int write_eval_script(void *user, const char *terminal)
+{
+    const eval_script *e = user;
+    return write_script(e->script, e->data, e->r, e->path, e->title, terminal, e->lo, e->hi);
+}
+
 perfpred_status perfpred_eval_plot(const perfpred_eval_report *r, const char *path,
                                    const char *title, char *errbuf, size_t errbuf_len)
 {
@@ -108,19 +145,19 @@ perfpred_status perfpred_eval_plot(const perfpred_eval_report *r, const char *pa
                     "plot: %s: the file name must end in .png or .svg%s", path, "");
     char ttl[256];
     snprintf(ttl, sizeof ttl, "%s", title ? title : "");
-    if (!gp_safe(path))
+    if (!pp_plot_safe(path))
         return fail(errbuf, errbuf_len, PERFPRED_ERR_INVALID_ARG,
                     "plot: %s: quotes, backslashes and control characters are not allowed%s",
                     path, "");
     for (char *c = ttl; *c; c++)
         if (*c == '\'' || *c == '\\' || (unsigned char)*c < 0x20) *c = ' ';
     for (int g = 0; g < r->n_groups; g++)
-        if (!gp_safe(r->groups[g].name))
+        if (!pp_plot_safe(r->groups[g].name))
             return fail(errbuf, errbuf_len, PERFPRED_ERR_INVALID_ARG,
                         "plot: group name '%s' cannot be quoted for gnuplot%s", r->groups[g].name,
                         "");
     const char *tmpdir = getenv("TMPDIR");
-    if (!tmpdir || !*tmpdir || !gp_safe(tmpdir)) tmpdir = "/tmp";
+    if (!tmpdir || !*tmpdir || !pp_plot_safe(tmpdir)) tmpdir = "/tmp";
     char data[4096], script[4200], logp[4200];
     snprintf(data, sizeof data, "%.4000s/perfpred-plot-XXXXXX", tmpdir);
     int fd = mkstemp(data);
@@ -160,33 +197,10 @@ perfpred_status perfpred_eval_plot(const perfpred_eval_report *r, const char *pa
     hi = pow(10, ceil(log10(hi) + 0.05));
     snprintf(script, sizeof script, "%s.gp", data);
     snprintf(logp, sizeof logp, "%s.log", data);
-    perfpred_status st = PERFPRED_OK;
-    for (int attempt = 0; attempt < 2; attempt++) {
-        if (write_script(script, data, r, path, ttl, terminal, lo, hi) != 0) {
-            st = fail(errbuf, errbuf_len, PERFPRED_ERR_IO, "plot: cannot write %s%s", script, "");
-            break;
-        }
-        int rc = run_gnuplot(script, logp);
-        if (rc == 0) {
-            st = PERFPRED_OK;
-            break;
-        }
-        char line[300];
-        first_line(logp, line, sizeof line);
-        if (rc == 127) {
-            st = fail(errbuf, errbuf_len, PERFPRED_ERR_IO,
-                      "plot: gnuplot not found (install gnuplot-nox)%s%s", "", "");
-            break;
-        }
-        /* without the cairo terminals, fall back to gd's png */
-        if (attempt == 0 && strcmp(terminal, "pngcairo") == 0 && strstr(line, "terminal")) {
-            terminal = "png";
-            continue;
-        }
-        st = fail(errbuf, errbuf_len, PERFPRED_ERR_IO, "plot: gnuplot failed: %s%s",
-                  line[0] ? line : "(no message)", "");
-        break;
-    }
+    eval_script es = {script, data, r, path, ttl, lo, hi};
+    pp_err err = {0};
+    perfpred_status st = pp_plot_draw(script, logp, terminal, write_eval_script, &es, &err);
+    if (st) fail(errbuf, errbuf_len, st, "%s%s", err.msg, "");
     unlink(data);
     unlink(script);
     unlink(logp);

@@ -22,6 +22,8 @@ static const char calibrate_usage[] =
     "          --overhead (with folds): the in-network overhead correction instead,\n"
     "          latency = a x layer sum + c x kernels + d x MB the kernels move, judged on\n"
     "          the folds, then fitted on every row and written where it beats the layer sum;\n"
+    "          every --networks fit also writes the 80 % latency intervals of its held-out\n"
+    "          rows (folds: all folds' rows) into intervals.json, unless --dry-run;\n"
     "          GNN: --epochs N (60), --hidden H (32), --lr X (0.002), --weight-decay X (0),\n"
     "          --huber D: Huber loss on log(measured / layer sum) with threshold D and early\n"
     "          stopping on validation mean |error| (default: squared error),\n"
@@ -116,7 +118,8 @@ static const char eval_usage[] =
     "       perfpred eval --device DEV --gnn-heldout SOURCE [--datasets DIR] [--json]\n"
     "         (the saved graph-level correction on the held-out architectures of SOURCE:\n"
     "          help-nb201, help-fbnet, help-ofa, hw-nas-bench-360, eagle, or a network CSV;\n"
-    "          --heldout-families F1,F2 as given to calibrate fit)\n"
+    "          --heldout-families F1,F2 as given to calibrate fit; --write-intervals:\n"
+    "          store the 80 % latency intervals those rows give in the device's intervals.json)\n"
     "\n"
     "Predicts measured rows and reports MAPE, RMSPE, the share within +-10 %, Spearman's rank\n"
     "correlation and the measurements' own run-to-run spread (median IQR / latency), per\n"
@@ -569,19 +572,30 @@ static int netfit_folds(const perfpred_netfit_params *base, const char *folds, i
         fold[nf++] = q;
     }
     perfpred_netfit_report *r = calloc((size_t)nf, sizeof *r);
-    if (!r) return EXIT_INTERNAL;
+    perfpred_heldout *h = perfpred_heldout_new();
+    if (!r || !h) {
+        free(r);
+        perfpred_heldout_free(h);
+        return EXIT_INTERNAL;
+    }
     for (int k = 0; k < nf; k++) {
         perfpred_netfit_params p = *base;
         p.heldout_families = fold[k];
         p.dry_run = 1;
+        p.heldout = h;
         char err[1024] = "";
         perfpred_status st = perfpred_calibrate_fit_networks(&p, &r[k], err, sizeof err);
         if (st) {
             cli_error("fold %d (%s): %s", k + 1, fold[k], err);
             free(r);
+            perfpred_heldout_free(h);
             return cli_exit_code(st);
         }
     }
+    char data[640];
+    snprintf(data, sizeof data, "%s rows of %s, %d folds of held-out families (perfpred calibrate "
+             "fit --networks ... --heldout-families \"%.300s\")", source, r[0].device, nf, folds);
+    int rc = EXIT_OK_;
     /* pooled: sum of n * metric over folds / sum of n */
     double pool[4][2] = {{0, 0}, {0, 0}, {0, 0}, {0, 0}};
     int pool_n[4] = {0, 0, 0, 0}, n_gated = 0, gated = 0;
@@ -623,6 +637,9 @@ static int netfit_folds(const perfpred_netfit_params *base, const char *folds, i
             cJSON_AddNumberToObject(j, "mape_pct", pool[a][0] / pool_n[a]);
             cJSON_AddNumberToObject(j, "within10_pct", pool[a][1] / pool_n[a]);
         }
+        cJSON_AddItemToObject(o, "intervals", cli_intervals(h, r[0].device, base->config_dir,
+                                                            base->out_dir, data, !base->dry_run,
+                                                            1, &rc));
         cli_print_json(o);
     } else {
         printf("calibrate fit (dry run, %d family folds): graph-level correction of %s from %s\n\n",
@@ -657,27 +674,47 @@ static int netfit_folds(const perfpred_netfit_params *base, const char *folds, i
                 printf("  fold %d: %s\n", k + 1, take);
             }
         }
-        printf("\nnothing written: folds are an evaluation; train the artifact with one "
-               "--heldout-families list\n");
+        printf("\nlatency intervals from the folds' held-out rows (what the predictor answers):\n");
+        cli_intervals_print(h, r[0].device, base->config_dir, base->out_dir, data, !base->dry_run,
+                            &rc);
+        printf("\nno GNN written: folds are an evaluation; train the artifact with one "
+               "--heldout-families list%s\n", base->dry_run ? " (dry run: no intervals either)" : "");
     }
     free(r);
-    return EXIT_OK_;
+    perfpred_heldout_free(h);
+    return rc;
 }
 
 /* calibrate fit --networks SRC (train) and eval --gnn-heldout SRC (judge the saved correction) */
-static int netfit(const perfpred_netfit_params *params, int json)
+static int netfit(const perfpred_netfit_params *params, int json, int write_intervals)
 {
     const char *source = params->source, *heldout_families = params->heldout_families;
     const int evaluate_only = params->evaluate_only;
     perfpred_netfit_report *r = calloc(1, sizeof *r);
-    if (!r) return EXIT_INTERNAL;
+    perfpred_heldout *h = perfpred_heldout_new();
+    if (!r || !h) {
+        free(r);
+        perfpred_heldout_free(h);
+        return EXIT_INTERNAL;
+    }
+    perfpred_netfit_params pp = *params;
+    pp.heldout = h;
     char err[1024] = "";
-    perfpred_status st = perfpred_calibrate_fit_networks(params, r, err, sizeof err);
+    perfpred_status st = perfpred_calibrate_fit_networks(&pp, r, err, sizeof err);
     if (st) {
         cli_error("%s", err);
         free(r);
+        perfpred_heldout_free(h);
         return cli_exit_code(st);
     }
+    /* training writes the intervals of its held-out rows with its artifact; judging a saved
+     * artifact writes them only when asked (eval --write-intervals) */
+    int write = evaluate_only ? write_intervals : !params->dry_run;
+    char data[640];
+    snprintf(data, sizeof data, "%s rows of %s held out by %s (perfpred %s)", source, r->device,
+             heldout_families ? heldout_families : "family hash bucket",
+             evaluate_only ? "eval --gnn-heldout" : "calibrate fit --networks");
+    int rc = EXIT_OK_;
     const perfpred_netfit_target *T[2] = {&r->latency, &r->energy};
     const char *names[2] = {"latency", "energy"};
     if (json) {
@@ -711,6 +748,8 @@ static int netfit(const perfpred_netfit_params *params, int json)
             cJSON_AddNumberToObject(v, "huber_delta", params->huber_delta);
             cJSON_AddNumberToObject(o, "ensemble", params->ensemble > 0 ? params->ensemble : 1);
         }
+        cJSON_AddItemToObject(o, "intervals", cli_intervals(h, r->device, params->config_dir,
+                                                            params->out_dir, data, write, 1, &rc));
         cli_print_json(o);
     } else {
         printf("%s: graph-level correction of %s from %s: %d rows, %d used, %d failed%s%s\n",
@@ -747,21 +786,32 @@ static int netfit(const perfpred_netfit_params *params, int json)
             printf("\ntraining %.0f s; %s\n", r->seconds_train,
                    r->weights_path[0] ? r->weights_path : "dry run: nothing written");
         }
+        printf("\nlatency intervals from the held-out rows (what the predictor answers):\n");
+        cli_intervals_print(h, r->device, params->config_dir, params->out_dir, data, write, &rc);
     }
     free(r);
-    return EXIT_OK_;
+    perfpred_heldout_free(h);
+    return rc;
 }
 
 /* calibrate fit --networks FILE.csv --overhead --heldout-families FOLDS */
-static int fit_overhead(const perfpred_overhead_params *p, int json)
+static int fit_overhead(const perfpred_overhead_params *params, int json)
 {
     perfpred_overhead_report r;
+    perfpred_overhead_params P = *params, *p = &P;
+    if (!(P.heldout = perfpred_heldout_new())) return EXIT_INTERNAL;
     char err[1024] = "";
     perfpred_status st = perfpred_calibrate_fit_overhead(p, &r, err, sizeof err);
     if (st != PERFPRED_OK) {
         print_errbuf(err, perfpred_status_str(st));
+        perfpred_heldout_free(P.heldout);
         return cli_exit_code(st);
     }
+    char data[640];
+    snprintf(data, sizeof data, "%s rows of %s: layer sum on every row, the correction on each "
+             "fold's held-out families (perfpred calibrate fit --networks ... --overhead "
+             "--heldout-families \"%.300s\")", p->networks_csv, r.device, p->folds);
+    int rc = EXIT_OK_;
     if (json) {
         cJSON *o = cJSON_CreateObject(), *folds = cJSON_CreateArray();
         cJSON_AddStringToObject(o, "device", r.device);
@@ -788,8 +838,11 @@ static int fit_overhead(const perfpred_overhead_params *p, int json)
         cJSON_AddItemToObject(o, "per_mb_us", json_num(r.per_mb_us));
         cJSON_AddBoolToObject(o, "written", r.written);
         cJSON_AddStringToObject(o, "artifact", r.path);
+        cJSON_AddItemToObject(o, "intervals", cli_intervals(P.heldout, r.device, p->config_dir,
+                                                            p->out_dir, data, !p->dry_run, 1, &rc));
         cli_print_json(o);
-        return EXIT_OK_;
+        perfpred_heldout_free(P.heldout);
+        return rc;
     }
     printf("calibrate fit (in-network overhead): %s from %s: %d rows used, %d failed\n", r.device,
            p->networks_csv, r.n_used, r.n_failed);
@@ -814,7 +867,10 @@ static int fit_overhead(const perfpred_overhead_params *p, int json)
         printf("dry run: nothing written\n");
     else
         printf("not written: over the folds it does not beat the layer sum\n");
-    return EXIT_OK_;
+    printf("\nlatency intervals from the held-out rows:\n");
+    cli_intervals_print(P.heldout, r.device, p->config_dir, p->out_dir, data, !p->dry_run, &rc);
+    perfpred_heldout_free(P.heldout);
+    return rc;
 }
 
 /* A drift line ln(later / earlier) = log_a + slope ln(ms) at 0.1, 1 and 10 ms. */
@@ -953,7 +1009,7 @@ static int cmd_fit(int argc, char **argv)
         if (p.nthread > 0) gnn.threads = p.nthread;
         if (heldout_families && strchr(heldout_families, ';'))
             return netfit_folds(&gnn, heldout_families, json);
-        return netfit(&gnn, json);
+        return netfit(&gnn, json, 0);
     }
     if (heldout_families || gnn_opts || overhead) {
         cli_error("calibrate fit: --heldout-families, --epochs, --hidden, --lr, --weight-decay, "
@@ -1416,10 +1472,13 @@ int cli_eval_main(int argc, char **argv)
     }
     const char *neusight_models = NULL, *scaling = NULL, *gnn_heldout = NULL, *datasets = NULL;
     const char *heldout_families = NULL;
+    int write_intervals = 0;
     for (A.i = 1; A.i < argc; A.i++) {
         const char *a = argv[A.i];
         if (is_opt(a, "--device")) {
             if (!(p.device = value(&A, "--device"))) return EXIT_USAGE;
+        } else if (strcmp(a, "--write-intervals") == 0) {
+            write_intervals = 1;
         } else if (is_opt(a, "--gnn-heldout")) {
             if (!(gnn_heldout = value(&A, "--gnn-heldout"))) return EXIT_USAGE;
         } else if (is_opt(a, "--heldout-families")) {
@@ -1467,7 +1526,7 @@ int cli_eval_main(int argc, char **argv)
         np.config_dir = p.config_dir;
         np.heldout_families = heldout_families;
         np.evaluate_only = 1;
-        return netfit(&np, json);
+        return netfit(&np, json, write_intervals);
     }
     if (heldout_families) {
         cli_error("eval: --heldout-families goes with --gnn-heldout");

@@ -40,6 +40,8 @@ typedef struct cli_opts {
     const char *config_dir;
     const char *runtime;    /* --runtime: GPU stack framework */
     const char *precision;  /* --precision fp32|fp16 */
+    const char *plot;       /* compare --plot FILE (.svg/.png) */
+    const char *plot_y;     /* --plot-y energy|memory */
     const char *positional[4];
     int n_positional;
 } cli_opts;
@@ -62,7 +64,21 @@ int cmd_devices(const cli_opts *o);
 int cli_fit_stacks_main(int argc, char **argv);
 int cli_fit_power_main(int argc, char **argv);  /* calibrate fit-power (cli/stacks.c) */
 
-cJSON *cli_json_prediction(const perfpred_prediction *p);
-cJSON *cli_json_device(const perfpred_device_info *d);
+/* cli/compare.c: --json through the library's JSON entry point (perfpred_json), so the CLI and the
+ * bindings print the same answer. cli_json_answer builds the request from o, returns the parsed
+ * answer (NULL after printing the error, *rc its exit code); cli_run_json prints it. ctx may be NULL
+ * for inspect. */
+cJSON *cli_json_answer(const cli_opts *o, const perfpred_ctx *ctx, const char *command, int *rc);
+int cli_run_json(const cli_opts *o, const perfpred_ctx *ctx, const char *command);
+/* "               [a, b] ms, 80 % interval (...)" or "no interval: why" under a latency line */
+void cli_print_interval(const perfpred_interval *iv, const char *unit);
+
+/* Intervals of a fit's held-out rows (cli/intervals.c): per answer path n, quantiles and the
+ * cross-fitted check, written into intervals.json when write (errors set *rc). cli_intervals
+ * returns them as JSON (printing nothing when json); cli_intervals_print prints them. */
+cJSON *cli_intervals(const perfpred_heldout *h, const char *device, const char *config_dir,
+                     const char *out_dir, const char *data, int write, int json, int *rc);
+void cli_intervals_print(const perfpred_heldout *h, const char *device, const char *config_dir,
+                         const char *out_dir, const char *data, int write, int *rc);
 
 #endif

@@ -85,13 +85,6 @@ perfpred_ctx *cli_open_ctx(const cli_opts *o, int *exit_code)
 
 /* ------------------------------------------------------------------ inspect ---- */
 
-static cJSON *json_dims(int rank, const int64_t *dims)
-{
-    cJSON *a = cJSON_CreateArray();
-    for (int d = 0; d < rank; d++) cJSON_AddItemToArray(a, cJSON_CreateNumber((double)dims[d]));
-    return a;
-}
-
 static void list_unknown_ops(const perfpred_model *m, FILE *f)
 {
     int n = perfpred_model_n_layers(m), first = 1;
@@ -113,48 +106,8 @@ int cmd_inspect(const cli_opts *o)
     perfpred_model_totals T = perfpred_model_get_totals(m);
     int n = perfpred_model_n_layers(m);
     if (o->json) {
-        cJSON *root = cJSON_CreateObject();
-        cJSON_AddStringToObject(root, "model", o->model);
-        cJSON *ins = cJSON_AddArrayToObject(root, "inputs");
-        for (int i = 0; i < perfpred_model_n_inputs(m); i++) {
-            int rank;
-            int64_t dims[PERFPRED_MAX_RANK];
-            const char *name = perfpred_model_input(m, i, &rank, dims);
-            cJSON *in = cJSON_CreateObject();
-            cJSON_AddStringToObject(in, "name", name);
-            cJSON_AddItemToObject(in, "shape", json_dims(rank, dims));
-            cJSON_AddItemToArray(ins, in);
-        }
-        cJSON *t = cJSON_AddObjectToObject(root, "totals");
-        cJSON_AddNumberToObject(t, "nodes", (double)T.n_nodes);
-        cJSON_AddNumberToObject(t, "params", (double)T.params);
-        cJSON_AddNumberToObject(t, "param_bytes", (double)T.param_bytes);
-        cJSON_AddNumberToObject(t, "macs", (double)T.macs);
-        cJSON_AddNumberToObject(t, "flops", (double)T.flops);
-        cJSON_AddNumberToObject(t, "activation_bytes", (double)T.activation_bytes);
-        cJSON_AddNumberToObject(t, "peak_activation_bytes", (double)T.peak_activation_bytes);
-        cJSON_AddNumberToObject(t, "input_bytes", (double)T.input_bytes);
-        cJSON_AddNumberToObject(t, "unknown_ops", T.n_unknown_ops);
-        cJSON *layers = cJSON_AddArrayToObject(root, "layers");
-        for (int i = 0; i < n; i++) {
-            perfpred_layer_info L = perfpred_model_layer(m, i);
-            if (L.folded && !o->all) continue;
-            cJSON *l = cJSON_CreateObject();
-            cJSON_AddStringToObject(l, "name", L.name);
-            cJSON_AddStringToObject(l, "op", L.op_type);
-            cJSON_AddStringToObject(l, "kind", L.kind);
-            cJSON_AddItemToObject(l, "output_shape", json_dims(L.out_rank, L.out_dims));
-            cJSON_AddNumberToObject(l, "macs", (double)L.macs);
-            cJSON_AddNumberToObject(l, "flops", (double)L.flops);
-            cJSON_AddNumberToObject(l, "params", (double)L.params);
-            cJSON_AddNumberToObject(l, "in_bytes", (double)L.in_bytes);
-            cJSON_AddNumberToObject(l, "out_bytes", (double)L.out_bytes);
-            cJSON_AddNumberToObject(l, "arith_intensity", L.arith_intensity);
-            cJSON_AddBoolToObject(l, "folded", L.folded);
-            cJSON_AddBoolToObject(l, "unknown_op", L.unknown_op);
-            cJSON_AddItemToArray(layers, l);
-        }
-        cli_print_json(root);
+        perfpred_model_free(m);
+        return cli_run_json(o, NULL, "inspect");
     } else {
         char b1[32], b2[32], b3[32], b4[32], sh[96];
         printf("model: %s\n", o->model);
@@ -193,83 +146,6 @@ int cmd_inspect(const cli_opts *o)
 
 /* ------------------------------------------------------------------ predict ---- */
 
-cJSON *cli_json_device(const perfpred_device_info *d)
-{
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "name", d->name);
-    cJSON_AddStringToObject(o, "description", d->description ? d->description : "");
-    cJSON_AddStringToObject(o, "kind", d->kind);
-    if (d->parent) cJSON_AddStringToObject(o, "mig_parent", d->parent);
-    if (d->mig_profile) {
-        cJSON_AddStringToObject(o, "mig_profile", d->mig_profile);
-        cJSON_AddNumberToObject(o, "mig_compute_slices", d->mig_compute_slices);
-        cJSON_AddNumberToObject(o, "mig_memory_slices", d->mig_memory_slices);
-        cJSON_AddNumberToObject(o, "mig_max_instances", d->mig_max_instances);
-    }
-    cJSON_AddNumberToObject(o, "memory_gb", d->memory_gb);
-    cJSON_AddNumberToObject(o, "peak_tflops", d->peak_tflops);
-    cJSON_AddNumberToObject(o, "memory_bandwidth_gbs", d->memory_bandwidth_gbs);
-    cJSON_AddStringToObject(o, "runtime", d->runtime ? d->runtime : "");
-    cJSON_AddStringToObject(o, "precision", d->precision ? d->precision : "");
-    cJSON_AddBoolToObject(o, "calibrated_latency", d->calibrated_latency);
-    cJSON_AddBoolToObject(o, "calibrated_energy", d->calibrated_energy);
-    cJSON_AddBoolToObject(o, "calibrated_memory", d->calibrated_memory);
-    cJSON_AddBoolToObject(o, "graph_correction", d->graph_correction);
-    cJSON_AddBoolToObject(o, "overhead_correction", d->overhead_correction);
-    if (d->calibration_source)
-        cJSON_AddStringToObject(o, "calibration_source", d->calibration_source);
-    if (d->calibration_device)
-        cJSON_AddStringToObject(o, "calibration_device", d->calibration_device);
-    if (d->stacks) cJSON_AddStringToObject(o, "stacks", d->stacks);
-    return o;
-}
-
-static cJSON *json_figure(const perfpred_figure *f, const char *unit)
-{
-    cJSON *o = cJSON_CreateObject();
-    if (isfinite(f->value)) cJSON_AddNumberToObject(o, "value", f->value);
-    else cJSON_AddNullToObject(o, "value");
-    cJSON_AddStringToObject(o, "unit", unit);
-    cJSON_AddStringToObject(o, "provenance", perfpred_provenance_str(f->prov));
-    cJSON_AddStringToObject(o, "source", f->source ? f->source : "");
-    return o;
-}
-
-cJSON *cli_json_prediction(const perfpred_prediction *p)
-{
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "device", p->device);
-    cJSON_AddNumberToObject(o, "batch", (double)p->batch);
-    cJSON *lat = json_figure(&p->latency_ms, "ms");
-    if (p->correction_members > 1) {
-        cJSON *m = cJSON_AddObjectToObject(lat, "members");
-        cJSON_AddNumberToObject(m, "n", p->correction_members);
-        cJSON_AddNumberToObject(m, "lo", p->latency_members_lo_ms);
-        cJSON_AddNumberToObject(m, "hi", p->latency_members_hi_ms);
-        cJSON_AddBoolToObject(m, "gated", p->correction_gated);
-    }
-    cJSON_AddItemToObject(o, "latency", lat);
-    cJSON_AddItemToObject(o, "energy", json_figure(&p->energy_mj, "mJ"));
-    cJSON_AddItemToObject(o, "peak_memory", json_figure(&p->peak_memory_bytes, "bytes"));
-    cJSON *mb = cJSON_AddObjectToObject(o, "memory_breakdown");
-    cJSON_AddNumberToObject(mb, "weights_bytes", p->weights_bytes);
-    cJSON_AddNumberToObject(mb, "activations_bytes", p->activations_bytes);
-    cJSON_AddNumberToObject(mb, "workspace_bytes", p->workspace_bytes);
-    cJSON_AddNumberToObject(mb, "runtime_bytes", p->runtime_bytes);
-    cJSON_AddNumberToObject(o, "memory_capacity_bytes", p->memory_capacity_bytes);
-    cJSON_AddBoolToObject(o, "fits_in_memory", p->fits_in_memory);
-    cJSON_AddNumberToObject(o, "kernels", p->n_kernels);
-    cJSON_AddNumberToObject(o, "calibrated_kernels", p->n_calibrated_kernels);
-    if (p->stack) {
-        cJSON *s = cJSON_AddObjectToObject(o, "stack");
-        cJSON_AddStringToObject(s, "name", p->stack);
-        cJSON_AddNumberToObject(s, "host_ms", p->host_ms);
-        cJSON_AddNumberToObject(s, "gpu_ms", p->gpu_ms);
-        cJSON_AddNumberToObject(mb, "allocator_peak_bytes", p->allocator_peak_bytes);
-    }
-    return o;
-}
-
 static int cmp_kernel_time(const void *a, const void *b)
 {
     const perfpred_kernel *x = a, *y = b;
@@ -288,6 +164,7 @@ static void print_prediction(const perfpred_prediction *p, const perfpred_device
     if (isfinite(p->latency_ms.value)) snprintf(v, sizeof v, "%.3f ms", p->latency_ms.value);
     else snprintf(v, sizeof v, "-");
     print_figure_line("latency", v, &p->latency_ms);
+    cli_print_interval(&p->latency_interval, "ms");
     if (p->correction_members > 1)
         printf("  %-12s %.3f to %.3f ms from the %d GNNs one by one (%s)\n", "",
                p->latency_members_lo_ms, p->latency_members_hi_ms, p->correction_members,
@@ -335,13 +212,17 @@ static int mig_parent_of(const perfpred_device_info *d, char *buf, size_t n)
 }
 
 static void print_mig_advice(const perfpred_mig_advice *a, const char *gpu);
-static cJSON *json_mig_advice(const perfpred_mig_advice *a, const char *gpu);
 
 int cmd_predict(const cli_opts *o)
 {
     int rc = 0;
     perfpred_ctx *ctx = cli_open_ctx(o, &rc);
     if (!ctx) return rc;
+    if (o->json) {
+        rc = cli_run_json(o, ctx, "predict");
+        perfpred_ctx_close(ctx);
+        return rc;
+    }
     perfpred_device_info dev;
     if (perfpred_device_find(ctx, o->devices[0], &dev) != PERFPRED_OK) {
         cli_error("unknown device '%s' (perfpred devices lists them)", o->devices[0]);
@@ -383,31 +264,7 @@ int cmd_predict(const cli_opts *o)
     }
     if (nk > cap) nk = cap;
     double total = p.latency_ms.value;
-    if (o->json) {
-        cJSON *root = cJSON_CreateObject();
-        cJSON_AddStringToObject(root, "model", o->model);
-        cJSON_AddItemToObject(root, "device", cli_json_device(&dev));
-        cJSON_AddItemToObject(root, "prediction", cli_json_prediction(&p));
-        if (o->layers) {
-            cJSON *arr = cJSON_AddArrayToObject(root, "kernels");
-            for (int i = 0; i < nk; i++) {
-                cJSON *k = cJSON_CreateObject();
-                perfpred_layer_info L = perfpred_model_layer(m, ks[i].first_node);
-                cJSON_AddStringToObject(k, "name", L.name);
-                cJSON_AddStringToObject(k, "ops", ks[i].ops);
-                cJSON_AddStringToObject(k, "kind", ks[i].kind);
-                cJSON_AddNumberToObject(k, "latency_ms", ks[i].latency_ms);
-                cJSON_AddNumberToObject(k, "share", total > 0 ? ks[i].latency_ms / total : 0);
-                cJSON_AddNumberToObject(k, "flops", ks[i].flops);
-                cJSON_AddNumberToObject(k, "bytes", ks[i].bytes);
-                cJSON_AddStringToObject(k, "bound", ks[i].memory_bound ? "memory" : "compute");
-                cJSON_AddStringToObject(k, "provenance", perfpred_provenance_str(ks[i].prov));
-                cJSON_AddItemToArray(arr, k);
-            }
-        }
-        if (have_adv) cJSON_AddItemToObject(root, "mig", json_mig_advice(&adv, gpu));
-        cli_print_json(root);
-    } else {
+    {
         if (p.stack)
             printf("%s on %s (%s), batch %lld, runtime stack %s\n", o->model, dev.name,
                    dev.description ? dev.description : "", (long long)p.batch, p.stack);
@@ -443,172 +300,7 @@ out:
     return rc;
 }
 
-/* ------------------------------------------------------------------ compare ---- */
-
-typedef struct cmp_row {
-    perfpred_device_info dev;
-    perfpred_prediction p;
-    int pareto;
-} cmp_row;
-
-/* a dominates b when it is no worse on every figure both have and better on one; a row without a
- * latency neither dominates nor is Pareto-optimal */
-static int dominates(const cmp_row *a, const cmp_row *b)
-{
-    if (!isfinite(a->p.latency_ms.value)) return 0;
-    double av[3] = {a->p.latency_ms.value, a->p.energy_mj.value, a->p.peak_memory_bytes.value};
-    double bv[3] = {b->p.latency_ms.value, b->p.energy_mj.value, b->p.peak_memory_bytes.value};
-    int better = 0;
-    for (int k = 0; k < 3; k++) {
-        if (!isfinite(av[k]) || !isfinite(bv[k])) continue;
-        if (av[k] > bv[k]) return 0;
-        if (av[k] < bv[k]) better = 1;
-    }
-    return better;
-}
-
-/* by latency; rows without one (uncalibrated device lacking figures) last */
-static int cmp_rows(const void *a, const void *b)
-{
-    const cmp_row *x = a, *y = b;
-    int fx = isfinite(x->p.latency_ms.value), fy = isfinite(y->p.latency_ms.value);
-    if (fx != fy) return fy - fx;
-    if (!fx) return strcmp(x->dev.name, y->dev.name);
-    return (x->p.latency_ms.value > y->p.latency_ms.value) -
-           (x->p.latency_ms.value < y->p.latency_ms.value);
-}
-
-int cmd_compare(const cli_opts *o)
-{
-    int rc = 0;
-    perfpred_ctx *ctx = cli_open_ctx(o, &rc);
-    if (!ctx) return rc;
-    for (int d = 0; d < o->n_devices; d++) {
-        perfpred_device_info info;
-        if (perfpred_device_find(ctx, o->devices[d], &info) != PERFPRED_OK) {
-            cli_error("unknown device '%s' (perfpred devices lists them)", o->devices[d]);
-            perfpred_ctx_close(ctx);
-            return EXIT_DEVICE;
-        }
-    }
-    int nb = o->n_batches ? o->n_batches : 1;
-    cmp_row *rows = calloc((size_t)nb * (size_t)o->n_devices, sizeof *rows);
-    int nr = 0;
-    if (!rows) {
-        perfpred_ctx_close(ctx);
-        return EXIT_INTERNAL;
-    }
-    for (int b = 0; b < nb && rc == 0; b++) {
-        perfpred_model *m = cli_load_model(o, o->n_batches ? o->batches[b] : 0, &rc);
-        if (!m) break;
-        for (int d = 0; d < o->n_devices && rc == 0; d++) {
-            char err[1024];
-            cmp_row *r = &rows[nr];
-            perfpred_device_find(ctx, o->devices[d], &r->dev);
-            perfpred_predict_params pp = perfpred_predict_default_params();
-            pp.layer_sum_only = o->layer_sum_only;
-            /* a stack choice applies to the GPUs of the list; the others keep their runtime */
-            if (r->dev.kind && strstr(r->dev.kind, "gpu")) {
-                pp.runtime = o->runtime;
-                pp.precision = o->precision;
-            }
-            perfpred_status st = perfpred_predict(ctx, m, o->devices[d], &pp, &r->p, err, sizeof err);
-            if (st) {
-                cli_error("%s", err);
-                rc = cli_exit_code(st);
-            } else {
-                nr++;
-            }
-        }
-        perfpred_model_free(m);
-    }
-    if (rc) {
-        free(rows);
-        perfpred_ctx_close(ctx);
-        return rc;
-    }
-    for (int i = 0; i < nr; i++) {
-        rows[i].pareto = isfinite(rows[i].p.latency_ms.value);
-        for (int j = 0; j < nr && rows[i].pareto; j++)
-            if (j != i && dominates(&rows[j], &rows[i])) rows[i].pareto = 0;
-    }
-    qsort(rows, (size_t)nr, sizeof *rows, cmp_rows);
-    if (o->json) {
-        cJSON *root = cJSON_CreateObject();
-        cJSON_AddStringToObject(root, "model", o->model);
-        cJSON *arr = cJSON_AddArrayToObject(root, "rows");
-        for (int i = 0; i < nr; i++) {
-            cJSON *r = cJSON_CreateObject();
-            cJSON_AddItemToObject(r, "device", cli_json_device(&rows[i].dev));
-            cJSON_AddItemToObject(r, "prediction", cli_json_prediction(&rows[i].p));
-            if (isfinite(rows[i].p.latency_ms.value) && rows[i].p.latency_ms.value > 0)
-                cJSON_AddNumberToObject(r, "throughput_per_s",
-                                        1e3 * (double)rows[i].p.batch / rows[i].p.latency_ms.value);
-            else cJSON_AddNullToObject(r, "throughput_per_s");
-            cJSON_AddBoolToObject(r, "pareto", rows[i].pareto);
-            cJSON_AddItemToArray(arr, r);
-        }
-        cli_print_json(root);
-    } else {
-        char b1[32], e[32];
-        printf("%s: %d predictions, sorted by latency; * = Pareto-optimal in (latency, energy, "
-               "memory)\n\n", o->model, nr);
-        printf("  %-34s %6s %11s %11s %12s %11s %-4s %-11s\n", "device", "batch", "latency ms",
-               "items/s", "energy mJ", "peak mem", "fits", "latency is");
-        for (int i = 0; i < nr; i++) {
-            const cmp_row *r = &rows[i];
-            if (isfinite(r->p.energy_mj.value)) snprintf(e, sizeof e, "%.3f", r->p.energy_mj.value);
-            else snprintf(e, sizeof e, "-");
-            char lat[32], thr[32];
-            if (isfinite(r->p.latency_ms.value) && r->p.latency_ms.value > 0) {
-                snprintf(lat, sizeof lat, "%.3f", r->p.latency_ms.value);
-                snprintf(thr, sizeof thr, "%.1f", 1e3 * (double)r->p.batch / r->p.latency_ms.value);
-            } else {
-                snprintf(lat, sizeof lat, "-");
-                snprintf(thr, sizeof thr, "-");
-            }
-            printf("%c %-34.34s %6lld %11s %11s %12s %11s %-4s %-11s\n", r->pareto ? '*' : ' ',
-                   r->dev.name, (long long)r->p.batch, lat, thr,
-                   e, cli_fmt_bytes(r->p.peak_memory_bytes.value, b1, sizeof b1),
-                   r->p.fits_in_memory ? "yes" : "NO", perfpred_provenance_str(r->p.latency_ms.prov));
-        }
-        printf("\nenergy is an uncalibrated estimate where no device measured it; memory on GPUs "
-               "with a runtime stack is device memory in use (NVML), elsewhere an estimate; '-' = "
-               "not available (the descriptor lacks the figures: see perfpred devices show NAME)\n");
-    }
-    free(rows);
-    perfpred_ctx_close(ctx);
-    return EXIT_OK_;
-}
-
 /* ---------------------------------------------------------------------- mig ---- */
-
-static cJSON *json_mig_advice(const perfpred_mig_advice *a, const char *gpu)
-{
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "gpu", gpu);
-    if (a->slo_ms > 0) cJSON_AddNumberToObject(root, "slo_ms", a->slo_ms);
-    else cJSON_AddNullToObject(root, "slo_ms");
-    cJSON *arr = cJSON_AddArrayToObject(root, "profiles");
-    for (int i = 0; i < a->n_options; i++) {
-        const perfpred_mig_option *op = &a->options[i];
-        cJSON *r = cJSON_CreateObject();
-        cJSON_AddItemToObject(r, "device", cli_json_device(&op->device));
-        cJSON_AddItemToObject(r, "prediction", cli_json_prediction(&op->pred));
-        cJSON_AddBoolToObject(r, "fits", op->fits);
-        cJSON_AddBoolToObject(r, "meets_slo", op->meets_slo);
-        cJSON_AddNumberToObject(r, "instances", op->instances);
-        cJSON_AddItemToArray(arr, r);
-    }
-    if (a->dippm_choice >= 0)
-        cJSON_AddStringToObject(root, "memory_rule_choice", a->options[a->dippm_choice].device.name);
-    else cJSON_AddNullToObject(root, "memory_rule_choice");
-    if (a->slo_choice >= 0)
-        cJSON_AddStringToObject(root, "slo_choice", a->options[a->slo_choice].device.name);
-    else cJSON_AddNullToObject(root, "slo_choice");
-    cJSON_AddNumberToObject(root, "max_instances_under_slo", a->max_instances_under_slo);
-    return root;
-}
 
 static void print_mig_advice(const perfpred_mig_advice *a, const char *gpu)
 {
@@ -654,6 +346,11 @@ int cmd_mig(const cli_opts *o)
     }
     perfpred_ctx *ctx = cli_open_ctx(o, &rc);
     if (!ctx) return rc;
+    if (o->json) {
+        rc = cli_run_json(o, ctx, "mig");
+        perfpred_ctx_close(ctx);
+        return rc;
+    }
     const char *gpu = o->n_devices ? o->devices[0] : "a100";
     perfpred_model *m = cli_load_model(o, o->n_batches ? o->batches[0] : 0, &rc);
     if (!m) {
@@ -670,10 +367,6 @@ int cmd_mig(const cli_opts *o)
     if (st) {
         cli_error("%s", err);
         rc = cli_exit_code(st);
-    } else if (o->json) {
-        cJSON *root = json_mig_advice(&a, gpu);
-        cJSON_AddStringToObject(root, "model", o->model);
-        cli_print_json(root);
     } else {
         printf("%s, batch %lld\n", o->model, a.n_options ? (long long)a.options[0].pred.batch : 0LL);
         print_mig_advice(&a, gpu);
@@ -741,7 +434,13 @@ int cmd_devices(const cli_opts *o)
             return EXIT_DEVICE;
         }
         if (o->json) {
-            cli_print_json(cli_json_device(&d));
+            const char *one[1] = {o->positional[1]};
+            cli_opts q = *o;
+            memcpy(q.devices, one, sizeof one);
+            q.n_devices = 1;
+            int rc2 = cli_run_json(&q, ctx, "device");
+            perfpred_ctx_close(ctx);
+            return rc2;
         } else {
             char *y = perfpred_device_describe(ctx, o->positional[1]);
             if (y) fputs(y, stdout);
@@ -758,13 +457,7 @@ int cmd_devices(const cli_opts *o)
     }
     int n = perfpred_device_count(ctx);
     if (o->json) {
-        cJSON *arr = cJSON_CreateArray();
-        for (int i = 0; i < n; i++) {
-            perfpred_device_info d;
-            perfpred_device_at(ctx, i, &d);
-            cJSON_AddItemToArray(arr, cli_json_device(&d));
-        }
-        cli_print_json(arr);
+        rc = cli_run_json(o, ctx, "devices");
     } else {
         printf("%-38s %-8s %9s %10s %10s %-22s %s\n", "name", "kind", "memory", "peak TF/s",
                "BW GB/s", "runtime", "calibrated");
@@ -784,5 +477,5 @@ int cmd_devices(const cli_opts *o)
                "GPU runtime stacks\n", n);
     }
     perfpred_ctx_close(ctx);
-    return EXIT_OK_;
+    return rc;
 }

@@ -15,6 +15,7 @@ static const char usage_text[] =
     "  perfpred --device DEV model.onnx [--batch N] [--input NAME=1x3x224x224] [--layers [N]]\n"
     "  perfpred inspect model.onnx [--batch N] [--input NAME=DIMS] [--all]\n"
     "  perfpred compare --device DEV1,DEV2,... model.onnx [--batch 1,8,32]\n"
+    "                   [--plot out.svg [--plot-y energy|memory]]\n"
     "  perfpred mig model.onnx [--device a100|a100-80gb|h100|...] [--slo-ms X] [--batch N]\n"
     "  perfpred devices [show NAME]\n"
     "  perfpred predict-many --device DEV,.. --nb201 cells.txt|--onnx-list files.txt\n"
@@ -30,6 +31,9 @@ static const char usage_text[] =
     "  --input NAME=DIMS   shape of one graph input, e.g. input_ids=1x128 (repeatable)\n"
     "  --layers [N]        add the per-kernel breakdown (top N by time, default 15)\n"
     "  --slo-ms X          latency objective for `mig`\n"
+    "  --plot FILE         compare: draw latency (with its interval) against energy or peak\n"
+    "                      memory with gnuplot, .svg or .png; the Pareto front joined\n"
+    "  --plot-y WHAT       energy (default where the rows have it) or memory\n"
     "  --runtime R         GPUs: the runtime stack's framework: pytorch-eager, torchscript,\n"
     "                      tensorrt (default: the descriptor's; perfpred devices show NAME\n"
     "                      lists a GPU's stacks)\n"
@@ -222,6 +226,14 @@ static int parse_opts(int argc, char **argv, int start, cli_opts *o)
             o->layers = (int)(n[0] > 100000 ? 100000 : n[0]);
         } else if (strcmp(a, "--json") == 0) {
             o->json = 1;
+        } else if (is_opt(a, "--plot")) {
+            if (!(o->plot = opt_value(argc, argv, &i, a, "--plot"))) return -1;
+        } else if (is_opt(a, "--plot-y")) {
+            if (!(o->plot_y = opt_value(argc, argv, &i, a, "--plot-y"))) return -1;
+            if (strcmp(o->plot_y, "energy") != 0 && strcmp(o->plot_y, "memory") != 0) {
+                cli_error("--plot-y: '%s' (energy or memory)", o->plot_y);
+                return -1;
+            }
         } else if (strcmp(a, "--allow-unknown") == 0) {
             o->allow_unknown = 1;
         } else if (strcmp(a, "--layer-sum-only") == 0) {
@@ -300,6 +312,10 @@ int main(int argc, char **argv)
             return EXIT_USAGE;
         }
         return cmd_compare(&o);
+    }
+    if (o.plot || o.plot_y) {
+        cli_error("--plot and --plot-y go with compare");
+        return EXIT_USAGE;
     }
     if (strcmp(cmd, "mig") == 0) return need_model(&o, "mig") ? EXIT_USAGE : cmd_mig(&o);
     /* predict (explicit or implied) */

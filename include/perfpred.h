@@ -187,6 +187,22 @@ typedef struct perfpred_kernel {
     perfpred_provenance prov;
 } perfpred_kernel;
 
+/* How sure a figure is: an interval from the calibration's own held-out residuals (split-conformal
+ * quantiles of log(measured / predicted) on whole-model rows the models never trained on, per
+ * device and answer path; docs/json.md, "Intervals"). n = 0 and lo = hi = NaN when there is none;
+ * source then says why (an uncalibrated estimate, a transferred GPU runtime stack, a device
+ * without held-out rows). */
+typedef struct perfpred_interval {
+    double lo, hi;           /* in the figure's unit; NaN when none */
+    double coverage;         /* nominal share of measurements inside (0.8); 0 when none */
+    double log_lo, log_hi;   /* the quantiles: lo = value x exp(log_lo) */
+    int n;                   /* held-out rows they come from; 0 = no interval */
+    double checked_pct;      /* share of held-out rows inside when the quantiles come from the
+                                other half of the rows (cross-fitted), percent; NaN: unchecked */
+    const char *path;        /* answer path: "layer", "overhead", "gnn", "gated"; NULL if none */
+    const char *source;      /* context-owned or static text: the rows, or why there is none */
+} perfpred_interval;
+
 typedef struct perfpred_prediction {
     const char *device;      /* canonical device name */
     int64_t batch;           /* the model's leading input dim */
@@ -213,6 +229,7 @@ typedef struct perfpred_prediction {
     double host_ms;          /* the host's dispatch time per call (ops x per-op cost) */
     double gpu_ms;           /* the kernels' time on the GPU per call */
     double allocator_peak_bytes; /* weights + peak live activations (torch max_memory_allocated) */
+    perfpred_interval latency_interval; /* how sure latency_ms is (n = 0: no interval) */
 } perfpred_prediction;
 
 typedef struct perfpred_predict_params {
@@ -232,6 +249,23 @@ perfpred_predict_params perfpred_predict_default_params(void);
 perfpred_status perfpred_predict(const perfpred_ctx *ctx, const perfpred_model *m,
                                  const char *device, const perfpred_predict_params *params,
                                  perfpred_prediction *out, char *errbuf, size_t errbuf_len);
+
+/* ---- JSON in, JSON out (predictor/json_api.c): what the CLI's --json prints, for bindings ----
+ * request is one JSON object: {"command": "predict" | "compare" | "mig" | "devices" | "device" |
+ * "inspect", "model": path, "device": name | [names], "batch": n | [n...], "inputs": {name:
+ * [dims]}, "layers": bool, "runtime", "precision", "slo_ms", "layer_sum_only", "allow_unknown",
+ * "all"} (docs/json.md lists which command takes what; an unknown key is an error). The answer is
+ * the command's documented --json object, malloc'd: free it with perfpred_free. On failure NULL,
+ * *status and errbuf say why (the same message the CLI prints). ctx may be NULL for "inspect". */
+char *perfpred_json(const perfpred_ctx *ctx, const char *request, perfpred_status *status,
+                    char *errbuf, size_t errbuf_len);
+
+/* A comparison drawn (calibrate/compare_plot.c): compare_json is perfpred_json's "compare" answer;
+ * path ends in .svg or .png; y is "energy", "memory" or NULL (energy where the rows have it, else
+ * memory). Latency on x with its interval as a bar, one point per device and batch, the Pareto
+ * front of (latency, y) joined; log-log. gnuplot draws into a file beside path, renamed over it. */
+perfpred_status perfpred_compare_plot(const char *compare_json, const char *path, const char *y,
+                                      char *errbuf, size_t errbuf_len);
 
 /* ---- many predictions: architecture searches, zoos (predictor/many.c) ----
  * Every item (an .onnx path, or an architecture: "nb201:<cell>[@dataset]", a bare NAS-Bench-201
@@ -832,6 +866,28 @@ perfpred_status perfpred_scaling_check(const perfpred_scaling_params *p,
                                        size_t errbuf_len);
 
 
+/* ------------------------------------------ held-out residuals -> intervals (calibrate/heldout.c) */
+/* A collector of held-out residuals log(measured / predicted), per answer path ("layer",
+ * "overhead", "gnn", "gated"), filled by the fit commands (perfpred_netfit_params.heldout,
+ * perfpred_overhead_params.heldout) over one fit or several folds. */
+typedef struct perfpred_heldout perfpred_heldout;
+perfpred_heldout *perfpred_heldout_new(void);
+void perfpred_heldout_free(perfpred_heldout *h);
+/* One held-out row: model names the network (rows of one model fall on the same side of the
+ * coverage check). measured and predicted > 0. */
+perfpred_status perfpred_heldout_add(perfpred_heldout *h, const char *path, const char *model,
+                                     double measured, double predicted);
+/* The 80 % interval the rows of path give (lo/hi = exp of the quantiles, as factors of a
+ * prediction; source NULL): n = 0 when too few rows (fewer than 9). */
+perfpred_interval perfpred_heldout_interval(const perfpred_heldout *h, const char *path);
+/* Writes every path with enough rows into <dir>/intervals.json (dir NULL:
+ * <config_dir>/artifacts/<device>), replacing those paths' entries and keeping the others,
+ * write-then-rename. data names the rows and the command, stored beside the quantiles.
+ * *n_written (may be NULL) gets how many paths were written. */
+perfpred_status perfpred_heldout_write(const perfpred_heldout *h, const char *device,
+                                       const char *dir, const char *config_dir, const char *data,
+                                       int *n_written, char *errbuf, size_t errbuf_len);
+
 /* ------------------------------------------- graph-level correction (calibrate/netfit_api.c) ---- */
 
 /* Trains (or, with evaluate_only, judges) a device's graph-level GNN correction from whole-network
@@ -852,6 +908,8 @@ typedef struct perfpred_netfit_params {
     int threads;                 /* OpenBLAS threads for training (default 2) */
     perfpred_log_fn log;
     void *log_user;
+    perfpred_heldout *heldout;   /* NULL, or collects the held-out rows' residuals per answer
+                                    path (perfpred_heldout_write turns them into intervals) */
     const char *heldout_families; /* comma-separated families to hold out (training never sees
                                      them; evaluation is on them); NULL: family hash buckets */
     int epochs, hidden;          /* GNN size and training length; 0: defaults (60, 32) */
@@ -919,6 +977,9 @@ typedef struct perfpred_overhead_params {
     const char *config_dir;  /* NULL: the default */
     const char *out_dir;     /* NULL: config_dir/artifacts/<device> */
     int dry_run;
+    perfpred_heldout *heldout; /* NULL, or collects the folds' held-out residuals: path "layer"
+                                  (every row: the layer models never saw a whole network) and
+                                  "overhead" (each fold's rows, fitted on the other folds) */
 } perfpred_overhead_params;
 
 typedef struct perfpred_overhead_fold {

@@ -9,6 +9,7 @@
 #include "graph_gnn/graph_gnn.h"
 #include "layer_models/layer_models.h"
 #include "predictor/calib.h"
+#include "predictor/interval.h"
 #include "predictor/power.h"
 #include "predictor/predictor.h"
 #include "predictor/stack.h"
@@ -21,6 +22,7 @@ struct perfpred_ctx {
     pp_power_set power;  /* fitted GPU board power (configs/artifacts/gpu-power.json) */
     char *config_dir;
     pp_logger log;
+    pp_interval_set *intervals; /* held-out latency quantiles per device and answer path */
 };
 
 const pp_calib *pp_ctx_calib(const perfpred_ctx *ctx) { return ctx ? ctx->calib : NULL; }
@@ -94,6 +96,7 @@ perfpred_ctx *perfpred_ctx_open(const perfpred_ctx_params *params, perfpred_stat
     st = pp_power_set_load(dir, &ctx->power, &err);
     if (st) goto fail;
     st = stack_texts(ctx, &err);
+    if (!st) st = pp_interval_set_load(ctx->db, dir, &ctx->intervals, &err);
     if (st) goto fail;
     pp_log(&ctx->log, PERFPRED_LOG_INFO, "loaded %d device descriptors from %s",
            pp_devices_count(ctx->db), devdir);
@@ -110,6 +113,7 @@ void perfpred_ctx_close(perfpred_ctx *ctx)
 {
     if (!ctx) return;
     pp_calib_close(ctx->calib);
+    pp_interval_set_free(ctx->intervals);
     for (int i = 0; ctx->stack_text && i < pp_devices_count(ctx->db); i++)
         free(ctx->stack_text[i]);
     free(ctx->stack_text);
@@ -729,6 +733,9 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
         free(sk);
         free(scratch);
         free(node_ms);
+        /* stack answers carry no interval yet: pp_interval_apply with the stack's quantiles */
+        pp_interval_none(&out->latency_interval, "no interval: GPU runtime stack predictions "
+                                                 "carry none yet");
         return sst ? sst : finish_prediction(d, out, err);
     }
 
@@ -825,6 +832,8 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
     out->peak_memory_bytes.prov = PERFPRED_PROV_ESTIMATE;
     out->peak_memory_bytes.source =
         "weights + peak live activations + runtime workspace and overhead (uncalibrated)";
+    pp_interval_attach(ctx->intervals, d, out->latency_ms.prov, corrected, out->correction_gated,
+                       ovh_src != NULL, out->latency_ms.value, &out->latency_interval);
     return finish_prediction(d, out, err);
 }
 

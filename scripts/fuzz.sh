@@ -19,7 +19,7 @@ CC="$cc" cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPERFPRED_F
 harnesses=("$@")
 if [ ${#harnesses[@]} -eq 0 ]; then
   harnesses=(onnx yaml layer_csv net_csv gnn_weights gnn_manifest overhead lm_set deepbench mobile
-             neusight gpu_artifacts power_sweep)
+             neusight gpu_artifacts power_sweep intervals)
 fi
 targets=()
 for h in "${harnesses[@]}"; do targets+=(--target "fuzz_$h"); done

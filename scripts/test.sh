@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/test.sh: the second command of the README, and what CI runs. Installs what is missing,
-# builds with warnings as errors, runs the whole cmocka suite (ctest) and the runners' Python tests,
+# builds with warnings as errors, runs the whole cmocka suite (ctest), the runners' Python tests and
+# the perfpred Python package's tests,
 # then builds again under AddressSanitizer + UndefinedBehaviorSanitizer and runs the suite again,
 # runs the concurrent-prediction tests under ThreadSanitizer (build-tsan/), and finally runs each
 # libFuzzer harness of tests/fuzz for a short smoke time (PP_FUZZ_SMOKE_SECONDS, default 5: the
@@ -20,6 +21,10 @@ echo "== runners (Python unittest)"
 if [ -d tests/runners ]; then
   /usr/bin/python3 -m unittest discover -s tests/runners
 fi
+
+echo "== the Python package (unittest, against build-test's library)"
+PERFPRED_LIB="$PWD/build-test/libperfpred.so" PERFPRED_CLI="$PWD/build-test/perfpred" \
+  PYTHONPATH="$PWD/python" /usr/bin/python3 -m unittest discover -s tests/python
 
 echo "== build under ASan + UBSan"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DPERFPRED_WERROR=ON -DPERFPRED_SANITIZE=ON >/dev/null

@@ -20,4 +20,15 @@ out=$(PERFPRED_CONFIG_DIR="$prefix/share/perfpred/configs" "$prefix/predict" \
 echo "$out"
 echo "$out" | grep -q "on a100-sxm4-40gb-mig-3g.20gb: 20 params, 16 MACs"
 echo "$out" | grep -q "^latency "
+# the installed Python package finds the installed library through pkg-config (not with a
+# sanitized library: the ASan runtime would have to load before python)
+if [ -z "$san" ] && [ -x /usr/bin/python3 ]; then
+  py=$(cd / && env -u PERFPRED_LIB PYTHONPATH="$prefix/share/perfpred/python" \
+       PERFPRED_CONFIG_DIR="$prefix/share/perfpred/configs" /usr/bin/python3 -c "
+import perfpred
+p = perfpred.predict('$src/tests/fixtures/malformed/control.onnx', device='rpi5')
+print(perfpred.find_library(), p.device, p.latency.value > 0)")
+  echo "$py"
+  echo "$py" | grep -q "^$prefix/lib/libperfpred.so rpi5 True$"
+fi
 echo "install_and_pkgconfig: 1 passed, 0 failed"

@@ -25,6 +25,7 @@
 #include "layer_models/layer_models.h"
 #include "calibrate/fit_power.h"
 #include "predictor/calib.h"
+#include "predictor/interval.h"
 #include "predictor/power.h"
 #include "predictor/stack.h"
 
@@ -186,6 +187,20 @@ int pp_fuzz_overhead(const uint8_t *data, size_t len)
     pp_calib *c = NULL;
     (void)pp_calib_open(real_db(), cfg, &c, NULL);
     pp_calib_close(c);
+    return 0;
+}
+
+int pp_fuzz_intervals(const uint8_t *data, size_t len)
+{
+    char cfg[512], dir[600], p[700];
+    path_in(cfg, sizeof cfg, "iv-config");
+    snprintf(dir, sizeof dir, "%s/artifacts/host-cpu", cfg);
+    mkdirs(dir);
+    snprintf(p, sizeof p, "%s/intervals.json", dir);
+    put(p, data, len);
+    pp_interval_set *s = NULL;
+    (void)pp_interval_set_load(real_db(), cfg, &s, NULL);
+    pp_interval_set_free(s);
     return 0;
 }
 
@@ -401,5 +416,6 @@ const pp_fuzz_entry pp_fuzz_entries[] = {
     {"neusight", pp_fuzz_neusight},
     {"gpu_artifacts", pp_fuzz_gpu_artifacts},
     {"power_sweep", pp_fuzz_power_sweep},
+    {"intervals", pp_fuzz_intervals},
     {NULL, NULL},
 };

@@ -24,4 +24,5 @@ int pp_fuzz_mobile(const uint8_t *data, size_t len);
 int pp_fuzz_neusight(const uint8_t *data, size_t len);
 int pp_fuzz_gpu_artifacts(const uint8_t *data, size_t len);
 int pp_fuzz_power_sweep(const uint8_t *data, size_t len);
+int pp_fuzz_intervals(const uint8_t *data, size_t len);
 #endif
