@@ -2,7 +2,7 @@
  * a phone from 20 measurements"): a GNN pretrained on other devices' NAS rows, its globals carrying
  * a hardware embedding, fine-tuned on a handful of the target's measurements. A study, not product:
  * it links the library's internals (calibrate/netsets.h) and ships nothing. The sample cache below
- * is the one of calibrate/fit_networks.c, which keeps its own private copy. */
+ * is a copy of calibrate/fit_networks.c's, which is private there. */
 #include "lab/fewshot.h"
 #include "predictor/calib.h"
 
