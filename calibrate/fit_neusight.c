@@ -362,7 +362,7 @@ static perfpred_status fit_group(fit_state *s, const kind_group *g, pp_err *err)
 
     /* as for measured layers (fit_layers.c): a model that loses to its own roofline on the rows
      * it never saw is reported, not shipped (NeuSight's P4 linear sweep ran 3.5x slower than its
-     * test rows, tools/neusight_sweep_vs_test.py) */
+     * test rows, lab/neusight_sweep_vs_test.py) */
     if (kr->model.mape_pct > kr->roofline.mape_pct) {
         s->rep->n_kinds++;
         goto done;

@@ -2,7 +2,8 @@
  * correction trained on them. netsets.c builds the graphs of measured rows (model refs resolved by
  * graph/build_ref.c) and imports HELP, HW-NAS-Bench-360 and Eagle's LatBench
  * into pp_net_row tables read in place; fit_networks.c trains the GNN correction of
- * docs/networks.md (latency = layer sum x exp(correction)) per device, and its few-shot variant.
+ * docs/networks.md (latency = layer sum x exp(correction)) per device (the few-shot study is
+ * lab/fewshot.c).
  * Ownership: tables from the importers are the caller's (pp_net_table_free); graphs from the
  * resolver are the caller's (pp_graph_free); reports are caller-owned structs. */
 #ifndef PP_NETSETS_H
@@ -170,29 +171,5 @@ perfpred_status pp_fit_networks(const char *device, const pp_net_row *rows, int 
 perfpred_status pp_eval_networks(const char *device, const pp_net_row *rows, int n_rows,
                                  const pp_fitnet_params *params, const char *artifact_dir,
                                  pp_fitnet_report *report, pp_err *err);
-
-typedef struct pp_fewshot_report {
-    int n_pretrain_rows, n_pretrain_devices;
-    int n_shots, n_eval;
-    int direct;               /* 1: the target has no layer sum of its own (reference device's) */
-    pp_metrics before;        /* pretrained model on the evaluation rows (shots excluded) */
-    pp_metrics after;         /* after fine-tuning on the shots */
-    pp_metrics layer_sum;     /* the predictor alone, when the device has a layer sum */
-    double seconds_total;
-} pp_fewshot_report;
-
-/* Few-shot calibration of a new device (HELP's setting): pretrains the model on the rows of
- * pretrain_devices (globals include the descriptor figures and a hardware embedding: the device's
- * log-ratios of the shot architectures, centred), picks n_shots architectures of the target by
- * hash, fine-tunes on them and reports Spearman and MAPE on the target's held-out architectures
- * (hash buckets below heldout_pct, never seen in pretraining). Every sample carries the layer times
- * of one reference device (the target when it has a layer sum, else the first pretraining device
- * that has one); the target is log(measured / reference layer sum) minus the device's mean over its
- * shots. Only rows at the target's batch size are used. */
-perfpred_status pp_fit_networks_fewshot(const char *target_device, int n_shots,
-                                        const char *const *pretrain_devices, int n_pretrain,
-                                        const pp_net_row *rows, int n_rows,
-                                        const pp_fitnet_params *params, pp_fewshot_report *report,
-                                        pp_err *err);
 
 #endif

@@ -151,7 +151,7 @@ class CudaEventTimer:
 
 def fastest_after_scrub(fn, scrub, burst, clock=time.perf_counter):
     """Seconds of the fastest of `burst` calls of fn, each after scrub() (untimed): the cold-cache
-    sample the tools/ checks take (tools/composite_op_check.py, tools/matmul_layout_check.py)."""
+    sample the lab/ checks take (lab/composite_op_check.py, lab/matmul_layout_check.py)."""
     best = math.inf
     for _ in range(burst):
         scrub()

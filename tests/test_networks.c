@@ -533,47 +533,6 @@ static void fit_should_refuse_a_device_without_layer_sum(void **state)
                      PERFPRED_ERR_INVALID_ARG);
 }
 
-static void fewshot_should_pretrain_on_other_devices_and_adapt(void **state)
-{
-    (void)state;
-    pp_net_table *all = real_rpi4();
-    if (!all) skip();
-    static const char *const more[2] = {"pixel3", "xeon-gold-6226"};
-    pp_err err = {0};
-    for (int i = 0; i < 2; i++) {
-        pp_netset_opts o = pp_netset_default_opts();
-        o.device = more[i];
-        pp_net_table *t = NULL;
-        assert_int_equal(pp_netset_import("help-nb201", &o, &t, NULL, &err), PERFPRED_OK);
-        assert_int_equal(pp_net_table_append(all, t, &err), PERFPRED_OK);
-        pp_net_table_free(t);
-    }
-    assert_int_equal(all->n, 3 * 15625);
-    pp_fitnet_params p = small_params();
-    p.max_train = 80;
-    p.gnn.epochs = 3;
-    const char *pre[2] = {"rpi4", "gold_6226"};
-    pp_fewshot_report r;
-    if (pp_fit_networks_fewshot("pixel3", 5, pre, 2, all->rows, all->n, &p, &r, &err))
-        fail_msg("%s", err.msg);
-    assert_int_equal(r.direct, 1); /* pixel3 has no layer sum: rpi4's layer times are the reference */
-    assert_int_equal(r.n_shots, 5);
-    assert_int_equal(r.n_pretrain_devices, 2);
-    assert_true(r.n_pretrain_rows >= 80 && r.n_pretrain_rows <= 90);
-    assert_true(r.n_eval > 1000); /* pixel3's held-out cells that run (not constant) */
-    assert_int_equal(r.before.n, r.n_eval);
-    assert_int_equal(r.after.n, r.n_eval);
-    assert_true(isfinite(r.before.spearman) && isfinite(r.after.spearman));
-    assert_true(r.after.spearman > 0.5);
-    /* unknown devices and too few shots are errors */
-    const char *bad[1] = {"no-such-board"};
-    assert_int_equal(pp_fit_networks_fewshot("pixel3", 5, bad, 1, all->rows, all->n, &p, &r, &err),
-                     PERFPRED_ERR_DEVICE);
-    assert_int_equal(pp_fit_networks_fewshot("pixel3", 1, pre, 2, all->rows, all->n, &p, &r, &err),
-                     PERFPRED_ERR_INVALID_ARG);
-    pp_net_table_free(all);
-}
-
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
     (void)sb;
@@ -605,7 +564,6 @@ int main(void)
         cmocka_unit_test(fit_should_hold_out_the_listed_families),
         cmocka_unit_test(eval_layer_sum_only_should_leave_out_the_correction),
         cmocka_unit_test(fit_should_refuse_a_device_without_layer_sum),
-        cmocka_unit_test(fewshot_should_pretrain_on_other_devices_and_adapt),
     };
     return cmocka_run_group_tests(tests, NULL, remove_temp_dirs);
 }

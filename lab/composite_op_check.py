@@ -14,7 +14,7 @@ times, after a --scrub-mb cache scrub before every call (the layer runner's prot
 and prints each beside eager / first. It is the evidence behind timing a composite op as its
 one operator (docs/calibration.md); it measures, it trains nothing.
 
-  /usr/bin/python3 tools/composite_op_check.py
+  /usr/bin/python3 lab/composite_op_check.py
 """
 
 import argparse

@@ -23,7 +23,7 @@ at all:
 - beyond: test rows with a dim larger than every sweep row's, where the sweep says nothing. GEMM kernels change with shape (cuBLAS picks tiles), so the GEMM
   floor is looser physics than the [B, H] one.
 
-  /usr/bin/python3 tools/neusight_sweep_vs_test.py ../shared/datasets/neusight
+  /usr/bin/python3 lab/neusight_sweep_vs_test.py ../shared/datasets/neusight
 
 Reads the CSVs in place; trains nothing.
 """

@@ -9,7 +9,7 @@ a visit per layer (K samples), then K passes over all layers. Prints per layer t
 each visit sample position 1..K, the median of the pass calls, pass / first visit sample, and the
 minor page faults per call in each mode (getrusage), with the machine, torch and UTC time.
 
-  /usr/bin/python3 tools/visit_vs_pass_check.py --scrub-mb 24 --rounds 15
+  /usr/bin/python3 lab/visit_vs_pass_check.py --scrub-mb 24 --rounds 15
 
 Trains nothing; measures this machine (PyTorch eager, fp32, one thread by default).
 """

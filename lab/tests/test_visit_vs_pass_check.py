@@ -1,4 +1,4 @@
-"""tools/visit_vs_pass_check.py: its summary of visit and pass timings, on numbers worked out by
+"""lab/visit_vs_pass_check.py: its summary of visit and pass timings, on numbers worked out by
 hand (the measuring part needs torch and a quiet machine, and is run by hand)."""
 
 import os
@@ -7,7 +7,7 @@ import unittest
 
 from _common import REPO
 
-sys.path.insert(0, os.path.join(REPO, "tools"))
+sys.path.insert(0, os.path.join(REPO, "lab"))
 import visit_vs_pass_check as vp  # noqa: E402
 
 

@@ -1,4 +1,4 @@
-"""tools/neusight_sweep_vs_test.py: the neighbour ratio, the monotone floor and the rows beyond
+"""lab/neusight_sweep_vs_test.py: the neighbour ratio, the monotone floor and the rows beyond
 the sweep, on rows worked out by hand."""
 
 import os
@@ -8,7 +8,7 @@ import unittest
 
 from _common import REPO
 
-sys.path.insert(0, os.path.join(REPO, "tools"))
+sys.path.insert(0, os.path.join(REPO, "lab"))
 import neusight_sweep_vs_test as sv  # noqa: E402
 
 # [B, H] rows; throughputs B x H / ms: 100,000, 105,000 and 95,000; median 100,000

@@ -17,7 +17,7 @@ predicted by the one value that minimises its own MAPE (the median weighted by 1
 chosen knowing every answer, so no predictor can do better), lone cells exactly; no function of
 the deployed network, however trained, has a lower MAPE over all the cells.
 
-  /usr/bin/python3 tools/nb201_copies_floor.py ../shared/datasets/help/help_nasbench201_latency.csv raspi4_ms
+  /usr/bin/python3 lab/nb201_copies_floor.py ../shared/datasets/help/help_nasbench201_latency.csv raspi4_ms
 
 Reads the CSV in place; trains nothing.
 """

@@ -1,4 +1,4 @@
-"""tools/composite_op_check.py and tools/matmul_layout_check.py: the parts that decide what is
+"""lab/composite_op_check.py and lab/matmul_layout_check.py: the parts that decide what is
 timed. The decompositions must compute what the eager ops compute (else the check compares
 different work), and the layout check must pick exactly the MatMul rows whose second input is a
 2-D weight (the timing itself needs a quiet machine and is run by hand)."""
@@ -11,7 +11,7 @@ import unittest
 
 from _common import REPO
 
-sys.path.insert(0, os.path.join(REPO, "tools"))
+sys.path.insert(0, os.path.join(REPO, "lab"))
 import composite_op_check as cc  # noqa: E402
 import matmul_layout_check as ml  # noqa: E402
 

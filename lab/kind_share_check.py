@@ -13,7 +13,7 @@ subsets of c and d that keeps them >= 0; what a forward pass spends that layers 
 time do not see), and the same without d. It trains nothing that ships; it is the evidence next
 to the GNN correction's fold tables in README.md ("host-cpu" and "epyc-kvm-2vcpu" accuracy).
 
-  /usr/bin/python3 tools/kind_share_check.py --device host-cpu \\
+  /usr/bin/python3 lab/kind_share_check.py --device host-cpu \\
       --networks data/host-cpu/networks.csv \\
       --folds "googlenet,mnasnet,regnet,shufflenet,squeezenet;resnet,resnext,densenet,alexnet;..."
 

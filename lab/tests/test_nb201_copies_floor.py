@@ -1,4 +1,4 @@
-"""tools/nb201_copies_floor.py: the `;prune` deployment of a NAS-Bench-201 cell (as
+"""lab/nb201_copies_floor.py: the `;prune` deployment of a NAS-Bench-201 cell (as
 graph/build_nb201.c builds it), the operation counts and the leave-one-out errors, on cells worked
 out by hand."""
 
@@ -11,7 +11,7 @@ from io import StringIO
 
 from _common import REPO
 
-sys.path.insert(0, os.path.join(REPO, "tools"))
+sys.path.insert(0, os.path.join(REPO, "lab"))
 import nb201_copies_floor as nf  # noqa: E402
 
 

@@ -8,8 +8,8 @@
 # environment passes those files as --rescale-layers (rows of a later session, rescaled by anchors),
 # and RESCALE_BY_CLASS=1 adds --rescale-by-class.
 #
-#   bash tools/split_seed_check.sh DEVICE LAYERS.csv[,..] NETWORKS.csv FAM1,FAM2,.. [SEED ..]
-#   bash tools/split_seed_check.sh epyc-kvm-2vcpu data/epyc-kvm-2vcpu/layers-s24-first2-round1.csv,... \
+#   bash lab/split_seed_check.sh DEVICE LAYERS.csv[,..] NETWORKS.csv FAM1,FAM2,.. [SEED ..]
+#   bash lab/split_seed_check.sh epyc-kvm-2vcpu data/epyc-kvm-2vcpu/layers-s24-first2-round1.csv,... \
 #       data/epyc-kvm-2vcpu/networks-2.csv googlenet,mnasnet,regnet,shufflenet,squeezenet 42 1 2 3 4 5
 set -euo pipefail
 if [ $# -lt 4 ]; then

@@ -10,7 +10,7 @@ page. Prints, per model and setting, the fastest and median pass and the median 
 The evidence behind the per-megabyte term of the in-network overhead correction (README,
 "epyc-kvm-2vcpu"); it measures, it trains nothing.
 
-  /usr/bin/python3 tools/page_fault_check.py efficientnet_b0 mnasnet0_5 regnet_x_400mf resnet18
+  /usr/bin/python3 lab/page_fault_check.py efficientnet_b0 mnasnet0_5 regnet_x_400mf resnet18
 """
 
 import argparse

@@ -1,0 +1,574 @@
+/* lab/fewshot.c: few-shot calibration of a new device in HELP's setting (docs/networks.md, "Few-shot:
+ * a phone from 20 measurements"): a GNN pretrained on other devices' NAS rows, its globals carrying
+ * a hardware embedding, fine-tuned on a handful of the target's measurements. A study, not product:
+ * it links the library's internals (calibrate/netsets.h) and ships nothing. The sample cache below
+ * is a copy of calibrate/fit_networks.c's, which is private there. */
+#include "lab/fewshot.h"
+#include "predictor/calib.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------- the sample cache ---- */
+
+/* One built network: keyed by (model ref, batch, input shapes); shared by every row naming it. */
+typedef enum { ENT_NEW = 0, ENT_OK, ENT_CONSTANT, ENT_FAILED } ent_state;
+
+typedef struct entry {
+    const char *model, *shapes;   /* borrowed from the rows */
+    int64_t batch;
+    ent_state state;
+    pp_gnn_graph s;               /* owns its memory (pp_gnn_graph_clear) */
+    pp_fitnet_sums sum;
+} entry;
+
+typedef struct cache {
+    entry *e;
+    int n, cap;
+    int *slot;                    /* open addressing: entry index + 1 */
+    size_t nslot;
+} cache;
+
+static uint64_t fnv(const char *s, uint64_t h)
+{
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+#define FNV0 1469598103934665603ull
+
+static uint64_t entry_hash(const char *model, const char *shapes, int64_t batch)
+{
+    uint64_t h = fnv(shapes ? shapes : "", fnv(model, FNV0));
+    return (h ^ (uint64_t)batch) * 1099511628211ull;
+}
+
+static void cache_free(cache *c)
+{
+    for (int i = 0; i < c->n; i++) pp_gnn_graph_clear(&c->e[i].s);
+    free(c->e);
+    free(c->slot);
+    memset(c, 0, sizeof *c);
+}
+
+/* Index of the entry for a row (created in state ENT_NEW when absent), -1 on OOM. */
+static int cache_get(cache *c, const pp_net_row *r)
+{
+    const char *shapes = r->input_shapes ? r->input_shapes : "";
+    if ((size_t)(c->n + 1) * 2 > c->nslot) {
+        size_t ns = c->nslot ? c->nslot * 2 : 1024;
+        int *sl = calloc(ns, sizeof *sl);
+        if (!sl) return -1;
+        for (int i = 0; i < c->n; i++) {
+            size_t h = entry_hash(c->e[i].model, c->e[i].shapes, c->e[i].batch) & (ns - 1);
+            while (sl[h]) h = (h + 1) & (ns - 1);
+            sl[h] = i + 1;
+        }
+        free(c->slot);
+        c->slot = sl;
+        c->nslot = ns;
+    }
+    size_t h = entry_hash(r->model, shapes, r->batch) & (c->nslot - 1);
+    while (c->slot[h]) {
+        entry *e = &c->e[c->slot[h] - 1];
+        if (e->batch == r->batch && !strcmp(e->model, r->model) && !strcmp(e->shapes, shapes))
+            return c->slot[h] - 1;
+        h = (h + 1) & (c->nslot - 1);
+    }
+    if (c->n == c->cap) {
+        int nc = c->cap ? 2 * c->cap : 256;
+        entry *ne = realloc(c->e, (size_t)nc * sizeof *ne);
+        if (!ne) return -1;
+        c->e = ne;
+        c->cap = nc;
+    }
+    entry *e = &c->e[c->n];
+    memset(e, 0, sizeof *e);
+    e->model = r->model;
+    e->shapes = shapes;
+    e->batch = r->batch;
+    c->slot[h] = c->n + 1;
+    return c->n++;
+}
+
+/* Copies s into out[n], cut short if it does not fit. */
+static void copy_cut(char *out, size_t n, const char *s)
+{
+    size_t l = strlen(s);
+    if (l >= n) l = n - 1;
+    memcpy(out, s, l);
+    out[l] = '\0';
+}
+
+/* Builds an entry's sample on device (once). Failures are recorded in the entry, not returned:
+ * the caller counts them; only OOM and a device without latency stop the fit. */
+static perfpred_status entry_build(const perfpred_ctx *ctx, entry *e, const pp_net_row *r,
+                                   const char *table_path, const char *device, char *fail,
+                                   size_t fail_n, pp_err *err)
+{
+    if (e->state != ENT_NEW) return PERFPRED_OK;
+    pp_err e2 = {0};
+    pp_graph *g = NULL;
+    perfpred_status st = pp_net_row_graph(r, table_path, &g, &e2);
+    if (st == PERFPRED_ERR_UNSUPPORTED && pp_net_ref_is_builtin(r->model) &&
+        (strstr(r->model, ";fold") || strstr(r->model, ";prune"))) {
+        e->state = ENT_CONSTANT;
+        return PERFPRED_OK;
+    }
+    if (st == PERFPRED_ERR_NOMEM) return pp_err_set(err, st, "%s", e2.msg);
+    if (st) {
+        e->state = ENT_FAILED;
+        if (fail && !fail[0]) copy_cut(fail, fail_n, e2.msg);
+        return PERFPRED_OK;
+    }
+    perfpred_model *m = pp_model_wrap(g);
+    if (!m) {
+        pp_graph_free(g);
+        return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+    }
+    st = pp_fitnet_sample(ctx, m, device, &e->s, &e->sum, &e2);
+    perfpred_model_free(m);
+    if (st == PERFPRED_ERR_DEVICE || st == PERFPRED_ERR_NOMEM) return pp_err_set(err, st, "%s", e2.msg);
+    if (st) {
+        e->state = ENT_FAILED;
+        if (fail && !fail[0]) copy_cut(fail, fail_n, e2.msg);
+        return PERFPRED_OK;
+    }
+    e->state = ENT_OK;
+    return PERFPRED_OK;
+}
+
+/* Bucket 0..99 of a row: its family's hash bucket, else a hash of the family name. */
+static int row_bucket(const pp_net_row *r)
+{
+    int b = pp_net_family_bucket(r->family);
+    return b >= 0 ? b : (int)(fnv(r->family ? r->family : "", FNV0) % 100);
+}
+
+typedef struct keyed {
+    uint64_t key;
+    int idx;
+} keyed;
+
+static int cmp_keyed(const void *a, const void *b)
+{
+    const keyed *x = a, *y = b;
+    if (x->key != y->key) return x->key < y->key ? -1 : 1;
+    return x->idx - y->idx;
+}
+
+
+static perfpred_status open_ctx(const char *config_dir, perfpred_ctx **ctx, pp_err *err)
+{
+    perfpred_ctx_params cp = perfpred_ctx_default_params();
+    cp.config_dir = config_dir;
+    perfpred_status st;
+    char msg[PP_ERR_MSG];
+    *ctx = perfpred_ctx_open(&cp, &st, msg, sizeof msg);
+    return *ctx ? PERFPRED_OK : pp_err_set(err, st, "%s", msg);
+}
+
+/* ---------------------------------------------------------------- few-shot ---- */
+
+/* The architecture a row names, without deployment options: "nb201:<cell>@cifar10". */
+static void arch_key(const char *model, char *out, size_t n)
+{
+    size_t l = strcspn(model, ";");
+    if (!pp_net_ref_is_builtin(model)) l = strlen(model);
+    if (l >= n) l = n - 1;
+    memcpy(out, model, l);
+    out[l] = '\0';
+}
+
+typedef struct fs_row {
+    int row;          /* index into rows */
+    int dev;          /* 0 = target, 1.. = pretrain devices */
+    uint64_t arch;    /* hash of arch_key */
+} fs_row;
+
+/* log(measured / reference layer sum) of row r on its entry, NaN when unusable. */
+static double fs_ratio(const cache *c, int ent, const pp_net_row *r)
+{
+    const entry *e = &c->e[ent];
+    if (e->state != ENT_OK || !(e->sum.layer_ms > 0)) return NAN;
+    return log(r->latency_ms / e->sum.layer_ms);
+}
+
+/* Fine-tuning on the shots: Adam from the pretrained weights with an L2 pull back to them
+ * (w -= lr (mhat / (sqrt(vhat) + eps) + pull (w - w0))), full batch, a fixed number of steps. */
+static perfpred_status fine_tune(pp_gnn *g, const pp_gnn_graph *s, const int *idx, int n, int steps,
+                                 double lr, double pull, pp_err *err)
+{
+    size_t np = g->n_params;
+    float *w0 = malloc(np * sizeof *w0), *m = calloc(np, sizeof *m), *v = calloc(np, sizeof *v);
+    if (!w0 || !m || !v) {
+        free(w0);
+        free(m);
+        free(v);
+        return pp_err_set(err, PERFPRED_ERR_NOMEM, "fine-tune: out of memory");
+    }
+    memcpy(w0, g->w, np * sizeof *w0);
+    perfpred_status st = PERFPRED_OK;
+    for (int t = 1; t <= steps && !st; t++) {
+        double loss;
+        if ((st = pp_gnn_loss_grad(g, s, idx, n, &loss, err))) break;
+        double c1 = 1.0 / (1.0 - pow(0.9, t)), c2 = 1.0 / (1.0 - pow(0.999, t));
+        for (size_t i = 0; i < np; i++) {
+            float gr = g->grad[i];
+            m[i] = 0.9f * m[i] + 0.1f * gr;
+            v[i] = 0.999f * v[i] + 0.001f * gr * gr;
+            double step = (m[i] * c1) / (sqrt(v[i] * c2) + 1e-8) + pull * (g->w[i] - w0[i]);
+            g->w[i] -= (float)(lr * step);
+        }
+    }
+    free(w0);
+    free(m);
+    free(v);
+    return st;
+}
+
+static perfpred_status fs_metrics(const pp_gnn *g, const pp_gnn_graph *s, const int *idx, int n,
+                                  const double *base, const double *meas, double offset,
+                                  pp_metrics *out, pp_err *err)
+{
+    double *pred = malloc(((size_t)n + 1) * sizeof *pred), *ms = malloc(((size_t)n + 1) * sizeof *ms);
+    if (!pred || !ms) {
+        free(pred);
+        free(ms);
+        return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+    }
+    perfpred_status st = PERFPRED_OK;
+    for (int i = 0; i < n && !st; i++) {
+        double o[PP_GNN_MAX_TARGETS];
+        st = pp_gnn_forward(g, &s[idx[i]], o, err);
+        pred[i] = base[idx[i]] * exp(o[0] + offset);
+        ms[i] = meas[idx[i]];
+    }
+    if (!st) st = pp_metrics_compute(pred, ms, n, out, err);
+    free(pred);
+    free(ms);
+    return st;
+}
+
+perfpred_status lab_fewshot_fit(const char *target_device, int n_shots,
+                                const char *const *pretrain_devices, int n_pretrain,
+                                const pp_net_row *rows, int n_rows,
+                                const pp_fitnet_params *params, lab_fewshot_report *report,
+                                pp_err *err)
+{
+    pp_fitnet_params p = params ? *params : pp_fitnet_default_params();
+    lab_fewshot_report rep_local, *rep = report ? report : &rep_local;
+    memset(rep, 0, sizeof *rep);
+    double t0 = pp_now_s();
+    if (!target_device || !rows || n_shots < 2 || n_shots > 256 || n_pretrain < 1 ||
+        n_pretrain > 64 || !pretrain_devices)
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                          "few-shot: need a target, 2..256 shots and 1..64 pretraining devices");
+    perfpred_status st = pp_gnn_check_params(&p.gnn, err);
+    if (st) return st;
+    perfpred_ctx *ctx;
+    if ((st = open_ctx(p.config_dir, &ctx, err))) return st;
+    const int nd = n_pretrain + 1;
+    const char *dev[65];
+    perfpred_device_info info[65];
+    for (int d = 0; d < nd; d++) {
+        const char *name = d == 0 ? target_device : pretrain_devices[d - 1];
+        if (!name || perfpred_device_find(ctx, name, &info[d])) {
+            perfpred_ctx_close(ctx);
+            return pp_err_set(err, PERFPRED_ERR_DEVICE, "few-shot: unknown device '%s'",
+                              name ? name : "(null)");
+        }
+        dev[d] = info[d].name;
+    }
+    fs_row *fr = malloc(((size_t)n_rows + 1) * sizeof *fr);
+    int n_fr = 0, *shots = NULL, *evalr = NULL, *pre = NULL, *val = NULL, *ent = NULL;
+    pp_gnn_graph *smp = NULL;
+    float *glob = NULL;
+    double *base = NULL, *meas = NULL, offset[65];
+    uint64_t *shot_arch = NULL;
+    pp_gnn *g = NULL;
+    cache c;
+    memset(&c, 0, sizeof c);
+    const char *ref_dev = NULL;
+    if (!fr) goto oom;
+    /* a device is one (descriptor, batch): every row must share the target's batch */
+    int64_t batch = -1;
+    for (int i = 0; i < n_rows && batch < 0; i++) {
+        perfpred_device_info ri;
+        if (rows[i].device && !perfpred_device_find(ctx, rows[i].device, &ri) &&
+            !strcmp(ri.name, dev[0]))
+            batch = rows[i].batch;
+    }
+    for (int i = 0; i < n_rows; i++) {
+        perfpred_device_info ri;
+        if (!rows[i].device || rows[i].batch != batch ||
+            perfpred_device_find(ctx, rows[i].device, &ri))
+            continue;
+        for (int d = 0; d < nd; d++)
+            if (!strcmp(ri.name, dev[d])) {
+                char key[600];
+                arch_key(rows[i].model, key, sizeof key);
+                fr[n_fr].row = i;
+                fr[n_fr].dev = d;
+                fr[n_fr].arch = fnv(key, FNV0);
+                n_fr++;
+                break;
+            }
+    }
+    /* the reference device whose layer times every sample carries: the first (target, then the
+     * pretraining devices in order) whose first buildable row gets a layer sum */
+    for (int d = 0; d < nd && !ref_dev; d++) {
+        for (int k = 0; k < n_fr && !ref_dev; k++) {
+            if (fr[k].dev != d) continue;
+            int e = cache_get(&c, &rows[fr[k].row]);
+            if (e < 0) goto oom;
+            pp_err e2 = {0};
+            st = entry_build(ctx, &c.e[e], &rows[fr[k].row], p.table_path, dev[d], NULL, 0, &e2);
+            if (st == PERFPRED_ERR_DEVICE) {
+                st = PERFPRED_OK;
+                break; /* this device has no layer sum */
+            }
+            if (st) {
+                *err = e2;
+                goto done;
+            }
+            if (c.e[e].state == ENT_OK) ref_dev = dev[d];
+        }
+        if (!ref_dev) cache_free(&c); /* entries built on another device's layer times */
+    }
+    if (!ref_dev) {
+        st = pp_err_set(err, PERFPRED_ERR_DEVICE,
+                        "few-shot: neither the target nor a pretraining device gives a layer sum");
+        goto done;
+    }
+    rep->direct = strcmp(ref_dev, dev[0]) != 0;
+    /* samples for every candidate row (held-out buckets: target evaluation; others: pretraining) */
+    ent = malloc(((size_t)n_fr + 1) * sizeof *ent);
+    meas = malloc(((size_t)n_fr + 1) * sizeof *meas);
+    base = malloc(((size_t)n_fr + 1) * sizeof *base);
+    if (!ent || !meas || !base) goto oom;
+    /* pretraining rows: per device, the first max_train / n_pretrain architectures by hash */
+    int per_dev = p.max_train / n_pretrain > 8 ? p.max_train / n_pretrain : 8;
+    keyed *ord = malloc(((size_t)n_fr + 1) * sizeof *ord);
+    if (!ord) goto oom;
+    for (int k = 0; k < n_fr; k++) {
+        ord[k].key = fr[k].arch ^ (p.gnn.seed * 0x9e3779b97f4a7c15ull);
+        ord[k].idx = k;
+    }
+    qsort(ord, (size_t)n_fr, sizeof *ord, cmp_keyed);
+    int taken[65] = {0};
+    int *use = calloc((size_t)n_fr + 1, sizeof *use); /* 1 pretrain/shot candidate, 2 evaluation */
+    if (!use) {
+        free(ord);
+        goto oom;
+    }
+    for (int q = 0; q < n_fr; q++) {
+        int k = ord[q].idx, b = row_bucket(&rows[fr[k].row]);
+        if (fr[k].dev == 0) use[k] = b < p.heldout_pct ? 2 : 3; /* 3: shot candidate, lazily */
+        else if (b >= p.heldout_pct && taken[fr[k].dev] < per_dev) {
+            use[k] = 1;
+            taken[fr[k].dev]++;
+        }
+    }
+    free(ord);
+    for (int k = 0; k < n_fr; k++) {
+        ent[k] = -1;
+        if (!use[k] || use[k] == 3) continue;
+        const pp_net_row *r = &rows[fr[k].row];
+        int e = cache_get(&c, r);
+        if (e < 0) {
+            free(use);
+            goto oom;
+        }
+        if ((st = entry_build(ctx, &c.e[e], r, p.table_path, ref_dev, NULL, 0, err))) {
+            free(use);
+            goto done;
+        }
+        double lr = fs_ratio(&c, e, r);
+        if (!isfinite(lr)) continue;
+        ent[k] = e;
+        meas[k] = r->latency_ms;
+        base[k] = c.e[e].sum.layer_ms;
+    }
+    /* shots: the first n_shots target architectures (hash order) measured on every device */
+    shot_arch = calloc((size_t)n_shots, sizeof *shot_arch);
+    double (*shot_val)[65] = calloc((size_t)n_shots, sizeof *shot_val);
+    shots = malloc((size_t)n_shots * sizeof *shots);
+    if (!shot_arch || !shot_val || !shots) {
+        free(use);
+        free(shot_val);
+        goto oom;
+    }
+    {
+        keyed *tk = malloc(((size_t)n_fr + 1) * sizeof *tk);
+        int nt = 0;
+        if (!tk) {
+            free(use);
+            free(shot_val);
+            goto oom;
+        }
+        for (int k = 0; k < n_fr; k++)
+            if (fr[k].dev == 0 && use[k] == 3) {
+                tk[nt].key = fr[k].arch ^ (p.gnn.seed * 0xd1b54a32d192ed03ull);
+                tk[nt++].idx = k;
+            }
+        qsort(tk, (size_t)nt, sizeof *tk, cmp_keyed);
+        for (int q = 0; q < nt && rep->n_shots < n_shots; q++) {
+            int k = tk[q].idx, ok = 1;
+            double v[65];
+            const pp_net_row *rk = &rows[fr[k].row];
+            int ek = cache_get(&c, rk);
+            if (ek < 0) {
+                free(tk);
+                free(use);
+                free(shot_val);
+                goto oom;
+            }
+            if ((st = entry_build(ctx, &c.e[ek], rk, p.table_path, ref_dev, NULL, 0, err))) {
+                free(tk);
+                free(use);
+                free(shot_val);
+                goto done;
+            }
+            v[0] = fs_ratio(&c, ek, rk);
+            ok = isfinite(v[0]);
+            for (int d = 1; d < nd && ok; d++) {
+                ok = 0;
+                for (int j = 0; j < n_fr; j++)
+                    if (fr[j].dev == d && fr[j].arch == fr[k].arch) {
+                        const pp_net_row *r = &rows[fr[j].row];
+                        int e = cache_get(&c, r);
+                        if (e < 0) {
+                            free(tk);
+                            free(use);
+                            free(shot_val);
+                            goto oom;
+                        }
+                        if ((st = entry_build(ctx, &c.e[e], r, p.table_path, ref_dev, NULL, 0,
+                                              err))) {
+                            free(tk);
+                            free(use);
+                            free(shot_val);
+                            goto done;
+                        }
+                        v[d] = fs_ratio(&c, e, r);
+                        ok = isfinite(v[d]);
+                        break;
+                    }
+            }
+            if (!ok) continue;
+            ent[k] = ek;
+            meas[k] = rk->latency_ms;
+            base[k] = c.e[ek].sum.layer_ms;
+            use[k] = 1;
+            shots[rep->n_shots] = k;
+            shot_arch[rep->n_shots] = fr[k].arch;
+            for (int d = 0; d < nd; d++) shot_val[rep->n_shots][d] = v[d];
+            rep->n_shots++;
+        }
+        free(tk);
+    }
+    if (rep->n_shots < n_shots) {
+        free(use);
+        free(shot_val);
+        st = pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                        "few-shot: only %d of %d shot architectures are measured on every device",
+                        rep->n_shots, n_shots);
+        goto done;
+    }
+    /* hardware embedding: each device's shot log-ratios, centred; offset = their mean */
+    const int G = PP_FITNET_N_GLOBALS + n_shots;
+    for (int d = 0; d < nd; d++) {
+        double s = 0;
+        for (int q = 0; q < n_shots; q++) s += shot_val[q][d];
+        offset[d] = s / n_shots;
+    }
+    smp = calloc((size_t)n_fr + 1, sizeof *smp);
+    glob = malloc(((size_t)n_fr + 1) * (size_t)G * sizeof *glob);
+    pre = malloc(((size_t)n_fr + 1) * sizeof *pre);
+    val = malloc(((size_t)n_fr + 1) * sizeof *val);
+    evalr = malloc(((size_t)n_fr + 1) * sizeof *evalr);
+    if (!smp || !glob || !pre || !val || !evalr) {
+        free(use);
+        free(shot_val);
+        goto oom;
+    }
+    int n_pre = 0, n_val = 0, seen[65] = {0};
+    for (int k = 0; k < n_fr; k++) {
+        if (ent[k] < 0 || use[k] == 3) continue;
+        const entry *e = &c.e[ent[k]];
+        int d = fr[k].dev;
+        smp[k] = e->s;
+        smp[k].mem = NULL;
+        smp[k].n_globals = G;
+        float *u = glob + (size_t)k * (size_t)G;
+        for (int j = 0; j < PP_FITNET_N_GLOBALS; j++) u[j] = e->s.globals[j];
+        /* the sample's own device figures, not the reference device's */
+        u[4] = info[d].peak_tflops > 0 ? (float)log(info[d].peak_tflops) : 0.0f;
+        u[5] = info[d].memory_bandwidth_gbs > 0 ? (float)log(info[d].memory_bandwidth_gbs) : 0.0f;
+        for (int q = 0; q < n_shots; q++)
+            u[PP_FITNET_N_GLOBALS + q] = (float)(shot_val[q][d] - offset[d]);
+        smp[k].globals = u;
+        memset(smp[k].mask, 0, sizeof smp[k].mask);
+        smp[k].y[0] = (float)(fs_ratio(&c, ent[k], &rows[fr[k].row]) - offset[d]);
+        smp[k].mask[0] = 1;
+        if (d == 0) {
+            if (use[k] == 2) evalr[rep->n_eval++] = k;
+            continue;
+        }
+        if (!seen[d]++) rep->n_pretrain_devices++;
+        /* validation: one pretraining row in ten, by architecture hash */
+        if ((fr[k].arch >> 7) % 10 == 0) val[n_val++] = k;
+        else pre[n_pre++] = k;
+    }
+    free(use);
+    free(shot_val);
+    rep->n_pretrain_rows = n_pre + n_val;
+    if (n_pre < 2 || rep->n_eval < 2) {
+        st = pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                        "few-shot: %d pretraining and %d evaluation rows", n_pre, rep->n_eval);
+        goto done;
+    }
+    st = pp_gnn_new(PP_GNN_GRAPH_NODE_FEAT, PP_GNN_GRAPH_EDGE_FEAT, G, 1, &p.gnn, &g, err);
+    if (!st) st = pp_gnn_train(g, smp, n_fr, pre, n_pre, val, n_val, NULL, err);
+    if (!st) st = fs_metrics(g, smp, evalr, rep->n_eval, base, meas, offset[0], &rep->before, err);
+    if (!st) st = fine_tune(g, smp, shots, n_shots, 60, p.gnn.lr * 0.5, 1e-3, err);
+    if (!st) st = fs_metrics(g, smp, evalr, rep->n_eval, base, meas, offset[0], &rep->after, err);
+    if (!st && !rep->direct) {
+        double *ones = malloc(((size_t)rep->n_eval + 1) * sizeof *ones);
+        double *ms = malloc(((size_t)rep->n_eval + 1) * sizeof *ms);
+        if (!ones || !ms) st = pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+        for (int i = 0; !st && i < rep->n_eval; i++) {
+            ones[i] = base[evalr[i]];
+            ms[i] = meas[evalr[i]];
+        }
+        if (!st) st = pp_metrics_compute(ones, ms, rep->n_eval, &rep->layer_sum, err);
+        free(ones);
+        free(ms);
+    }
+    pp_log(&p.log, PERFPRED_LOG_INFO,
+           "few-shot %s: reference layer times from %s, %d pretraining rows on %d devices, %d "
+           "shots, %d evaluation rows",
+           dev[0], ref_dev, rep->n_pretrain_rows, rep->n_pretrain_devices, n_shots, rep->n_eval);
+    goto done;
+oom:
+    st = pp_err_set(err, PERFPRED_ERR_NOMEM, "few-shot: out of memory");
+done:
+    rep->seconds_total = pp_now_s() - t0;
+    pp_gnn_free(g);
+    free(fr);
+    free(shots);
+    free(evalr);
+    free(pre);
+    free(val);
+    free(ent);
+    free(smp);
+    free(glob);
+    free(base);
+    free(meas);
+    free(shot_arch);
+    cache_free(&c);
+    perfpred_ctx_close(ctx);
+    return st;
+}
