@@ -733,9 +733,13 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
         free(sk);
         free(scratch);
         free(node_ms);
-        /* stack answers carry no interval yet: pp_interval_apply with the stack's quantiles */
-        pp_interval_none(&out->latency_interval, "no interval: GPU runtime stack predictions "
-                                                 "carry none yet");
+        /* the stack's quantiles from rows of GPUs its fits did not see */
+        if (stk->latency_iv[out->batch >= 16].n > 0)
+            pp_interval_apply(&stk->latency_iv[out->batch >= 16], out->latency_ms.value, "stack",
+                              &out->latency_interval);
+        else
+            pp_interval_none(&out->latency_interval,
+                             "no interval: this runtime stack was fitted without held-out GPUs");
         return sst ? sst : finish_prediction(d, out, err);
     }
 

@@ -312,6 +312,28 @@ static perfpred_status parse_stack(const cJSON *o, const char *path, pp_stack *s
             (st = num_field(iv, path, "checked_pct", 0, 100, &s->iv_checked_pct, err)))
             return st;
         s->n_interval = (int)n;
+        for (int c = 0; c < 2; c++) {
+            /* the rows per batch class came after the bounds: without them (an artifact of the
+             * first interval fits) the bounds stay in the report and predictions carry none */
+            const char *key = c ? "rows_batch_ge16" : "rows_batch_lt16";
+            double nc = 0;
+            if (cJSON_GetObjectItemCaseSensitive(iv, key) &&
+                (st = num_field(iv, path, key, 0, n, &nc, err)))
+                return st;
+            s->iv_n[c] = (int)nc;
+            pp_interval_q *q = &s->latency_iv[c];
+            q->n = s->iv_n[c];
+            q->log_lo = s->iv_lat_lo[c];
+            q->log_hi = s->iv_lat_hi[c];
+            q->coverage = s->iv_coverage;
+            q->check_n = s->n_interval;
+            q->check_pct = s->iv_checked_pct;
+            snprintf(q->source, sizeof q->source,
+                     "leave-one-GPU-out rows of framework-tax-gpus at batch %s 16 (%d rows, "
+                     "each predicted by the %s stack fitted without its GPU; calibrate "
+                     "fit-stacks)",
+                     c ? ">=" : "<", s->iv_n[c], s->name);
+        }
     }
     const cJSON *ctx = cJSON_GetObjectItemCaseSensitive(o, "context_mb");
     if (!cJSON_IsArray(ctx) || cJSON_GetArraySize(ctx) < 1 ||
@@ -389,6 +411,8 @@ cJSON *pp_stack_json(const pp_stack *s)
         cJSON *iv = cJSON_AddObjectToObject(o, "interval");
         if (!iv) goto nomem;
         cJSON_AddNumberToObject(iv, "rows", s->n_interval);
+        cJSON_AddNumberToObject(iv, "rows_batch_lt16", s->iv_n[0]);
+        cJSON_AddNumberToObject(iv, "rows_batch_ge16", s->iv_n[1]);
         cJSON_AddNumberToObject(iv, "coverage", s->iv_coverage);
         cJSON_AddNumberToObject(iv, "latency_log_lo_batch_lt16", s->iv_lat_lo[0]);
         cJSON_AddNumberToObject(iv, "latency_log_hi_batch_lt16", s->iv_lat_hi[0]);

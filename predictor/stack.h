@@ -13,6 +13,7 @@
 
 #include "devices/devices.h"
 #include "graph/graph.h"
+#include "predictor/interval.h"
 
 /* Kernel classes: each has its own host cost and its own fraction of the peak. */
 typedef enum pp_stack_class {
@@ -57,8 +58,10 @@ typedef struct pp_stack {
     double iv_coverage;            /* 0.8: the interval holds 80 % of held-out rows */
     double iv_lat_lo[2], iv_lat_hi[2];
     double iv_mem_lo, iv_mem_hi;
+    int iv_n[2];                   /* rows of each batch class */
     double iv_checked_pct;         /* held-out rows inside when each GPU's bounds come from the
                                       other GPUs' rows (cross-fitted), percent */
+    pp_interval_q latency_iv[2];   /* the above as predictions apply them (filled at load) */
     char trained_on[256];          /* the GPUs whose rows fitted it, comma-separated */
     char source[256];              /* the data it was fitted on */
 } pp_stack;

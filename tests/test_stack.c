@@ -218,9 +218,33 @@ static void stack_artifact_should_round_trip_and_name_a_bad_field(void **state)
     s.iv_coverage = 0.8;
     s.iv_lat_lo[0] = -0.4, s.iv_lat_hi[0] = 0.3, s.iv_lat_lo[1] = -0.2, s.iv_lat_hi[1] = 0.25;
     s.iv_mem_lo = -0.1, s.iv_mem_hi = 0.5, s.iv_checked_pct = 77.5;
+    s.iv_n[0] = 70, s.iv_n[1] = 50;
     assert_int_equal(pp_stack_save(&s, path, NULL, &err), PERFPRED_OK);
     assert_int_equal(pp_stack_load(path, &back, &err), PERFPRED_OK);
     assert_int_equal(back.n_interval, 120);
+    /* each batch class applies its own bounds and row count */
+    assert_int_equal(back.latency_iv[0].n, 70);
+    assert_int_equal(back.latency_iv[1].n, 50);
+    assert_rel_close(back.latency_iv[1].log_lo, -0.2, 1e-15);
+    assert_rel_close(back.latency_iv[0].log_hi, 0.3, 1e-15);
+    {   /* an artifact without the per-class counts loads, and its predictions carry no interval */
+        char *t = pp_test_read_text(path);
+        assert_non_null(t);
+        char *k = strstr(t, "\"rows_batch_lt16\"");
+        assert_non_null(k);
+        memcpy(k + 1, "xxxx", 4);
+        const char *old = pp_test_tmpfile(t, strlen(t), ".json");
+        free(t);
+        pp_stack o;
+        assert_int_equal(pp_stack_load(old, &o, &err), PERFPRED_OK);
+        assert_int_equal(o.latency_iv[0].n, 0);
+        assert_int_equal(o.latency_iv[1].n, 50);
+        perfpred_interval iv;
+        pp_interval_apply(&o.latency_iv[0], 10.0, "stack", &iv);
+        assert_true(isnan(iv.lo));
+        pp_interval_apply(&o.latency_iv[1], 10.0, "stack", &iv);
+        assert_rel_close(iv.lo, 10.0 * exp(-0.2), 1e-12);
+    }
     assert_rel_close(back.iv_lat_lo[0], -0.4, 1e-15);
     assert_rel_close(back.iv_lat_hi[1], 0.25, 1e-15);
     assert_rel_close(back.iv_mem_hi, 0.5, 1e-15);
