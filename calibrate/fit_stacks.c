@@ -41,6 +41,7 @@ static const char *const gpu_map[][2] = {
     {"1080ti", "gtx-1080-ti"},   {"2080ti", "rtx-2080-ti"},        {"3090", "rtx-3090"},
     {"3090-1", "rtx-3090"},      {"a6000", "rtx-a6000"},           {"rtx-8000", "quadro-rtx-8000"},
     {"titanx", "titan-x-pascal"}, {"v100", "v100-sxm2-32gb"},
+    {"h100", "h100-sxm5-80gb"},  /* the project's own (data/gpu-stacks) */
 };
 
 /* The authors' short names -> torchvision exports (SOURCE.md), checked by parameter count. */
@@ -213,10 +214,12 @@ static int on_record(const pp_csv_record *rec, int is_header, void *user, pp_err
     for (int c = 0; c < 6; c++) f[c] = D->col[c] < rec->n_fields ? rec->fields[D->col[c]] : "";
     int model = model_index(f[0]);
     if (model < 0) return 0; /* language and timm models: no torchvision export */
-    double batch, lat, mem, params, insz;
+    /* an empty max_memory (a run whose NVML reading failed) keeps the row for latency only */
+    double batch, lat, mem = NAN, params, insz;
     if (!f[3][0] || pp_parse_double(f[1], &batch) || pp_parse_double(f[3], &lat) ||
-        pp_parse_double(f[4], &mem) || pp_parse_double(f[5], &params) ||
-        pp_parse_double(f[2], &insz) || batch < 1 || batch > 4096 || !(lat > 0) || !(mem > 0)) {
+        (f[4][0] && (pp_parse_double(f[4], &mem) || !(mem > 0))) ||
+        pp_parse_double(f[5], &params) || pp_parse_double(f[2], &insz) || batch < 1 ||
+        batch > 4096 || !(lat > 0)) {
         skip(D, "%s:%d: missing or bad number", rec->path, rec->line);
         return 0;
     }
@@ -276,10 +279,10 @@ static int wanted_file(const data *D, const char *stem)
     return 0;
 }
 
-static perfpred_status read_folder(data *D, const char *folder, pp_err *err)
+static perfpred_status read_folder(data *D, const char *top, const char *folder, pp_err *err)
 {
     char dir[4096];
-    snprintf(dir, sizeof dir, "%s/%s", D->p->data_dir, folder);
+    snprintf(dir, sizeof dir, "%s/%s", top, folder);
     DIR *dp = opendir(dir);
     if (!dp) return pp_err_set(err, PERFPRED_ERR_IO, "%s: cannot open", dir);
     char *names[64];
@@ -343,19 +346,12 @@ static int on_reference(const pp_csv_record *rec, int is_header, void *user, pp_
     return 0;
 }
 
-/* Run folders of the stack: "<date>_<suffix>", read in name order. */
-static perfpred_status read_data(data *D, pp_err *err)
+/* Run folders of the stack in top: "<date>_<suffix>", read in name order and numbered from
+ * *folder_no on (a folder's number tells repeats of one configuration apart). */
+static perfpred_status read_top(data *D, const char *top, int *folder_no, pp_err *err)
 {
-    char ref[4096];
-    snprintf(ref, sizeof ref, "%s/reference.csv", D->p->models_dir);
-    FILE *rf = fopen(ref, "r");
-    if (rf) {
-        fclose(rf);
-        perfpred_status rs = pp_csv_read(ref, on_reference, D, err);
-        if (rs) return rs;
-    }
-    DIR *dp = opendir(D->p->data_dir);
-    if (!dp) return pp_err_set(err, PERFPRED_ERR_IO, "%s: cannot open", D->p->data_dir);
+    DIR *dp = opendir(top);
+    if (!dp) return pp_err_set(err, PERFPRED_ERR_IO, "%s: cannot open", top);
     char *names[128];
     int n = 0;
     struct dirent *e;
@@ -367,11 +363,27 @@ static perfpred_status read_data(data *D, pp_err *err)
     qsort(names, (size_t)n, sizeof *names, cmp_str);
     perfpred_status st = PERFPRED_OK;
     for (int i = 0; i < n; i++) {
-        D->cur_folder = i;
-        if (!st) st = names[i] ? read_folder(D, names[i], err)
+        D->cur_folder = (*folder_no)++;
+        if (!st) st = names[i] ? read_folder(D, top, names[i], err)
                                : pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
         free(names[i]);
     }
+    return st;
+}
+
+static perfpred_status read_data(data *D, pp_err *err)
+{
+    char ref[4096];
+    snprintf(ref, sizeof ref, "%s/reference.csv", D->p->models_dir);
+    FILE *rf = fopen(ref, "r");
+    if (rf) {
+        fclose(rf);
+        perfpred_status rs = pp_csv_read(ref, on_reference, D, err);
+        if (rs) return rs;
+    }
+    int folder_no = 0;
+    perfpred_status st = read_top(D, D->p->data_dir, &folder_no, err);
+    if (!st && D->p->own_data_dir) st = read_top(D, D->p->own_data_dir, &folder_no, err);
     if (!st && D->n_rows == 0)
         st = pp_err_set(err, PERFPRED_ERR_PARSE, "%s: no usable rows for stack %s (folders *_%s)",
                         D->p->data_dir, stack_defs[D->si].name, stack_defs[D->si].suffix);
@@ -519,7 +531,7 @@ static void fit_memory(const data *D, int held, int fam, pp_stack *s, double *bu
                 const row *r = &D->rows[i];
                 const cfg *c = &D->cfgs[r->cfg];
                 if (held_row(held, fam, D, r) || fabs(r->dev->compute_capability - cc) > 1e-9 ||
-                    c->batch > 2)
+                    c->batch > 2 || isnan(r->mem_bytes))
                     continue;
                 buf[n++] = (r->mem_bytes - bf * (c->w + f * c->act)) / 1048576.0;
             }
@@ -533,7 +545,8 @@ static void fit_memory(const data *D, int held, int fam, pp_stack *s, double *bu
         for (int i = 0; i < D->n_rows; i++) {
             const row *r = &D->rows[i];
             const cfg *c = &D->cfgs[r->cfg];
-            if (held_row(held, fam, D, r) || c->batch < 16 || !(c->act > 0)) continue;
+            if (held_row(held, fam, D, r) || c->batch < 16 || !(c->act > 0) || isnan(r->mem_bytes))
+                continue;
             double ctx = pp_stack_context_mb(s, r->dev->compute_capability, NULL) * 1048576.0;
             buf[n++] = (r->mem_bytes - ctx - bf * c->w) / (bf * c->act);
         }
@@ -601,7 +614,7 @@ static void mape_rows(const data *D, const pp_stack *s, int gpu, int fam, double
                       pp_fitstack_gpu *g, int train)
 {
     double se = 0, sl = 0, sm = 0;
-    int ns = 0, nl = 0, n = 0;
+    int ns = 0, nl = 0, n = 0, nm = 0;
     for (int i = 0; i < D->n_rows; i++) {
         const row *r = &D->rows[i];
         if ((gpu >= 0 && r->gpu != gpu) ||
@@ -615,7 +628,7 @@ static void mape_rows(const data *D, const pp_stack *s, int gpu, int fam, double
         }
         if (c->batch < 16) sl += e, ns++;
         else se += e, nl++;
-        sm += fabs(mem_pred(s, r, c) / r->mem_bytes - 1) * 100;
+        if (!isnan(r->mem_bytes)) sm += fabs(mem_pred(s, r, c) / r->mem_bytes - 1) * 100, nm++;
         n++;
     }
     if (train) {
@@ -628,26 +641,17 @@ static void mape_rows(const data *D, const pp_stack *s, int gpu, int fam, double
     g->mape_small = ns ? sl / ns : NAN;
     g->mape_large = nl ? se / nl : NAN;
     g->mape_all = n ? (sl + se) / n : NAN;
-    g->mape_memory = n ? sm / n : NAN;
+    g->n_memory = nm;
+    g->mape_memory = nm ? sm / nm : NAN;
 }
 
-static int cmp_dbl(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Split-conformal bounds of v[0..n) (sorted here) for a two-sided interval of coverage cov: the
- * ceil((n + 1)(1 - a/2))-th smallest and its mirror, a = 1 - cov; widened to hold 0 (the
- * prediction itself). 0 when n is too small for the level. */
+/* Split-conformal bounds of v[0..n) (pp_interval_quantiles, which sorts v) for coverage cov,
+ * widened to hold 0 (the prediction itself). 0 when n is too small for the level. */
 static int conformal(double *v, int n, double cov, double *lo, double *hi)
 {
-    double a = 1 - cov;
-    int k = (int)ceil((n + 1) * (1 - a / 2));
-    if (n < 2 || k > n) return 0;
-    qsort(v, (size_t)n, sizeof *v, cmp_dbl);
-    *lo = fmin(0, v[n - k]);
-    *hi = fmax(0, v[k - 1]);
+    if (pp_interval_quantiles(v, n, cov, lo, hi)) return 0;
+    *lo = fmin(0, *lo);
+    *hi = fmax(0, *hi);
     return 1;
 }
 
@@ -659,7 +663,9 @@ static int residuals(const data *D, const fit_job *jobs, int skip, int cls, doub
     for (int i = 0; i < D->n_rows; i++) {
         const row *r = &D->rows[i];
         const cfg *c = &D->cfgs[r->cfg];
-        if (r->gpu == skip || (cls < 2 && (c->batch >= 16) != cls)) continue;
+        if (r->gpu == skip || (cls < 2 && (c->batch >= 16) != cls) ||
+            (cls == 2 && isnan(r->mem_bytes)))
+            continue;
         const pp_stack *s = &jobs[r->gpu + 1].s;
         v[n++] = cls < 2 ? log(r->lat_ms / row_latency(s, r, c, jobs[0].scratch))
                          : log(r->mem_bytes / mem_pred(s, r, c));
@@ -680,6 +686,7 @@ static perfpred_status intervals(const data *D, const fit_job *jobs, pp_fitstack
     for (int cls = 0; cls < 3 && ok; cls++) {
         int m = residuals(D, jobs, -1, cls, v);
         n += cls < 2 ? m : 0;
+        if (cls < 2) s->iv_n[cls] = m;
         ok = cls < 2 ? conformal(v, m, cov, &s->iv_lat_lo[cls], &s->iv_lat_hi[cls])
                      : conformal(v, m, cov, &s->iv_mem_lo, &s->iv_mem_hi);
     }
@@ -866,20 +873,22 @@ perfpred_status pp_fitstack_run(const pp_device_db *db, const pp_fitstack_params
                 mape_rows(&D, &jobs[gi + 1].s, gi, -1, jobs[0].scratch, g, 0);
                 if (g->n_small) ls += g->mape_small * g->n_small, nls += g->n_small;
                 if (g->n_large) ll += g->mape_large * g->n_large, nll += g->n_large;
-                lm += g->mape_memory * g->n_rows, nlm += g->n_rows;
+                if (g->n_memory) lm += g->mape_memory * g->n_memory, nlm += g->n_memory;
             } else {
                 g->mape_small = g->mape_large = g->mape_all = g->mape_memory = NAN;
                 for (int i = 0; i < D.n_rows; i++) g->n_rows += D.rows[i].gpu == gi;
             }
         }
+        int ntm = 0;
         for (int i = 0; i < D.n_rows; i++) {
             const row *r = &D.rows[i];
             const cfg *c = &D.cfgs[r->cfg];
             tl += fabs(row_latency(&rep->stack, r, c, jobs[0].scratch) / r->lat_ms - 1) * 100;
-            tm += fabs(mem_pred(&rep->stack, r, c) / r->mem_bytes - 1) * 100;
+            if (!isnan(r->mem_bytes))
+                tm += fabs(mem_pred(&rep->stack, r, c) / r->mem_bytes - 1) * 100, ntm++;
         }
         rep->train_mape = tl / D.n_rows;
-        rep->train_mape_memory = tm / D.n_rows;
+        rep->train_mape_memory = ntm ? tm / ntm : NAN;
         rep->logo_small = nls ? ls / nls : NAN;
         rep->logo_large = nll ? ll / nll : NAN;
         rep->logo_memory = nlm ? lm / nlm : NAN;
@@ -893,7 +902,7 @@ perfpred_status pp_fitstack_run(const pp_device_db *db, const pp_fitstack_params
             g->train_mape = g->repeat_mape = NAN;
             if (g->n_small) fs += g->mape_small * g->n_small, nfs += g->n_small;
             if (g->n_large) fl += g->mape_large * g->n_large, nfl += g->n_large;
-            fm += g->mape_memory * g->n_rows, nfm += g->n_rows;
+            if (g->n_memory) fm += g->mape_memory * g->n_memory, nfm += g->n_memory;
         }
         if (n_fam) {
             rep->lofo_small = nfs ? fs / nfs : NAN;
@@ -998,6 +1007,7 @@ perfpred_status perfpred_calibrate_fit_stacks(const perfpred_ctx *ctx,
     }
     pp_fitstack_params p = pp_fitstack_default_params();
     p.data_dir = pub->data_dir;
+    p.own_data_dir = pub->own_data_dir;
     p.models_dir = pub->models_dir;
     p.threads = pub->threads > 0 ? pub->threads : 1;
     p.leave_one_out = pub->leave_one_out;

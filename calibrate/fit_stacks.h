@@ -13,6 +13,7 @@
 
 typedef struct pp_fitstack_params {
     const char *data_dir;    /* ../shared/datasets/framework-tax-gpus */
+    const char *own_data_dir; /* the project's own GPUs, same layout (data/gpu-stacks), or NULL */
     const char *models_dir;  /* weightless torchvision ONNX exports (tests/fixtures/models) */
     const char *stack;       /* one stack name, or NULL for all six */
     int threads;             /* leave-one-GPU-out fits in parallel (>= 1) */
@@ -27,6 +28,7 @@ pp_fitstack_params pp_fitstack_default_params(void);
 typedef struct pp_fitstack_gpu {
     char device[64];         /* descriptor name the GPU file maps to */
     int n_rows, n_small, n_large; /* rows; batch < 16; batch >= 16 */
+    int n_memory;            /* rows with a memory reading */
     double mape_small, mape_large, mape_all, mape_memory; /* held out (leave_one_out), % */
     double train_mape;       /* of the all-GPU fit on this GPU's rows, % */
     double repeat_mape;      /* run folders measuring the same configuration twice, %, NaN if none */

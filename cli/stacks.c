@@ -9,11 +9,12 @@
 static const char usage[] =
     "usage: perfpred calibrate fit-stacks --data DIR [options]\n"
     "  --data DIR        framework-tax-gpus (../shared/datasets/framework-tax-gpus)\n"
+    "  --own-data DIR    the project's own GPUs in the same layout (data/gpu-stacks)\n"
     "  --models DIR      weightless torchvision ONNX exports (default tests/fixtures/models)\n"
     "  --stack NAME      one of pytorch-eager-fp32, pytorch-eager-fp16, torchscript-fp32,\n"
     "                    torchscript-fp16, tensorrt-fp32, tensorrt-fp16 (default: all six)\n"
     "  --gpus A,B        GPU files to read (file stems: 1080ti, 2080ti, 3090, A6000, RTX-8000,\n"
-    "                    TitanX, v100); default all\n"
+    "                    TitanX, v100; own: h100); default all\n"
     "  --threads N       fits in parallel (default 1)\n"
     "  --no-holdout      skip the leave-one-GPU-out refits\n"
     "  --families        also leave each model family out (10 more fits per stack)\n"
@@ -99,6 +100,7 @@ int cli_fit_stacks_main(int argc, char **argv)
         const char *a = argv[i];
         int has = i + 1 < argc;
         if (strcmp(a, "--data") == 0 && has) p.data_dir = argv[++i];
+        else if (strcmp(a, "--own-data") == 0 && has) p.own_data_dir = argv[++i];
         else if (strcmp(a, "--models") == 0 && has) p.models_dir = argv[++i];
         else if (strcmp(a, "--stack") == 0 && has) p.stack = argv[++i];
         else if (strcmp(a, "--gpus") == 0 && has) p.gpu_files = argv[++i];

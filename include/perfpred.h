@@ -342,6 +342,8 @@ perfpred_status perfpred_mig_advise_params(const perfpred_ctx *ctx, const perfpr
  * leave-one-GPU-out errors per GPU, and the run folders' repeat disagreement. */
 typedef struct perfpred_stackfit_params {
     const char *data_dir;    /* ../shared/datasets/framework-tax-gpus */
+    const char *own_data_dir; /* the project's own GPUs in the same layout (data/gpu-stacks), or
+                                 NULL; its folders are read after data_dir's */
     const char *models_dir;  /* torchvision ONNX exports (tests/fixtures/models) */
     const char *stack;       /* one stack ("tensorrt-fp16"), NULL = all six */
     int threads;             /* fits in parallel; 0 = 1 */
