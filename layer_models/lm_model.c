@@ -247,7 +247,10 @@ static void xgb_quiet(void)
     } while (0)
 
 struct pp_lm_model {
+    /* NULL for a model read from the tree cache until something needs XGBoost itself (the
+     * reference path, saving): then read from path under the lock (booster_of) */
     BoosterHandle booster;
+    char *path;
     /* the same trees, evaluated without XGBoost; NULL: XGBoost answers. Made under the lock on the
      * FLATTEN_AFTER-th call (or pp_lm_model_flatten), never changed after */
     _Atomic(pp_lm_flat *) flat;
@@ -259,6 +262,8 @@ struct pp_lm_model {
     pp_lm_base base;
     pp_lm_domain domain;
 };
+
+static perfpred_status booster_of(pp_lm_model *m, BoosterHandle *out, pp_err *err);
 
 pp_op_kind pp_lm_model_kind(const pp_lm_model *m) { return m->kind; }
 pp_lm_target pp_lm_model_target(const pp_lm_model *m) { return m->target; }
@@ -279,6 +284,10 @@ int pp_lm_model_gate(const pp_lm_model *m, const pp_node_feat *f, int n, double 
 static atomic_int use_xgboost;
 void pp_lm_use_xgboost(int on) { atomic_store(&use_xgboost, on != 0); }
 int pp_lm_model_is_flat(const pp_lm_model *m) { return m && atomic_load(&m->flat) != NULL; }
+const pp_lm_flat *pp_lm_model_flat(const pp_lm_model *m)
+{
+    return m ? atomic_load_explicit(&m->flat, memory_order_acquire) : NULL;
+}
 
 /* The booster's trees as a pp_lm_flat, through XGBoost's JSON model. */
 static perfpred_status flatten(BoosterHandle b, const char *ctx, pp_lm_flat **out, pp_err *err)
@@ -331,6 +340,7 @@ void pp_lm_model_free(pp_lm_model *m)
 {
     if (!m) return;
     if (m->booster) XGBoosterFree(m->booster);
+    free(m->path);
     pp_lm_flat_free(atomic_load(&m->flat));
     pthread_mutex_destroy(&m->lock);
     free(m);
@@ -440,7 +450,9 @@ perfpred_status pp_lm_model_predict_many_xgb(pp_lm_model *m, const pp_node_feat 
     locked = 1;
     bst_ulong len = 0;
     const float *res = NULL;
-    XGB_CHECK(XGBoosterPredict(m->booster, dm, 0, 0, 0, &len, &res), "predict");
+    BoosterHandle b = NULL;
+    if ((st = booster_of(m, &b, err)) != PERFPRED_OK) goto done;
+    XGB_CHECK(XGBoosterPredict(b, dm, 0, 0, 0, &len, &res), "predict");
     if (len != (bst_ulong)n) {
         st = pp_err_set(err, PERFPRED_ERR_MODEL, "%s: XGBoost returned %llu values for %d rows", ctx,
                         (unsigned long long)len, n);
@@ -462,9 +474,10 @@ perfpred_status pp_lm_model_flatten(pp_lm_model *m, pp_err *err)
     perfpred_status st = PERFPRED_OK;
     xgb_quiet();
     pthread_mutex_lock(&m->lock);
-    if (!atomic_load(&m->flat)) {
+    BoosterHandle b = NULL;
+    if (!atomic_load(&m->flat) && (st = booster_of(m, &b, err)) == PERFPRED_OK) {
         pp_lm_flat *f = NULL;
-        st = flatten(m->booster, ctx, &f, err);
+        st = flatten(b, ctx, &f, err);
         if (st) m->flat_failed = 1;
         else atomic_store_explicit(&m->flat, f, memory_order_release);
     }
@@ -527,7 +540,9 @@ perfpred_status pp_lm_model_to_ubj(pp_lm_model *m, uint8_t **buf, size_t *len, p
     bst_ulong n = 0;
     const char *raw = NULL;
     pthread_mutex_lock(&m->lock);
-    XGB_CHECK(XGBoosterSaveModelToBuffer(m->booster, "{\"format\": \"ubj\"}", &n, &raw), "save");
+    BoosterHandle b = NULL;
+    if ((st = booster_of(m, &b, err)) != PERFPRED_OK) goto done;
+    XGB_CHECK(XGBoosterSaveModelToBuffer(b, "{\"format\": \"ubj\"}", &n, &raw), "save");
     *buf = malloc(n ? (size_t)n : 1);
     if (!*buf) {
         st = pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", ctx);
@@ -773,18 +788,14 @@ perfpred_status pp_lm_model_save(pp_lm_model *m, const char *path, pp_err *err)
     return st;
 }
 
-perfpred_status pp_lm_model_load(const char *path, pp_op_kind kind, pp_lm_target target,
-                                 const pp_lm_base *base, const pp_lm_domain *domain,
-                                 pp_lm_model **out, pp_err *err)
+/* Reads and checks a .ubj into a booster (XGBoost trusts lengths: the bytes are walked first). */
+static perfpred_status load_booster(const char *path, BoosterHandle *out, pp_err *err)
 {
     const char *ctx = path;
     *out = NULL;
-    if (!ends_with_ubj(path))
-        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: XGBoost model files end in .ubj", path);
-    perfpred_status st = check_base(base, path, err);
-    if (st != PERFPRED_OK) return st;
     uint8_t *buf = NULL;
     size_t len = 0;
+    perfpred_status st;
     if ((st = pp_read_file(path, &buf, &len, err)) != PERFPRED_OK) return st;
     xgb_quiet();
     BoosterHandle b = NULL;
@@ -804,11 +815,55 @@ perfpred_status pp_lm_model_load(const char *path, pp_op_kind kind, pp_lm_target
                         path, (unsigned long long)nfeat, PP_LM_NFEAT);
         goto done;
     }
-    *out = model_new(b, kind, target, base, domain);
-    if (!*out) st = pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", path);
-    else b = NULL;
+    *out = b;
+    b = NULL;
 done:
     if (b) XGBoosterFree(b);
     free(buf);
     return st;
+}
+
+/* The model's booster, read now if it came from the tree cache. Call under m->lock. */
+static perfpred_status booster_of(pp_lm_model *m, BoosterHandle *out, pp_err *err)
+{
+    if (!m->booster && m->path) {
+        perfpred_status st = load_booster(m->path, &m->booster, err);
+        if (st) return st;
+    }
+    *out = m->booster;
+    if (!*out) return pp_err_set(err, PERFPRED_ERR_MODEL, "layer model: no booster");
+    return PERFPRED_OK;
+}
+
+perfpred_status pp_lm_model_load(const char *path, pp_op_kind kind, pp_lm_target target,
+                                 const pp_lm_base *base, const pp_lm_domain *domain,
+                                 pp_lm_model **out, pp_err *err)
+{
+    *out = NULL;
+    if (!ends_with_ubj(path))
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: XGBoost model files end in .ubj", path);
+    perfpred_status st = check_base(base, path, err);
+    if (st != PERFPRED_OK) return st;
+    /* a warm start: the flat trees from the cache, XGBoost left alone */
+    char dir[4096];
+    int cached = pp_lm_cache_dir(dir, sizeof dir) == 0;
+    pp_lm_flat *flat = cached ? pp_lm_cache_load(path) : NULL;
+    BoosterHandle b = NULL;
+    if (!flat && (st = load_booster(path, &b, err)) != PERFPRED_OK) return st;
+    pp_lm_model *m = model_new(b, kind, target, base, domain);
+    if (!m || !(m->path = strdup(path))) {
+        if (m) m->booster = NULL;
+        pp_lm_model_free(m);
+        if (b) XGBoosterFree(b);
+        pp_lm_flat_free(flat);
+        return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", path);
+    }
+    if (flat) {
+        atomic_store_explicit(&m->flat, flat, memory_order_release);
+    } else if (cached && pp_lm_model_flatten(m, NULL) == PERFPRED_OK) {
+        /* the first start flattens now, once for every later process */
+        pp_lm_cache_store(path, atomic_load_explicit(&m->flat, memory_order_acquire));
+    }
+    *out = m;
+    return PERFPRED_OK;
 }

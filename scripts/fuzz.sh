@@ -18,7 +18,7 @@ CC="$cc" cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPERFPRED_F
   -DPERFPRED_TESTS=OFF >/dev/null
 harnesses=("$@")
 if [ ${#harnesses[@]} -eq 0 ]; then
-  harnesses=(onnx yaml layer_csv net_csv gnn_weights gnn_manifest overhead lm_set deepbench mobile
+  harnesses=(onnx yaml layer_csv net_csv gnn_weights gnn_manifest overhead lm_set lm_cache deepbench mobile
              neusight)
 fi
 targets=()
