@@ -10,6 +10,7 @@
 #include "layer_models/layer_models.h"
 #include "predictor/calib.h"
 #include "predictor/predictor.h"
+#include "predictor/reuse.h"
 #include "predictor/stack.h"
 
 struct perfpred_ctx {
@@ -19,12 +20,14 @@ struct perfpred_ctx {
     char **stack_text;   /* per device (pp_devices_at order): its stacks and their provenance */
     char *config_dir;
     pp_logger log;
+    pp_reuse *reuse;     /* predictions made, for identical calls (NULL: none kept) */
 };
 
 const pp_calib *pp_ctx_calib(const perfpred_ctx *ctx) { return ctx ? ctx->calib : NULL; }
 const pp_stack_set *pp_ctx_stacks(const perfpred_ctx *ctx) { return ctx ? &ctx->stacks : NULL; }
 const pp_device_db *pp_ctx_db(const perfpred_ctx *ctx) { return ctx ? ctx->db : NULL; }
 const char *pp_ctx_config_dir(const perfpred_ctx *ctx) { return ctx ? ctx->config_dir : NULL; }
+const pp_reuse *pp_ctx_reuse(const perfpred_ctx *ctx) { return ctx ? ctx->reuse : NULL; }
 
 perfpred_ctx_params perfpred_ctx_default_params(void)
 {
@@ -90,6 +93,7 @@ perfpred_ctx *perfpred_ctx_open(const perfpred_ctx_params *params, perfpred_stat
     if (st) goto fail;
     st = stack_texts(ctx, &err);
     if (st) goto fail;
+    ctx->reuse = pp_reuse_new();
     pp_log(&ctx->log, PERFPRED_LOG_INFO, "loaded %d device descriptors from %s",
            pp_devices_count(ctx->db), devdir);
     if (status) *status = PERFPRED_OK;
@@ -111,6 +115,7 @@ void perfpred_ctx_close(perfpred_ctx *ctx)
     pp_stack_set_free(&ctx->stacks);
     pp_devices_free(ctx->db);
     free(ctx->config_dir);
+    pp_reuse_free(ctx->reuse);
     free(ctx);
 }
 
@@ -802,6 +807,18 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
     return finish_prediction(d, out, err);
 }
 
+/* predict_graph, or the context's copy of its answer to the same call (predictor/reuse.c). */
+static perfpred_status predict_model(const perfpred_ctx *ctx, const perfpred_model *m,
+                                     const pp_device *d, const perfpred_predict_params *pp,
+                                     perfpred_prediction *out, pp_err *err)
+{
+    uint64_t serial = pp_model_serial(m);
+    if (pp_reuse_get(ctx->reuse, serial, d, pp, out)) return PERFPRED_OK;
+    perfpred_status st = predict_graph(ctx, pp_model_graph(m), d, pp, out, err);
+    if (st == PERFPRED_OK) pp_reuse_put(ctx->reuse, serial, d, pp, out);
+    return st;
+}
+
 perfpred_status perfpred_predict(const perfpred_ctx *ctx, const perfpred_model *m,
                                  const char *device, const perfpred_predict_params *params,
                                  perfpred_prediction *out, char *errbuf, size_t errbuf_len)
@@ -817,7 +834,7 @@ perfpred_status perfpred_predict(const perfpred_ctx *ctx, const perfpred_model *
                             "unknown device '%s' (perfpred devices lists them)", device);
         } else {
             perfpred_predict_params p = params ? *params : perfpred_predict_default_params();
-            st = predict_graph(ctx, pp_model_graph(m), d, &p, out, &err);
+            st = predict_model(ctx, m, d, &p, out, &err);
         }
     }
     if (st) copy_err(&err, errbuf, errbuf_len);
@@ -875,7 +892,7 @@ perfpred_status perfpred_mig_advise_params(const perfpred_ctx *ctx, const perfpr
             p.runtime = params->runtime;
             p.precision = params->precision;
         }
-        st = predict_graph(ctx, pp_model_graph(m), d, &p, &o->pred, &err);
+        st = predict_model(ctx, m, d, &p, &o->pred, &err);
         if (st) goto done;
         o->fits = o->pred.fits_in_memory;
         o->meets_slo = o->fits && (slo_ms <= 0 || o->pred.latency_ms.value <= slo_ms);
