@@ -252,6 +252,7 @@ typedef struct gnn_ws {
     float *a[PP_GNN_MAX_TARGETS], *da[PP_GNN_MAX_TARGETS];
     float o[PP_GNN_MAX_TARGETS], d_o[PP_GNN_MAX_TARGETS];
     float *P, *dP, *Q, *dQ;              /* [n][H], [S][H] */
+    const float *wt;                     /* forward-only predictions: transposed weights, else NULL */
 } gnn_ws;
 
 static void ws_free(gnn_ws *ws)
@@ -369,12 +370,24 @@ static void ws_prepare(gnn_ws *ws, const pp_gnn *m, const pp_gnn_graph *s)
  *              h^{l+1} = relu([h^l | m | g^l] W^T + b),
  *              g^{l+1} = relu(W_g [g^l ; mean h^{l+1} ; max h^{l+1}] + b_g)
  *   r = [mean h^L ; max h^L ; g^L],  o_t = w2_t . relu(W1_t r + b1_t) + b2_t */
+/* y = x W[:, col0 : col0 + k]^T + b for the weight block at off (n rows of ldw): through BLAS,
+ * or over the transposed block (ws->wt, [ldw][n] at the same offset) in a forward-only pass. */
+static void fwd_linear(const pp_gnn *m, const gnn_ws *ws, int rows, int k, int n, const float *x,
+                       int ldx, size_t off, int ldw, int col0, const float *b, float *y, int ldy)
+{
+    if (ws->wt)
+        pp_gnn_op_linear_t(rows, k, n, x, ldx, ws->wt + off + (size_t)col0 * n, b, y, ldy);
+    else
+        pp_gnn_op_linear(0, rows, k, n, x, NULL, ldx, m->w + off + col0, NULL, ldw, b, NULL, y,
+                         NULL, ldy);
+}
+
 static void gnn_forward_ws(const pp_gnn *m, gnn_ws *ws, const pp_gnn_graph *s)
 {
     int N = ws->n, S = ws->S, H = m->params.hidden, L = m->params.layers, F = m->n_feat;
     int Fe = m->n_edge_feat, G = m->n_globals;
     const float *W = m->w;
-    int kc0 = kc_of(m, 0);
+    int kc0 = kc_of(m, 0), fwd_only = ws->wt != NULL;
     for (int i = 0; i < N; i++) {
         const float *xi = s->x + (size_t)i * F;
         float *ci = ws->C[0] + (size_t)i * kc0;
@@ -385,22 +398,20 @@ static void gnn_forward_ws(const pp_gnn *m, gnn_ws *ws, const pp_gnn_graph *s)
         const pp_gnn_layer_off *lo = &m->layer[l];
         int din = lo->din, dg = lo->dg, kc = kc_of(m, l), ke = din + Fe + 1;
         float *C = ws->C[l];
-        pp_gnn_op_linear(0, N, din, H, C, NULL, kc, W + lo->we, NULL, ke, NULL, NULL, ws->P, NULL, H);
-        pp_gnn_op_linear(0, S, Fe + 1, H, ws->Z, NULL, Fe + 1, W + lo->we + din, NULL, ke,
-                         W + lo->be, NULL, ws->Q, NULL, H);
+        fwd_linear(m, ws, N, din, H, C, kc, lo->we, ke, 0, NULL, ws->P, H);
+        fwd_linear(m, ws, S, Fe + 1, H, ws->Z, Fe + 1, lo->we, ke, din, W + lo->be, ws->Q, H);
         pp_gnn_op_aggregate(0, N, H, ws->slot_ptr, ws->slot_nb, ws->P, NULL, ws->Q, NULL, C + din,
-                            NULL, kc, ws->am[l]);
+                            NULL, kc, fwd_only ? NULL : ws->am[l]);
         pp_gnn_op_broadcast(0, N, dg, ws->cg[l], NULL, C + din + 2 * H, NULL, kc);
         float *out = l + 1 < L ? ws->C[l + 1] : ws->hL;
         int ldo = l + 1 < L ? kc_of(m, l + 1) : H;
-        pp_gnn_op_linear(0, N, kc, H, C, NULL, kc, W + lo->w, NULL, kc, W + lo->b, NULL, out, NULL,
-                         ldo);
+        fwd_linear(m, ws, N, kc, H, C, kc, lo->w, kc, 0, W + lo->b, out, ldo);
         pp_gnn_op_relu(0, N, H, out, NULL, ldo);
         float *cg = ws->cg[l];
-        pp_gnn_op_pool(0, N, H, out, NULL, ldo, cg + dg, NULL, ws->pam[l]);
+        pp_gnn_op_pool(0, N, H, out, NULL, ldo, cg + dg, NULL, fwd_only ? NULL : ws->pam[l]);
         float *gnext = l + 1 < L ? ws->cg[l + 1] : ws->gL;
-        pp_gnn_op_linear(0, 1, dg + 2 * H, H, cg, NULL, dg + 2 * H, W + lo->wg, NULL, dg + 2 * H,
-                         W + lo->bg, NULL, gnext, NULL, H);
+        fwd_linear(m, ws, 1, dg + 2 * H, H, cg, dg + 2 * H, lo->wg, dg + 2 * H, 0, W + lo->bg,
+                   gnext, H);
         pp_gnn_op_relu(0, 1, H, gnext, NULL, H);
     }
     int dgl = m->layer[L - 1].dg;
@@ -408,11 +419,9 @@ static void gnn_forward_ws(const pp_gnn *m, gnn_ws *ws, const pp_gnn_graph *s)
     memcpy(ws->r + 2 * H, ws->gL, (size_t)H * sizeof(float));
     for (int t = 0; t < m->n_targets; t++) {
         const pp_gnn_head_off *ho = &m->head[t];
-        pp_gnn_op_linear(0, 1, 3 * H, H, ws->r, NULL, 3 * H, W + ho->w1, NULL, 3 * H, W + ho->b1,
-                         NULL, ws->a[t], NULL, H);
+        fwd_linear(m, ws, 1, 3 * H, H, ws->r, 3 * H, ho->w1, 3 * H, 0, W + ho->b1, ws->a[t], H);
         pp_gnn_op_relu(0, 1, H, ws->a[t], NULL, H);
-        pp_gnn_op_linear(0, 1, H, 1, ws->a[t], NULL, H, W + ho->w2, NULL, H, W + ho->b2, NULL,
-                         &ws->o[t], NULL, 1);
+        fwd_linear(m, ws, 1, H, 1, ws->a[t], H, ho->w2, H, 0, W + ho->b2, &ws->o[t], 1);
     }
 }
 
@@ -585,6 +594,11 @@ perfpred_status pp_gnn_fwd_run(const pp_gnn *m, pp_gnn_fwd *f, const pp_gnn_grap
     for (int t = 0; t < m->n_targets; t++)
         out[t] = (double)m->y_mean[t] + (double)m->y_std[t] * (double)f->ws.o[t];
     return PERFPRED_OK;
+}
+
+void pp_gnn_fwd_use_weights_t(pp_gnn_fwd *f, const float *wt)
+{
+    if (f) f->ws.wt = wt;
 }
 
 void pp_gnn_fwd_free(pp_gnn_fwd *f)

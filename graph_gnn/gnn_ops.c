@@ -58,6 +58,38 @@ void pp_gnn_op_relu(int backward, int m, int n, float *y, float *dy, int ld)
     }
 }
 
+/* The forward of pp_gnn_op_aggregate without the argmax: the first message sets the max and a
+ * later one replaces it when greater, as there, so the figures are the same bits (NaN included). */
+static void aggregate_forward_only(int n_nodes, int h, const int *slot_ptr, const int *slot_nb,
+                                   const float *P, const float *Q, float *M, int ldm)
+{
+    for (int i = 0; i < n_nodes; i++) {
+        int s0 = slot_ptr[i], s1 = slot_ptr[i + 1], deg = s1 - s0;
+        float *restrict mean = M + (size_t)i * ldm, *restrict mx = mean + h;
+        if (deg == 0) {
+            memset(mean, 0, (size_t)2 * h * sizeof(float));
+            continue;
+        }
+        const float *p = P + (size_t)slot_nb[s0] * h, *q = Q + (size_t)s0 * h;
+        for (int c = 0; c < h; c++) {
+            float v = p[c] + q[c];
+            mean[c] = 0.0f + v;
+            mx[c] = v;
+        }
+        for (int s = s0 + 1; s < s1; s++) {
+            p = P + (size_t)slot_nb[s] * h;
+            q = Q + (size_t)s * h;
+            for (int c = 0; c < h; c++) {
+                float v = p[c] + q[c];
+                mean[c] += v;
+                mx[c] = v > mx[c] ? v : mx[c];
+            }
+        }
+        float inv = 1.0f / (float)deg;
+        for (int c = 0; c < h; c++) mean[c] *= inv;
+    }
+}
+
 /* msg_s = P[nb_s] + Q_s for the slots s of node i (its in- and out-edges);
  * M[i] = [ (1/deg_i) sum_s msg_s ; max_s msg_s ]  (both 0 when deg_i = 0)
  * backward: dmsg_s = dM_mean[i] / deg_i + [s = argmax] dM_max[i];
@@ -66,6 +98,10 @@ void pp_gnn_op_aggregate(int backward, int n_nodes, int h, const int *slot_ptr, 
                          const float *P, float *dP, const float *Q, float *dQ, float *M,
                          const float *dM, int ldm, int *argmax)
 {
+    if (!backward && !argmax) {
+        aggregate_forward_only(n_nodes, h, slot_ptr, slot_nb, P, Q, M, ldm);
+        return;
+    }
     for (int i = 0; i < n_nodes; i++) {
         int s0 = slot_ptr[i], s1 = slot_ptr[i + 1], deg = s1 - s0;
         int *am = argmax + (size_t)i * h;
@@ -121,10 +157,17 @@ void pp_gnn_op_pool(int backward, int n, int h, const float *X, float *dX, int l
         for (int c = 0; c < h; c++) {
             mean[c] = 0.0f;
             mx[c] = X[c];
-            argmax[c] = 0;
+            if (argmax) argmax[c] = 0;
         }
         for (int i = 0; i < n; i++) {
             const float *xi = X + (size_t)i * ldx;
+            if (!argmax) { /* forward only: the same figures */
+                for (int c = 0; c < h; c++) {
+                    mean[c] += xi[c];
+                    mx[c] = xi[c] > mx[c] ? xi[c] : mx[c];
+                }
+                continue;
+            }
             for (int c = 0; c < h; c++) {
                 mean[c] += xi[c];
                 if (xi[c] > mx[c]) {

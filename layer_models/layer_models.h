@@ -146,6 +146,21 @@ int pp_lm_flat_n_features(const pp_lm_flat *f);
 /* out[i] = transform(base_margin + sum of trees) for rows X + i * stride, i in [0, n). */
 void pp_lm_flat_predict(const pp_lm_flat *f, const float *X, int n, int stride, float *out);
 
+/* ---- a regressor's memo of tree outputs by input row (lm_memo.c) ----
+ * Made on a model's first flat prediction; rows are matched bit for bit, so an answer from the
+ * memo is the one the trees give. 1024 rows, direct-mapped. Thread-safe. */
+typedef struct pp_lm_memo pp_lm_memo;
+pp_lm_memo *pp_lm_memo_new(void);      /* NULL on out of memory or while disabled: no memo */
+void pp_lm_memo_free(pp_lm_memo *m);   /* NULL is a no-op */
+/* 1 and *y set when row x (PP_LM_NFEAT floats) is held. */
+int pp_lm_memo_get(pp_lm_memo *m, const float *x, float *y);
+void pp_lm_memo_put(pp_lm_memo *m, const float *x, float y);
+void pp_lm_memo_counts(const pp_lm_memo *m, long *hits, long *lookups);
+/* Process-wide switch for benchmarks timing the trees themselves (off != 0: no lookups). */
+void pp_lm_memo_disable(int off);
+/* A regressor's memo (NULL before its first flat prediction). */
+const pp_lm_memo *pp_lm_model_memo(const pp_lm_model *m);
+
 /* ---- the flat trees' disk cache (lm_flat.c: format; lm_cache.c: files) ----
  * Reading a regressor through XGBoost and flattening it costs ~0.1 s a model; the flat arrays
  * read back in well under a millisecond. pp_lm_model_load keeps each regressor's flat trees in

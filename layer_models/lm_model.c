@@ -254,6 +254,7 @@ struct pp_lm_model {
     /* the same trees, evaluated without XGBoost; NULL: XGBoost answers. Made under the lock on the
      * FLATTEN_AFTER-th call (or pp_lm_model_flatten), never changed after */
     _Atomic(pp_lm_flat *) flat;
+    _Atomic(pp_lm_memo *) memo;   /* made on the first flat prediction, never changed after */
     atomic_int calls;
     int flat_failed;   /* under the lock: flattening failed once, XGBoost answers for good */
     pthread_mutex_t lock;
@@ -342,6 +343,7 @@ void pp_lm_model_free(pp_lm_model *m)
     if (m->booster) XGBoosterFree(m->booster);
     free(m->path);
     pp_lm_flat_free(atomic_load(&m->flat));
+    pp_lm_memo_free(atomic_load(&m->memo));
     pthread_mutex_destroy(&m->lock);
     free(m);
 }
@@ -503,7 +505,27 @@ static const pp_lm_flat *flat_of(pp_lm_model *m)
     return atomic_load_explicit(&m->flat, memory_order_acquire);
 }
 
-/* Rows go through the flat trees in chunks on the stack: no allocation, no lock, no XGBoost. */
+const pp_lm_memo *pp_lm_model_memo(const pp_lm_model *m)
+{
+    return m ? atomic_load_explicit(&m->memo, memory_order_acquire) : NULL;
+}
+
+/* The model's memo, made once (the first thread to publish it wins); NULL: none. */
+static pp_lm_memo *memo_of(pp_lm_model *m)
+{
+    pp_lm_memo *p = atomic_load_explicit(&m->memo, memory_order_acquire);
+    if (p) return p;
+    if (!(p = pp_lm_memo_new())) return NULL;
+    pp_lm_memo *expected = NULL;
+    if (!atomic_compare_exchange_strong(&m->memo, &expected, p)) {
+        pp_lm_memo_free(p);
+        return expected;
+    }
+    return p;
+}
+
+/* Rows go through the memo, then the misses through the flat trees in chunks on the stack: no
+ * allocation past the memo's first, no XGBoost. */
 #define FLAT_CHUNK 32
 perfpred_status pp_lm_model_predict_many(pp_lm_model *m, const pp_node_feat *f, int n, double *out,
                                          pp_err *err)
@@ -514,13 +536,25 @@ perfpred_status pp_lm_model_predict_many(pp_lm_model *m, const pp_node_feat *f, 
     if (n < 1)
         return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "layer model %s/%s: no rows to predict",
                           pp_op_kind_name(m->kind), pp_lm_target_name(m->target));
+    pp_lm_memo *memo = memo_of(m);
     float X[FLAT_CHUNK * PP_LM_NFEAT], res[FLAT_CHUNK];
+    int idx[FLAT_CHUNK];
     for (int i0 = 0; i0 < n; i0 += FLAT_CHUNK) {
-        int c = n - i0 < FLAT_CHUNK ? n - i0 : FLAT_CHUNK;
-        for (int i = 0; i < c; i++) pp_lm_features(&f[i0 + i], &m->base, X + (size_t)i * PP_LM_NFEAT);
-        pp_lm_flat_predict(flat, X, c, PP_LM_NFEAT, res);
-        for (int i = 0; i < c; i++)
-            out[i0 + i] = pp_lm_base_eval(&m->base, m->target, &f[i0 + i]) * exp((double)res[i]);
+        int c = n - i0 < FLAT_CHUNK ? n - i0 : FLAT_CHUNK, miss = 0;
+        for (int i = 0; i < c; i++) {
+            float *x = X + (size_t)miss * PP_LM_NFEAT, y;
+            pp_lm_features(&f[i0 + i], &m->base, x);
+            if (pp_lm_memo_get(memo, x, &y))
+                out[i0 + i] = pp_lm_base_eval(&m->base, m->target, &f[i0 + i]) * exp((double)y);
+            else
+                idx[miss++] = i0 + i;
+        }
+        if (!miss) continue;
+        pp_lm_flat_predict(flat, X, miss, PP_LM_NFEAT, res);
+        for (int j = 0; j < miss; j++) {
+            pp_lm_memo_put(memo, X + (size_t)j * PP_LM_NFEAT, res[j]);
+            out[idx[j]] = pp_lm_base_eval(&m->base, m->target, &f[idx[j]]) * exp((double)res[j]);
+        }
     }
     return PERFPRED_OK;
 }

@@ -426,6 +426,49 @@ static void tree_cache_should_refuse_hostile_bytes(void **state)
     pp_lm_flat_free(f);
 }
 
+/* The memo answers rows it has seen with the trees' own floats: a second pass over thousands of
+ * real rows (more than the memo holds: slots are shared and replaced) hits, and gives what the
+ * trees give with the memo off and what XGBoost gives. */
+static void memo_should_answer_seen_rows_as_the_trees_do(void **state)
+{
+    (void)state;
+    setenv("PERFPRED_CACHE_DIR", "off", 1);
+    char path[1400];
+    snprintf(path, sizeof path, "%s/%s", pp_test_path("configs/artifacts/host-cpu"),
+             host_file("conv"));
+    pp_lm_model *m = load_host_model(path, "conv");
+    pp_err err = {0};
+    assert_int_equal(pp_lm_model_flatten(m, &err), PERFPRED_OK);
+    int n = 0;
+    pp_node_feat *rows = real_rows(&n);
+    double *a = malloc((size_t)n * sizeof *a), *b = malloc((size_t)n * sizeof *b),
+           *c = malloc((size_t)n * sizeof *c), *x = malloc((size_t)n * sizeof *x);
+    assert_true(a && b && c && x);
+    predict_rows(m, rows, n, a);
+    long h0, l0, h1, l1;
+    pp_lm_memo_counts(pp_lm_model_memo(m), &h0, &l0);
+    assert_int_equal(l0, n);
+    predict_rows(m, rows, n, b);
+    pp_lm_memo_counts(pp_lm_model_memo(m), &h1, &l1);
+    assert_int_equal(l1 - l0, n);
+    assert_true(h1 - h0 > n / 4);
+    pp_lm_memo_disable(1);
+    predict_rows(m, rows, n, c);
+    pp_lm_memo_disable(0);
+    assert_int_equal(pp_lm_model_predict_many_xgb(m, rows, n, x, &err), PERFPRED_OK);
+    for (int i = 0; i < n; i++) {
+        assert_memory_equal(&a[i], &c[i], sizeof a[i]);
+        assert_memory_equal(&b[i], &c[i], sizeof b[i]);
+        assert_rel_close(b[i], x[i], 1e-6);
+    }
+    pp_lm_model_free(m);
+    free(a);
+    free(b);
+    free(c);
+    free(x);
+    free(rows);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -434,6 +477,7 @@ int main(void)
         cmocka_unit_test(flat_trees_should_refuse_malformed_models),
         cmocka_unit_test(tree_cache_should_be_read_validated_and_rebuilt),
         cmocka_unit_test(tree_cache_should_refuse_hostile_bytes),
+        cmocka_unit_test(memo_should_answer_seen_rows_as_the_trees_do),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
