@@ -253,6 +253,7 @@ typedef struct gnn_ws {
     float o[PP_GNN_MAX_TARGETS], d_o[PP_GNN_MAX_TARGETS];
     float *P, *dP, *Q, *dQ;              /* [n][H], [S][H] */
     const float *wt;                     /* forward-only predictions: transposed weights, else NULL */
+    float *bias_g;                       /* [H] forward-only: b + g^l W[:, g block]^T */
 } gnn_ws;
 
 static void ws_free(gnn_ws *ws)
@@ -269,7 +270,9 @@ static size_t at_least_1(size_t n) { return n > 0 ? n : 1; }
 #define WS_F(n) ((float *)pp_arena_array(ws->arena, at_least_1(n), sizeof(float)))
 #define WS_I(n) ((int *)pp_arena_array(ws->arena, at_least_1(n), sizeof(int)))
 
-static perfpred_status ws_init(gnn_ws *ws, const pp_gnn *m, int cap_n, int cap_e, pp_err *err)
+/* back != 0: also the gradient buffers of a backward pass (a forward-only workspace lacks them). */
+static perfpred_status ws_init(gnn_ws *ws, const pp_gnn *m, int cap_n, int cap_e, int back,
+                               pp_err *err)
 {
     memset(ws, 0, sizeof *ws);
     ws->arena = pp_arena_new();
@@ -286,29 +289,31 @@ static perfpred_status ws_init(gnn_ws *ws, const pp_gnn *m, int cap_n, int cap_e
     for (int l = 0; l < m->params.layers && ok; l++) {
         size_t kc = (size_t)kc_of(m, l), ncg = (size_t)m->layer[l].dg + 2 * H;
         ws->C[l] = WS_F(N * kc);
-        ws->dC[l] = WS_F(N * kc);
+        ws->dC[l] = back ? WS_F(N * kc) : NULL;
         ws->am[l] = WS_I(N * H);
         ws->cg[l] = WS_F(ncg);
-        ws->dcg[l] = WS_F(ncg);
+        ws->dcg[l] = back ? WS_F(ncg) : NULL;
         ws->pam[l] = WS_I(H);
-        ok = ws->C[l] && ws->dC[l] && ws->am[l] && ws->cg[l] && ws->dcg[l] && ws->pam[l];
+        ok = ws->C[l] && (!back || ws->dC[l]) && ws->am[l] && ws->cg[l] && (!back || ws->dcg[l]) &&
+             ws->pam[l];
     }
     ws->hL = WS_F(N * H);
-    ws->dhL = WS_F(N * H);
+    ws->dhL = back ? WS_F(N * H) : NULL;
     ws->gL = WS_F(H);
-    ws->dgL = WS_F(H);
+    ws->dgL = back ? WS_F(H) : NULL;
+    ws->bias_g = WS_F(H);
     ws->r = WS_F(3 * H);
-    ws->dr = WS_F(3 * H);
+    ws->dr = back ? WS_F(3 * H) : NULL;
     ws->P = WS_F(N * H);
-    ws->dP = WS_F(N * H);
+    ws->dP = back ? WS_F(N * H) : NULL;
     ws->Q = WS_F(S * H);
-    ws->dQ = WS_F(S * H);
-    ok = ok && ws->hL && ws->dhL && ws->gL && ws->dgL && ws->r && ws->dr && ws->P && ws->dP &&
-         ws->Q && ws->dQ;
+    ws->dQ = back ? WS_F(S * H) : NULL;
+    ok = ok && ws->hL && ws->gL && ws->bias_g && ws->r && ws->P && ws->Q &&
+         (!back || (ws->dhL && ws->dgL && ws->dr && ws->dP && ws->dQ));
     for (int t = 0; t < m->n_targets && ok; t++) {
         ws->a[t] = WS_F(H);
-        ws->da[t] = WS_F(H);
-        ok = ws->a[t] && ws->da[t];
+        ws->da[t] = back ? WS_F(H) : NULL;
+        ok = ws->a[t] && (!back || ws->da[t]);
     }
     if (!ok) {
         ws_free(ws);
@@ -402,10 +407,17 @@ static void gnn_forward_ws(const pp_gnn *m, gnn_ws *ws, const pp_gnn_graph *s)
         fwd_linear(m, ws, S, Fe + 1, H, ws->Z, Fe + 1, lo->we, ke, din, W + lo->be, ws->Q, H);
         pp_gnn_op_aggregate(0, N, H, ws->slot_ptr, ws->slot_nb, ws->P, NULL, ws->Q, NULL, C + din,
                             NULL, kc, fwd_only ? NULL : ws->am[l]);
-        pp_gnn_op_broadcast(0, N, dg, ws->cg[l], NULL, C + din + 2 * H, NULL, kc);
         float *out = l + 1 < L ? ws->C[l + 1] : ws->hL;
         int ldo = l + 1 < L ? kc_of(m, l + 1) : H;
-        fwd_linear(m, ws, N, kc, H, C, kc, lo->w, kc, 0, W + lo->b, out, ldo);
+        if (fwd_only) {
+            /* the g block is the same in every row: its product joins the bias once */
+            fwd_linear(m, ws, 1, dg, H, ws->cg[l], dg, lo->w, kc, din + 2 * H, W + lo->b,
+                       ws->bias_g, H);
+            fwd_linear(m, ws, N, din + 2 * H, H, C, kc, lo->w, kc, 0, ws->bias_g, out, ldo);
+        } else {
+            pp_gnn_op_broadcast(0, N, dg, ws->cg[l], NULL, C + din + 2 * H, NULL, kc);
+            fwd_linear(m, ws, N, kc, H, C, kc, lo->w, kc, 0, W + lo->b, out, ldo);
+        }
         pp_gnn_op_relu(0, N, H, out, NULL, ldo);
         float *cg = ws->cg[l];
         pp_gnn_op_pool(0, N, H, out, NULL, ldo, cg + dg, NULL, fwd_only ? NULL : ws->pam[l]);
@@ -517,7 +529,7 @@ static perfpred_status forward_one(const pp_gnn *m, const pp_gnn_graph *s, doubl
     perfpred_status st = check_sample_dims(m, s, -1, err);
     if (st) return st;
     gnn_ws ws;
-    if ((st = ws_init(&ws, m, s->n_nodes, s->n_edges, err))) return st;
+    if ((st = ws_init(&ws, m, s->n_nodes, s->n_edges, 1, err))) return st;
     ws_prepare(&ws, m, s);
     gnn_forward_ws(m, &ws, s);
     for (int t = 0; t < m->n_targets; t++)
@@ -569,7 +581,7 @@ perfpred_status pp_gnn_fwd_new(const pp_gnn *m, int cap_n, int cap_e, pp_gnn_fwd
     *out = NULL;
     pp_gnn_fwd *f = malloc(sizeof *f);
     if (!f) return pp_err_set(err, PERFPRED_ERR_NOMEM, "gnn: out of memory");
-    perfpred_status st = ws_init(&f->ws, m, cap_n, cap_e, err);
+    perfpred_status st = ws_init(&f->ws, m, cap_n, cap_e, 0, err);
     if (st) {
         free(f);
         return st;
@@ -712,7 +724,7 @@ perfpred_status pp_gnn_loss_grad(pp_gnn *m, const pp_gnn_graph *samples, const i
     int max_n = 1, max_e = 0;
     max_sizes(samples, idx, n, &max_n, &max_e);
     gnn_ws ws;
-    if ((st = ws_init(&ws, m, max_n, max_e, err))) return st;
+    if ((st = ws_init(&ws, m, max_n, max_e, 1, err))) return st;
     if (m->params.nthreads > 0) openblas_set_num_threads(m->params.nthreads);
     *loss = batch_loss_grad(m, &ws, samples, idx, n);
     ws_free(&ws);
@@ -891,7 +903,7 @@ perfpred_status pp_gnn_train(pp_gnn *m, const pp_gnn_graph *samples, int n_sampl
     max_sizes(samples, train_idx, n_train, &max_n, &max_e);
     max_sizes(samples, val_idx, n_val, &max_n, &max_e);
     gnn_ws ws;
-    if ((st = ws_init(&ws, m, max_n, max_e, err))) return st;
+    if ((st = ws_init(&ws, m, max_n, max_e, 1, err))) return st;
     int *order = malloc((size_t)n_train * sizeof(int));
     float *best = malloc(m->n_params * sizeof(float));
     if (!order || !best) {

@@ -48,8 +48,8 @@ void pp_gnn_op_relu(int backward, int m, int n, float *y, float *dy, int ld)
     for (int i = 0; i < m; i++) {
         float *yi = y + (size_t)i * ld;
         if (!backward) {
-            for (int j = 0; j < n; j++)
-                if (!(yi[j] > 0.0f)) yi[j] = 0.0f;
+            /* a select the compiler vectorizes; NaN and -0 become +0 as with a branch */
+            for (int j = 0; j < n; j++) yi[j] = yi[j] > 0.0f ? yi[j] : 0.0f;
         } else {
             float *dyi = dy + (size_t)i * ld;
             for (int j = 0; j < n; j++)
