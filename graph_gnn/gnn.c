@@ -3,7 +3,6 @@
  * stopping on a validation split). The equations are in graph_gnn.h and above each function. */
 #include "graph_gnn/graph_gnn.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -725,7 +724,7 @@ perfpred_status pp_gnn_loss_grad(pp_gnn *m, const pp_gnn_graph *samples, const i
     max_sizes(samples, idx, n, &max_n, &max_e);
     gnn_ws ws;
     if ((st = ws_init(&ws, m, max_n, max_e, 1, err))) return st;
-    if (m->params.nthreads > 0) openblas_set_num_threads(m->params.nthreads);
+    if (m->params.nthreads > 0) pp_gnn_blas_threads(m->params.nthreads);
     *loss = batch_loss_grad(m, &ws, samples, idx, n);
     ws_free(&ws);
     return PERFPRED_OK;
@@ -912,7 +911,7 @@ perfpred_status pp_gnn_train(pp_gnn *m, const pp_gnn_graph *samples, int n_sampl
         ws_free(&ws);
         return pp_err_set(err, PERFPRED_ERR_NOMEM, "gnn: out of memory");
     }
-    if (p->nthreads > 0) openblas_set_num_threads(p->nthreads);
+    if (p->nthreads > 0) pp_gnn_blas_threads(p->nthreads);
     pp_logger lg = {p->log, p->log_user};
 
     fit_standardization(m, samples, train_idx, n_train);

@@ -4,7 +4,6 @@
  * loops run in a fixed order, so results are bit-reproducible for a fixed OpenBLAS thread count. */
 #include "graph_gnn/graph_gnn.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <string.h>
 
@@ -24,8 +23,7 @@ void pp_gnn_op_linear(int backward, int m, int k, int n, const float *x, float *
                 memset(yi, 0, (size_t)n * sizeof(float));
         }
         if (k > 0)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, x, ldx, w, ldw,
-                        1.0f, y, ldy);
+            pp_gnn_sgemm(0, 1, m, n, k, x, ldx, w, ldw, y, ldy);
         return;
     }
     if (db)
@@ -35,11 +33,9 @@ void pp_gnn_op_linear(int backward, int m, int k, int n, const float *x, float *
         }
     if (k <= 0) return;
     if (dw)
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, k, m, 1.0f, dy, ldy, x, ldx, 1.0f,
-                    dw, ldw);
+        pp_gnn_sgemm(1, 0, n, k, m, dy, ldy, x, ldx, dw, ldw);
     if (dx)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, k, n, 1.0f, dy, ldy, w, ldw,
-                    1.0f, dx, ldx);
+        pp_gnn_sgemm(0, 0, m, k, n, dy, ldy, w, ldw, dx, ldx);
 }
 
 /* y = max(y, 0);  backward: dy = dy * [y > 0] (y is the stored output) */

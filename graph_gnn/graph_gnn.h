@@ -291,6 +291,12 @@ perfpred_status pp_gnn_load(const char *weights_path, const char *manifest_path,
 void pp_gnn_op_linear(int backward, int m, int k, int n, const float *x, float *dx, int ldx,
                       const float *w, float *dw, int ldw, const float *b, float *db, float *y,
                       const float *dy, int ldy);
+/* C[m][n] += op(A)[m][k] op(B)[k][n], row-major, op = transpose where trans_* != 0: OpenBLAS's
+ * cblas_sgemm, loaded on first use (gnn_blas.c), or plain loops without it. */
+void pp_gnn_sgemm(int trans_a, int trans_b, int m, int n, int k, const float *a, int lda,
+                  const float *b, int ldb, float *c, int ldc);
+/* openblas_set_num_threads(n) for n > 0 (nothing without OpenBLAS). */
+void pp_gnn_blas_threads(int n);
 /* Forward only, weights transposed: y[i][0..n) = b + sum_c x[i][c] wt[c][0..n) (gnn_infer.c). */
 void pp_gnn_op_linear_t(int m, int k, int n, const float *x, int ldx, const float *wt,
                         const float *b, float *y, int ldy);

@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <xgboost/c_api.h>
+#include <xgboost/version_config.h>
 
 #define RACY_NS 2000000000LL
 
@@ -61,8 +61,8 @@ int pp_lm_src_id_of(const char *path, pp_lm_src_id *id)
     struct stat sb;
     memset(id, 0, sizeof *id);
     if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) return -1;
-    int ma = 0, mi = 0, pa = 0;
-    XGBoostVersion(&ma, &mi, &pa);
+    /* the version built against (asking the library would load it, which a warm start avoids) */
+    int ma = XGBOOST_VER_MAJOR, mi = XGBOOST_VER_MINOR, pa = XGBOOST_VER_PATCH;
     id->size = (uint64_t)sb.st_size;
     id->ino = (uint64_t)sb.st_ino;
     id->dev = (uint64_t)sb.st_dev;

@@ -3,6 +3,7 @@
  * save/load with atomic replacement. XGBoost is kept silent (verbosity 0, a no-op log callback) and
  * every call's return code is checked, its XGBGetLastError text going into pp_err. */
 #include "layer_models/layer_models.h"
+#include "layer_models/lm_xgb.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -227,21 +228,27 @@ perfpred_status pp_lm_params_check(const pp_lm_params *p, pp_err *err)
 /* ---- XGBoost plumbing ---- */
 static void xgb_log_sink(const char *msg) { (void)msg; }
 
-/* XGBoost's global configuration and log callback are per thread: silence each thread once. */
-static void xgb_quiet(void)
+/* XGBoost, loaded on first use (lm_xgb.c); its global configuration and log callback are per
+ * thread: each thread is silenced once. NULL with err set when it cannot be loaded. */
+static const pp_xgb_api *xgb_ready(pp_err *err)
 {
     static _Thread_local int done;
-    if (done) return;
-    XGBSetGlobalConfig("{\"verbosity\": 0}");
-    XGBRegisterLogCallback(xgb_log_sink);
+    const pp_xgb_api *xa = pp_xgb(err);
+    if (!xa || done) return xa;
+    xa->XGBSetGlobalConfig("{\"verbosity\": 0}");
+    xa->XGBRegisterLogCallback(xgb_log_sink);
     done = 1;
+    return xa;
 }
+#define XGB_READY()                                                 \
+    const pp_xgb_api *xa = xgb_ready(err);                          \
+    if (!xa) return err ? err->status : PERFPRED_ERR_MODEL
 
 #define XGB_CHECK(call, what)                                                                \
     do {                                                                                     \
         if ((call) != 0) {                                                                   \
             st = pp_err_set(err, PERFPRED_ERR_MODEL, "%s: XGBoost %s failed: %s", ctx, what, \
-                            XGBGetLastError());                                              \
+                            xa->XGBGetLastError());                                              \
             goto done;                                                                       \
         }                                                                                    \
     } while (0)
@@ -293,11 +300,12 @@ const pp_lm_flat *pp_lm_model_flat(const pp_lm_model *m)
 /* The booster's trees as a pp_lm_flat, through XGBoost's JSON model. */
 static perfpred_status flatten(BoosterHandle b, const char *ctx, pp_lm_flat **out, pp_err *err)
 {
+    XGB_READY();
     perfpred_status st = PERFPRED_OK;
     bst_ulong n = 0;
     const char *raw = NULL;
     *out = NULL;
-    XGB_CHECK(XGBoosterSaveModelToBuffer(b, "{\"format\": \"json\"}", &n, &raw), "save json");
+    XGB_CHECK(xa->XGBoosterSaveModelToBuffer(b, "{\"format\": \"json\"}", &n, &raw), "save json");
     st = pp_lm_flat_from_json(raw, (size_t)n, ctx, out, err);
     int nf = st ? 0 : pp_lm_flat_n_features(*out);
     if (!st && nf != PP_LM_NFEAT) {
@@ -340,7 +348,8 @@ static pp_lm_model *model_new(BoosterHandle b, pp_op_kind kind, pp_lm_target tar
 void pp_lm_model_free(pp_lm_model *m)
 {
     if (!m) return;
-    if (m->booster) XGBoosterFree(m->booster);
+    const pp_xgb_api *xa = m->booster ? pp_xgb(NULL) : NULL; /* loaded: it made the booster */
+    if (xa) xa->XGBoosterFree(m->booster);
     free(m->path);
     pp_lm_flat_free(atomic_load(&m->flat));
     pp_lm_memo_free(atomic_load(&m->memo));
@@ -351,6 +360,7 @@ void pp_lm_model_free(pp_lm_model *m)
 static perfpred_status set_params(BoosterHandle b, const pp_lm_params *p, const char *ctx,
                                   pp_err *err)
 {
+    XGB_READY();
     perfpred_status st = PERFPRED_OK;
     char v[11][32];
     snprintf(v[0], sizeof v[0], "%d", p->nthread);
@@ -368,7 +378,7 @@ static perfpred_status set_params(BoosterHandle b, const pp_lm_params *p, const 
         {"eta", v[3]}, {"subsample", v[4]}, {"colsample_bytree", v[5]},
         {"min_child_weight", v[6]}, {"lambda", v[7]}, {"max_bin", v[8]}, {"base_score", "0"}};
     for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
-        XGB_CHECK(XGBoosterSetParam(b, kv[i][0], kv[i][1]), kv[i][0]);
+        XGB_CHECK(xa->XGBoosterSetParam(b, kv[i][0], kv[i][1]), kv[i][0]);
 done:
     return st;
 }
@@ -386,7 +396,7 @@ perfpred_status pp_lm_train(const pp_node_feat *feats, const double *y, int n, p
     perfpred_status st = pp_lm_params_check(p, err);
     if (st != PERFPRED_OK) return st;
     if ((st = check_base(base, ctx, err)) != PERFPRED_OK) return st;
-    xgb_quiet();
+    XGB_READY();
     float *X = malloc((size_t)n * PP_LM_NFEAT * sizeof *X), *lab = malloc((size_t)n * sizeof *lab);
     DMatrixHandle dm = NULL;
     BoosterHandle b = NULL;
@@ -413,19 +423,19 @@ perfpred_status pp_lm_train(const pp_node_feat *feats, const double *y, int n, p
         domain_add_op(&domain, feats[i].op_code);
     }
     if (domain.n_ops < 0) domain.n_ops = 0;
-    XGB_CHECK(XGDMatrixCreateFromMat(X, (bst_ulong)n, PP_LM_NFEAT, NAN, &dm), "DMatrix");
-    XGB_CHECK(XGDMatrixSetFloatInfo(dm, "label", lab, (bst_ulong)n), "set labels");
-    XGB_CHECK(XGBoosterCreate(&dm, 1, &b), "create booster");
+    XGB_CHECK(xa->XGDMatrixCreateFromMat(X, (bst_ulong)n, PP_LM_NFEAT, NAN, &dm), "DMatrix");
+    XGB_CHECK(xa->XGDMatrixSetFloatInfo(dm, "label", lab, (bst_ulong)n), "set labels");
+    XGB_CHECK(xa->XGBoosterCreate(&dm, 1, &b), "create booster");
     if ((st = set_params(b, p, ctx, err)) != PERFPRED_OK) goto done;
-    for (int it = 0; it < p->n_rounds; it++) XGB_CHECK(XGBoosterUpdateOneIter(b, it, dm), "update");
+    for (int it = 0; it < p->n_rounds; it++) XGB_CHECK(xa->XGBoosterUpdateOneIter(b, it, dm), "update");
     /* predictions run one node at a time from any thread: no thread pool for them */
-    XGB_CHECK(XGBoosterSetParam(b, "nthread", "1"), "nthread");
+    XGB_CHECK(xa->XGBoosterSetParam(b, "nthread", "1"), "nthread");
     *out = model_new(b, kind, target, base, &domain);
     if (!*out) st = pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", ctx);
     else b = NULL;
 done:
-    if (dm) XGDMatrixFree(dm);
-    if (b) XGBoosterFree(b);
+    if (dm) xa->XGDMatrixFree(dm);
+    if (b) xa->XGBoosterFree(b);
     free(X);
     free(lab);
     return st;
@@ -438,7 +448,7 @@ perfpred_status pp_lm_model_predict_many_xgb(pp_lm_model *m, const pp_node_feat 
     snprintf(ctx, sizeof ctx, "layer model %s/%s", pp_op_kind_name(m->kind),
              pp_lm_target_name(m->target));
     if (n < 1) return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: no rows to predict", ctx);
-    xgb_quiet();
+    XGB_READY();
     perfpred_status st = PERFPRED_OK;
     float one[PP_LM_NFEAT];
     float *X = n == 1 ? one : malloc((size_t)n * PP_LM_NFEAT * sizeof *X);
@@ -446,7 +456,7 @@ perfpred_status pp_lm_model_predict_many_xgb(pp_lm_model *m, const pp_node_feat 
     for (int i = 0; i < n; i++) pp_lm_features(&f[i], &m->base, X + (size_t)i * PP_LM_NFEAT);
     DMatrixHandle dm = NULL;
     int locked = 0;
-    XGB_CHECK(XGDMatrixCreateFromMat(X, (bst_ulong)n, PP_LM_NFEAT, NAN, &dm), "DMatrix");
+    XGB_CHECK(xa->XGDMatrixCreateFromMat(X, (bst_ulong)n, PP_LM_NFEAT, NAN, &dm), "DMatrix");
     /* XGBoost keeps the prediction buffer in the booster: predict and copy under the lock */
     pthread_mutex_lock(&m->lock);
     locked = 1;
@@ -454,7 +464,7 @@ perfpred_status pp_lm_model_predict_many_xgb(pp_lm_model *m, const pp_node_feat 
     const float *res = NULL;
     BoosterHandle b = NULL;
     if ((st = booster_of(m, &b, err)) != PERFPRED_OK) goto done;
-    XGB_CHECK(XGBoosterPredict(b, dm, 0, 0, 0, &len, &res), "predict");
+    XGB_CHECK(xa->XGBoosterPredict(b, dm, 0, 0, 0, &len, &res), "predict");
     if (len != (bst_ulong)n) {
         st = pp_err_set(err, PERFPRED_ERR_MODEL, "%s: XGBoost returned %llu values for %d rows", ctx,
                         (unsigned long long)len, n);
@@ -463,7 +473,7 @@ perfpred_status pp_lm_model_predict_many_xgb(pp_lm_model *m, const pp_node_feat 
     for (int i = 0; i < n; i++) out[i] = pp_lm_base_eval(&m->base, m->target, &f[i]) * exp((double)res[i]);
 done:
     if (locked) pthread_mutex_unlock(&m->lock);
-    if (dm) XGDMatrixFree(dm);
+    if (dm) xa->XGDMatrixFree(dm);
     if (X != one) free(X);
     return st;
 }
@@ -474,7 +484,6 @@ perfpred_status pp_lm_model_flatten(pp_lm_model *m, pp_err *err)
     snprintf(ctx, sizeof ctx, "layer model %s/%s", pp_op_kind_name(m->kind),
              pp_lm_target_name(m->target));
     perfpred_status st = PERFPRED_OK;
-    xgb_quiet();
     pthread_mutex_lock(&m->lock);
     BoosterHandle b = NULL;
     if (!atomic_load(&m->flat) && (st = booster_of(m, &b, err)) == PERFPRED_OK) {
@@ -568,7 +577,7 @@ perfpred_status pp_lm_model_to_ubj(pp_lm_model *m, uint8_t **buf, size_t *len, p
 {
     const char *ctx = "layer model";
     perfpred_status st = PERFPRED_OK;
-    xgb_quiet();
+    XGB_READY();
     *buf = NULL;
     *len = 0;
     bst_ulong n = 0;
@@ -576,7 +585,7 @@ perfpred_status pp_lm_model_to_ubj(pp_lm_model *m, uint8_t **buf, size_t *len, p
     pthread_mutex_lock(&m->lock);
     BoosterHandle b = NULL;
     if ((st = booster_of(m, &b, err)) != PERFPRED_OK) goto done;
-    XGB_CHECK(XGBoosterSaveModelToBuffer(b, "{\"format\": \"ubj\"}", &n, &raw), "save");
+    XGB_CHECK(xa->XGBoosterSaveModelToBuffer(b, "{\"format\": \"ubj\"}", &n, &raw), "save");
     *buf = malloc(n ? (size_t)n : 1);
     if (!*buf) {
         st = pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", ctx);
@@ -830,20 +839,21 @@ static perfpred_status load_booster(const char *path, BoosterHandle *out, pp_err
     uint8_t *buf = NULL;
     size_t len = 0;
     perfpred_status st;
+    const pp_xgb_api *xa = xgb_ready(err);
+    if (!xa) return err ? err->status : PERFPRED_ERR_MODEL;
     if ((st = pp_read_file(path, &buf, &len, err)) != PERFPRED_OK) return st;
-    xgb_quiet();
     BoosterHandle b = NULL;
     bst_ulong nfeat = 0;
-    XGB_CHECK(XGBoosterCreate(NULL, 0, &b), "create booster");
+    XGB_CHECK(xa->XGBoosterCreate(NULL, 0, &b), "create booster");
     if (ubj_check(buf, len) != 0) {
         st = pp_err_set(err, PERFPRED_ERR_MODEL,
                         "%s: not a well-formed UBJSON XGBoost model (truncated or corrupt)", path);
         goto done;
     }
-    XGB_CHECK(XGBoosterLoadModelFromBuffer(b, buf, (bst_ulong)len), "load");
-    XGB_CHECK(XGBoosterSetParam(b, "verbosity", "0"), "verbosity");
-    XGB_CHECK(XGBoosterSetParam(b, "nthread", "1"), "nthread");
-    XGB_CHECK(XGBoosterGetNumFeature(b, &nfeat), "feature count");
+    XGB_CHECK(xa->XGBoosterLoadModelFromBuffer(b, buf, (bst_ulong)len), "load");
+    XGB_CHECK(xa->XGBoosterSetParam(b, "verbosity", "0"), "verbosity");
+    XGB_CHECK(xa->XGBoosterSetParam(b, "nthread", "1"), "nthread");
+    XGB_CHECK(xa->XGBoosterGetNumFeature(b, &nfeat), "feature count");
     if (nfeat != PP_LM_NFEAT) {
         st = pp_err_set(err, PERFPRED_ERR_MODEL, "%s: model has %llu features, this build uses %d",
                         path, (unsigned long long)nfeat, PP_LM_NFEAT);
@@ -852,7 +862,7 @@ static perfpred_status load_booster(const char *path, BoosterHandle *out, pp_err
     *out = b;
     b = NULL;
 done:
-    if (b) XGBoosterFree(b);
+    if (b) xa->XGBoosterFree(b);
     free(buf);
     return st;
 }
@@ -886,9 +896,8 @@ perfpred_status pp_lm_model_load(const char *path, pp_op_kind kind, pp_lm_target
     if (!flat && (st = load_booster(path, &b, err)) != PERFPRED_OK) return st;
     pp_lm_model *m = model_new(b, kind, target, base, domain);
     if (!m || !(m->path = strdup(path))) {
-        if (m) m->booster = NULL;
-        pp_lm_model_free(m);
-        if (b) XGBoosterFree(b);
+        if (m) pp_lm_model_free(m); /* and b with it */
+        else if (b) pp_xgb(NULL)->XGBoosterFree(b);
         pp_lm_flat_free(flat);
         return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", path);
     }
