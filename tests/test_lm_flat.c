@@ -144,17 +144,19 @@ static void flat_trees_should_match_xgboost_on_every_shipped_artifact(void **sta
     free(rows);
 }
 
+/* one tree: f0 < 0.5 ? (f1 < 2 ? 1 : 2) : 3; missing f0 goes right, missing f1 goes left */
+static const char toy_json[] =
+    "{\"learner\":{\"learner_model_param\":{\"base_score\":\"5E-1\",\"num_class\":\"0\","
+    "\"num_feature\":\"2\"},\"objective\":{\"name\":\"reg:squarederror\"},"
+    "\"gradient_booster\":{\"name\":\"gbtree\",\"model\":{\"trees\":[{"
+    "\"left_children\":[1,3,-1,-1,-1],\"right_children\":[2,4,-1,-1,-1],"
+    "\"split_indices\":[0,1,0,0,0],\"split_conditions\":[0.5,2,3,1,2],"
+    "\"default_left\":[0,1,0,0,0],\"split_type\":[0,0,0,0,0]}]}}}}";
+
 static void flat_trees_should_follow_default_direction_for_missing_values(void **state)
 {
     (void)state;
-    /* one tree: f0 < 0.5 ? (f1 < 2 ? 1 : 2) : 3; missing f0 goes right, missing f1 goes left */
-    const char *json =
-        "{\"learner\":{\"learner_model_param\":{\"base_score\":\"5E-1\",\"num_class\":\"0\","
-        "\"num_feature\":\"2\"},\"objective\":{\"name\":\"reg:squarederror\"},"
-        "\"gradient_booster\":{\"name\":\"gbtree\",\"model\":{\"trees\":[{"
-        "\"left_children\":[1,3,-1,-1,-1],\"right_children\":[2,4,-1,-1,-1],"
-        "\"split_indices\":[0,1,0,0,0],\"split_conditions\":[0.5,2,3,1,2],"
-        "\"default_left\":[0,1,0,0,0],\"split_type\":[0,0,0,0,0]}]}}}}";
+    const char *json = toy_json;
     pp_lm_flat *f = NULL;
     pp_err err = {0};
     assert_int_equal(pp_lm_flat_from_json(json, strlen(json), "toy", &f, &err), PERFPRED_OK);
@@ -373,13 +375,7 @@ static void tree_cache_should_be_read_validated_and_rebuilt(void **state)
 static void tree_cache_should_refuse_hostile_bytes(void **state)
 {
     (void)state;
-    const char *json =
-        "{\"learner\":{\"learner_model_param\":{\"base_score\":\"5E-1\",\"num_class\":\"0\","
-        "\"num_feature\":\"2\"},\"objective\":{\"name\":\"reg:squarederror\"},"
-        "\"gradient_booster\":{\"name\":\"gbtree\",\"model\":{\"trees\":[{"
-        "\"left_children\":[1,3,-1,-1,-1],\"right_children\":[2,4,-1,-1,-1],"
-        "\"split_indices\":[0,1,0,0,0],\"split_conditions\":[0.5,2,3,1,2],"
-        "\"default_left\":[0,1,0,0,0],\"split_type\":[0,0,0,0,0]}]}}}}";
+    const char *json = toy_json;
     pp_lm_flat *f = NULL, *g = NULL;
     pp_err err = {0};
     assert_int_equal(pp_lm_flat_from_json(json, strlen(json), "toy", &f, &err), PERFPRED_OK);
