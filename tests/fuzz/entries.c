@@ -261,6 +261,37 @@ int pp_fuzz_lm_set(const uint8_t *data, size_t len)
     return 0;
 }
 
+/* The flat-tree cache reader (lm_flat.c): the first byte's low bit picks whether the checksum is
+ * rewritten over the rest first (so that mutations reach the size and tree-structure checks); trees
+ * that pass are walked on rows of zeros, NaNs and the input's own floats. */
+int pp_fuzz_lm_cache(const uint8_t *data, size_t len)
+{
+    if (!len) return 0;
+    size_t n = len - 1;
+    uint8_t *buf = malloc(n ? n : 1);
+    if (!buf) return 0;
+    memcpy(buf, data + 1, n);
+    if (data[0] & 1) pp_lm_cache_seal(buf, n);
+    pp_lm_flat *f = NULL;
+    if (pp_lm_flat_deserialize(buf, n, NULL, &f, NULL) == PERFPRED_OK) {
+        int nf = pp_lm_flat_n_features(f);
+        float *x = calloc((size_t)nf * 3, sizeof *x), y[3];
+        if (x) {
+            for (int i = 0; i < nf; i++) {
+                x[nf + i] = NAN;
+                float v = 0;
+                if (n >= 4) memcpy(&v, buf + (size_t)(4 * i) % (n - 3), 4);
+                x[2 * nf + i] = v;
+            }
+            pp_lm_flat_predict(f, x, 3, nf, y);
+        }
+        free(x);
+    }
+    pp_lm_flat_free(f);
+    free(buf);
+    return 0;
+}
+
 /* ---- dataset importers: a SOURCE.md and the fuzzed file where the importer reads it ---- */
 
 static const char *importer_root(const char *name, const char *source_md)
@@ -341,37 +372,6 @@ int pp_fuzz_neusight(const uint8_t *data, size_t len)
         (void)pp_neusight_import(root, "linear", "NVIDIA A100-PCIE-40GB", PP_NEUSIGHT_TRAIN, t,
                                  NULL, NULL);
     pp_layer_table_free(t);
-    return 0;
-}
-
-/* The flat-tree cache reader (lm_flat.c): the first byte's low bit picks whether the checksum is
- * rewritten over the rest first (so that mutations reach the size and tree-structure checks); trees
- * that pass are walked on rows of zeros, NaNs and the input's own floats. */
-int pp_fuzz_lm_cache(const uint8_t *data, size_t len)
-{
-    if (!len) return 0;
-    size_t n = len - 1;
-    uint8_t *buf = malloc(n ? n : 1);
-    if (!buf) return 0;
-    memcpy(buf, data + 1, n);
-    if (data[0] & 1) pp_lm_cache_seal(buf, n);
-    pp_lm_flat *f = NULL;
-    if (pp_lm_flat_deserialize(buf, n, NULL, &f, NULL) == PERFPRED_OK) {
-        int nf = pp_lm_flat_n_features(f);
-        float *x = calloc((size_t)nf * 3, sizeof *x), y[3];
-        if (x) {
-            for (int i = 0; i < nf; i++) {
-                x[nf + i] = NAN;
-                float v = 0;
-                if (n >= 4) memcpy(&v, buf + (size_t)(4 * i) % (n - 3), 4);
-                x[2 * nf + i] = v;
-            }
-            pp_lm_flat_predict(f, x, 3, nf, y);
-        }
-        free(x);
-    }
-    pp_lm_flat_free(f);
-    free(buf);
     return 0;
 }
 
