@@ -106,9 +106,10 @@ int pp_lm_model_gate(const pp_lm_model *m, const pp_node_feat *f, int n, double 
  * lock): the reference the flat evaluator is tested against, and the old path for bench/. */
 perfpred_status pp_lm_model_predict_many_xgb(pp_lm_model *m, const pp_node_feat *f, int n,
                                              double *out, pp_err *err);
-/* Predictions go through XGBoost for a regressor's first few calls, then through its trees
- * flattened into a pp_lm_flat (same figures, no DMatrix, no allocation, no lock): flattening costs
- * a few model loads, which a one-shot prediction should not pay. pp_lm_model_flatten does it now
+/* Predictions go through the regressor's trees flattened into a pp_lm_flat (same figures, no
+ * DMatrix, no allocation, no lock): from the load on when the tree cache is on (pp_lm_cache_dir),
+ * else after its first few calls through XGBoost (flattening costs a few model loads, which a
+ * one-shot prediction should not pay in every process). pp_lm_model_flatten does it now
  * (idempotent, thread-safe); pp_lm_model_is_flat says whether it has happened. */
 perfpred_status pp_lm_model_flatten(pp_lm_model *m, pp_err *err);
 int pp_lm_model_is_flat(const pp_lm_model *m);

@@ -496,10 +496,12 @@ perfpred_status pp_lm_model_flatten(pp_lm_model *m, pp_err *err)
     return st;
 }
 
-/* Flattening costs several loads of the model (XGBoost writes JSON, cJSON reads it), so a regressor
- * is flattened on its FLATTEN_AFTER-th call: a one-shot prediction (the CLI's cold start) stays with
- * XGBoost, repeated ones (a loop, predict-many, a fit's evaluation) move to the flat trees. Both
- * give the same figures (tests/test_lm_flat.c). */
+/* With the tree cache on, pp_lm_model_load gives flat trees from the start (read from the cache,
+ * or flattened once and cached). Without it, flattening costs several loads of the model (XGBoost
+ * writes JSON, cJSON reads it) in every process, so a regressor is flattened on its
+ * FLATTEN_AFTER-th call: a one-shot prediction stays with XGBoost, repeated ones (a loop,
+ * predict-many, a fit's evaluation) move to the flat trees. Both give the same figures
+ * (tests/test_lm_flat.c). */
 #define FLATTEN_AFTER 4
 static const pp_lm_flat *flat_of(pp_lm_model *m)
 {

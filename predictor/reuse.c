@@ -56,7 +56,8 @@ void pp_reuse_free(pp_reuse *r)
 
 int pp_reuse_cacheable(const perfpred_predict_params *p)
 {
-    return !atomic_load_explicit(&reuse_off, memory_order_relaxed) && !p->kernels && (!p->runtime || strlen(p->runtime) < NAME_CAP) &&
+    return !atomic_load_explicit(&reuse_off, memory_order_relaxed) && !p->kernels &&
+           (!p->runtime || strlen(p->runtime) < NAME_CAP) &&
            (!p->precision || strlen(p->precision) < NAME_CAP);
 }
 
