@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <xgboost/c_api.h>
 
 /* ---- names ---- */
@@ -905,8 +906,9 @@ perfpred_status pp_lm_model_load(const char *path, pp_op_kind kind, pp_lm_target
     }
     if (flat) {
         atomic_store_explicit(&m->flat, flat, memory_order_release);
-    } else if (cached && pp_lm_model_flatten(m, NULL) == PERFPRED_OK) {
-        /* the first start flattens now, once for every later process */
+    } else if (cached && access(dir, W_OK) == 0 && pp_lm_model_flatten(m, NULL) == PERFPRED_OK) {
+        /* the first start flattens now, once for every later process (a cache it cannot write
+         * to leaves the model as without a cache: flattened after a few calls, if ever) */
         pp_lm_cache_store(path, atomic_load_explicit(&m->flat, memory_order_acquire));
     }
     *out = m;
