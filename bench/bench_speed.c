@@ -1,12 +1,17 @@
 /* bench/bench_speed.c: how fast a prediction is (issue 23), as ratios of runs in this one process:
  *   1. a loaded model predicted in a loop on a device with layer models and a GNN ensemble, by the
  *      path before the flat trees and the GNN pool (XGBoost DMatrix per kernel, a GNN workspace per
- *      member and call: pp_lm_use_xgboost, pp_gnn_use_reference) and by the current one, each with
- *      the machine idle and with a busy loop on another core (a child process the bench starts and
- *      stops); against running the model (a measured forward latency, when given);
+ *      member and call: pp_lm_use_xgboost, pp_gnn_use_reference) and by the current one: computed
+ *      afresh every call (no reuse, no tree memo: what the first prediction of a (model, device,
+ *      batch) costs), with the tree memo warm (a new model whose kernels were seen before, as in a
+ *      search), and repeated (the context's reuse of an identical call); each with the machine
+ *      idle and with a busy loop on another core (a child process the bench starts and stops);
+ *      against running the model (a measured forward latency, when given); and the very first
+ *      prediction of a fresh context (lazy loads of trees and GNN weights included);
  *   2. NAS-Bench-201 cells per second through perfpred_predict_many (1 and 2 threads) per device;
- *   3. the cold start of `perfpred --device DEV model.onnx` (the whole process) beside the load of
- *      the same model in this process.
+ *   3. the cold start of `perfpred --device a100-mig-3g model.onnx` (the whole process) with the
+ *      flat-tree cache warm and with it off (PERFPRED_CACHE_DIR=off: every tree through XGBoost, as
+ *      before), beside the load of the same model in this process.
  * Usage: bench_speed MODEL.onnx PERFPRED_CLI [DEVICE] [MEASURED_MS] */
 #include <signal.h>
 #include <stdio.h>
@@ -21,6 +26,8 @@
 /* internal switches for the old path (layer_models.h, graph_gnn.h) */
 void pp_lm_use_xgboost(int on);
 void pp_gnn_use_reference(int on);
+void pp_lm_memo_disable(int off);   /* layer_models.h */
+void pp_reuse_disable(int off);     /* predictor/reuse.h */
 
 static double now_s(void)
 {
@@ -121,7 +128,18 @@ int main(int argc, char **argv)
     double load = now_s() - t0;
     if (!m) die(argv[1], err);
 
+    /* 0. the first prediction of a fresh context: trees (from the cache) and GNN weights load */
+    perfpred_ctx *fresh = perfpred_ctx_open(NULL, NULL, err, sizeof err);
+    if (!fresh) die("context", err);
+    perfpred_prediction p0;
+    t0 = now_s();
+    if (perfpred_predict(fresh, m, dev, NULL, &p0, err, sizeof err)) die(dev, err);
+    double first_ctx = now_s() - t0;
+    perfpred_ctx_close(fresh);
+
     /* 1. old path first: it leaves OpenBLAS's thread count as the process found it */
+    pp_reuse_disable(1);
+    pp_lm_memo_disable(1);
     pp_lm_use_xgboost(1);
     pp_gnn_use_reference(1);
     double old_idle = per_prediction(ctx, m, dev);
@@ -134,17 +152,34 @@ int main(int argc, char **argv)
     b = busy_start();
     double new_busy = per_prediction(ctx, m, dev);
     busy_stop(b);
-    printf("predict %s on %s, best of 5 loops:\n", argv[1], dev);
-    printf("  old path (XGBoost DMatrix, GNN workspace per call): idle %.1f us, other core busy "
-           "%.1f us\n", old_idle * 1e6, old_busy * 1e6);
-    printf("  new path (flat trees, pooled GNN, one thread):      idle %.1f us, other core busy "
-           "%.1f us\n", new_idle * 1e6, new_busy * 1e6);
-    printf("  speed-up new vs old: idle %.1fx, other core busy %.1fx; busy/idle: old %.2f, new %.2f\n",
-           old_idle / new_idle, old_busy / new_busy, old_busy / old_idle, new_busy / new_idle);
+    pp_lm_memo_disable(0);
+    double memo_idle = per_prediction(ctx, m, dev);
+    b = busy_start();
+    double memo_busy = per_prediction(ctx, m, dev);
+    busy_stop(b);
+    pp_reuse_disable(0);
+    double again_idle = per_prediction(ctx, m, dev);
+    b = busy_start();
+    double again_busy = per_prediction(ctx, m, dev);
+    busy_stop(b);
+    printf("predict %s on %s, best of 5 loops (us per prediction: idle, other core busy):\n",
+           argv[1], dev);
+    printf("  old path (XGBoost DMatrix, GNN workspace per call):  %9.1f %9.1f\n",
+           old_idle * 1e6, old_busy * 1e6);
+    printf("  computed afresh (flat trees, pooled GNN; = a first prediction of a (model, device, "
+           "batch)):\n                                                       %9.1f %9.1f  "
+           "(%.1fx, %.1fx vs old)\n", new_idle * 1e6, new_busy * 1e6, old_idle / new_idle,
+           old_busy / new_busy);
+    printf("  tree memo warm (a new model of kernels seen before):  %9.1f %9.1f  (%.1fx, %.1fx)\n",
+           memo_idle * 1e6, memo_busy * 1e6, old_idle / memo_idle, old_busy / memo_busy);
+    printf("  repeated call (context reuse of an identical call):   %9.2f %9.2f  (%.0fx, %.0fx)\n",
+           again_idle * 1e6, again_busy * 1e6, old_idle / again_idle, old_busy / again_busy);
+    printf("  first prediction of a fresh context (lazy loads included): %.1f us\n",
+           first_ctx * 1e6);
     if (argc > 4) {
         double ms = atof(argv[4]);
-        printf("  running the model (measured forward %.1f ms) / prediction: %.0fx\n", ms,
-               ms * 1e-3 / new_idle);
+        printf("  running the model (measured forward %.1f ms) / prediction computed afresh: %.0fx\n",
+               ms, ms * 1e-3 / new_idle);
     }
 
     /* 2. NAS-Bench-201 cells (a fixed pseudo-random sample of the 15,625) */
@@ -170,23 +205,32 @@ int main(int argc, char **argv)
                "(%.2fx)\n", nas_devs[d], c1, c2, c2 / c1);
     }
 
-    /* 3. cold start of the command, beside the model load */
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "'%s' --device a100-mig-3g '%s' >/dev/null", argv[2], argv[1]);
-    double cold[7];
-    for (int i = 0; i < 7; i++) {
-        t0 = now_s();
-        if (system(cmd) != 0) die("cold start", cmd);
-        cold[i] = now_s() - t0;
-    }
-    for (int i = 1; i < 7; i++)
-        for (int j = i; j > 0 && cold[j] < cold[j - 1]; j--) {
-            double x = cold[j];
-            cold[j] = cold[j - 1];
-            cold[j - 1] = x;
+    /* 3. cold start of the command, beside the model load: the tree cache warm, then off */
+    static const char *const modes[2] = {"", "PERFPRED_CACHE_DIR=off "};
+    double med[2];
+    for (int k = 0; k < 2; k++) {
+        char cmd[4096];
+        snprintf(cmd, sizeof cmd, "%s'%s' --device a100-mig-3g '%s' >/dev/null", modes[k], argv[2],
+                 argv[1]);
+        if (system(cmd) != 0) die("cold start", cmd); /* fills the cache (k = 0) */
+        double cold[7];
+        for (int i = 0; i < 7; i++) {
+            t0 = now_s();
+            if (system(cmd) != 0) die("cold start", cmd);
+            cold[i] = now_s() - t0;
         }
-    printf("cold start `perfpred --device a100-mig-3g %s`: median %.1f ms (the process as a whole); "
-           "the model load alone: %.1f ms\n", argv[1], cold[3] * 1e3, load * 1e3);
+        for (int i = 1; i < 7; i++)
+            for (int j = i; j > 0 && cold[j] < cold[j - 1]; j--) {
+                double x = cold[j];
+                cold[j] = cold[j - 1];
+                cold[j - 1] = x;
+            }
+        med[k] = cold[3];
+    }
+    printf("cold start `perfpred --device a100-mig-3g %s` (the process as a whole, median of 7):\n"
+           "  flat-tree cache warm %.1f ms; cache off (trees through XGBoost) %.1f ms (%.1fx); "
+           "the model load alone in-process %.1f ms\n",
+           argv[1], med[0] * 1e3, med[1] * 1e3, med[1] / med[0], load * 1e3);
     perfpred_model_free(m);
     perfpred_ctx_close(ctx);
     return 0;

@@ -19,10 +19,31 @@ static int bld_fail(pp_bld *b, perfpred_status st, const char *what)
     return -1;
 }
 
+/* Names are built by hand, not snprintf: a search builds ~10^4 names a network, and snprintf was
+ * a third of the build. Both append to dst[off..], truncating as snprintf would (dst stays
+ * NUL-terminated within cap), and return the new length. */
+static size_t cat_str(char *dst, size_t cap, size_t off, const char *s)
+{
+    while (*s && off + 1 < cap) dst[off++] = *s++;
+    dst[off] = '\0';
+    return off;
+}
+
+static size_t cat_uint(char *dst, size_t cap, size_t off, unsigned v)
+{
+    char tmp[16];
+    int n = 0;
+    do tmp[n++] = (char)('0' + v % 10);
+    while (v /= 10);
+    while (n && off + 1 < cap) dst[off++] = tmp[--n];
+    dst[off] = '\0';
+    return off;
+}
+
 static int bld_new_tensor(pp_bld *b, const char *prefix)
 {
     char name[BLD_NAME];
-    snprintf(name, sizeof name, "%s%d", prefix, b->counter++);
+    cat_uint(name, sizeof name, cat_str(name, sizeof name, 0, prefix), (unsigned)b->counter++);
     int t = pp_graph_tensor(b->g, name);
     if (t < 0) return bld_fail(b, PERFPRED_ERR_NOMEM, "out of memory");
     return t;
@@ -114,8 +135,11 @@ int pp_bld_node(pp_bld *b, const char *op_type, const int *in, int n_in)
     int y = bld_new_tensor(b, "t");
     if (y < 0) return -1;
     char node_name[BLD_NAME];
-    snprintf(node_name, sizeof node_name, "%s%s%s_%d", b->scope, b->scope[0] ? "/" : "", op_type,
-             b->counter++);
+    size_t off = cat_str(node_name, sizeof node_name, 0, b->scope);
+    if (b->scope[0]) off = cat_str(node_name, sizeof node_name, off, "/");
+    off = cat_str(node_name, sizeof node_name, off, op_type);
+    off = cat_str(node_name, sizeof node_name, off, "_");
+    cat_uint(node_name, sizeof node_name, off, (unsigned)b->counter++);
     const char *out_names[1] = {b->g->tensors[y].name};
     if (pp_graph_add_node(b->g, node_name, op_type, "", in_names, n_in, out_names, 1) < 0)
         return bld_fail(b, PERFPRED_ERR_NOMEM, "out of memory");

@@ -229,6 +229,8 @@ const char *pp_feat_vector_name(int i);
 
 /* The graph behind a public model handle (graph/model.c). */
 const pp_graph *pp_model_graph(const perfpred_model *m);
+/* A number no other model of this process has had (0 for NULL): predictions are reused by it. */
+uint64_t pp_model_serial(const perfpred_model *m);
 /* A public handle that takes ownership of g (shapes, features and liveness already computed);
  * for graphs built in memory (benchmark layers, tests). NULL on OOM (g is then still the caller's). */
 perfpred_model *pp_model_wrap(pp_graph *g);

@@ -3,20 +3,32 @@
  * A perfpred_model is immutable once loaded, so any number of threads may read it. */
 #include "graph/graph.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct perfpred_model {
     pp_graph *g;
+    uint64_t serial;
 };
 
 const pp_graph *pp_model_graph(const perfpred_model *m) { return m ? m->g : NULL; }
+uint64_t pp_model_serial(const perfpred_model *m) { return m ? m->serial : 0; }
+
+static uint64_t new_serial(void)
+{
+    static atomic_uint_fast64_t next = 1;
+    return atomic_fetch_add(&next, 1);
+}
 
 perfpred_model *pp_model_wrap(pp_graph *g)
 {
     if (!g) return NULL;
     perfpred_model *m = calloc(1, sizeof *m);
-    if (m) m->g = g;
+    if (m) {
+        m->g = g;
+        m->serial = new_serial();
+    }
     return m;
 }
 
@@ -94,6 +106,7 @@ perfpred_model *perfpred_model_load(const char *path, const perfpred_model_param
         goto fail;
     }
     m->g = g;
+    m->serial = new_serial();
     const pp_graph_totals *t = &g->totals;
     if (t->n_unknown_ops > 0) {
         int shown = 0;

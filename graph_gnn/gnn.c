@@ -3,7 +3,6 @@
  * stopping on a validation split). The equations are in graph_gnn.h and above each function. */
 #include "graph_gnn/graph_gnn.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -252,6 +251,8 @@ typedef struct gnn_ws {
     float *a[PP_GNN_MAX_TARGETS], *da[PP_GNN_MAX_TARGETS];
     float o[PP_GNN_MAX_TARGETS], d_o[PP_GNN_MAX_TARGETS];
     float *P, *dP, *Q, *dQ;              /* [n][H], [S][H] */
+    const float *wt;                     /* forward-only predictions: transposed weights, else NULL */
+    float *bias_g;                       /* [H] forward-only: b + g^l W[:, g block]^T */
 } gnn_ws;
 
 static void ws_free(gnn_ws *ws)
@@ -268,7 +269,9 @@ static size_t at_least_1(size_t n) { return n > 0 ? n : 1; }
 #define WS_F(n) ((float *)pp_arena_array(ws->arena, at_least_1(n), sizeof(float)))
 #define WS_I(n) ((int *)pp_arena_array(ws->arena, at_least_1(n), sizeof(int)))
 
-static perfpred_status ws_init(gnn_ws *ws, const pp_gnn *m, int cap_n, int cap_e, pp_err *err)
+/* back != 0: also the gradient buffers of a backward pass (a forward-only workspace lacks them). */
+static perfpred_status ws_init(gnn_ws *ws, const pp_gnn *m, int cap_n, int cap_e, int back,
+                               pp_err *err)
 {
     memset(ws, 0, sizeof *ws);
     ws->arena = pp_arena_new();
@@ -285,29 +288,31 @@ static perfpred_status ws_init(gnn_ws *ws, const pp_gnn *m, int cap_n, int cap_e
     for (int l = 0; l < m->params.layers && ok; l++) {
         size_t kc = (size_t)kc_of(m, l), ncg = (size_t)m->layer[l].dg + 2 * H;
         ws->C[l] = WS_F(N * kc);
-        ws->dC[l] = WS_F(N * kc);
+        ws->dC[l] = back ? WS_F(N * kc) : NULL;
         ws->am[l] = WS_I(N * H);
         ws->cg[l] = WS_F(ncg);
-        ws->dcg[l] = WS_F(ncg);
+        ws->dcg[l] = back ? WS_F(ncg) : NULL;
         ws->pam[l] = WS_I(H);
-        ok = ws->C[l] && ws->dC[l] && ws->am[l] && ws->cg[l] && ws->dcg[l] && ws->pam[l];
+        ok = ws->C[l] && (!back || ws->dC[l]) && ws->am[l] && ws->cg[l] && (!back || ws->dcg[l]) &&
+             ws->pam[l];
     }
     ws->hL = WS_F(N * H);
-    ws->dhL = WS_F(N * H);
+    ws->dhL = back ? WS_F(N * H) : NULL;
     ws->gL = WS_F(H);
-    ws->dgL = WS_F(H);
+    ws->dgL = back ? WS_F(H) : NULL;
+    ws->bias_g = WS_F(H);
     ws->r = WS_F(3 * H);
-    ws->dr = WS_F(3 * H);
+    ws->dr = back ? WS_F(3 * H) : NULL;
     ws->P = WS_F(N * H);
-    ws->dP = WS_F(N * H);
+    ws->dP = back ? WS_F(N * H) : NULL;
     ws->Q = WS_F(S * H);
-    ws->dQ = WS_F(S * H);
-    ok = ok && ws->hL && ws->dhL && ws->gL && ws->dgL && ws->r && ws->dr && ws->P && ws->dP &&
-         ws->Q && ws->dQ;
+    ws->dQ = back ? WS_F(S * H) : NULL;
+    ok = ok && ws->hL && ws->gL && ws->bias_g && ws->r && ws->P && ws->Q &&
+         (!back || (ws->dhL && ws->dgL && ws->dr && ws->dP && ws->dQ));
     for (int t = 0; t < m->n_targets && ok; t++) {
         ws->a[t] = WS_F(H);
-        ws->da[t] = WS_F(H);
-        ok = ws->a[t] && ws->da[t];
+        ws->da[t] = back ? WS_F(H) : NULL;
+        ok = ws->a[t] && (!back || ws->da[t]);
     }
     if (!ok) {
         ws_free(ws);
@@ -369,12 +374,24 @@ static void ws_prepare(gnn_ws *ws, const pp_gnn *m, const pp_gnn_graph *s)
  *              h^{l+1} = relu([h^l | m | g^l] W^T + b),
  *              g^{l+1} = relu(W_g [g^l ; mean h^{l+1} ; max h^{l+1}] + b_g)
  *   r = [mean h^L ; max h^L ; g^L],  o_t = w2_t . relu(W1_t r + b1_t) + b2_t */
+/* y = x W[:, col0 : col0 + k]^T + b for the weight block at off (n rows of ldw): through BLAS,
+ * or over the transposed block (ws->wt, [ldw][n] at the same offset) in a forward-only pass. */
+static void fwd_linear(const pp_gnn *m, const gnn_ws *ws, int rows, int k, int n, const float *x,
+                       int ldx, size_t off, int ldw, int col0, const float *b, float *y, int ldy)
+{
+    if (ws->wt)
+        pp_gnn_op_linear_t(rows, k, n, x, ldx, ws->wt + off + (size_t)col0 * n, b, y, ldy);
+    else
+        pp_gnn_op_linear(0, rows, k, n, x, NULL, ldx, m->w + off + col0, NULL, ldw, b, NULL, y,
+                         NULL, ldy);
+}
+
 static void gnn_forward_ws(const pp_gnn *m, gnn_ws *ws, const pp_gnn_graph *s)
 {
     int N = ws->n, S = ws->S, H = m->params.hidden, L = m->params.layers, F = m->n_feat;
     int Fe = m->n_edge_feat, G = m->n_globals;
     const float *W = m->w;
-    int kc0 = kc_of(m, 0);
+    int kc0 = kc_of(m, 0), fwd_only = ws->wt != NULL;
     for (int i = 0; i < N; i++) {
         const float *xi = s->x + (size_t)i * F;
         float *ci = ws->C[0] + (size_t)i * kc0;
@@ -385,22 +402,27 @@ static void gnn_forward_ws(const pp_gnn *m, gnn_ws *ws, const pp_gnn_graph *s)
         const pp_gnn_layer_off *lo = &m->layer[l];
         int din = lo->din, dg = lo->dg, kc = kc_of(m, l), ke = din + Fe + 1;
         float *C = ws->C[l];
-        pp_gnn_op_linear(0, N, din, H, C, NULL, kc, W + lo->we, NULL, ke, NULL, NULL, ws->P, NULL, H);
-        pp_gnn_op_linear(0, S, Fe + 1, H, ws->Z, NULL, Fe + 1, W + lo->we + din, NULL, ke,
-                         W + lo->be, NULL, ws->Q, NULL, H);
+        fwd_linear(m, ws, N, din, H, C, kc, lo->we, ke, 0, NULL, ws->P, H);
+        fwd_linear(m, ws, S, Fe + 1, H, ws->Z, Fe + 1, lo->we, ke, din, W + lo->be, ws->Q, H);
         pp_gnn_op_aggregate(0, N, H, ws->slot_ptr, ws->slot_nb, ws->P, NULL, ws->Q, NULL, C + din,
-                            NULL, kc, ws->am[l]);
-        pp_gnn_op_broadcast(0, N, dg, ws->cg[l], NULL, C + din + 2 * H, NULL, kc);
+                            NULL, kc, fwd_only ? NULL : ws->am[l]);
         float *out = l + 1 < L ? ws->C[l + 1] : ws->hL;
         int ldo = l + 1 < L ? kc_of(m, l + 1) : H;
-        pp_gnn_op_linear(0, N, kc, H, C, NULL, kc, W + lo->w, NULL, kc, W + lo->b, NULL, out, NULL,
-                         ldo);
+        if (fwd_only) {
+            /* the g block is the same in every row: its product joins the bias once */
+            fwd_linear(m, ws, 1, dg, H, ws->cg[l], dg, lo->w, kc, din + 2 * H, W + lo->b,
+                       ws->bias_g, H);
+            fwd_linear(m, ws, N, din + 2 * H, H, C, kc, lo->w, kc, 0, ws->bias_g, out, ldo);
+        } else {
+            pp_gnn_op_broadcast(0, N, dg, ws->cg[l], NULL, C + din + 2 * H, NULL, kc);
+            fwd_linear(m, ws, N, kc, H, C, kc, lo->w, kc, 0, W + lo->b, out, ldo);
+        }
         pp_gnn_op_relu(0, N, H, out, NULL, ldo);
         float *cg = ws->cg[l];
-        pp_gnn_op_pool(0, N, H, out, NULL, ldo, cg + dg, NULL, ws->pam[l]);
+        pp_gnn_op_pool(0, N, H, out, NULL, ldo, cg + dg, NULL, fwd_only ? NULL : ws->pam[l]);
         float *gnext = l + 1 < L ? ws->cg[l + 1] : ws->gL;
-        pp_gnn_op_linear(0, 1, dg + 2 * H, H, cg, NULL, dg + 2 * H, W + lo->wg, NULL, dg + 2 * H,
-                         W + lo->bg, NULL, gnext, NULL, H);
+        fwd_linear(m, ws, 1, dg + 2 * H, H, cg, dg + 2 * H, lo->wg, dg + 2 * H, 0, W + lo->bg,
+                   gnext, H);
         pp_gnn_op_relu(0, 1, H, gnext, NULL, H);
     }
     int dgl = m->layer[L - 1].dg;
@@ -408,11 +430,9 @@ static void gnn_forward_ws(const pp_gnn *m, gnn_ws *ws, const pp_gnn_graph *s)
     memcpy(ws->r + 2 * H, ws->gL, (size_t)H * sizeof(float));
     for (int t = 0; t < m->n_targets; t++) {
         const pp_gnn_head_off *ho = &m->head[t];
-        pp_gnn_op_linear(0, 1, 3 * H, H, ws->r, NULL, 3 * H, W + ho->w1, NULL, 3 * H, W + ho->b1,
-                         NULL, ws->a[t], NULL, H);
+        fwd_linear(m, ws, 1, 3 * H, H, ws->r, 3 * H, ho->w1, 3 * H, 0, W + ho->b1, ws->a[t], H);
         pp_gnn_op_relu(0, 1, H, ws->a[t], NULL, H);
-        pp_gnn_op_linear(0, 1, H, 1, ws->a[t], NULL, H, W + ho->w2, NULL, H, W + ho->b2, NULL,
-                         &ws->o[t], NULL, 1);
+        fwd_linear(m, ws, 1, H, 1, ws->a[t], H, ho->w2, H, 0, W + ho->b2, &ws->o[t], 1);
     }
 }
 
@@ -508,7 +528,7 @@ static perfpred_status forward_one(const pp_gnn *m, const pp_gnn_graph *s, doubl
     perfpred_status st = check_sample_dims(m, s, -1, err);
     if (st) return st;
     gnn_ws ws;
-    if ((st = ws_init(&ws, m, s->n_nodes, s->n_edges, err))) return st;
+    if ((st = ws_init(&ws, m, s->n_nodes, s->n_edges, 1, err))) return st;
     ws_prepare(&ws, m, s);
     gnn_forward_ws(m, &ws, s);
     for (int t = 0; t < m->n_targets; t++)
@@ -560,7 +580,7 @@ perfpred_status pp_gnn_fwd_new(const pp_gnn *m, int cap_n, int cap_e, pp_gnn_fwd
     *out = NULL;
     pp_gnn_fwd *f = malloc(sizeof *f);
     if (!f) return pp_err_set(err, PERFPRED_ERR_NOMEM, "gnn: out of memory");
-    perfpred_status st = ws_init(&f->ws, m, cap_n, cap_e, err);
+    perfpred_status st = ws_init(&f->ws, m, cap_n, cap_e, 0, err);
     if (st) {
         free(f);
         return st;
@@ -585,6 +605,11 @@ perfpred_status pp_gnn_fwd_run(const pp_gnn *m, pp_gnn_fwd *f, const pp_gnn_grap
     for (int t = 0; t < m->n_targets; t++)
         out[t] = (double)m->y_mean[t] + (double)m->y_std[t] * (double)f->ws.o[t];
     return PERFPRED_OK;
+}
+
+void pp_gnn_fwd_use_weights_t(pp_gnn_fwd *f, const float *wt)
+{
+    if (f) f->ws.wt = wt;
 }
 
 void pp_gnn_fwd_free(pp_gnn_fwd *f)
@@ -698,8 +723,8 @@ perfpred_status pp_gnn_loss_grad(pp_gnn *m, const pp_gnn_graph *samples, const i
     int max_n = 1, max_e = 0;
     max_sizes(samples, idx, n, &max_n, &max_e);
     gnn_ws ws;
-    if ((st = ws_init(&ws, m, max_n, max_e, err))) return st;
-    if (m->params.nthreads > 0) openblas_set_num_threads(m->params.nthreads);
+    if ((st = ws_init(&ws, m, max_n, max_e, 1, err))) return st;
+    if (m->params.nthreads > 0) pp_gnn_blas_threads(m->params.nthreads);
     *loss = batch_loss_grad(m, &ws, samples, idx, n);
     ws_free(&ws);
     return PERFPRED_OK;
@@ -877,7 +902,7 @@ perfpred_status pp_gnn_train(pp_gnn *m, const pp_gnn_graph *samples, int n_sampl
     max_sizes(samples, train_idx, n_train, &max_n, &max_e);
     max_sizes(samples, val_idx, n_val, &max_n, &max_e);
     gnn_ws ws;
-    if ((st = ws_init(&ws, m, max_n, max_e, err))) return st;
+    if ((st = ws_init(&ws, m, max_n, max_e, 1, err))) return st;
     int *order = malloc((size_t)n_train * sizeof(int));
     float *best = malloc(m->n_params * sizeof(float));
     if (!order || !best) {
@@ -886,7 +911,7 @@ perfpred_status pp_gnn_train(pp_gnn *m, const pp_gnn_graph *samples, int n_sampl
         ws_free(&ws);
         return pp_err_set(err, PERFPRED_ERR_NOMEM, "gnn: out of memory");
     }
-    if (p->nthreads > 0) openblas_set_num_threads(p->nthreads);
+    if (p->nthreads > 0) pp_gnn_blas_threads(p->nthreads);
     pp_logger lg = {p->log, p->log_user};
 
     fit_standardization(m, samples, train_idx, n_train);

@@ -1,10 +1,10 @@
 /* graph_gnn/gnn_fast.c: the GNN correction as predictions call it: forward workspaces kept in a
  * pool owned by the ensemble (no allocation per call once warm), every member run on the calling
- * thread over the one sample the caller built (members share the encoded inputs), and OpenBLAS held
- * to one thread so that no BLAS pool spins inside a prediction. Same code as pp_gnn_forward_range. */
+ * thread over the one sample the caller built (members share the encoded inputs), forward only:
+ * each member's weights transposed once (gnn_infer.c), no BLAS, no argmax kept. The figures agree
+ * with pp_gnn_forward_range within float rounding (tests/test_gnn_fast.c). */
 #include "graph_gnn/graph_gnn.h"
 
-#include <cblas.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -20,6 +20,8 @@ struct pp_gnn_pool {
     pthread_mutex_t lock;
     int n, cap;
     fwd_set **idle;
+    int n_members;
+    float **wt;   /* per member: its weights transposed for the forward-only pass */
 };
 
 static void set_free(fwd_set *w)
@@ -34,6 +36,8 @@ void pp_gnn_pool_free(struct pp_gnn_pool *p)
     if (!p) return;
     for (int i = 0; i < p->n; i++) set_free(p->idle[i]);
     free(p->idle);
+    for (int i = 0; p->wt && i < p->n_members; i++) free(p->wt[i]);
+    free(p->wt);
     pthread_mutex_destroy(&p->lock);
     free(p);
 }
@@ -49,9 +53,18 @@ static struct pp_gnn_pool *pool_of(const pp_gnn *m)
         free(p);
         return NULL;
     }
-    /* predictions run on the calling thread: BLAS calls of this size gain nothing from a pool
-     * that would spin for a core another prediction (or process) holds */
-    openblas_set_num_threads(1);
+    p->n_members = pp_gnn_members(m);
+    p->wt = calloc((size_t)p->n_members, sizeof *p->wt);
+    int i = 0;
+    for (const pp_gnn *q = m; q && p->wt; q = q->next, i++)
+        if (!(p->wt[i] = pp_gnn_weights_t(q))) {
+            pp_gnn_pool_free(p);
+            return NULL;
+        }
+    if (!p->wt) {
+        pp_gnn_pool_free(p);
+        return NULL;
+    }
     struct pp_gnn_pool *expected = NULL;
     /* the pool is the model's cache, not its contents: written through a const model */
     pp_gnn *mm = (pp_gnn *)m;
@@ -84,10 +97,13 @@ static fwd_set *take(struct pp_gnn_pool *p, const pp_gnn *m, const pp_gnn_graph 
     w->n_members = n;
     int i = 0;
     for (const pp_gnn *q = m; q; q = q->next, i++)
+    {
         if (pp_gnn_fwd_new(q, s->n_nodes, s->n_edges, &w->f[i], err) != PERFPRED_OK) {
             set_free(w);
             return NULL;
         }
+        pp_gnn_fwd_use_weights_t(w->f[i], p->wt[i]);
+    }
     return w;
 }
 

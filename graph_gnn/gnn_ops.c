@@ -4,7 +4,6 @@
  * loops run in a fixed order, so results are bit-reproducible for a fixed OpenBLAS thread count. */
 #include "graph_gnn/graph_gnn.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <string.h>
 
@@ -24,8 +23,7 @@ void pp_gnn_op_linear(int backward, int m, int k, int n, const float *x, float *
                 memset(yi, 0, (size_t)n * sizeof(float));
         }
         if (k > 0)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, x, ldx, w, ldw,
-                        1.0f, y, ldy);
+            pp_gnn_sgemm(0, 1, m, n, k, x, ldx, w, ldw, y, ldy);
         return;
     }
     if (db)
@@ -35,11 +33,9 @@ void pp_gnn_op_linear(int backward, int m, int k, int n, const float *x, float *
         }
     if (k <= 0) return;
     if (dw)
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, k, m, 1.0f, dy, ldy, x, ldx, 1.0f,
-                    dw, ldw);
+        pp_gnn_sgemm(1, 0, n, k, m, dy, ldy, x, ldx, dw, ldw);
     if (dx)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, k, n, 1.0f, dy, ldy, w, ldw,
-                    1.0f, dx, ldx);
+        pp_gnn_sgemm(0, 0, m, k, n, dy, ldy, w, ldw, dx, ldx);
 }
 
 /* y = max(y, 0);  backward: dy = dy * [y > 0] (y is the stored output) */
@@ -48,13 +44,45 @@ void pp_gnn_op_relu(int backward, int m, int n, float *y, float *dy, int ld)
     for (int i = 0; i < m; i++) {
         float *yi = y + (size_t)i * ld;
         if (!backward) {
-            for (int j = 0; j < n; j++)
-                if (!(yi[j] > 0.0f)) yi[j] = 0.0f;
+            /* a select the compiler vectorizes; NaN and -0 become +0 as with a branch */
+            for (int j = 0; j < n; j++) yi[j] = yi[j] > 0.0f ? yi[j] : 0.0f;
         } else {
             float *dyi = dy + (size_t)i * ld;
             for (int j = 0; j < n; j++)
                 if (!(yi[j] > 0.0f)) dyi[j] = 0.0f;
         }
+    }
+}
+
+/* The forward of pp_gnn_op_aggregate without the argmax: the first message sets the max and a
+ * later one replaces it when greater, as there, so the figures are the same bits (NaN included). */
+static void aggregate_forward_only(int n_nodes, int h, const int *slot_ptr, const int *slot_nb,
+                                   const float *P, const float *Q, float *M, int ldm)
+{
+    for (int i = 0; i < n_nodes; i++) {
+        int s0 = slot_ptr[i], s1 = slot_ptr[i + 1], deg = s1 - s0;
+        float *restrict mean = M + (size_t)i * ldm, *restrict mx = mean + h;
+        if (deg == 0) {
+            memset(mean, 0, (size_t)2 * h * sizeof(float));
+            continue;
+        }
+        const float *p = P + (size_t)slot_nb[s0] * h, *q = Q + (size_t)s0 * h;
+        for (int c = 0; c < h; c++) {
+            float v = p[c] + q[c];
+            mean[c] = 0.0f + v;
+            mx[c] = v;
+        }
+        for (int s = s0 + 1; s < s1; s++) {
+            p = P + (size_t)slot_nb[s] * h;
+            q = Q + (size_t)s * h;
+            for (int c = 0; c < h; c++) {
+                float v = p[c] + q[c];
+                mean[c] += v;
+                mx[c] = v > mx[c] ? v : mx[c];
+            }
+        }
+        float inv = 1.0f / (float)deg;
+        for (int c = 0; c < h; c++) mean[c] *= inv;
     }
 }
 
@@ -66,6 +94,10 @@ void pp_gnn_op_aggregate(int backward, int n_nodes, int h, const int *slot_ptr, 
                          const float *P, float *dP, const float *Q, float *dQ, float *M,
                          const float *dM, int ldm, int *argmax)
 {
+    if (!backward && !argmax) {
+        aggregate_forward_only(n_nodes, h, slot_ptr, slot_nb, P, Q, M, ldm);
+        return;
+    }
     for (int i = 0; i < n_nodes; i++) {
         int s0 = slot_ptr[i], s1 = slot_ptr[i + 1], deg = s1 - s0;
         int *am = argmax + (size_t)i * h;
@@ -121,10 +153,17 @@ void pp_gnn_op_pool(int backward, int n, int h, const float *X, float *dX, int l
         for (int c = 0; c < h; c++) {
             mean[c] = 0.0f;
             mx[c] = X[c];
-            argmax[c] = 0;
+            if (argmax) argmax[c] = 0;
         }
         for (int i = 0; i < n; i++) {
             const float *xi = X + (size_t)i * ldx;
+            if (!argmax) { /* forward only: the same figures */
+                for (int c = 0; c < h; c++) {
+                    mean[c] += xi[c];
+                    mx[c] = xi[c] > mx[c] ? xi[c] : mx[c];
+                }
+                continue;
+            }
             for (int c = 0; c < h; c++) {
                 mean[c] += xi[c];
                 if (xi[c] > mx[c]) {

@@ -212,6 +212,15 @@ int pp_gnn_fwd_fits(const pp_gnn_fwd *f, const pp_gnn_graph *s);
 perfpred_status pp_gnn_fwd_run(const pp_gnn *m, pp_gnn_fwd *f, const pp_gnn_graph *s, double *out,
                                pp_err *err);
 void pp_gnn_fwd_free(pp_gnn_fwd *f);  /* NULL is a no-op */
+/* Makes f's later runs forward-only predictions over wt, m's weights as pp_gnn_weights_t gives
+ * them (owned by the caller, alive as long as f): every linear op through pp_gnn_op_linear_t,
+ * aggregate and pool without the argmax that only a backward pass needs. The outputs agree with
+ * the BLAS forward within float rounding (sums in another order), the same bits on any x86-64. */
+void pp_gnn_fwd_use_weights_t(pp_gnn_fwd *f, const float *wt);
+/* A malloc'd copy of m->w (n_params floats) with every weight matrix [n][k] transposed to [k][n]
+ * at the same offset; biases as they are. NULL on out of memory. Read once: later changes to
+ * m->w are not seen (predictions do not change a loaded model). */
+float *pp_gnn_weights_t(const pp_gnn *m);
 
 /* Members of the ensemble that starts at gnn (1 for a single model, 0 for NULL). */
 int pp_gnn_members(const pp_gnn *gnn);
@@ -282,15 +291,26 @@ perfpred_status pp_gnn_load(const char *weights_path, const char *manifest_path,
 void pp_gnn_op_linear(int backward, int m, int k, int n, const float *x, float *dx, int ldx,
                       const float *w, float *dw, int ldw, const float *b, float *db, float *y,
                       const float *dy, int ldy);
+/* C[m][n] += op(A)[m][k] op(B)[k][n], row-major, op = transpose where trans_* != 0: OpenBLAS's
+ * cblas_sgemm, loaded on first use (gnn_blas.c), or plain loops without it. */
+void pp_gnn_sgemm(int trans_a, int trans_b, int m, int n, int k, const float *a, int lda,
+                  const float *b, int ldb, float *c, int ldc);
+/* openblas_set_num_threads(n) for n > 0 (nothing without OpenBLAS). */
+void pp_gnn_blas_threads(int n);
+/* Forward only, weights transposed: y[i][0..n) = b + sum_c x[i][c] wt[c][0..n) (gnn_infer.c). */
+void pp_gnn_op_linear_t(int m, int k, int n, const float *x, int ldx, const float *wt,
+                        const float *b, float *y, int ldy);
 /* y = max(y, 0) in place; backward: dy *= [y > 0] in place (dL/dy becomes dL/dpre) */
 void pp_gnn_op_relu(int backward, int m, int n, float *y, float *dy, int ld);
 /* m_i = [mean_{s in slots(i)} (P[nb_s] + Q_s) ; max_s (P[nb_s] + Q_s)], 0 for a node without
- * slots; argmax[i*h + c] keeps the winning slot (-1 when none).
+ * slots; argmax[i*h + c] keeps the winning slot (-1 when none); NULL argmax (forward only):
+ * the same figures, not kept.
  * backward: dQ_s += dM_mean[i]/deg_i + [s = argmax] dM_max[i]; dP[nb_s] += the same. */
 void pp_gnn_op_aggregate(int backward, int n_nodes, int h, const int *slot_ptr, const int *slot_nb,
                          const float *P, float *dP, const float *Q, float *dQ, float *M,
                          const float *dM, int ldm, int *argmax);
-/* out = [mean_i X[i] ; max_i X[i]] over n rows of width h; argmax[c] keeps the winning row.
+/* out = [mean_i X[i] ; max_i X[i]] over n rows of width h; argmax[c] keeps the winning row (NULL
+ * in a forward-only pass).
  * backward: dX[i] += dout_mean/n + [i = argmax] dout_max. */
 void pp_gnn_op_pool(int backward, int n, int h, const float *X, float *dX, int ldx, float *out,
                     const float *dout, int *argmax);

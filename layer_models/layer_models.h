@@ -106,12 +106,15 @@ int pp_lm_model_gate(const pp_lm_model *m, const pp_node_feat *f, int n, double 
  * lock): the reference the flat evaluator is tested against, and the old path for bench/. */
 perfpred_status pp_lm_model_predict_many_xgb(pp_lm_model *m, const pp_node_feat *f, int n,
                                              double *out, pp_err *err);
-/* Predictions go through XGBoost for a regressor's first few calls, then through its trees
- * flattened into a pp_lm_flat (same figures, no DMatrix, no allocation, no lock): flattening costs
- * a few model loads, which a one-shot prediction should not pay. pp_lm_model_flatten does it now
+/* Predictions go through the regressor's trees flattened into a pp_lm_flat (same figures, no
+ * DMatrix, no allocation, no lock): from the load on when the tree cache is on (pp_lm_cache_dir),
+ * else after its first few calls through XGBoost (flattening costs a few model loads, which a
+ * one-shot prediction should not pay in every process). pp_lm_model_flatten does it now
  * (idempotent, thread-safe); pp_lm_model_is_flat says whether it has happened. */
 perfpred_status pp_lm_model_flatten(pp_lm_model *m, pp_err *err);
 int pp_lm_model_is_flat(const pp_lm_model *m);
+/* The model's flat trees (owned by it), NULL while XGBoost answers. */
+const struct pp_lm_flat *pp_lm_model_flat(const pp_lm_model *m);
 /* Process-wide switch for benchmarks: on != 0 sends every prediction through XGBoost (the path
  * before the flat evaluator). Default off. Not for use while predictions run on other threads. */
 void pp_lm_use_xgboost(int on);
@@ -143,6 +146,63 @@ int pp_lm_flat_n_trees(const pp_lm_flat *f);
 int pp_lm_flat_n_features(const pp_lm_flat *f);
 /* out[i] = transform(base_margin + sum of trees) for rows X + i * stride, i in [0, n). */
 void pp_lm_flat_predict(const pp_lm_flat *f, const float *X, int n, int stride, float *out);
+
+/* ---- a regressor's memo of tree outputs by input row (lm_memo.c) ----
+ * Made on a model's first flat prediction; rows are matched bit for bit, so an answer from the
+ * memo is the one the trees give. 1024 rows, direct-mapped. Thread-safe. */
+typedef struct pp_lm_memo pp_lm_memo;
+pp_lm_memo *pp_lm_memo_new(void);      /* NULL on out of memory or while disabled: no memo */
+void pp_lm_memo_free(pp_lm_memo *m);   /* NULL is a no-op */
+/* 1 and *y set when row x (PP_LM_NFEAT floats) is held. */
+int pp_lm_memo_get(pp_lm_memo *m, const float *x, float *y);
+void pp_lm_memo_put(pp_lm_memo *m, const float *x, float y);
+void pp_lm_memo_counts(const pp_lm_memo *m, long *hits, long *lookups);
+/* Process-wide switch for benchmarks timing the trees themselves (off != 0: no lookups). */
+void pp_lm_memo_disable(int off);
+/* A regressor's memo (NULL before its first flat prediction). */
+const pp_lm_memo *pp_lm_model_memo(const pp_lm_model *m);
+
+/* ---- the flat trees' disk cache (lm_flat.c: format; lm_cache.c: files) ----
+ * Reading a regressor through XGBoost and flattening it costs ~0.1 s a model; the flat arrays
+ * read back in well under a millisecond. pp_lm_model_load keeps each regressor's flat trees in
+ * <cache dir>/flat-trees/<hash of the .ubj's real path>.flat, written once (temp file, then
+ * rename) and trusted only when magic, version, byte order, sizes, a checksum over the whole file,
+ * the source .ubj's identity (size, inode, device, mtime and ctime in ns, XGBoost's version) and
+ * the tree structure (children after their parent inside their tree, features inside the row) all
+ * check; anything else is ignored and rewritten. A .ubj changed in the last 2 s is not cached yet
+ * (git's racily-clean rule: a rewrite within one timestamp tick at the same size looks unchanged).
+ * The cache dir: $PERFPRED_CACHE_DIR, else $XDG_CACHE_HOME/perfpred, else $HOME/.cache/perfpred;
+ * PERFPRED_CACHE_DIR=off (or no usable dir) reads every model through XGBoost as before. */
+typedef struct pp_lm_src_id {
+    uint64_t size, ino, dev;
+    int64_t mtime_ns, ctime_ns;
+    uint64_t xgb_version;   /* major << 32 | minor << 16 | patch of the XGBoost that flattened */
+} pp_lm_src_id;
+/* Serialized flat trees for source src (malloc'd, caller frees). */
+perfpred_status pp_lm_flat_serialize(const pp_lm_flat *f, const pp_lm_src_id *src, uint8_t **buf,
+                                     size_t *len, pp_err *err);
+/* Back from those bytes; src NULL skips the identity check. Any mismatch or malformed tree is
+ * PERFPRED_ERR_PARSE and *out NULL. Never trusts a length or index it has not checked. */
+perfpred_status pp_lm_flat_deserialize(const uint8_t *buf, size_t len, const pp_lm_src_id *src,
+                                       pp_lm_flat **out, pp_err *err);
+/* The same checks on a read-only mapping of a cache file (mmap), which the flat then owns (and
+ * unmaps; also on failure): its arrays point into the mapping, nothing is copied. The cache's
+ * writer replaces files by rename, never in place, so a mapping always holds a whole file. */
+perfpred_status pp_lm_flat_from_mapping(void *map, size_t len, const pp_lm_src_id *src,
+                                        pp_lm_flat **out, pp_err *err);
+/* The checksum the format uses, and (for the fuzz harness) rewriting it into buf. */
+uint64_t pp_lm_cache_checksum(const uint8_t *p, size_t n);
+void pp_lm_cache_seal(uint8_t *buf, size_t len);
+/* 1 when every tree walk of f ends at a leaf inside its arrays (what the cache reader checks). */
+int pp_lm_flat_is_sound(const pp_lm_flat *f);
+/* The cache folder into buf (created if missing); -1 when caching is off or no folder is usable. */
+int pp_lm_cache_dir(char *buf, size_t len);
+/* The identity of the file at path; -1 if it cannot be stat'ed. */
+int pp_lm_src_id_of(const char *path, pp_lm_src_id *id);
+/* The cached flat trees of model file path, or NULL (no cache, stale, corrupt: ignored). */
+pp_lm_flat *pp_lm_cache_load(const char *path);
+/* Stores f as the cached trees of path; failures are silent (the cache is an optimisation). */
+void pp_lm_cache_store(const char *path, const pp_lm_flat *f);
 
 /* ---- a device's manifest ---- */
 #define PP_LM_MAX_SOURCES 32

@@ -7,8 +7,10 @@
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* One node in 16 bytes. Leaf: left < 0 and value is the leaf weight. */
 typedef struct flat_node {
@@ -26,6 +28,9 @@ struct pp_lm_flat {
     int transform;  /* 0 identity, 1 sigmoid, 2 exp */
     int32_t *roots;
     flat_node *nodes;
+    /* a cache file mapped read-only: roots and nodes point into it (else both are malloc'd) */
+    void *map;
+    size_t map_len;
 };
 
 static perfpred_status fail(pp_err *err, const char *ctx, const char *what)
@@ -57,8 +62,12 @@ static int arr_len(const cJSON *a) { return cJSON_IsArray(a) ? cJSON_GetArraySiz
 void pp_lm_flat_free(pp_lm_flat *f)
 {
     if (!f) return;
-    free(f->roots);
-    free(f->nodes);
+    if (f->map) {
+        munmap(f->map, f->map_len);
+    } else {
+        free(f->roots);
+        free(f->nodes);
+    }
     free(f);
 }
 
@@ -232,3 +241,176 @@ void pp_lm_flat_predict(const pp_lm_flat *F, const float *X, int n, int stride, 
             for (int r = r0; r < r1; r++) out[r] = expf(out[r]);
     }
 }
+
+/* ---- the serialized form the tree cache stores (lm_cache.c) ----
+ * head, then n_trees int32 roots, then n_nodes 16-byte nodes, all in host byte order (the endian
+ * word refuses a file from another byte order). The checksum covers every byte after itself. */
+#define CACHE_MAGIC "PPFLAT\0\1"
+#define CACHE_VERSION 1u
+typedef struct cache_head {
+    char magic[8];
+    uint64_t checksum;
+    uint32_t version, endian, node_size, head_size;
+    int32_t n_trees, n_nodes, n_features, transform;
+    float base_margin;
+    uint32_t pad;
+    pp_lm_src_id src;
+} cache_head;
+
+/* 64-bit multiply-xor over 8-byte words, 4 lanes (a corruption check, not a MAC: the reader
+ * validates the structure as well). */
+uint64_t pp_lm_cache_checksum(const uint8_t *p, size_t n)
+{
+    const uint64_t K = 0x9E3779B97F4A7C15ull;
+    uint64_t h[4] = {n, K, ~(uint64_t)n, K >> 1};
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int l = 0; l < 4; l++) {
+            uint64_t w;
+            memcpy(&w, p + i + 8 * l, 8);
+            h[l] = (h[l] ^ w) * K;
+            h[l] ^= h[l] >> 29;
+        }
+    uint64_t r = h[0] ^ (h[1] * 3) ^ (h[2] * 5) ^ (h[3] * 7);
+    for (; i < n; i++) r = (r ^ p[i]) * 0x100000001B3ull;
+    r ^= r >> 31;
+    return r * K;
+}
+
+static size_t cache_size(int32_t n_trees, int32_t n_nodes)
+{
+    return sizeof(cache_head) + (size_t)n_trees * sizeof(int32_t) + (size_t)n_nodes * sizeof(flat_node);
+}
+
+perfpred_status pp_lm_flat_serialize(const pp_lm_flat *F, const pp_lm_src_id *src, uint8_t **buf,
+                                     size_t *len, pp_err *err)
+{
+    *buf = NULL;
+    *len = 0;
+    size_t n = cache_size(F->n_trees, F->n_nodes);
+    uint8_t *b = calloc(1, n);
+    if (!b) return pp_err_set(err, PERFPRED_ERR_NOMEM, "flat trees: out of memory");
+    cache_head h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, CACHE_MAGIC, 8);
+    h.version = CACHE_VERSION;
+    h.endian = 0x01020304u;
+    h.node_size = sizeof(flat_node);
+    h.head_size = sizeof(cache_head);
+    h.n_trees = F->n_trees;
+    h.n_nodes = F->n_nodes;
+    h.n_features = F->n_features;
+    h.transform = F->transform;
+    h.base_margin = F->base_margin;
+    h.src = *src;
+    memcpy(b, &h, sizeof h);
+    memcpy(b + sizeof h, F->roots, (size_t)F->n_trees * sizeof(int32_t));
+    memcpy(b + sizeof h + (size_t)F->n_trees * sizeof(int32_t), F->nodes,
+           (size_t)F->n_nodes * sizeof(flat_node));
+    pp_lm_cache_seal(b, n);
+    *buf = b;
+    *len = n;
+    return PERFPRED_OK;
+}
+
+void pp_lm_cache_seal(uint8_t *buf, size_t len)
+{
+    if (len < sizeof(cache_head)) return;
+    uint64_t c = pp_lm_cache_checksum(buf + 16, len - 16);
+    memcpy(buf + offsetof(cache_head, checksum), &c, sizeof c);
+}
+
+/* Every tree walk ends at a leaf inside the array: a root is the first node of its tree, a split's
+ * children lie after it and before the next tree's root, its feature inside the row. */
+static int structure_ok(const pp_lm_flat *F)
+{
+    if (F->n_trees == 0) return F->n_nodes == 0;
+    for (int t = 0; t < F->n_trees; t++) {
+        int32_t lo = F->roots[t], hi = t + 1 < F->n_trees ? F->roots[t + 1] : F->n_nodes;
+        if (t == 0 && lo != 0) return 0;
+        if (lo < 0 || hi <= lo || hi > F->n_nodes) return 0;
+        for (int32_t i = lo; i < hi; i++) {
+            const flat_node *N = &F->nodes[i];
+            if (N->left < 0) {
+                if (N->left != -1) return 0;
+                continue;
+            }
+            int32_t r = N->right_dl & ~DL_BIT;
+            if ((N->right_dl & ~(DL_BIT | (DL_BIT - 1))) != 0) return 0;
+            if (N->left <= i || N->left >= hi || r <= i || r >= hi) return 0;
+            if (N->feature < 0 || N->feature >= F->n_features) return 0;
+        }
+    }
+    return 1;
+}
+
+/* The checks of the cache format; with map, roots and nodes point into buf (a mapping the flat
+ * then owns), else they are copied. */
+static perfpred_status from_bytes(const uint8_t *buf, size_t len, const pp_lm_src_id *src, void *map,
+                                  pp_lm_flat **out, pp_err *err)
+{
+    *out = NULL;
+    cache_head h;
+    if (len < sizeof h) return pp_err_set(err, PERFPRED_ERR_PARSE, "tree cache: truncated");
+    memcpy(&h, buf, sizeof h);
+    if (memcmp(h.magic, CACHE_MAGIC, 8) != 0 || h.version != CACHE_VERSION ||
+        h.endian != 0x01020304u || h.node_size != sizeof(flat_node) ||
+        h.head_size != sizeof(cache_head))
+        return pp_err_set(err, PERFPRED_ERR_PARSE, "tree cache: not a version %u cache of this "
+                          "build", CACHE_VERSION);
+    if (h.n_trees < 0 || h.n_nodes < 0 || h.n_nodes >= DL_BIT || h.n_features < 1 ||
+        h.n_features > 1 << 20 || h.transform < 0 || h.transform > 2 ||
+        len != cache_size(h.n_trees, h.n_nodes))
+        return pp_err_set(err, PERFPRED_ERR_PARSE, "tree cache: sizes do not add up");
+    if (pp_lm_cache_checksum(buf + 16, len - 16) != h.checksum)
+        return pp_err_set(err, PERFPRED_ERR_PARSE, "tree cache: checksum mismatch");
+    if (src && memcmp(&h.src, src, sizeof *src) != 0)
+        return pp_err_set(err, PERFPRED_ERR_PARSE, "tree cache: stale (its source changed)");
+    pp_lm_flat *F = calloc(1, sizeof *F);
+    if (!F) return pp_err_set(err, PERFPRED_ERR_NOMEM, "tree cache: out of memory");
+    F->n_trees = h.n_trees;
+    F->n_nodes = h.n_nodes;
+    F->n_features = h.n_features;
+    F->transform = h.transform;
+    F->base_margin = h.base_margin;
+    const uint8_t *roots = buf + sizeof h, *nodes = roots + (size_t)h.n_trees * sizeof(int32_t);
+    if (map) {
+        /* the header is 96 bytes and roots 4-byte words: both arrays stay aligned */
+        F->roots = (int32_t *)(void *)roots;
+        F->nodes = (flat_node *)(void *)nodes;
+    } else {
+        F->roots = malloc((size_t)(h.n_trees ? h.n_trees : 1) * sizeof *F->roots);
+        F->nodes = malloc((size_t)(h.n_nodes ? h.n_nodes : 1) * sizeof *F->nodes);
+        if (!F->roots || !F->nodes) {
+            pp_lm_flat_free(F);
+            return pp_err_set(err, PERFPRED_ERR_NOMEM, "tree cache: out of memory");
+        }
+        memcpy(F->roots, roots, (size_t)h.n_trees * sizeof(int32_t));
+        memcpy(F->nodes, nodes, (size_t)h.n_nodes * sizeof(flat_node));
+    }
+    if (!structure_ok(F)) {
+        if (map) F->roots = NULL, F->nodes = NULL;
+        pp_lm_flat_free(F);
+        return pp_err_set(err, PERFPRED_ERR_PARSE, "tree cache: malformed trees");
+    }
+    F->map = map;
+    F->map_len = map ? len : 0;
+    *out = F;
+    return PERFPRED_OK;
+}
+
+perfpred_status pp_lm_flat_deserialize(const uint8_t *buf, size_t len, const pp_lm_src_id *src,
+                                       pp_lm_flat **out, pp_err *err)
+{
+    return from_bytes(buf, len, src, NULL, out, err);
+}
+
+perfpred_status pp_lm_flat_from_mapping(void *map, size_t len, const pp_lm_src_id *src,
+                                        pp_lm_flat **out, pp_err *err)
+{
+    perfpred_status st = from_bytes(map, len, src, map, out, err);
+    if (st) munmap(map, len);
+    return st;
+}
+
+int pp_lm_flat_is_sound(const pp_lm_flat *f) { return f && structure_ok(f); }

@@ -3,6 +3,7 @@
  * save/load with atomic replacement. XGBoost is kept silent (verbosity 0, a no-op log callback) and
  * every call's return code is checked, its XGBGetLastError text going into pp_err. */
 #include "layer_models/layer_models.h"
+#include "layer_models/lm_xgb.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <xgboost/c_api.h>
 
 /* ---- names ---- */
@@ -227,30 +229,40 @@ perfpred_status pp_lm_params_check(const pp_lm_params *p, pp_err *err)
 /* ---- XGBoost plumbing ---- */
 static void xgb_log_sink(const char *msg) { (void)msg; }
 
-/* XGBoost's global configuration and log callback are per thread: silence each thread once. */
-static void xgb_quiet(void)
+/* XGBoost, loaded on first use (lm_xgb.c); its global configuration and log callback are per
+ * thread: each thread is silenced once. NULL with err set when it cannot be loaded. */
+static const pp_xgb_api *xgb_ready(pp_err *err)
 {
     static _Thread_local int done;
-    if (done) return;
-    XGBSetGlobalConfig("{\"verbosity\": 0}");
-    XGBRegisterLogCallback(xgb_log_sink);
+    const pp_xgb_api *xa = pp_xgb(err);
+    if (!xa || done) return xa;
+    xa->XGBSetGlobalConfig("{\"verbosity\": 0}");
+    xa->XGBRegisterLogCallback(xgb_log_sink);
     done = 1;
+    return xa;
 }
+#define XGB_READY()                                                 \
+    const pp_xgb_api *xa = xgb_ready(err);                          \
+    if (!xa) return err ? err->status : PERFPRED_ERR_MODEL
 
 #define XGB_CHECK(call, what)                                                                \
     do {                                                                                     \
         if ((call) != 0) {                                                                   \
             st = pp_err_set(err, PERFPRED_ERR_MODEL, "%s: XGBoost %s failed: %s", ctx, what, \
-                            XGBGetLastError());                                              \
+                            xa->XGBGetLastError());                                              \
             goto done;                                                                       \
         }                                                                                    \
     } while (0)
 
 struct pp_lm_model {
+    /* NULL for a model read from the tree cache until something needs XGBoost itself (the
+     * reference path, saving): then read from path under the lock (booster_of) */
     BoosterHandle booster;
+    char *path;
     /* the same trees, evaluated without XGBoost; NULL: XGBoost answers. Made under the lock on the
      * FLATTEN_AFTER-th call (or pp_lm_model_flatten), never changed after */
     _Atomic(pp_lm_flat *) flat;
+    _Atomic(pp_lm_memo *) memo;   /* made on the first flat prediction, never changed after */
     atomic_int calls;
     int flat_failed;   /* under the lock: flattening failed once, XGBoost answers for good */
     pthread_mutex_t lock;
@@ -259,6 +271,8 @@ struct pp_lm_model {
     pp_lm_base base;
     pp_lm_domain domain;
 };
+
+static perfpred_status booster_of(pp_lm_model *m, BoosterHandle *out, pp_err *err);
 
 pp_op_kind pp_lm_model_kind(const pp_lm_model *m) { return m->kind; }
 pp_lm_target pp_lm_model_target(const pp_lm_model *m) { return m->target; }
@@ -279,15 +293,20 @@ int pp_lm_model_gate(const pp_lm_model *m, const pp_node_feat *f, int n, double 
 static atomic_int use_xgboost;
 void pp_lm_use_xgboost(int on) { atomic_store(&use_xgboost, on != 0); }
 int pp_lm_model_is_flat(const pp_lm_model *m) { return m && atomic_load(&m->flat) != NULL; }
+const pp_lm_flat *pp_lm_model_flat(const pp_lm_model *m)
+{
+    return m ? atomic_load_explicit(&m->flat, memory_order_acquire) : NULL;
+}
 
 /* The booster's trees as a pp_lm_flat, through XGBoost's JSON model. */
 static perfpred_status flatten(BoosterHandle b, const char *ctx, pp_lm_flat **out, pp_err *err)
 {
+    XGB_READY();
     perfpred_status st = PERFPRED_OK;
     bst_ulong n = 0;
     const char *raw = NULL;
     *out = NULL;
-    XGB_CHECK(XGBoosterSaveModelToBuffer(b, "{\"format\": \"json\"}", &n, &raw), "save json");
+    XGB_CHECK(xa->XGBoosterSaveModelToBuffer(b, "{\"format\": \"json\"}", &n, &raw), "save json");
     st = pp_lm_flat_from_json(raw, (size_t)n, ctx, out, err);
     int nf = st ? 0 : pp_lm_flat_n_features(*out);
     if (!st && nf != PP_LM_NFEAT) {
@@ -330,8 +349,11 @@ static pp_lm_model *model_new(BoosterHandle b, pp_op_kind kind, pp_lm_target tar
 void pp_lm_model_free(pp_lm_model *m)
 {
     if (!m) return;
-    if (m->booster) XGBoosterFree(m->booster);
+    const pp_xgb_api *xa = m->booster ? pp_xgb(NULL) : NULL; /* loaded: it made the booster */
+    if (xa) xa->XGBoosterFree(m->booster);
+    free(m->path);
     pp_lm_flat_free(atomic_load(&m->flat));
+    pp_lm_memo_free(atomic_load(&m->memo));
     pthread_mutex_destroy(&m->lock);
     free(m);
 }
@@ -339,6 +361,7 @@ void pp_lm_model_free(pp_lm_model *m)
 static perfpred_status set_params(BoosterHandle b, const pp_lm_params *p, const char *ctx,
                                   pp_err *err)
 {
+    XGB_READY();
     perfpred_status st = PERFPRED_OK;
     char v[11][32];
     snprintf(v[0], sizeof v[0], "%d", p->nthread);
@@ -356,7 +379,7 @@ static perfpred_status set_params(BoosterHandle b, const pp_lm_params *p, const 
         {"eta", v[3]}, {"subsample", v[4]}, {"colsample_bytree", v[5]},
         {"min_child_weight", v[6]}, {"lambda", v[7]}, {"max_bin", v[8]}, {"base_score", "0"}};
     for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
-        XGB_CHECK(XGBoosterSetParam(b, kv[i][0], kv[i][1]), kv[i][0]);
+        XGB_CHECK(xa->XGBoosterSetParam(b, kv[i][0], kv[i][1]), kv[i][0]);
 done:
     return st;
 }
@@ -374,7 +397,7 @@ perfpred_status pp_lm_train(const pp_node_feat *feats, const double *y, int n, p
     perfpred_status st = pp_lm_params_check(p, err);
     if (st != PERFPRED_OK) return st;
     if ((st = check_base(base, ctx, err)) != PERFPRED_OK) return st;
-    xgb_quiet();
+    XGB_READY();
     float *X = malloc((size_t)n * PP_LM_NFEAT * sizeof *X), *lab = malloc((size_t)n * sizeof *lab);
     DMatrixHandle dm = NULL;
     BoosterHandle b = NULL;
@@ -401,19 +424,19 @@ perfpred_status pp_lm_train(const pp_node_feat *feats, const double *y, int n, p
         domain_add_op(&domain, feats[i].op_code);
     }
     if (domain.n_ops < 0) domain.n_ops = 0;
-    XGB_CHECK(XGDMatrixCreateFromMat(X, (bst_ulong)n, PP_LM_NFEAT, NAN, &dm), "DMatrix");
-    XGB_CHECK(XGDMatrixSetFloatInfo(dm, "label", lab, (bst_ulong)n), "set labels");
-    XGB_CHECK(XGBoosterCreate(&dm, 1, &b), "create booster");
+    XGB_CHECK(xa->XGDMatrixCreateFromMat(X, (bst_ulong)n, PP_LM_NFEAT, NAN, &dm), "DMatrix");
+    XGB_CHECK(xa->XGDMatrixSetFloatInfo(dm, "label", lab, (bst_ulong)n), "set labels");
+    XGB_CHECK(xa->XGBoosterCreate(&dm, 1, &b), "create booster");
     if ((st = set_params(b, p, ctx, err)) != PERFPRED_OK) goto done;
-    for (int it = 0; it < p->n_rounds; it++) XGB_CHECK(XGBoosterUpdateOneIter(b, it, dm), "update");
+    for (int it = 0; it < p->n_rounds; it++) XGB_CHECK(xa->XGBoosterUpdateOneIter(b, it, dm), "update");
     /* predictions run one node at a time from any thread: no thread pool for them */
-    XGB_CHECK(XGBoosterSetParam(b, "nthread", "1"), "nthread");
+    XGB_CHECK(xa->XGBoosterSetParam(b, "nthread", "1"), "nthread");
     *out = model_new(b, kind, target, base, &domain);
     if (!*out) st = pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", ctx);
     else b = NULL;
 done:
-    if (dm) XGDMatrixFree(dm);
-    if (b) XGBoosterFree(b);
+    if (dm) xa->XGDMatrixFree(dm);
+    if (b) xa->XGBoosterFree(b);
     free(X);
     free(lab);
     return st;
@@ -426,7 +449,7 @@ perfpred_status pp_lm_model_predict_many_xgb(pp_lm_model *m, const pp_node_feat 
     snprintf(ctx, sizeof ctx, "layer model %s/%s", pp_op_kind_name(m->kind),
              pp_lm_target_name(m->target));
     if (n < 1) return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: no rows to predict", ctx);
-    xgb_quiet();
+    XGB_READY();
     perfpred_status st = PERFPRED_OK;
     float one[PP_LM_NFEAT];
     float *X = n == 1 ? one : malloc((size_t)n * PP_LM_NFEAT * sizeof *X);
@@ -434,13 +457,15 @@ perfpred_status pp_lm_model_predict_many_xgb(pp_lm_model *m, const pp_node_feat 
     for (int i = 0; i < n; i++) pp_lm_features(&f[i], &m->base, X + (size_t)i * PP_LM_NFEAT);
     DMatrixHandle dm = NULL;
     int locked = 0;
-    XGB_CHECK(XGDMatrixCreateFromMat(X, (bst_ulong)n, PP_LM_NFEAT, NAN, &dm), "DMatrix");
+    XGB_CHECK(xa->XGDMatrixCreateFromMat(X, (bst_ulong)n, PP_LM_NFEAT, NAN, &dm), "DMatrix");
     /* XGBoost keeps the prediction buffer in the booster: predict and copy under the lock */
     pthread_mutex_lock(&m->lock);
     locked = 1;
     bst_ulong len = 0;
     const float *res = NULL;
-    XGB_CHECK(XGBoosterPredict(m->booster, dm, 0, 0, 0, &len, &res), "predict");
+    BoosterHandle b = NULL;
+    if ((st = booster_of(m, &b, err)) != PERFPRED_OK) goto done;
+    XGB_CHECK(xa->XGBoosterPredict(b, dm, 0, 0, 0, &len, &res), "predict");
     if (len != (bst_ulong)n) {
         st = pp_err_set(err, PERFPRED_ERR_MODEL, "%s: XGBoost returned %llu values for %d rows", ctx,
                         (unsigned long long)len, n);
@@ -449,7 +474,7 @@ perfpred_status pp_lm_model_predict_many_xgb(pp_lm_model *m, const pp_node_feat 
     for (int i = 0; i < n; i++) out[i] = pp_lm_base_eval(&m->base, m->target, &f[i]) * exp((double)res[i]);
 done:
     if (locked) pthread_mutex_unlock(&m->lock);
-    if (dm) XGDMatrixFree(dm);
+    if (dm) xa->XGDMatrixFree(dm);
     if (X != one) free(X);
     return st;
 }
@@ -460,11 +485,11 @@ perfpred_status pp_lm_model_flatten(pp_lm_model *m, pp_err *err)
     snprintf(ctx, sizeof ctx, "layer model %s/%s", pp_op_kind_name(m->kind),
              pp_lm_target_name(m->target));
     perfpred_status st = PERFPRED_OK;
-    xgb_quiet();
     pthread_mutex_lock(&m->lock);
-    if (!atomic_load(&m->flat)) {
+    BoosterHandle b = NULL;
+    if (!atomic_load(&m->flat) && (st = booster_of(m, &b, err)) == PERFPRED_OK) {
         pp_lm_flat *f = NULL;
-        st = flatten(m->booster, ctx, &f, err);
+        st = flatten(b, ctx, &f, err);
         if (st) m->flat_failed = 1;
         else atomic_store_explicit(&m->flat, f, memory_order_release);
     }
@@ -472,10 +497,12 @@ perfpred_status pp_lm_model_flatten(pp_lm_model *m, pp_err *err)
     return st;
 }
 
-/* Flattening costs several loads of the model (XGBoost writes JSON, cJSON reads it), so a regressor
- * is flattened on its FLATTEN_AFTER-th call: a one-shot prediction (the CLI's cold start) stays with
- * XGBoost, repeated ones (a loop, predict-many, a fit's evaluation) move to the flat trees. Both
- * give the same figures (tests/test_lm_flat.c). */
+/* With the tree cache on, pp_lm_model_load gives flat trees from the start (read from the cache,
+ * or flattened once and cached). Without it, flattening costs several loads of the model (XGBoost
+ * writes JSON, cJSON reads it) in every process, so a regressor is flattened on its
+ * FLATTEN_AFTER-th call: a one-shot prediction stays with XGBoost, repeated ones (a loop,
+ * predict-many, a fit's evaluation) move to the flat trees. Both give the same figures
+ * (tests/test_lm_flat.c). */
 #define FLATTEN_AFTER 4
 static const pp_lm_flat *flat_of(pp_lm_model *m)
 {
@@ -490,7 +517,27 @@ static const pp_lm_flat *flat_of(pp_lm_model *m)
     return atomic_load_explicit(&m->flat, memory_order_acquire);
 }
 
-/* Rows go through the flat trees in chunks on the stack: no allocation, no lock, no XGBoost. */
+const pp_lm_memo *pp_lm_model_memo(const pp_lm_model *m)
+{
+    return m ? atomic_load_explicit(&m->memo, memory_order_acquire) : NULL;
+}
+
+/* The model's memo, made once (the first thread to publish it wins); NULL: none. */
+static pp_lm_memo *memo_of(pp_lm_model *m)
+{
+    pp_lm_memo *p = atomic_load_explicit(&m->memo, memory_order_acquire);
+    if (p) return p;
+    if (!(p = pp_lm_memo_new())) return NULL;
+    pp_lm_memo *expected = NULL;
+    if (!atomic_compare_exchange_strong(&m->memo, &expected, p)) {
+        pp_lm_memo_free(p);
+        return expected;
+    }
+    return p;
+}
+
+/* Rows go through the memo, then the misses through the flat trees in chunks on the stack: no
+ * allocation past the memo's first, no XGBoost. */
 #define FLAT_CHUNK 32
 perfpred_status pp_lm_model_predict_many(pp_lm_model *m, const pp_node_feat *f, int n, double *out,
                                          pp_err *err)
@@ -501,13 +548,25 @@ perfpred_status pp_lm_model_predict_many(pp_lm_model *m, const pp_node_feat *f, 
     if (n < 1)
         return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "layer model %s/%s: no rows to predict",
                           pp_op_kind_name(m->kind), pp_lm_target_name(m->target));
+    pp_lm_memo *memo = memo_of(m);
     float X[FLAT_CHUNK * PP_LM_NFEAT], res[FLAT_CHUNK];
+    int idx[FLAT_CHUNK];
     for (int i0 = 0; i0 < n; i0 += FLAT_CHUNK) {
-        int c = n - i0 < FLAT_CHUNK ? n - i0 : FLAT_CHUNK;
-        for (int i = 0; i < c; i++) pp_lm_features(&f[i0 + i], &m->base, X + (size_t)i * PP_LM_NFEAT);
-        pp_lm_flat_predict(flat, X, c, PP_LM_NFEAT, res);
-        for (int i = 0; i < c; i++)
-            out[i0 + i] = pp_lm_base_eval(&m->base, m->target, &f[i0 + i]) * exp((double)res[i]);
+        int c = n - i0 < FLAT_CHUNK ? n - i0 : FLAT_CHUNK, miss = 0;
+        for (int i = 0; i < c; i++) {
+            float *x = X + (size_t)miss * PP_LM_NFEAT, y;
+            pp_lm_features(&f[i0 + i], &m->base, x);
+            if (pp_lm_memo_get(memo, x, &y))
+                out[i0 + i] = pp_lm_base_eval(&m->base, m->target, &f[i0 + i]) * exp((double)y);
+            else
+                idx[miss++] = i0 + i;
+        }
+        if (!miss) continue;
+        pp_lm_flat_predict(flat, X, miss, PP_LM_NFEAT, res);
+        for (int j = 0; j < miss; j++) {
+            pp_lm_memo_put(memo, X + (size_t)j * PP_LM_NFEAT, res[j]);
+            out[idx[j]] = pp_lm_base_eval(&m->base, m->target, &f[idx[j]]) * exp((double)res[j]);
+        }
     }
     return PERFPRED_OK;
 }
@@ -521,13 +580,15 @@ perfpred_status pp_lm_model_to_ubj(pp_lm_model *m, uint8_t **buf, size_t *len, p
 {
     const char *ctx = "layer model";
     perfpred_status st = PERFPRED_OK;
-    xgb_quiet();
+    XGB_READY();
     *buf = NULL;
     *len = 0;
     bst_ulong n = 0;
     const char *raw = NULL;
     pthread_mutex_lock(&m->lock);
-    XGB_CHECK(XGBoosterSaveModelToBuffer(m->booster, "{\"format\": \"ubj\"}", &n, &raw), "save");
+    BoosterHandle b = NULL;
+    if ((st = booster_of(m, &b, err)) != PERFPRED_OK) goto done;
+    XGB_CHECK(xa->XGBoosterSaveModelToBuffer(b, "{\"format\": \"ubj\"}", &n, &raw), "save");
     *buf = malloc(n ? (size_t)n : 1);
     if (!*buf) {
         st = pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", ctx);
@@ -773,42 +834,83 @@ perfpred_status pp_lm_model_save(pp_lm_model *m, const char *path, pp_err *err)
     return st;
 }
 
-perfpred_status pp_lm_model_load(const char *path, pp_op_kind kind, pp_lm_target target,
-                                 const pp_lm_base *base, const pp_lm_domain *domain,
-                                 pp_lm_model **out, pp_err *err)
+/* Reads and checks a .ubj into a booster (XGBoost trusts lengths: the bytes are walked first). */
+static perfpred_status load_booster(const char *path, BoosterHandle *out, pp_err *err)
 {
     const char *ctx = path;
     *out = NULL;
-    if (!ends_with_ubj(path))
-        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: XGBoost model files end in .ubj", path);
-    perfpred_status st = check_base(base, path, err);
-    if (st != PERFPRED_OK) return st;
     uint8_t *buf = NULL;
     size_t len = 0;
+    perfpred_status st;
+    const pp_xgb_api *xa = xgb_ready(err);
+    if (!xa) return err ? err->status : PERFPRED_ERR_MODEL;
     if ((st = pp_read_file(path, &buf, &len, err)) != PERFPRED_OK) return st;
-    xgb_quiet();
     BoosterHandle b = NULL;
     bst_ulong nfeat = 0;
-    XGB_CHECK(XGBoosterCreate(NULL, 0, &b), "create booster");
+    XGB_CHECK(xa->XGBoosterCreate(NULL, 0, &b), "create booster");
     if (ubj_check(buf, len) != 0) {
         st = pp_err_set(err, PERFPRED_ERR_MODEL,
                         "%s: not a well-formed UBJSON XGBoost model (truncated or corrupt)", path);
         goto done;
     }
-    XGB_CHECK(XGBoosterLoadModelFromBuffer(b, buf, (bst_ulong)len), "load");
-    XGB_CHECK(XGBoosterSetParam(b, "verbosity", "0"), "verbosity");
-    XGB_CHECK(XGBoosterSetParam(b, "nthread", "1"), "nthread");
-    XGB_CHECK(XGBoosterGetNumFeature(b, &nfeat), "feature count");
+    XGB_CHECK(xa->XGBoosterLoadModelFromBuffer(b, buf, (bst_ulong)len), "load");
+    XGB_CHECK(xa->XGBoosterSetParam(b, "verbosity", "0"), "verbosity");
+    XGB_CHECK(xa->XGBoosterSetParam(b, "nthread", "1"), "nthread");
+    XGB_CHECK(xa->XGBoosterGetNumFeature(b, &nfeat), "feature count");
     if (nfeat != PP_LM_NFEAT) {
         st = pp_err_set(err, PERFPRED_ERR_MODEL, "%s: model has %llu features, this build uses %d",
                         path, (unsigned long long)nfeat, PP_LM_NFEAT);
         goto done;
     }
-    *out = model_new(b, kind, target, base, domain);
-    if (!*out) st = pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", path);
-    else b = NULL;
+    *out = b;
+    b = NULL;
 done:
-    if (b) XGBoosterFree(b);
+    if (b) xa->XGBoosterFree(b);
     free(buf);
     return st;
+}
+
+/* The model's booster, read now if it came from the tree cache. Call under m->lock. */
+static perfpred_status booster_of(pp_lm_model *m, BoosterHandle *out, pp_err *err)
+{
+    if (!m->booster && m->path) {
+        perfpred_status st = load_booster(m->path, &m->booster, err);
+        if (st) return st;
+    }
+    *out = m->booster;
+    if (!*out) return pp_err_set(err, PERFPRED_ERR_MODEL, "layer model: no booster");
+    return PERFPRED_OK;
+}
+
+perfpred_status pp_lm_model_load(const char *path, pp_op_kind kind, pp_lm_target target,
+                                 const pp_lm_base *base, const pp_lm_domain *domain,
+                                 pp_lm_model **out, pp_err *err)
+{
+    *out = NULL;
+    if (!ends_with_ubj(path))
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: XGBoost model files end in .ubj", path);
+    perfpred_status st = check_base(base, path, err);
+    if (st != PERFPRED_OK) return st;
+    /* a warm start: the flat trees from the cache, XGBoost left alone */
+    char dir[4096];
+    int cached = pp_lm_cache_dir(dir, sizeof dir) == 0;
+    pp_lm_flat *flat = cached ? pp_lm_cache_load(path) : NULL;
+    BoosterHandle b = NULL;
+    if (!flat && (st = load_booster(path, &b, err)) != PERFPRED_OK) return st;
+    pp_lm_model *m = model_new(b, kind, target, base, domain);
+    if (!m || !(m->path = strdup(path))) {
+        if (m) pp_lm_model_free(m); /* and b with it */
+        else if (b) pp_xgb(NULL)->XGBoosterFree(b);
+        pp_lm_flat_free(flat);
+        return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", path);
+    }
+    if (flat) {
+        atomic_store_explicit(&m->flat, flat, memory_order_release);
+    } else if (cached && access(dir, W_OK) == 0 && pp_lm_model_flatten(m, NULL) == PERFPRED_OK) {
+        /* the first start flattens now, once for every later process (a cache it cannot write
+         * to leaves the model as without a cache: flattened after a few calls, if ever) */
+        pp_lm_cache_store(path, atomic_load_explicit(&m->flat, memory_order_acquire));
+    }
+    *out = m;
+    return PERFPRED_OK;
 }

@@ -12,6 +12,7 @@
 #include "predictor/interval.h"
 #include "predictor/power.h"
 #include "predictor/predictor.h"
+#include "predictor/reuse.h"
 #include "predictor/stack.h"
 
 struct perfpred_ctx {
@@ -23,6 +24,7 @@ struct perfpred_ctx {
     char *config_dir;
     pp_logger log;
     pp_interval_set *intervals; /* held-out latency quantiles per device and answer path */
+    pp_reuse *reuse;     /* predictions made, for identical calls (NULL: none kept) */
 };
 
 const pp_calib *pp_ctx_calib(const perfpred_ctx *ctx) { return ctx ? ctx->calib : NULL; }
@@ -30,6 +32,7 @@ const pp_stack_set *pp_ctx_stacks(const perfpred_ctx *ctx) { return ctx ? &ctx->
 const pp_power_set *pp_ctx_power(const perfpred_ctx *ctx) { return ctx ? &ctx->power : NULL; }
 const pp_device_db *pp_ctx_db(const perfpred_ctx *ctx) { return ctx ? ctx->db : NULL; }
 const char *pp_ctx_config_dir(const perfpred_ctx *ctx) { return ctx ? ctx->config_dir : NULL; }
+const pp_reuse *pp_ctx_reuse(const perfpred_ctx *ctx) { return ctx ? ctx->reuse : NULL; }
 
 perfpred_ctx_params perfpred_ctx_default_params(void)
 {
@@ -98,6 +101,7 @@ perfpred_ctx *perfpred_ctx_open(const perfpred_ctx_params *params, perfpred_stat
     st = stack_texts(ctx, &err);
     if (!st) st = pp_interval_set_load(ctx->db, dir, &ctx->intervals, &err);
     if (st) goto fail;
+    ctx->reuse = pp_reuse_new();
     pp_log(&ctx->log, PERFPRED_LOG_INFO, "loaded %d device descriptors from %s",
            pp_devices_count(ctx->db), devdir);
     if (status) *status = PERFPRED_OK;
@@ -120,6 +124,7 @@ void perfpred_ctx_close(perfpred_ctx *ctx)
     pp_stack_set_free(&ctx->stacks);
     pp_devices_free(ctx->db);
     free(ctx->config_dir);
+    pp_reuse_free(ctx->reuse);
     free(ctx);
 }
 
@@ -467,6 +472,12 @@ static double kernel_energy_mj(const pp_device *d, double t_ms, double roof_ms)
     return p * t_ms; /* W * ms = mJ */
 }
 
+/* The descriptor scales the stack's host costs (a host unlike the fitted ones). */
+static int scaled_host(const pp_device *d)
+{
+    return d->host_dispatch_scale > 0 && d->host_dispatch_scale != 1;
+}
+
 /* A GPU prediction under a runtime stack: the host/GPU pipeline over the kernels, energy with the
  * pipeline's idle gaps at idle power, and memory as NVML reports it. */
 static perfpred_status stack_figures(const pp_graph *g, const pp_device *d, const pp_stack *stk,
@@ -485,7 +496,12 @@ static perfpred_status stack_figures(const pp_graph *g, const pp_device *d, cons
     out->latency_ms.source =
         own ? "runtime stack: host dispatch / GPU pipeline fitted on whole-model measurements of "
               "this GPU and others (framework-tax-gpus)"
-        : d->host_dispatch_scale > 0 && d->host_dispatch_scale != 1
+        : scaled_host(d) && d->host_dispatch_source == PP_HOST_TRANSFERRED
+            ? "runtime stack: host dispatch / GPU pipeline fitted on other GPUs' whole-model "
+              "measurements (framework-tax-gpus), applied through this descriptor's figures; the "
+              "host's dispatch scaled by its host_dispatch_scale, transferred from a measured "
+              "host of the same kind"
+        : scaled_host(d)
             ? "runtime stack: host dispatch / GPU pipeline fitted on other GPUs' whole-model "
               "measurements (framework-tax-gpus), applied through this descriptor's figures; the "
               "host's dispatch scaled by its host_dispatch_scale (an estimate)"
@@ -734,7 +750,12 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
         free(scratch);
         free(node_ms);
         /* the stack's quantiles from rows of GPUs its fits did not see */
-        if (stk->latency_iv[out->batch >= 16].n > 0)
+        if (scaled_host(d) && d->host_dispatch_source == PP_HOST_ESTIMATE &&
+            !pp_stack_trained_on(stk, d))
+            pp_interval_none(&out->latency_interval,
+                             "no interval: the host's dispatch scale is an estimate, and no "
+                             "held-out rows judge estimated hosts");
+        else if (stk->latency_iv[out->batch >= 16].n > 0)
             pp_interval_apply(&stk->latency_iv[out->batch >= 16], out->latency_ms.value, "stack",
                               &out->latency_interval);
         else
@@ -841,6 +862,18 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
     return finish_prediction(d, out, err);
 }
 
+/* predict_graph, or the context's copy of its answer to the same call (predictor/reuse.c). */
+static perfpred_status predict_model(const perfpred_ctx *ctx, const perfpred_model *m,
+                                     const pp_device *d, const perfpred_predict_params *pp,
+                                     perfpred_prediction *out, pp_err *err)
+{
+    uint64_t serial = pp_model_serial(m);
+    if (pp_reuse_get(ctx->reuse, serial, d, pp, out)) return PERFPRED_OK;
+    perfpred_status st = predict_graph(ctx, pp_model_graph(m), d, pp, out, err);
+    if (st == PERFPRED_OK) pp_reuse_put(ctx->reuse, serial, d, pp, out);
+    return st;
+}
+
 perfpred_status perfpred_predict(const perfpred_ctx *ctx, const perfpred_model *m,
                                  const char *device, const perfpred_predict_params *params,
                                  perfpred_prediction *out, char *errbuf, size_t errbuf_len)
@@ -856,7 +889,7 @@ perfpred_status perfpred_predict(const perfpred_ctx *ctx, const perfpred_model *
                             "unknown device '%s' (perfpred devices lists them)", device);
         } else {
             perfpred_predict_params p = params ? *params : perfpred_predict_default_params();
-            st = predict_graph(ctx, pp_model_graph(m), d, &p, out, &err);
+            st = predict_model(ctx, m, d, &p, out, &err);
         }
     }
     if (st) copy_err(&err, errbuf, errbuf_len);
@@ -914,7 +947,7 @@ perfpred_status perfpred_mig_advise_params(const perfpred_ctx *ctx, const perfpr
             p.runtime = params->runtime;
             p.precision = params->precision;
         }
-        st = predict_graph(ctx, pp_model_graph(m), d, &p, &o->pred, &err);
+        st = predict_model(ctx, m, d, &p, &o->pred, &err);
         if (st) goto done;
         o->fits = o->pred.fits_in_memory;
         o->meets_slo = o->fits && (slo_ms <= 0 || o->pred.latency_ms.value <= slo_ms);

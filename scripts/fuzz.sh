@@ -18,8 +18,8 @@ CC="$cc" cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPERFPRED_F
   -DPERFPRED_TESTS=OFF >/dev/null
 harnesses=("$@")
 if [ ${#harnesses[@]} -eq 0 ]; then
-  harnesses=(onnx yaml layer_csv net_csv gnn_weights gnn_manifest overhead lm_set deepbench mobile
-             neusight gpu_artifacts power_sweep intervals)
+  harnesses=(onnx yaml layer_csv net_csv gnn_weights gnn_manifest overhead lm_set lm_cache deepbench
+             mobile neusight gpu_artifacts power_sweep intervals)
 fi
 targets=()
 for h in "${harnesses[@]}"; do targets+=(--target "fuzz_$h"); done

@@ -64,7 +64,8 @@ static void fast_forward_should_equal_reference_forward_on_shipped_gnns(void **s
     for (size_t i = 0; i < N_GRAPHS; i++)
         if (build_sample(graphs[i], &s[n_s])) n_s++;
     assert_true(n_s >= 3);
-    int n_models = 0;
+    int n_models = 0, n_cmp = 0;
+    double max_diff = 0;
     for (size_t d = 0; d < sizeof devices / sizeof devices[0]; d++) {
         pp_gnn *g = load_gnn(devices[d]);
         if (!g) continue;
@@ -78,15 +79,27 @@ static void fast_forward_should_equal_reference_forward_on_shipped_gnns(void **s
                 assert_int_equal(pp_gnn_forward_range(g, &s[i], b, blo, bhi, &err), PERFPRED_OK);
                 for (int t = 0; t < g->n_targets; t++) {
                     assert_true(isfinite(a[t]));
-                    /* the same code over the same inputs: the same bits */
-                    assert_true(a[t] == b[t]);
-                    assert_true(alo[t] == blo[t]);
-                    assert_true(ahi[t] == bhi[t]);
+                    /* the forward-only pass sums in another order than BLAS: float rounding
+                     * apart, the same outputs (log-ratios: 1e-5 is 0.001% of a latency) */
+                    assert_true(fabs(a[t] - b[t]) <= 1e-5 + 1e-5 * fabs(b[t]));
+                    assert_true(fabs(alo[t] - blo[t]) <= 1e-5 + 1e-5 * fabs(blo[t]));
+                    assert_true(fabs(ahi[t] - bhi[t]) <= 1e-5 + 1e-5 * fabs(bhi[t]));
+                    if (fabs(a[t] - b[t]) > max_diff) max_diff = fabs(a[t] - b[t]);
+                    n_cmp++;
+                    /* a second run gives the same bits */
+                    double a2[PP_GNN_MAX_TARGETS];
+                    assert_int_equal(pp_gnn_forward_fast(g, &s[i], a2, NULL, NULL, &err),
+                                     PERFPRED_OK);
+                    assert_true(a2[t] == a[t]);
                 }
             }
         pp_gnn_free(g);
     }
     assert_true(n_models >= 2);
+    print_message("fast vs reference forward: %d outputs, largest difference %.3g\n", n_cmp,
+                  max_diff);
+    /* a fast path that ignored the weights or the graph would not be this close everywhere */
+    assert_true(n_cmp >= 6);
     for (int i = 0; i < n_s; i++) pp_gnn_graph_clear(&s[i]);
 }
 
@@ -122,7 +135,6 @@ static void fast_forward_should_be_thread_safe(void **state)
     for (size_t i = 0; i < N_GRAPHS; i++)
         if (build_sample(graphs[i], &s[n_s])) n_s++;
     double warm[PP_GNN_MAX_TARGETS];
-    /* the first fast forward sets OpenBLAS to one thread: the reference then runs as it does */
     assert_int_equal(pp_gnn_forward_fast(g, &s[0], warm, NULL, NULL, NULL), PERFPRED_OK);
     job jobs[4];
     for (int t = 0; t < 4; t++) {
@@ -132,7 +144,8 @@ static void fast_forward_should_be_thread_safe(void **state)
         jobs[t].bad = 0;
         for (int i = 0; i < n_s; i++) {
             double o[PP_GNN_MAX_TARGETS];
-            assert_int_equal(pp_gnn_forward_range(g, &s[i], o, NULL, NULL, NULL), PERFPRED_OK);
+            /* each thread must give what one thread alone gives, bit for bit */
+            assert_int_equal(pp_gnn_forward_fast(g, &s[i], o, NULL, NULL, NULL), PERFPRED_OK);
             jobs[t].want[i] = o[0];
         }
     }

@@ -5,6 +5,8 @@
 #include "tests/helpers.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,9 +50,41 @@ static pp_node_feat *real_rows(int *n_out)
     return rows;
 }
 
+/* The trees through the cache's bytes (serialize, then read back from a copy and from a mapping)
+ * give XGBoost's figures b as the flat trees do. */
+static void cache_round_trip_should_keep_the_figures(const pp_lm_model *m, const char *path,
+                                                     const pp_node_feat *rows, int n, const double *b)
+{
+    pp_lm_src_id id;
+    assert_int_equal(pp_lm_src_id_of(path, &id), 0);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    pp_err err = {0};
+    pp_lm_flat *g = NULL;
+    const pp_lm_flat *f = pp_lm_model_flat(m);
+    assert_non_null(f);
+    assert_int_equal(pp_lm_flat_serialize(f, &id, &buf, &len, &err), PERFPRED_OK);
+    assert_int_equal(pp_lm_flat_deserialize(buf, len, &id, &g, &err), PERFPRED_OK);
+    float X[64 * PP_LM_NFEAT], y[64];
+    const pp_lm_base *base = pp_lm_model_base(m);
+    for (int i0 = 0; i0 < n; i0 += 64 * 7) {
+        int c = n - i0 < 64 ? n - i0 : 64;
+        for (int i = 0; i < c; i++) pp_lm_features(&rows[i0 + i], base, X + i * PP_LM_NFEAT);
+        pp_lm_flat_predict(g, X, c, PP_LM_NFEAT, y);
+        for (int i = 0; i < c; i++)
+            assert_rel_close(pp_lm_base_eval(base, pp_lm_model_target(m), &rows[i0 + i]) *
+                                 exp((double)y[i]),
+                             b[i0 + i], 1e-6);
+    }
+    pp_lm_flat_free(g);
+    free(buf);
+}
+
 static void flat_trees_should_match_xgboost_on_every_shipped_artifact(void **state)
 {
     (void)state;
+    /* models read through XGBoost here; the cache's copy of the trees is checked below */
+    setenv("PERFPRED_CACHE_DIR", "off", 1);
     int n = 0;
     pp_node_feat *rows = real_rows(&n);
     assert_true(n >= 2000);
@@ -90,6 +124,7 @@ static void flat_trees_should_match_xgboost_on_every_shipped_artifact(void **sta
                 assert_int_equal(pp_lm_model_predict_many(m, rows, n, a, &err), PERFPRED_OK);
                 assert_int_equal(pp_lm_model_predict_many_xgb(m, rows, n, b, &err), PERFPRED_OK);
                 for (int i = 0; i < n; i++) assert_rel_close(a[i], b[i], 1e-6);
+                cache_round_trip_should_keep_the_figures(m, mpath, rows, n, b);
                 /* one row at a time as the predictor asks: the same figures */
                 for (int i = 0; i < n; i += 97) {
                     double one;
@@ -109,17 +144,19 @@ static void flat_trees_should_match_xgboost_on_every_shipped_artifact(void **sta
     free(rows);
 }
 
+/* one tree: f0 < 0.5 ? (f1 < 2 ? 1 : 2) : 3; missing f0 goes right, missing f1 goes left */
+static const char toy_json[] =
+    "{\"learner\":{\"learner_model_param\":{\"base_score\":\"5E-1\",\"num_class\":\"0\","
+    "\"num_feature\":\"2\"},\"objective\":{\"name\":\"reg:squarederror\"},"
+    "\"gradient_booster\":{\"name\":\"gbtree\",\"model\":{\"trees\":[{"
+    "\"left_children\":[1,3,-1,-1,-1],\"right_children\":[2,4,-1,-1,-1],"
+    "\"split_indices\":[0,1,0,0,0],\"split_conditions\":[0.5,2,3,1,2],"
+    "\"default_left\":[0,1,0,0,0],\"split_type\":[0,0,0,0,0]}]}}}}";
+
 static void flat_trees_should_follow_default_direction_for_missing_values(void **state)
 {
     (void)state;
-    /* one tree: f0 < 0.5 ? (f1 < 2 ? 1 : 2) : 3; missing f0 goes right, missing f1 goes left */
-    const char *json =
-        "{\"learner\":{\"learner_model_param\":{\"base_score\":\"5E-1\",\"num_class\":\"0\","
-        "\"num_feature\":\"2\"},\"objective\":{\"name\":\"reg:squarederror\"},"
-        "\"gradient_booster\":{\"name\":\"gbtree\",\"model\":{\"trees\":[{"
-        "\"left_children\":[1,3,-1,-1,-1],\"right_children\":[2,4,-1,-1,-1],"
-        "\"split_indices\":[0,1,0,0,0],\"split_conditions\":[0.5,2,3,1,2],"
-        "\"default_left\":[0,1,0,0,0],\"split_type\":[0,0,0,0,0]}]}}}}";
+    const char *json = toy_json;
     pp_lm_flat *f = NULL;
     pp_err err = {0};
     assert_int_equal(pp_lm_flat_from_json(json, strlen(json), "toy", &f, &err), PERFPRED_OK);
@@ -156,12 +193,287 @@ static void flat_trees_should_refuse_malformed_models(void **state)
     }
 }
 
+/* Sets the file's mtime to t (s since the epoch): old enough to be cached (lm_cache.c's racy
+ * rule). */
+static void age(const char *path, time_t t)
+{
+    struct timespec ts[2] = {{t, 0}, {t, 0}};
+    assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+}
+
+/* A temp folder as the cache, and a copy of one shipped regressor in another. */
+static void cache_setup(char *cache, char *ubj, const char *kind_file, size_t cap)
+{
+    char tmpl[] = "/tmp/pp_lm_cache_XXXXXX";
+    assert_non_null(mkdtemp(tmpl));
+    snprintf(cache, cap, "%s/cache", tmpl);
+    snprintf(ubj, cap, "%s/%s", tmpl, kind_file);
+    setenv("PERFPRED_CACHE_DIR", cache, 1);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    pp_err err = {0};
+    char src[1024];
+    snprintf(src, sizeof src, "%s", pp_test_path("configs/artifacts/host-cpu"));
+    char dir_path[1400];
+    snprintf(dir_path, sizeof dir_path, "%s/%s", src, kind_file);
+    assert_int_equal(pp_read_file(dir_path, &buf, &len, &err), PERFPRED_OK);
+    assert_int_equal(pp_write_file_atomic(ubj, buf, len, &err), PERFPRED_OK);
+    free(buf);
+    age(ubj, 1500000000);
+}
+
+/* The one file in the cache folder (its path into out). */
+static void cache_file(const char *cache, char *out, size_t cap)
+{
+    char dir[1200];
+    snprintf(dir, sizeof dir, "%s/flat-trees", cache);
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *de;
+    int n = 0;
+    while ((de = readdir(d)))
+        if (de->d_name[0] != '.') {
+            snprintf(out, cap, "%s/%s", dir, de->d_name);
+            n++;
+        }
+    closedir(d);
+    assert_int_equal(n, 1);
+}
+
+static pp_lm_model *load_host_model(const char *path, const char *kind)
+{
+    pp_layer_models *lm = NULL;
+    pp_err err = {0};
+    assert_int_equal(pp_layer_models_open(pp_test_path("configs/artifacts/host-cpu"), 1, &lm, &err),
+                     PERFPRED_OK);
+    const pp_lm_entry *e = pp_layer_models_entry(lm, (pp_op_kind)pp_op_kind_from_name(kind),
+                                                 PP_LM_LATENCY);
+    assert_non_null(e);
+    pp_lm_model *m = NULL;
+    assert_int_equal(pp_lm_model_load(path, e->kind, e->target, &e->base, &e->domain, &m, &err),
+                     PERFPRED_OK);
+    pp_layer_models_free(lm);
+    return m;
+}
+
+static const char *host_file(const char *kind)
+{
+    static char name[256];
+    DIR *d = opendir(pp_test_path("configs/artifacts/host-cpu"));
+    assert_non_null(d);
+    struct dirent *de;
+    name[0] = '\0';
+    size_t kl = strlen(kind);
+    while ((de = readdir(d)))
+        if (strncmp(de->d_name, kind, kl) == 0 && de->d_name[kl] == '-' &&
+            strstr(de->d_name, ".ubj"))
+            snprintf(name, sizeof name, "%s", de->d_name);
+    closedir(d);
+    assert_true(name[0] != '\0');
+    return name;
+}
+
+static void predict_rows(pp_lm_model *m, const pp_node_feat *rows, int n, double *out)
+{
+    pp_err err = {0};
+    assert_int_equal(pp_lm_model_predict_many(m, rows, n, out, &err), PERFPRED_OK);
+}
+
+/* A load writes the cache, the next load reads it (a valid cache of other trees planted under the
+ * model's name and identity answers: the file is what is read), a corrupt or stale one is ignored
+ * and rewritten, and every load gives XGBoost's figures. */
+static void tree_cache_should_be_read_validated_and_rebuilt(void **state)
+{
+    (void)state;
+    char cache[1024], ubj[1024], cf[1600];
+    char conv_name[256];
+    snprintf(conv_name, sizeof conv_name, "%s", host_file("conv"));
+    cache_setup(cache, ubj, conv_name, sizeof cache);
+    int n = 0;
+    pp_node_feat *rows = real_rows(&n);
+    double *want = malloc((size_t)n * sizeof *want), *got = malloc((size_t)n * sizeof *got);
+    assert_non_null(want);
+    assert_non_null(got);
+    pp_err err = {0};
+
+    pp_lm_model *m = load_host_model(ubj, "conv");  /* first load: through XGBoost, cache written */
+    assert_true(pp_lm_model_is_flat(m));
+    assert_int_equal(pp_lm_model_predict_many_xgb(m, rows, n, want, &err), PERFPRED_OK);
+    pp_lm_model_free(m);
+    cache_file(cache, cf, sizeof cf);
+
+    m = load_host_model(ubj, "conv");  /* warm: from the cache */
+    assert_true(pp_lm_model_is_flat(m));
+    predict_rows(m, rows, n, got);
+    for (int i = 0; i < n; i++) assert_rel_close(got[i], want[i], 1e-6);
+    /* the reference path reads the booster on demand */
+    assert_int_equal(pp_lm_model_predict_many_xgb(m, rows, 50, got, &err), PERFPRED_OK);
+    for (int i = 0; i < 50; i++) assert_rel_close(got[i], want[i], 1e-6);
+    pp_lm_model_free(m);
+
+    /* plant another model's valid trees under this one's identity: they are what answers */
+    char other[1400];
+    snprintf(other, sizeof other, "%s/%s", pp_test_path("configs/artifacts/host-cpu"),
+             host_file("linear"));
+    setenv("PERFPRED_CACHE_DIR", "off", 1);
+    pp_lm_model *lin = load_host_model(other, "linear");
+    assert_int_equal(pp_lm_model_flatten(lin, &err), PERFPRED_OK);
+    setenv("PERFPRED_CACHE_DIR", cache, 1);
+    pp_lm_src_id id;
+    assert_int_equal(pp_lm_src_id_of(ubj, &id), 0);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    assert_int_equal(pp_lm_flat_serialize(pp_lm_model_flat(lin), &id, &buf, &len, &err),
+                     PERFPRED_OK);
+    pp_lm_model_free(lin);
+    assert_int_equal(pp_write_file_atomic(cf, buf, len, &err), PERFPRED_OK);
+    m = load_host_model(ubj, "conv");
+    predict_rows(m, rows, n, got);
+    int differ = 0;
+    for (int i = 0; i < n; i++) differ += fabs(got[i] - want[i]) > 1e-6 * fabs(want[i]);
+    assert_true(differ > n / 10);
+    pp_lm_model_free(m);
+
+    /* corrupt: one flipped byte deep in the nodes; ignored, and rewritten with the right trees */
+    buf[len - 100] ^= 0x40;
+    assert_int_equal(pp_write_file_atomic(cf, buf, len, &err), PERFPRED_OK);
+    free(buf);
+    m = load_host_model(ubj, "conv");
+    predict_rows(m, rows, n, got);
+    for (int i = 0; i < n; i++) assert_rel_close(got[i], want[i], 1e-6);
+    pp_lm_model_free(m);
+    m = load_host_model(ubj, "conv");
+    predict_rows(m, rows, n, got);
+    for (int i = 0; i < n; i++) assert_rel_close(got[i], want[i], 1e-6);
+    pp_lm_model_free(m);
+
+    /* stale: the source's mtime moves; the cache's identity no longer matches and is replaced */
+    assert_int_equal(pp_read_file(cf, &buf, &len, &err), PERFPRED_OK);
+    struct timespec ts[2] = {{1000000000, 0}, {1000000000, 0}};
+    assert_int_equal(utimensat(AT_FDCWD, ubj, ts, 0), 0);
+    pp_lm_flat *stale = NULL;
+    assert_int_equal(pp_lm_src_id_of(ubj, &id), 0);
+    assert_int_equal(pp_lm_flat_deserialize(buf, len, &id, &stale, &err), PERFPRED_ERR_PARSE);
+    assert_null(stale);
+    free(buf);
+    m = load_host_model(ubj, "conv");
+    predict_rows(m, rows, n, got);
+    for (int i = 0; i < n; i++) assert_rel_close(got[i], want[i], 1e-6);
+    pp_lm_model_free(m);
+    assert_int_equal(pp_read_file(cf, &buf, &len, &err), PERFPRED_OK);
+    assert_int_equal(pp_lm_flat_deserialize(buf, len, &id, &stale, &err), PERFPRED_OK);
+    pp_lm_flat_free(stale);
+    free(buf);
+    setenv("PERFPRED_CACHE_DIR", "off", 1);
+    free(want);
+    free(got);
+    free(rows);
+}
+
+/* Hostile cache bytes: every truncation, flipped bytes, and sealed (checksum-correct) files whose
+ * trees point backwards, outside their tree or outside the row are refused. */
+static void tree_cache_should_refuse_hostile_bytes(void **state)
+{
+    (void)state;
+    const char *json = toy_json;
+    pp_lm_flat *f = NULL, *g = NULL;
+    pp_err err = {0};
+    assert_int_equal(pp_lm_flat_from_json(json, strlen(json), "toy", &f, &err), PERFPRED_OK);
+    pp_lm_src_id id = {1, 2, 3, 4, 5, 6};
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    assert_int_equal(pp_lm_flat_serialize(f, &id, &buf, &len, &err), PERFPRED_OK);
+    assert_int_equal(pp_lm_flat_deserialize(buf, len, &id, &g, &err), PERFPRED_OK);
+    float X[2] = {0, 5}, y = 0;
+    pp_lm_flat_predict(g, X, 1, 2, &y);
+    assert_true(y == 2.5f);
+    pp_lm_flat_free(g);
+    for (size_t cut = 0; cut < len; cut++) {
+        assert_int_equal(pp_lm_flat_deserialize(buf, cut, &id, &g, &err), PERFPRED_ERR_PARSE);
+        assert_null(g);
+    }
+    uint8_t *bad = malloc(len);
+    assert_non_null(bad);
+    for (size_t i = 0; i < len; i++) {
+        memcpy(bad, buf, len);
+        bad[i] ^= 0x01;
+        assert_int_equal(pp_lm_flat_deserialize(bad, len, &id, &g, &err), PERFPRED_ERR_PARSE);
+        assert_null(g);
+    }
+    /* sealed edits of the nodes: node k at offset len - 16 * (5 - k); fields value, feature,
+     * left, right|dl */
+    const struct {
+        int node, field;
+        int32_t v;
+    } edits[] = {{0, 2, 0}, {1, 2, 1}, {0, 3, 5}, {1, 1, 2}, {1, 1, -1}, {0, 3, -7}, {2, 2, -2}};
+    for (size_t k = 0; k < sizeof edits / sizeof edits[0]; k++) {
+        memcpy(bad, buf, len);
+        memcpy(bad + len - 16 * (5 - edits[k].node) + 4 * edits[k].field, &edits[k].v, 4);
+        pp_lm_cache_seal(bad, len);
+        assert_int_equal(pp_lm_flat_deserialize(bad, len, &id, &g, &err), PERFPRED_ERR_PARSE);
+        assert_null(g);
+    }
+    /* the identity: another source size is stale */
+    pp_lm_src_id other = id;
+    other.size++;
+    assert_int_equal(pp_lm_flat_deserialize(buf, len, &other, &g, &err), PERFPRED_ERR_PARSE);
+    free(bad);
+    free(buf);
+    pp_lm_flat_free(f);
+}
+
+/* The memo answers rows it has seen with the trees' own floats: a second pass over thousands of
+ * real rows (more than the memo holds: slots are shared and replaced) hits, and gives what the
+ * trees give with the memo off and what XGBoost gives. */
+static void memo_should_answer_seen_rows_as_the_trees_do(void **state)
+{
+    (void)state;
+    setenv("PERFPRED_CACHE_DIR", "off", 1);
+    char path[1400];
+    snprintf(path, sizeof path, "%s/%s", pp_test_path("configs/artifacts/host-cpu"),
+             host_file("conv"));
+    pp_lm_model *m = load_host_model(path, "conv");
+    pp_err err = {0};
+    assert_int_equal(pp_lm_model_flatten(m, &err), PERFPRED_OK);
+    int n = 0;
+    pp_node_feat *rows = real_rows(&n);
+    double *a = malloc((size_t)n * sizeof *a), *b = malloc((size_t)n * sizeof *b),
+           *c = malloc((size_t)n * sizeof *c), *x = malloc((size_t)n * sizeof *x);
+    assert_true(a && b && c && x);
+    predict_rows(m, rows, n, a);
+    long h0, l0, h1, l1;
+    pp_lm_memo_counts(pp_lm_model_memo(m), &h0, &l0);
+    assert_int_equal(l0, n);
+    predict_rows(m, rows, n, b);
+    pp_lm_memo_counts(pp_lm_model_memo(m), &h1, &l1);
+    assert_int_equal(l1 - l0, n);
+    assert_true(h1 - h0 > n / 4);
+    pp_lm_memo_disable(1);
+    predict_rows(m, rows, n, c);
+    pp_lm_memo_disable(0);
+    assert_int_equal(pp_lm_model_predict_many_xgb(m, rows, n, x, &err), PERFPRED_OK);
+    for (int i = 0; i < n; i++) {
+        assert_memory_equal(&a[i], &c[i], sizeof a[i]);
+        assert_memory_equal(&b[i], &c[i], sizeof b[i]);
+        assert_rel_close(b[i], x[i], 1e-6);
+    }
+    pp_lm_model_free(m);
+    free(a);
+    free(b);
+    free(c);
+    free(x);
+    free(rows);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(flat_trees_should_match_xgboost_on_every_shipped_artifact),
         cmocka_unit_test(flat_trees_should_follow_default_direction_for_missing_values),
         cmocka_unit_test(flat_trees_should_refuse_malformed_models),
+        cmocka_unit_test(tree_cache_should_be_read_validated_and_rebuilt),
+        cmocka_unit_test(tree_cache_should_refuse_hostile_bytes),
+        cmocka_unit_test(memo_should_answer_seen_rows_as_the_trees_do),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -270,10 +270,43 @@ int pp_fuzz_lm_set(const uint8_t *data, size_t len)
     size_t rlen = len ? len - 1 : 0;
     put(mp, which == 0 ? rest : lm_manifest, which == 0 ? rlen : lm_manifest_len);
     put(up, which == 1 ? rest : lm_ubj, which == 1 ? rlen : lm_ubj_len);
+    /* the flat-tree cache has its own entry (lm_cache): no cache files per input here */
+    setenv("PERFPRED_CACHE_DIR", "off", 1);
     pp_layer_models *lm = NULL;
     if (pp_layer_models_open(dir, 0, &lm, NULL) == PERFPRED_OK)
         (void)pp_layer_models_ready(lm, NULL);
     pp_layer_models_free(lm);
+    return 0;
+}
+
+/* The flat-tree cache reader (lm_flat.c): the first byte's low bit picks whether the checksum is
+ * rewritten over the rest first (so that mutations reach the size and tree-structure checks); trees
+ * that pass are walked on rows of zeros, NaNs and the input's own floats. */
+int pp_fuzz_lm_cache(const uint8_t *data, size_t len)
+{
+    if (!len) return 0;
+    size_t n = len - 1;
+    uint8_t *buf = malloc(n ? n : 1);
+    if (!buf) return 0;
+    memcpy(buf, data + 1, n);
+    if (data[0] & 1) pp_lm_cache_seal(buf, n);
+    pp_lm_flat *f = NULL;
+    if (pp_lm_flat_deserialize(buf, n, NULL, &f, NULL) == PERFPRED_OK) {
+        int nf = pp_lm_flat_n_features(f);
+        float *x = calloc((size_t)nf * 3, sizeof *x), y[3];
+        if (x) {
+            for (int i = 0; i < nf; i++) {
+                x[nf + i] = NAN;
+                float v = 0;
+                if (n >= 4) memcpy(&v, buf + (size_t)(4 * i) % (n - 3), 4);
+                x[2 * nf + i] = v;
+            }
+            pp_lm_flat_predict(f, x, 3, nf, y);
+        }
+        free(x);
+    }
+    pp_lm_flat_free(f);
+    free(buf);
     return 0;
 }
 
@@ -411,6 +444,7 @@ const pp_fuzz_entry pp_fuzz_entries[] = {
     {"gnn_manifest", pp_fuzz_gnn_manifest},
     {"overhead", pp_fuzz_overhead},
     {"lm_set", pp_fuzz_lm_set},
+    {"lm_cache", pp_fuzz_lm_cache},
     {"deepbench", pp_fuzz_deepbench},
     {"mobile", pp_fuzz_mobile},
     {"neusight", pp_fuzz_neusight},

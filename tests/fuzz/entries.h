@@ -19,6 +19,7 @@ int pp_fuzz_gnn_weights(const uint8_t *data, size_t len);
 int pp_fuzz_gnn_manifest(const uint8_t *data, size_t len);
 int pp_fuzz_overhead(const uint8_t *data, size_t len);
 int pp_fuzz_lm_set(const uint8_t *data, size_t len);
+int pp_fuzz_lm_cache(const uint8_t *data, size_t len);
 int pp_fuzz_deepbench(const uint8_t *data, size_t len);
 int pp_fuzz_mobile(const uint8_t *data, size_t len);
 int pp_fuzz_neusight(const uint8_t *data, size_t len);
