@@ -443,7 +443,15 @@ static perfpred_status get_rules(pctx *c, yaml_node_t *v, const char *key, pp_fu
 
 static const char *const rt_keys[] = {"framework", "precision", "launch_overhead_us",
                                       "runtime_memory_overhead_mb", "workspace_mb", "fusion",
-                                      "composite_ops", "host_dispatch_scale", NULL};
+                                      "composite_ops", "host_dispatch_scale",
+                                      "host_dispatch_source", NULL};
+
+static const char *const host_sources[] = {"estimate", "measured", "transferred", NULL};
+
+const char *pp_host_source_name(int source)
+{
+    return source >= 0 && source <= PP_HOST_TRANSFERRED ? host_sources[source] : "estimate";
+}
 
 static perfpred_status rt_pair(pctx *c, const char *key, yaml_node_t *k, yaml_node_t *v, void *o)
 {
@@ -487,6 +495,17 @@ static perfpred_status rt_pair(pctx *c, const char *key, yaml_node_t *k, yaml_no
     case 7:
         st = get_double(c, v, key, &d->host_dispatch_scale), mark(c, s, PP_F_HOSTSCALE, k);
         break;
+    case 8: {
+        const char *src;
+        if ((st = get_string(c, v, "runtime.host_dispatch_source", &src))) return st;
+        int i = key_index(src, host_sources);
+        if (i < 0)
+            return FAIL(c, v, "runtime.host_dispatch_source must be estimate, measured or "
+                              "transferred, not '%s'", src);
+        d->host_dispatch_source = i;
+        mark(c, s, PP_F_HOSTSRC, k);
+        break;
+    }
     default: return unknown_key(c, k, "runtime", rt_keys);
     }
     return st;

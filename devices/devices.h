@@ -55,6 +55,14 @@ typedef struct pp_mig_profile {
     int compute_units;         /* SMs of the instance */
 } pp_mig_profile;
 
+/* Where a descriptor's runtime.host_dispatch_source says its host_dispatch_scale comes from. */
+enum {
+    PP_HOST_ESTIMATE = 0,   /* stated without a measurement (also: not stated) */
+    PP_HOST_MEASURED,       /* whole-model rows of this GPU in its host */
+    PP_HOST_TRANSFERRED     /* another GPU's measured host of the same kind */
+};
+const char *pp_host_source_name(int source); /* "estimate", "measured", "transferred" */
+
 typedef struct pp_device {
     const char *name;          /* canonical: "a100-sxm4-40gb", "a100-sxm4-40gb-mig-3g.20gb" */
     const char *aliases[PP_DEV_MAX_ALIASES];
@@ -98,6 +106,7 @@ typedef struct pp_device {
     double host_dispatch_scale;        /* the host CPU's time per dispatched op against the x86
                                           desktop hosts the GPU stacks were fitted on (1 = same;
                                           0 = not stated, taken as 1) */
+    int host_dispatch_source;          /* PP_HOST_* : where host_dispatch_scale comes from */
     int n_fusion;
     pp_fusion_rule fusion[PP_DEV_MAX_FUSION];
     /* exporter decompositions of one framework op (GELU as Div, Erf, Add, Mul, Mul; SiLU as

@@ -34,6 +34,7 @@ enum {
     PP_F_COMPOSITE,
     PP_F_CC,
     PP_F_HOSTSCALE,
+    PP_F_HOSTSRC,
     PP_F_MEMTYPE,
     PP_F__COUNT
 };

@@ -102,6 +102,8 @@ char *pp_device_to_yaml(const pp_device *d)
     put_kv(f, "  ", "workspace_mb", d->workspace_mb);
     if (d->host_dispatch_scale > 0)
         put_kv(f, "  ", "host_dispatch_scale", d->host_dispatch_scale);
+    if (d->host_dispatch_source)
+        fprintf(f, "  host_dispatch_source: %s\n", pp_host_source_name(d->host_dispatch_source));
     put_rules(f, "fusion", d->fusion, d->n_fusion);
     if (d->n_composite) put_rules(f, "composite_ops", d->composite, d->n_composite);
 
