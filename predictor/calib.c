@@ -313,6 +313,13 @@ int pp_calib_node_ms(const pp_calib *c, const pp_device *d, const pp_node_feat *
     return 1;
 }
 
+double pp_calib_floor_ms(const pp_calib *c, const pp_device *d, pp_op_kind k)
+{
+    const calib_entry *e = entry_of(c, d);
+    const pp_lm_entry *m = e ? pp_layer_models_entry(e->lm, k, PP_LM_LATENCY) : NULL;
+    return m && m->base.floor_ms > 0 ? m->base.floor_ms : 0;
+}
+
 /* d's correction entry, or NULL when it has none */
 static calib_gnn *gnn_of(const pp_calib *c, const pp_device *d)
 {

@@ -30,6 +30,11 @@ perfpred_status pp_calib_ready(const pp_calib *c, const pp_device *d, pp_err *er
  * == d). Returns 1 when a model for the node's op kind answered, 0 otherwise. Thread-safe. */
 int pp_calib_node_ms(const pp_calib *c, const pp_device *d, const pp_node_feat *f, double *ms);
 
+/* The timing floor (ms) of d's latency model for op kind k: the fastest operator its training rows
+ * hold. Event-timed single operators (NeuSight) include the host's dispatch of the operator, so
+ * the floor is mostly the host's; 0 when d has no such model. */
+double pp_calib_floor_ms(const pp_calib *c, const pp_device *d, pp_op_kind k);
+
 /* The graph-level correction of device d (configs/artifacts/<d>/gnn-latency.{bin,json}).
  * Applied as latency = layer sum x exp(out[0]) and, when the model has a second target,
  * energy = layer sum x 1 W x exp(out[1]).

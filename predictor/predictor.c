@@ -698,6 +698,15 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
              * kernels, and every kernel elsewhere, take the stack's fitted model (depthwise
              * convolutions run far below any roofline) */
             int keep = stack_cal && (calibrated || S->cls == PP_SK_MEM);
+            if (keep && calibrated) {
+                /* an event-timed operator holds its host dispatch (the model's timing floor),
+                 * which the pipeline charges to the host: the GPU runs the rest, at least the
+                 * stack's shortest kernel */
+                pp_op_kind fk = as_eager ? k.kind : g->nodes[chain[0]].feat.kind;
+                double w = fmax(0, cal_ms - pp_calib_floor_ms(ctx->calib, src, fk));
+                if (timed_on != d) w = pp_scale_kernel_time(w, timed_on, d, k.ai, k.blocks);
+                t = w + stk->gpu_min_us * 1e-3;
+            }
             S->cal_ms = keep ? t : NAN;
             if (!keep) {
                 t = pp_stack_gpu_ms(stk, d, S->cls, S->flops,

@@ -181,11 +181,33 @@ static void predictions_should_carry_the_interval_of_their_answer_path(void **st
     shipped("host-cpu", "layer", &lo, &hi, &n);
     assert_rel_close(p.latency_interval.lo, p.latency_ms.value * exp(lo), 1e-12);
     pp.layer_sum_only = 0;
-    /* a GPU runtime stack, and an uncalibrated estimate: none, and the reason */
+    /* a GPU runtime stack: the stack artifact's bounds for batch < 16, read here from the file */
     assert_int_equal(perfpred_predict(ctx, m, "a100", &pp, &p, err, sizeof err), 0);
+    assert_string_equal(p.latency_interval.path, "stack");
+    {
+        char *t = pp_test_read_text(pp_test_path("configs/artifacts/stacks/pytorch-eager-fp32.json"));
+        assert_non_null(t);
+        cJSON *j = cJSON_Parse(t);
+        free(t);
+        cJSON *iv = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "stack"), "interval");
+        assert_non_null(iv);
+        assert_int_equal(p.latency_interval.n, cJSON_GetObjectItem(iv, "rows_batch_lt16")->valueint);
+        assert_rel_close(p.latency_interval.lo,
+                         p.latency_ms.value *
+                             exp(cJSON_GetObjectItem(iv, "latency_log_lo_batch_lt16")->valuedouble),
+                         1e-12);
+        assert_rel_close(p.latency_interval.hi,
+                         p.latency_ms.value *
+                             exp(cJSON_GetObjectItem(iv, "latency_log_hi_batch_lt16")->valuedouble),
+                         1e-12);
+        cJSON_Delete(j);
+    }
+    /* the same stack on a board whose host's dispatch scale is an estimate: none, and why */
+    assert_int_equal(perfpred_predict(ctx, m, "jetson-agx-orin", &pp, &p, err, sizeof err), 0);
     assert_int_equal(p.latency_interval.n, 0);
     assert_true(isnan(p.latency_interval.lo));
-    assert_non_null(strstr(p.latency_interval.source, "no interval"));
+    assert_non_null(strstr(p.latency_interval.source, "estimate"));
+    /* an uncalibrated estimate: none, and the reason */
     assert_int_equal(perfpred_predict(ctx, m, "rpi3", &pp, &p, err, sizeof err), 0);
     assert_int_equal(p.latency_ms.prov, PERFPRED_PROV_ESTIMATE);
     assert_int_equal(p.latency_interval.n, 0);
@@ -385,7 +407,7 @@ static void cli_compare_should_mark_rankings_and_check_the_plot_path(void **stat
 {
     (void)state;
     static char out[1 << 16];
-    assert_int_equal(pp_test_run_cli("compare --device rpi4,rpi5,a100 examples/resnet18.onnx", out,
+    assert_int_equal(pp_test_run_cli("compare --device rpi4,rpi5,jetson-agx-orin examples/resnet18.onnx", out,
                                      sizeof out, "test_intervals"), 0);
     assert_non_null(strstr(out, "not decided: no interval"));
     assert_non_null(strstr(out, "80 % interval"));

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <cjson/cJSON.h>
+
 #include "calibrate/fit_stacks.h"
 #include "devices/devices.h"
 #include "predictor/predictor.h"
@@ -351,6 +353,60 @@ static void prediction_should_be_host_bound_under_a_slow_host(void **state)
 /* The fit on real rows: the V100 and RTX 3090 eager fp32 files. Their torchvision rows were
  * counted independently (docs/gpu-stacks.md); the fit must read all of them, skip none, and land
  * within sane errors on its own rows and on the GPU it leaves out. */
+/* On the A100 the layer models answer, from NeuSight's event-timed single operators, each of which
+ * holds the host's dispatch (the model's timing floor: about 30 us for element-wise ops, whatever
+ * the tensor). Under a stack the host is charged by the pipeline, so a calibrated kernel keeps
+ * only the rest: ResNet-18's ReLUs at batch 1 (under 1 MB each, about a microsecond of HBM time)
+ * must come out below the element-wise floor, and the floor is the manifest's, read here. */
+static void calibrated_kernels_should_drop_the_timing_floor_under_a_stack(void **state)
+{
+    (void)state;
+    char *t = pp_test_read_text(pp_test_path("configs/artifacts/a100-pcie-40gb/manifest.json"));
+    assert_non_null(t);
+    cJSON *j = cJSON_Parse(t);
+    free(t);
+    double floor_ms = -1;
+    cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(j, "models"))
+    {
+        if (strcmp(cJSON_GetObjectItem(e, "op_kind")->valuestring, "elemwise") == 0)
+            floor_ms = cJSON_GetObjectItem(cJSON_GetObjectItem(e, "base"), "floor_ms")->valuedouble;
+    }
+    cJSON_Delete(j);
+    assert_true(floor_ms > 0.02); /* NeuSight's fastest ReLU/Add rows: tens of microseconds */
+
+    perfpred_ctx_params cp = perfpred_ctx_default_params();
+    cp.config_dir = pp_test_path("configs");
+    char msg[1024];
+    perfpred_ctx *ctx = perfpred_ctx_open(&cp, NULL, msg, sizeof msg);
+    assert_non_null(ctx);
+    perfpred_model_params mp = perfpred_model_default_params();
+    mp.batch = 1;
+    perfpred_model *m =
+        perfpred_model_load(pp_test_path("examples/resnet18.onnx"), &mp, NULL, msg, sizeof msg);
+    if (!m) print_message("%s\n", msg);
+    assert_non_null(m);
+    perfpred_kernel ks[64];
+    int nk = 0;
+    perfpred_predict_params pp = perfpred_predict_default_params();
+    pp.kernels = ks;
+    pp.kernels_cap = 64;
+    pp.n_kernels = &nk;
+    perfpred_prediction p;
+    assert_int_equal(perfpred_predict(ctx, m, "a100-pcie-40gb", &pp, &p, msg, sizeof msg), 0);
+    assert_non_null(p.stack);
+    int relus = 0;
+    for (int i = 0; i < nk && i < 64; i++) {
+        if (strcmp(ks[i].ops, "Relu") != 0 || ks[i].prov != PERFPRED_PROV_CALIBRATED) continue;
+        assert_true(ks[i].latency_ms > 0);
+        assert_true(ks[i].latency_ms < floor_ms);
+        relus++;
+    }
+    assert_true(relus >= 8);
+    perfpred_model_free(m);
+    perfpred_ctx_close(ctx);
+}
+
 static void fit_should_read_every_mapped_row_of_framework_tax(void **state)
 {
     (void)state;
@@ -414,6 +470,7 @@ int main(void)
         cmocka_unit_test(bn_pass_should_follow_each_folded_conv),
         cmocka_unit_test(stack_artifact_should_round_trip_and_name_a_bad_field),
         cmocka_unit_test(prediction_should_be_host_bound_under_a_slow_host),
+        cmocka_unit_test(calibrated_kernels_should_drop_the_timing_floor_under_a_stack),
         cmocka_unit_test(fit_should_read_every_mapped_row_of_framework_tax),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
