@@ -697,7 +697,12 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
              * kernel times and its roofline for memory-bound ops; uncovered conv and matmul
              * kernels, and every kernel elsewhere, take the stack's fitted model (depthwise
              * convolutions run far below any roofline) */
-            int keep = stack_cal && (calibrated || S->cls == PP_SK_MEM);
+            /* layer models timed on the fp32 lanes (the source's runtime precision) do not time
+             * a convolution the stack runs on TF32 tensor cores: the stack's model does */
+            int tf32_conv = stack_cal && (S->cls == PP_SK_CONV || S->cls == PP_SK_CONV3) &&
+                            src->runtime_precision == PP_PREC_FP32 &&
+                            pp_stack_peak_tflops(stk, d, S->cls) > d->peak_tflops[PP_PREC_FP32];
+            int keep = stack_cal && (calibrated || S->cls == PP_SK_MEM) && !tf32_conv;
             if (keep && calibrated) {
                 /* an event-timed operator holds its host dispatch (the model's timing floor),
                  * which the pipeline charges to the host: the GPU runs the rest, at least the

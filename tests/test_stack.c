@@ -403,6 +403,15 @@ static void calibrated_kernels_should_drop_the_timing_floor_under_a_stack(void *
         relus++;
     }
     assert_true(relus >= 8);
+    /* NeuSight's A100 conv sweep ran on the fp32 lanes (no TF32 kernel in it); the eager fp32
+     * stack runs convolutions on TF32 tensor cores, so no conv kernel keeps a layer-model time */
+    int convs = 0;
+    for (int i = 0; i < nk && i < 64; i++) {
+        if (strncmp(ks[i].ops, "Conv", 4) != 0) continue;
+        assert_int_not_equal(ks[i].prov, PERFPRED_PROV_CALIBRATED);
+        convs++;
+    }
+    assert_int_equal(convs, 20); /* ResNet-18: the 7x7 stem, 16 3x3, 3 1x1 downsamples */
     perfpred_model_free(m);
     perfpred_ctx_close(ctx);
 }
