@@ -860,9 +860,11 @@ perfpred_status pp_fitstack_run(const pp_device_db *db, const pp_fitstack_params
                                     "%s%s", gi ? "," : "", D.gpus[gi]->name);
         }
         snprintf(rep->stack.source, sizeof rep->stack.source,
-                 "framework-tax-gpus (github.com/JaredFern/Framework-Tax@5284969), run folders "
-                 "*_%s: %d rows of %d torchvision models",
-                 stack_defs[D.si].suffix, D.n_rows, N_MODELS);
+                 "framework-tax-gpus (github.com/JaredFern/Framework-Tax@5284969)%s%s, run "
+                 "folders *_%s: %d rows of %d torchvision models",
+                 p->own_data_dir ? " and this project's " : "",
+                 p->own_data_dir ? p->own_data_dir : "", stack_defs[D.si].suffix, D.n_rows,
+                 N_MODELS);
         for (int m = 0; m < N_MODELS; m++) rep->n_models += D.model_params[m] > 0;
         double tl = 0, tm = 0, ls = 0, ll = 0, lm = 0;
         int nls = 0, nll = 0, nlm = 0;

@@ -160,8 +160,9 @@ static void print_compare(const cli_opts *o, const cJSON *ans)
                cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "fits_in_memory")) ? "yes" : "NO",
                str_at(lat, "provenance", NULL), vs);
     }
-    printf("\nintervals: 80 %% split-conformal, from the device's held-out whole-model rows (none: "
-           "uncalibrated estimates, GPU runtime stacks and devices without such rows); a row is "
+    printf("\nintervals: 80 %% split-conformal, from held-out whole-model rows (GPUs: the stack's "
+           "leave-one-GPU-out fits; none: uncalibrated estimates, estimated hosts and devices "
+           "without such rows); a row is "
            "decided faster than the next only where both intervals exist and do not overlap%s\n",
            undecided ? " (elsewhere the order above is within what perfpred can tell)" : "");
     printf("energy and memory carry their own provenance (--json); memory on GPUs with a runtime "

@@ -2,7 +2,9 @@
 """tools/gpu_stack_check.py: perfpred, as a user runs it, against the project's own whole-model GPU
 runs (data/gpu-stacks, written by runners/stack_runner.py): every measured row predicted through
 the CLI (`perfpred --device DEV --runtime R --precision P model.onnx --batch N --json`), MAPE split
-at batch 16, memory (NVML used) MAPE, and the share of rows inside the printed 80 % interval.
+at batch 16, memory (NVML used) MAPE, energy per call (board power from NVML's energy counter over
+the timed rounds, at least 0.25 s of them, times the latency) and the share of rows inside the
+printed 80 % interval.
 
 Unlike `perfpred calibrate fit-stacks`, which judges the stack's own kernel model, this goes
 through everything a prediction does: on the A100 family and the GPUs scaled from it (the H100),
@@ -32,8 +34,9 @@ def predict(perfpred, onnx, dev, runtime, precision, batch):
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     p = json.loads(out)["prediction"]
     iv = p["latency"].get("interval") or {}
+    energy = p["energy"]["value"] if "energy" in p else None
     return (p["latency"]["value"], p["peak_memory"]["value"] if "peak_memory" in p else None,
-            iv.get("lo"), iv.get("hi"))
+            iv.get("lo"), iv.get("hi"), energy)
 
 
 def mape(v):
@@ -53,7 +56,7 @@ def main():
             continue
         runtime, precision = STACKS[suffix]
         for path in sorted(glob.glob(os.path.join(folder, "*.csv"))):
-            small, large, mem, inside, n = [], [], [], 0, 0
+            small, large, mem, energy, power, inside, n = [], [], [], [], [], 0, 0
             dev = None
             for r in csv.DictReader(open(path)):
                 if r["status"] != "ok":
@@ -61,13 +64,17 @@ def main():
                 dev = r["device"]
                 b = int(r["batch_size"])
                 onnx = os.path.join(a.models, r["torchvision_name"] + ".onnx")
-                lat, mb, lo, hi = predict(a.perfpred, onnx, dev, runtime, precision, b)
+                lat, mb, lo, hi, mj = predict(a.perfpred, onnx, dev, runtime, precision, b)
                 meas = float(r["latency"]) * 1e3
                 e = abs(lat / meas - 1) * 100
                 (small if b < 16 else large).append(e)
                 n += 1
                 if lo is not None and hi is not None:
                     inside += lo <= meas <= hi
+                # board energy per call: the mean power over the back-to-back rounds x latency
+                if r.get("power_w") and mj and float(r.get("energy_window_s") or 0) >= 0.25:
+                    energy.append(abs(mj / (float(r["power_w"]) * meas) - 1) * 100)
+                    power.append(abs(mj / lat / float(r["power_w"]) - 1) * 100)
                 if r["max_memory"] and mb:
                     mem.append(abs(mb / float(r["max_memory"]) - 1) * 100)
                 if suffix == "pretrained-fp32":
@@ -75,6 +82,7 @@ def main():
             print(f"{dev} {runtime} {precision} ({os.path.basename(folder)}): {n} rows, "
                   f"MAPE batch < 16 {mape(small):5.1f} %, >= 16 {mape(large):5.1f} %, "
                   f"memory {mape(mem):5.1f} % ({len(mem)} rows), "
+                  f"energy {mape(energy):5.1f} % (mean power {mape(power):4.1f} %; {len(energy)} rows), "
                   f"in the 80 % interval {100.0 * inside / max(n, 1):5.1f} %")
     if per_model:
         print("\neager fp32, measured / predicted ms (both runs) at batch 1, 16, 256:")
