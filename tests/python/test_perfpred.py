@@ -54,14 +54,22 @@ class PredictShould(unittest.TestCase):
         self.assertGreater(p.latency.interval.hi, v)
         self.assertIn("[", str(p))
 
-    def test_predict_should_say_a_stack_answer_has_no_interval(self):
+    def test_predict_should_give_a_stack_answer_the_stacks_interval(self):
         p = perfpred.predict(RESNET, device="a100")
-        self.assertFalse(p.latency.interval)
-        self.assertIsNone(p.latency.interval.lo)
-        self.assertIn("no interval", p.latency.interval.source)
-        self.assertGreater(p.latency.value, 0)
+        iv = p.latency.interval
+        self.assertTrue(iv)
+        self.assertEqual(iv.path, "stack")
+        self.assertLess(iv.lo, p.latency.value)
+        self.assertGreater(iv.hi, p.latency.value)
         self.assertEqual(p.peak_memory.unit, "bytes")
         self.assertIsNotNone(p.mig)
+
+    def test_predict_should_say_an_estimated_host_has_no_interval(self):
+        p = perfpred.predict(RESNET, device="jetson-agx-orin")
+        self.assertFalse(p.latency.interval)
+        self.assertIsNone(p.latency.interval.lo)
+        self.assertIn("estimate", p.latency.interval.source)
+        self.assertGreater(p.latency.value, 0)
 
     def test_predict_should_export_a_torch_module_defined_here(self):
         import torch
