@@ -389,6 +389,29 @@ static void expect_text_error(const char *text, perfpred_status st, const char *
 
 #define HEAD "name: t\ndescription: t\nvendor: T\nkind: gpu\nruntime: {framework: pytorch-eager, precision: fp32}\n"
 
+/* Where a host's dispatch scale comes from: the H100 SXM5's is measured on this project's machine;
+ * the A100s (and their MIG slices) and the H200 (based on the H100) state it as transferred; a
+ * Jetson's, stated without a source, is an estimate. */
+static void host_dispatch_source_should_be_stated_and_inherited(void **state)
+{
+    (void)state;
+    pp_device_db *db = load_shipped();
+    const pp_device *h = must_find(db, "h100-sxm5-80gb");
+    assert_int_equal(h->host_dispatch_source, PP_HOST_MEASURED);
+    assert_true(h->host_dispatch_scale > 0.3 && h->host_dispatch_scale < 0.5);
+    assert_int_equal(must_find(db, "h200-sxm-141gb")->host_dispatch_source, PP_HOST_TRANSFERRED);
+    const pp_device *m = must_find(db, "a100-mig-1g");
+    assert_int_equal(m->host_dispatch_source, PP_HOST_TRANSFERRED);
+    assert_true(m->host_dispatch_scale == h->host_dispatch_scale);
+    assert_int_equal(must_find(db, "a100-pcie-80gb")->host_dispatch_source, PP_HOST_TRANSFERRED);
+    const pp_device *j = must_find(db, "jetson-orin-nano");
+    assert_int_equal(j->host_dispatch_source, PP_HOST_ESTIMATE);
+    assert_true(j->host_dispatch_scale > 1);
+    assert_string_equal(pp_host_source_name(PP_HOST_TRANSFERRED), "transferred");
+    assert_string_equal(pp_host_source_name(7), "estimate");
+    pp_devices_free(db);
+}
+
 static void parser_should_be_strict(void **state)
 {
     expect_text_error("name: t\ndescription: t\nvendor: T\nkind: gpu\nruntime:\n"
@@ -397,6 +420,9 @@ static void parser_should_be_strict(void **state)
     expect_text_error("name: t\ndescription: t\nvendor: T\nkind: gpu\nruntime:\n"
                       "  framework: pytorch-eager\n  composite_ops: [[Sigmoid]]\n",
                       PERFPRED_ERR_DEVICE, "at least two ops");
+    expect_text_error("name: t\ndescription: t\nvendor: T\nkind: gpu\nruntime:\n"
+                      "  framework: pytorch-eager\n  host_dispatch_source: guessed\n",
+                      PERFPRED_ERR_DEVICE, "must be estimate, measured or transferred, not 'guessed'");
     expect_text_error("name: t\ndescription: t\nvendor: T\nkind: gpu\nruntime:\n"
                       "  framework: pytorch-eager\n  fusion: [{ops: [MatMul, Add], max_rank: 3}]\n",
                       PERFPRED_ERR_DEVICE, "max_rank");
@@ -697,6 +723,7 @@ int main(void)
         cmocka_unit_test(to_yaml_should_round_trip_every_device),
         cmocka_unit_test(default_config_dir_should_prefer_the_environment),
         cmocka_unit_test(names_should_map_both_ways),
+        cmocka_unit_test(host_dispatch_source_should_be_stated_and_inherited),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
