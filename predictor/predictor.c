@@ -495,18 +495,20 @@ static perfpred_status stack_figures(const pp_graph *g, const pp_device *d, cons
     out->latency_ms.prov = own ? PERFPRED_PROV_CALIBRATED : PERFPRED_PROV_TRANSFERRED;
     out->latency_ms.source =
         own ? "runtime stack: host dispatch / GPU pipeline fitted on whole-model measurements of "
-              "this GPU and others (framework-tax-gpus)"
+              "this GPU and others (framework-tax-gpus, data/gpu-stacks)"
         : scaled_host(d) && d->host_dispatch_source == PP_HOST_TRANSFERRED
             ? "runtime stack: host dispatch / GPU pipeline fitted on other GPUs' whole-model "
-              "measurements (framework-tax-gpus), applied through this descriptor's figures; the "
-              "host's dispatch scaled by its host_dispatch_scale, transferred from a measured "
-              "host of the same kind"
+              "measurements (framework-tax-gpus, data/gpu-stacks), applied through this "
+              "descriptor's figures; the host's dispatch scaled by its host_dispatch_scale, "
+              "transferred from a measured host of the same kind"
         : scaled_host(d)
             ? "runtime stack: host dispatch / GPU pipeline fitted on other GPUs' whole-model "
-              "measurements (framework-tax-gpus), applied through this descriptor's figures; the "
-              "host's dispatch scaled by its host_dispatch_scale (an estimate)"
+              "measurements (framework-tax-gpus, data/gpu-stacks), applied through this "
+              "descriptor's figures; the host's dispatch scaled by its host_dispatch_scale (an "
+              "estimate)"
             : "runtime stack: host dispatch / GPU pipeline fitted on other GPUs' whole-model "
-              "measurements (framework-tax-gpus), applied through this descriptor's figures";
+              "measurements (framework-tax-gpus, data/gpu-stacks), applied through this "
+              "descriptor's figures";
     pp_power_params pw;
     if (pp_power_for(power, d, &pw)) {
         out->energy_mj.value = pp_stack_energy_mj(stk, d, &pw, sk, n, scratch, T, NULL);
