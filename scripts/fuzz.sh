@@ -34,7 +34,7 @@ for h in "${harnesses[@]}"; do
     "build-fuzz/fuzz_$h" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
     -max_len=65536 -print_final_stats=1 -artifact_prefix="build-fuzz/artifacts/$h/" \
     "build-fuzz/corpus/$h" "tests/fuzz/corpus/$h" >"build-fuzz/fuzz_$h.log" 2>&1 || true
-  grep -E "^(#[0-9]+[[:space:]]+DONE|stat::(number_of_executed_units|average_exec_per_sec|new_units_added|peak_rss_mb)|==[0-9]+==ERROR|SUMMARY)" \
+  grep -aE "^(#[0-9]+[[:space:]]+DONE|stat::(number_of_executed_units|average_exec_per_sec|new_units_added|peak_rss_mb)|==[0-9]+==ERROR|SUMMARY)" \
     "build-fuzz/fuzz_$h.log" || true
   # what this run found (earlier runs' findings stay beside it, not counted again)
   found="$(find "build-fuzz/artifacts/$h" -type f -newer "build-fuzz/artifacts/$h/.start" \
