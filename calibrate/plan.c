@@ -3,7 +3,9 @@
  * configuration; perturbations of channels, spatial size and batch (nn-Meter / Sponner style) densify
  * around them inside the zoo's observed ranges, and pooling rows get a grid of windows; rows are
  * picked per op kind, weighted by the kind's share of zoo time (--adaptive: and its held-out error,
- * plan_adaptive.c), until the runner's estimated time fills the budget. Deterministic per seed. */
+ * plan_adaptive.c), until the runner's estimated time fills the budget. Deterministic per seed.
+ * This file reads the zoo into candidates and drives the steps; plan_perturb.c perturbs,
+ * plan_select.c picks and writes. */
 #include <dirent.h>
 #include <math.h>
 #include <stdarg.h>
@@ -11,9 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "calibrate/calibrate.h"
-#include "calibrate/plan_adaptive.h"
-#include "predictor/predictor.h"
+#include "calibrate/plan.h"
 
 /* ------------------------------------------------------------------------ helpers ---- */
 
@@ -109,61 +109,6 @@ static const value_input *value_input_of(const char *op, int index)
 
 /* ------------------------------------------------------------------ the plan state ---- */
 
-typedef struct cand {
-    const char *sig;          /* "op_type\tinputs\tattrs" (arena) */
-    const char *source;       /* provenance written to the row's source column */
-    int64_t batch;
-    pp_op_kind kind;
-    int is_base;
-    int valid;                /* -1 not yet checked, 0 rejected, 1 rebuilds as a layer row */
-    int n_occ;                /* zoo nodes with this configuration (base) */
-    double zoo_ms;            /* their estimated time */
-    int out_rank;             /* base: the model node's output shape, checked on rebuild */
-    int64_t out_dims[PP_MAX_RANK];
-    pp_node_feat feat;        /* of the rebuilt row (valid == 1) */
-    double cost_s;            /* runner time estimate */
-    double key;               /* pick order within its kind (larger first) */
-    int picked;
-    int measured;             /* adaptive: measured already, never picked */
-} cand;
-
-/* Skipped-node reasons, aggregated by (op type, reason), with the first message as example. */
-typedef struct skip_reason {
-    char key[96];
-    char example[200];
-    int count;
-} skip_reason;
-
-#define MAX_SKIP_REASONS 64
-
-typedef struct plan {
-    const perfpred_plan_params *p;
-    const pp_device *dev;
-    int has_roof;
-    pp_layer_models *lm;      /* the device's layer models, when it is calibrated already */
-    long n_lm_costed;         /* kernel times the layer models answered */
-    pp_arena *arena;
-    cand *c;
-    int n, cap;
-    int *slots;               /* open-addressing hash: sig -> cand index, -1 empty */
-    size_t n_slots;
-    skip_reason skips[MAX_SKIP_REASONS];
-    int n_skips;
-    perfpred_plan_report *rep;
-    double kind_zoo_ms[PP_OPK__COUNT];
-    int kind_zoo_nodes[PP_OPK__COUNT];
-    pp_logger log;
-    double mem_cap_bytes;
-    pp_adapt *adapt;          /* adaptive plans: what the first fit says */
-    double kind_weight[PP_OPK__COUNT]; /* budget weight of each kind (select_rows) */
-    double budget_s;          /* runner time for the picked rows: the budget less the anchors' */
-    pp_layer_table **anchor_tables; /* the measured CSVs anchors come from */
-    int n_anchor_tables;
-    pp_layer_row *anchors;    /* rows measured again, written after the picked rows */
-    int n_anchors;
-    double anchor_s;
-} plan;
-
 /* Copies src into dst[n], truncating (never a format-truncation case for the compiler). */
 static void copy_trunc(char *dst, size_t n, const char *src)
 {
@@ -238,7 +183,7 @@ static perfpred_status map_grow(plan *P, pp_err *err)
     return PERFPRED_OK;
 }
 
-static int map_find(const plan *P, const char *sig)
+int pp_plan_map_find(const plan *P, const char *sig)
 {
     if (!P->n_slots) return -1;
     size_t h = (size_t)fnv1a(sig) & (P->n_slots - 1);
@@ -250,7 +195,7 @@ static int map_find(const plan *P, const char *sig)
 }
 
 /* Appends a candidate (sig copied) and indexes it; returns its index or -1 (err set). */
-static int cand_add(plan *P, const char *sig, pp_err *err)
+int pp_plan_cand_add(plan *P, const char *sig, pp_err *err)
 {
     if ((size_t)(P->n + 1) * 2 > P->n_slots && map_grow(P, err) != PERFPRED_OK) return -1;
     if (P->n == P->cap) {
@@ -287,7 +232,7 @@ static int cmp_attr_name(const void *x, const void *y)
 
 /* The signature of a row: op type, inputs and attributes (sorted by name), tab-separated; the
  * inputs and attrs parts are exactly the CSV columns. */
-static void put_sig(pp_strbuf *b, const pp_layer_row *r)
+void pp_plan_put_sig(pp_strbuf *b, const pp_layer_row *r)
 {
     pp_layer_attr sorted[PP_LAYER_MAX_ATTRS];
     memcpy(sorted, r->attrs, (size_t)r->n_attrs * sizeof sorted[0]);
@@ -302,10 +247,8 @@ static void put_sig(pp_strbuf *b, const pp_layer_row *r)
     }
 }
 
-void pp_plan_put_sig(pp_strbuf *b, const pp_layer_row *r) { put_sig(b, r); }
-
 /* Parses a signature back into a row (attribute strings in a). 0 ok, -1 (why filled). */
-static int sig_to_row(const char *sig, pp_arena *a, pp_layer_row *r, char *why, size_t why_n)
+int pp_plan_sig_to_row(const char *sig, pp_arena *a, pp_layer_row *r, char *why, size_t why_n)
 {
     memset(r, 0, sizeof *r);
     const char *t1 = strchr(sig, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
@@ -728,7 +671,7 @@ static double kernel_ms(plan *P, const pp_node_feat *f)
  * rebuilds the layer (a plan of more than 64 rows overflows the runner's cache), fills its tensors
  * (~0.5 GB/s), warms up (max(warmup_calls calls, warmup_ms)), runs one untimed call, then `burst`
  * samples of `inner` calls lasting at least min_sample_us each; 2 ms of Python per visit. */
-static double row_cost_s(plan *P, const pp_node_feat *f)
+double pp_plan_row_cost_s(plan *P, const pp_node_feat *f)
 {
     const perfpred_runner_protocol *r = &P->p->protocol;
     double t = kernel_ms(P, f) * 1e-3;
@@ -743,11 +686,11 @@ static double row_cost_s(plan *P, const pp_node_feat *f)
 
 /* Rebuilds a candidate as a single-node graph (graph/ describes it as it would a model node);
  * checks its kind and, for zoo configurations, its output shape. Sets c->valid and c->feat. */
-static void validate(plan *P, cand *c, char *why, size_t why_n)
+void pp_plan_validate(plan *P, cand *c, char *why, size_t why_n)
 {
     pp_layer_row row;
     c->valid = 0;
-    if (sig_to_row(c->sig, P->arena, &row, why, why_n) != 0) return;
+    if (pp_plan_sig_to_row(c->sig, P->arena, &row, why, why_n) != 0) return;
     row.kind = c->kind;
     row.precision = P->dev->runtime_precision;
     row.source = "plan row";
@@ -769,13 +712,13 @@ static void validate(plan *P, cand *c, char *why, size_t why_n)
     c->feat = g->nodes[node].feat;
     pp_graph_free(g);
     c->valid = 1;
-    c->cost_s = row_cost_s(P, &c->feat);
+    c->cost_s = pp_plan_row_cost_s(P, &c->feat);
 }
 
 /* ------------------------------------------------------------------ zoo to base ---- */
 
 /* 1 when the plan takes rows of this operator (all when no --ops list was given). */
-static int op_wanted(const plan *P, const char *op)
+int pp_plan_op_wanted(const plan *P, const char *op)
 {
     if (P->p->n_ops <= 0) return 1;
     for (int i = 0; i < P->p->n_ops; i++)
@@ -791,15 +734,15 @@ static perfpred_status add_row(plan *P, const pp_graph *g, const pp_node *n, con
 {
     sig->len = 0;
     if (sig->data) sig->data[0] = '\0';
-    put_sig(sig, row);
+    pp_plan_put_sig(sig, row);
     if (sig->oom) return pp_err_set(err, PERFPRED_ERR_NOMEM, "plan: out of memory");
-    int ci = map_find(P, sig->data);
+    int ci = pp_plan_map_find(P, sig->data);
     if (ci >= 0) {
         P->c[ci].n_occ++;
         P->c[ci].zoo_ms += ms;
         return PERFPRED_OK;
     }
-    if ((ci = cand_add(P, sig->data, err)) < 0) return err->status;
+    if ((ci = pp_plan_cand_add(P, sig->data, err)) < 0) return err->status;
     cand *c = &P->c[ci];
     char src[512];
     snprintf(src, sizeof src, "plan:zoo:%s@b%lld:%s", base, (long long)batch, n->name);
@@ -838,7 +781,7 @@ static perfpred_status add_graph(plan *P, const pp_graph *g, const char *file, i
             double ms = kernel_ms(P, &ef);
             P->kind_zoo_ms[ef.kind] += ms;
             P->kind_zoo_nodes[ef.kind]++;
-            if (op_wanted(P, row.op_type) && runner_builds(row.op_type))
+            if (pp_plan_op_wanted(P, row.op_type) && runner_builds(row.op_type))
                 st = add_row(P, g, n, last, &row, ms, base, batch, &sig, err);
             continue;
         }
@@ -850,7 +793,7 @@ static perfpred_status add_graph(plan *P, const pp_graph *g, const char *file, i
             double ms = kernel_ms(P, &n->feat);
             P->kind_zoo_ms[k] += ms;
             P->kind_zoo_nodes[k]++;
-            if (!op_wanted(P, n->op_type)) continue;
+            if (!pp_plan_op_wanted(P, n->op_type)) continue;
             if (k == PP_OPK_UNKNOWN || n->unknown_op || (n->domain && *n->domain)) {
                 P->rep->n_skipped_nodes++;
                 note_skip(P, n->op_type, "op kind unknown to graph/", n->name, 1);
@@ -953,657 +896,6 @@ static perfpred_status load_zoo(plan *P, const zoo *z, pp_err *err)
     return st;
 }
 
-/* ------------------------------------------------------------------ perturbation ---- */
-
-enum { AX_BATCH, AX_CIN, AX_COUT, AX_SPATIAL, AX__COUNT };
-static const char *const axis_names[AX__COUNT] = {"batch", "cin", "cout", "spatial"};
-static const double factors[] = {0.5, 0.75, 1.5, 2.0};
-#define N_FACTORS (sizeof factors / sizeof factors[0])
-
-/* Channel-first layouts: convolutions, pooling, batch-style norms, and rank-4 tensors elsewhere. */
-static int is_nchw(const pp_layer_row *r)
-{
-    const pp_layer_input *x = &r->inputs[0];
-    if (x->rank < 3) return 0;
-    switch (r->kind) {
-    case PP_OPK_CONV: case PP_OPK_DWCONV: case PP_OPK_CONVT: case PP_OPK_POOL:
-    case PP_OPK_GLOBALPOOL: return 1;
-    default: break;
-    }
-    if (strcmp(r->op_type, "BatchNormalization") == 0 ||
-        strcmp(r->op_type, "InstanceNormalization") == 0 ||
-        strcmp(r->op_type, "GroupNormalization") == 0 || strcmp(r->op_type, "LRN") == 0)
-        return 1;
-    return x->rank == 4 && r->kind != PP_OPK_NORM && r->kind != PP_OPK_SOFTMAX &&
-           r->kind != PP_OPK_LINEAR && r->kind != PP_OPK_BMM;
-}
-
-/* The value an axis class perturbs in row r (0 when the class does not apply). */
-static int64_t axis_value(const pp_layer_row *r, const pp_node_feat *f, int ax)
-{
-    const pp_layer_input *x = &r->inputs[0];
-    int nchw = is_nchw(r);
-    switch (ax) {
-    case AX_BATCH: return x->rank >= 2 ? x->dims[0] : 0;
-    case AX_CIN:
-        if (x->rank < 1) return 0;
-        return nchw ? x->dims[1] : x->dims[x->rank - 1];
-    case AX_COUT:
-        if (r->kind == PP_OPK_CONV || r->kind == PP_OPK_DWCONV || r->kind == PP_OPK_CONVT)
-            return f->cout;
-        if (r->kind == PP_OPK_LINEAR || r->kind == PP_OPK_BMM) return f->nn;
-        return 0;
-    case AX_SPATIAL:
-        if (x->rank < 3) return 0;
-        return nchw ? x->dims[2] : x->dims[1];
-    default: return 0;
-    }
-}
-
-typedef struct range {
-    int64_t lo[AX__COUNT], hi[AX__COUNT];
-} range;
-
-/* Substitutes v -> nv in r for an axis class (see docs/calibration.md). Returns 1 if anything
- * changed. */
-static int substitute(pp_layer_row *r, int ax, int64_t v, int64_t nv)
-{
-    int changed = 0, nchw = is_nchw(r);
-    int r0 = r->inputs[0].rank;
-    for (int k = 0; k < r->n_inputs; k++) {
-        pp_layer_input *in = &r->inputs[k];
-        if (in->role == '-') continue;
-        for (int d = 0; d < in->rank; d++) {
-            int hit = 0;
-            switch (ax) {
-            case AX_BATCH: hit = d == 0 && in->role == 'x' && in->rank == r0; break;
-            case AX_CIN:
-            case AX_COUT: hit = 1; break;
-            case AX_SPATIAL: hit = in->role == 'x' && d >= (nchw ? 2 : 1); break;
-            default: break;
-            }
-            if (hit && in->dims[d] == v) {
-                in->dims[d] = nv;
-                changed = 1;
-            }
-        }
-    }
-    if (ax == AX_CIN || ax == AX_COUT)
-        for (int i = 0; i < r->n_attrs; i++)
-            if (r->attrs[i].type == PP_ATTR_INT && strcmp(r->attrs[i].name, "group") == 0 &&
-                r->attrs[i].i == v)
-                r->attrs[i].i = nv;
-    return changed;
-}
-
-static int64_t scaled(int64_t v, double f, int ax)
-{
-    double x = (double)v * f;
-    if ((ax == AX_CIN || ax == AX_COUT) && v % 8 == 0 && x >= 8) return 8 * llround(x / 8.0);
-    int64_t r = llround(x);
-    return r < 1 ? 1 : r;
-}
-
-/* Adds r, a variant of base candidate b, unless its configuration is known already; tag names the
- * change in its source ("plan:perturb:<tag>:zoo:..."). */
-static perfpred_status add_variant(plan *P, int b_idx, const pp_layer_row *r, const char *tag,
-                                   int64_t batch, pp_strbuf *sig, pp_err *err)
-{
-    char why[256];
-    sig->len = 0;
-    if (sig->data) sig->data[0] = '\0';
-    put_sig(sig, r);
-    if (sig->oom) return pp_err_set(err, PERFPRED_ERR_NOMEM, "plan: out of memory");
-    if (map_find(P, sig->data) >= 0) return PERFPRED_OK;
-    int ci = cand_add(P, sig->data, err);
-    if (ci < 0) return err->status;
-    cand *c = &P->c[ci];
-    const cand *b = &P->c[b_idx];
-    char src[640];
-    /* "plan:perturb:cin*0.5:zoo:resnet50.onnx@b1:/layer1/.../Conv" */
-    snprintf(src, sizeof src, "plan:perturb:%s:%s", tag,
-             b->source + (strncmp(b->source, "plan:", 5) == 0 ? 5 : 0));
-    c->source = pp_arena_strdup(P->arena, src);
-    if (!c->source) return pp_err_set(err, PERFPRED_ERR_NOMEM, "plan: out of memory");
-    c->kind = b->kind;
-    c->batch = batch;
-    validate(P, c, why, sizeof why);
-    double bytes = c->feat.in_bytes + c->feat.out_bytes + c->feat.param_bytes;
-    if (c->valid == 1 && bytes > P->mem_cap_bytes) c->valid = 0;
-    return PERFPRED_OK;
-}
-
-/* The window grid of pooling rows: kernel 2, 3 and 5, stride 1 and 2, padded by (kernel - 1) / 2
- * as the common CNNs pad (VGG's 2/2, ResNet's 3/2/1, Inception's 3/1/1, YOLO's SPP 5/1/2). A zoo
- * shows only some of these (a held-out family may be the only one with stride 1), and the layer
- * models answer only for attribute values they were trained on (cover_domain). */
-static const int window_kernels[] = {2, 3, 5};
-static const int window_strides[] = {1, 2};
-
-/* Index of a row's attribute called name, or -1. */
-static int attr_index(const pp_layer_row *r, const char *name)
-{
-    for (int i = 0; i < r->n_attrs; i++)
-        if (strcmp(r->attrs[i].name, name) == 0) return i;
-    return -1;
-}
-
-/* Sets a square ints attribute (count n, every value v), adding it when the row lacks it. */
-static int set_square_attr(pp_layer_row *r, const char *name, int n, int64_t v)
-{
-    int ai = attr_index(r, name);
-    pp_layer_attr *a = ai >= 0 ? &r->attrs[ai] : NULL;
-    if (!a) {
-        if (r->n_attrs >= PP_LAYER_MAX_ATTRS) return -1;
-        a = pp_layer_row_add_attr(r, name, PP_ATTR_INTS);
-    }
-    if (a->type != PP_ATTR_INTS || n > PP_LAYER_MAX_INTS) return -1;
-    a->n = n;
-    for (int i = 0; i < n; i++) a->ints[i] = v;
-    return 0;
-}
-
-static perfpred_status perturb_window(plan *P, int i, const pp_layer_row *base, pp_strbuf *sig,
-                                      pp_err *err)
-{
-    int sp = base->inputs[0].rank - 2; /* spatial dims of an NCHW pooling input */
-    if (base->kind != PP_OPK_POOL || sp < 1 || sp > 3 ||
-        (strcmp(base->op_type, "MaxPool") != 0 && strcmp(base->op_type, "AveragePool") != 0))
-        return PERFPRED_OK;
-    int ap = attr_index(base, "auto_pad");
-    if (ap >= 0 && base->attrs[ap].type == PP_ATTR_STRING &&
-        strcmp(base->attrs[ap].s, "NOTSET") != 0)
-        return PERFPRED_OK; /* padding follows the shape, not the pads */
-    perfpred_status st = PERFPRED_OK;
-    for (size_t ki = 0; ki < sizeof window_kernels / sizeof window_kernels[0] && !st; ki++)
-        for (size_t si = 0; si < sizeof window_strides / sizeof window_strides[0] && !st; si++) {
-            int k = window_kernels[ki], s = window_strides[si], pad = (k - 1) / 2;
-            pp_layer_row r = *base;
-            if (set_square_attr(&r, "kernel_shape", sp, k) ||
-                set_square_attr(&r, "strides", sp, s) || set_square_attr(&r, "pads", 2 * sp, pad))
-                continue;
-            char tag[48];
-            snprintf(tag, sizeof tag, "window=k%ds%dp%d", k, s, pad);
-            st = add_variant(P, i, &r, tag, P->c[i].batch, sig, err);
-        }
-    return st;
-}
-
-/* Group counts of the grouped-convolution grid, for dense convolutions whose channels they
- * divide: ResNeXt's 32 and the smaller counts of RegNet-style blocks. A zoo may hold grouped
- * convolutions of one family only. */
-static const int group_counts[] = {2, 4, 8, 16, 32};
-
-static perfpred_status perturb_group(plan *P, int i, const pp_layer_row *base, pp_strbuf *sig,
-                                     pp_err *err)
-{
-    if (base->kind != PP_OPK_CONV || strcmp(base->op_type, "Conv") != 0 || base->n_inputs < 2 ||
-        base->inputs[0].rank != 4 || base->inputs[1].rank != 4)
-        return PERFPRED_OK;
-    pp_layer_row r0 = *base;
-    int gi0 = attr_index(&r0, "group");
-    pp_layer_attr *ga = gi0 >= 0 ? &r0.attrs[gi0] : NULL;
-    if (ga && (ga->type != PP_ATTR_INT || ga->i != 1)) return PERFPRED_OK;
-    if (!ga) {
-        if (r0.n_attrs >= PP_LAYER_MAX_ATTRS) return PERFPRED_OK;
-        ga = pp_layer_row_add_attr(&r0, "group", PP_ATTR_INT);
-    }
-    int64_t cin = base->inputs[0].dims[1], cout = base->inputs[1].dims[0];
-    perfpred_status st = PERFPRED_OK;
-    for (size_t gi = 0; gi < sizeof group_counts / sizeof group_counts[0] && !st; gi++) {
-        int g = group_counts[gi];
-        /* at least 4 channels per group on each side: fewer is depthwise-like, another kind */
-        if (cin % g || cout % g || cin / g < 4 || cout / g < 4) continue;
-        pp_layer_row r = r0;
-        r.attrs[ga - r0.attrs].i = g;
-        r.inputs[1].dims[1] = cin / g;
-        char tag[32];
-        snprintf(tag, sizeof tag, "group=%d", g);
-        st = add_variant(P, i, &r, tag, P->c[i].batch, sig, err);
-    }
-    return st;
-}
-
-static perfpred_status perturb(plan *P, int n_base, const range *rg, pp_err *err)
-{
-    char why[256];
-    pp_strbuf sig = {0};
-    perfpred_status st = PERFPRED_OK;
-    for (int i = 0; i < n_base && st == PERFPRED_OK; i++) {
-        if (P->c[i].valid != 1) continue;
-        pp_layer_row base;
-        if (sig_to_row(P->c[i].sig, P->arena, &base, why, sizeof why) != 0) continue;
-        base.kind = P->c[i].kind;
-        const range *R = &rg[base.kind];
-        for (int ax = 0; ax < AX__COUNT && st == PERFPRED_OK; ax++) {
-            int64_t v = axis_value(&base, &P->c[i].feat, ax);
-            if (v < 1) continue;
-            for (size_t fi = 0; fi < N_FACTORS && st == PERFPRED_OK; fi++) {
-                int64_t nv = scaled(v, factors[fi], ax);
-                if (nv == v || nv < R->lo[ax] || nv > R->hi[ax]) continue;
-                pp_layer_row r = base;
-                if (!substitute(&r, ax, v, nv)) continue;
-                char tag[48];
-                snprintf(tag, sizeof tag, "%s*%g", axis_names[ax], factors[fi]);
-                int64_t b = P->c[i].batch;
-                st = add_variant(P, i, &r, tag, ax == AX_BATCH && b == v ? nv : b, &sig, err);
-            }
-        }
-        if (st == PERFPRED_OK) st = perturb_window(P, i, &base, &sig, err);
-        if (st == PERFPRED_OK) st = perturb_group(P, i, &base, &sig, err);
-    }
-    free(sig.data);
-    return st;
-}
-
-/* --------------------------------------------------------------------- selection ---- */
-
-/* The structure of a dense convolution (or pooling window): kernel, stride and whether it is
- * grouped, packed into one value for cover_domain's joint pass; -1 where the candidate has none. */
-static int64_t structure_of(const cand *c)
-{
-    const pp_node_feat *f = &c->feat;
-    if (f->kernel[0] <= 0 || f->kernel[1] <= 0 || f->stride[0] <= 0 || f->stride[1] <= 0) return -1;
-    int64_t v = 0;
-    const int64_t parts[] = {f->kernel[0], f->kernel[1], f->stride[0], f->stride[1]};
-    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
-        v = v * 64 + (parts[i] > 63 ? 63 : parts[i]);
-    return v * 2 + (c->kind == PP_OPK_CONV && f->group > 1);
-}
-
-/* Puts rows that cover the layer models' domain first: per op kind, for every value of every
- * domain attribute (kernel, stride, dilation, group: layer_models/, pp_lm_domain_value) that some
- * candidate has, the candidate with that value that drew the largest key, in candidate order.
- * A layer model answers only for attribute values it was trained on, so a small plan that left out
- * ResNet's 7x7 stem or ResNeXt's groups would leave them to the roofline; the window grid's
- * stride-1 pooling is covered the same way. Then the same, with the JOINT_ROWS largest keys, for
- * every combination of kernel, stride and grouped-or-not that some candidate has: covering each
- * value on its own let a plan time group 32 only as a 1x1 convolution and 3x3 only as dense ones,
- * and the conv model then put ResNeXt's 3x3 grouped convolutions at a fifth of their time
- * (docs/calibration.md). */
-static void cover_domain(plan *P)
-{
-    enum { NV = 32 };
-    int best[PP_OPK__COUNT][PP_LM_N_DOMAIN][NV];
-    for (int k = 0; k < PP_OPK__COUNT; k++)
-        for (int d = 0; d < PP_LM_N_DOMAIN; d++)
-            for (int v = 0; v < NV; v++) best[k][d][v] = -1;
-    for (int i = 0; i < P->n; i++) {
-        const cand *c = &P->c[i];
-        if (c->valid != 1 || c->measured) continue;
-        for (int d = 0; d < PP_LM_N_DOMAIN; d++) {
-            int v = pp_lm_domain_value(&c->feat, d);
-            if (v < 0 || v >= NV) continue;
-            int *b = &best[c->kind][d][v];
-            if (*b < 0 || c->key > P->c[*b].key) *b = i;
-        }
-    }
-    /* keys of other candidates are below 1 (uniform) or at most 0 (weighted, adaptive) */
-    int w = 0;
-    for (int k = 0; k < PP_OPK__COUNT; k++)
-        for (int d = 0; d < PP_LM_N_DOMAIN; d++)
-            for (int v = 0; v < NV; v++) {
-                int i = best[k][d][v];
-                if (i >= 0 && P->c[i].key < 1.0) P->c[i].key = 2.0 - 1e-6 * w++;
-            }
-    /* JOINT_ROWS per combination, so that the model sees each one at a few sizes */
-    enum { NS = 256, JOINT_ROWS = 4 };
-    struct { int kind; int64_t s; int i[JOINT_ROWS]; } joint[NS];
-    int nj = 0;
-    for (int i = 0; i < P->n; i++) {
-        const cand *c = &P->c[i];
-        int64_t s = c->valid == 1 && !c->measured ? structure_of(c) : -1;
-        if (s < 0) continue;
-        int j = 0;
-        while (j < nj && !(joint[j].kind == (int)c->kind && joint[j].s == s)) j++;
-        if (j == nj) {
-            if (nj == NS) continue;
-            joint[nj].kind = (int)c->kind;
-            joint[nj].s = s;
-            for (int r = 0; r < JOINT_ROWS; r++) joint[nj].i[r] = -1;
-            nj++;
-        }
-        /* keep the JOINT_ROWS largest keys, in descending order */
-        int *top = joint[j].i, at = i;
-        for (int r = 0; r < JOINT_ROWS && at >= 0; r++)
-            if (top[r] < 0 || P->c[at].key > P->c[top[r]].key) {
-                int t = top[r];
-                top[r] = at;
-                at = t;
-            }
-    }
-    /* a domain row already among them counts as one of them */
-    for (int r = 0; r < JOINT_ROWS; r++)
-        for (int j = 0; j < nj; j++) {
-            int i = joint[j].i[r];
-            if (i >= 0 && P->c[i].key < 1.0) P->c[i].key = 2.0 - 1e-6 * w++;
-        }
-}
-
-typedef struct kind_pool {
-    int *idx;        /* candidate indices in pick order */
-    int n, next_try;
-    double target_s, spent_s;
-    int saturated;
-} kind_pool;
-
-/* Sort items: candidates by key (larger first) or by kind, ties by signature. */
-typedef struct order_item {
-    double key;
-    const char *sig;
-    int kind;
-    int idx;
-} order_item;
-
-static int cmp_key_desc(const void *a, const void *b)
-{
-    const order_item *x = a, *y = b;
-    if (x->key > y->key) return -1;
-    if (x->key < y->key) return 1;
-    return strcmp(x->sig, y->sig);
-}
-
-static int cmp_kind_sig(const void *a, const void *b)
-{
-    const order_item *x = a, *y = b;
-    if (x->kind != y->kind) return x->kind - y->kind;
-    return strcmp(x->sig, y->sig);
-}
-
-static order_item item_of(const plan *P, int i)
-{
-    order_item it = {P->c[i].key, P->c[i].sig, (int)P->c[i].kind, i};
-    return it;
-}
-
-/* Pick order of a kind: zoo configurations by weighted random sampling without replacement
- * (Efraimidis-Spirakis, weight = occurrences in the zoo), perturbations uniformly at random,
- * interleaved so that about perturb_share of the picks are perturbations. */
-static perfpred_status order_pool(plan *P, pp_op_kind k, kind_pool *pool, pp_err *err)
-{
-    int nb = 0, np = 0;
-    for (int i = 0; i < P->n; i++)
-        if (P->c[i].valid == 1 && !P->c[i].measured && P->c[i].kind == k) {
-            if (P->c[i].is_base) nb++;
-            else np++;
-        }
-    order_item *b = malloc((size_t)(nb + 1) * sizeof *b), *q = malloc((size_t)(np + 1) * sizeof *q);
-    pool->idx = malloc((size_t)(nb + np + 1) * sizeof *pool->idx);
-    if (!b || !q || !pool->idx) {
-        free(b);
-        free(q);
-        return pp_err_set(err, PERFPRED_ERR_NOMEM, "plan: out of memory");
-    }
-    nb = np = 0;
-    for (int i = 0; i < P->n; i++)
-        if (P->c[i].valid == 1 && !P->c[i].measured && P->c[i].kind == k) {
-            if (P->c[i].is_base) b[nb++] = item_of(P, i);
-            else q[np++] = item_of(P, i);
-        }
-    qsort(b, (size_t)nb, sizeof *b, cmp_key_desc);
-    qsort(q, (size_t)np, sizeof *q, cmp_key_desc);
-    double share = P->p->perturb_share;
-    int ib = 0, ip = 0, n = 0;
-    while (ib < nb || ip < np) {
-        /* take a perturbation while they are behind their share of the picks so far */
-        int take_p = ip < np && (ib >= nb || (double)ip < share * (double)(n + 1));
-        pool->idx[n++] = take_p ? q[ip++].idx : b[ib++].idx;
-    }
-    pool->n = n;
-    free(b);
-    free(q);
-    return PERFPRED_OK;
-}
-
-/* Takes candidates of a pool in order while they fit its target and the total budget; a row too
- * expensive for what is left is passed over (smaller ones after it may still fit). */
-static int fill_pool(plan *P, kind_pool *pool, double *total, double budget, int max_rows)
-{
-    int taken = 0;
-    for (int j = pool->next_try; j < pool->n && taken < max_rows; j++) {
-        cand *c = &P->c[pool->idx[j]];
-        if (c->picked) continue;
-        if (pool->spent_s + c->cost_s > pool->target_s || *total + c->cost_s > budget) continue;
-        c->picked = 1;
-        pool->spent_s += c->cost_s;
-        *total += c->cost_s;
-        taken++;
-    }
-    return taken;
-}
-
-#define MIN_ROWS_PER_KIND 8
-
-static perfpred_status select_rows(plan *P, pp_err *err)
-{
-    kind_pool pools[PP_OPK__COUNT];
-    memset(pools, 0, sizeof pools);
-    perfpred_status st = PERFPRED_OK;
-    double budget = P->budget_s, total = 0, zoo_total = 0;
-    int n_kinds = 0;
-    for (int k = 1; k < PP_OPK__COUNT && st == PERFPRED_OK; k++) {
-        if ((st = order_pool(P, (pp_op_kind)k, &pools[k], err))) break;
-        if (pools[k].n) {
-            n_kinds++;
-            zoo_total += P->kind_zoo_ms[k];
-        }
-    }
-    if (st == PERFPRED_OK && n_kinds > 0) {
-        /* share of the budget: 70 % by the kind's weight (its share of zoo time; adaptive: see
-         * pp_adapt_kind_weights), 30 % spread evenly, so that cheap but frequent kinds still get
-         * enough rows to train a regressor on */
-        double share[PP_OPK__COUNT] = {0};
-        int use[PP_OPK__COUNT] = {0};
-        for (int k = 1; k < PP_OPK__COUNT; k++) {
-            use[k] = pools[k].n > 0;
-            share[k] = zoo_total > 0 ? P->kind_zoo_ms[k] / zoo_total : 1.0 / n_kinds;
-        }
-        pp_adapt_kind_weights(P->adapt, share, use, P->kind_weight);
-        for (int k = 1; k < PP_OPK__COUNT; k++)
-            if (use[k]) pools[k].target_s = budget * (0.7 * P->kind_weight[k] + 0.3 / n_kinds);
-        /* coverage first: a few rows of every kind, whatever its share, each kind spending at
-         * most its target or an even share of the budget, so that the first kinds' domain rows
-         * (cover_domain) cannot take a small budget from the others */
-        for (int k = 1; k < PP_OPK__COUNT; k++) {
-            if (!pools[k].n) continue;
-            double t = pools[k].target_s;
-            pools[k].target_s = fmax(t, budget / n_kinds);
-            fill_pool(P, &pools[k], &total, budget, MIN_ROWS_PER_KIND);
-            pools[k].target_s = fmax(t, pools[k].spent_s);
-        }
-        for (int k = 1; k < PP_OPK__COUNT; k++)
-            if (pools[k].n) fill_pool(P, &pools[k], &total, budget, 1 << 30);
-        /* what a kind could not use goes to the kinds that still have rows, by their weights */
-        for (int pass = 0; pass < 64; pass++) {
-            double left = budget - total, wsum = 0;
-            for (int k = 1; k < PP_OPK__COUNT; k++) {
-                int open = 0;
-                for (int j = 0; j < pools[k].n && !open; j++) {
-                    const cand *c = &P->c[pools[k].idx[j]];
-                    open = !c->picked && total + c->cost_s <= budget;
-                }
-                pools[k].saturated = !open;
-                if (open) wsum += pools[k].target_s;
-            }
-            if (wsum <= 0 || left <= 0) break;
-            int taken = 0;
-            for (int k = 1; k < PP_OPK__COUNT; k++) {
-                if (!pools[k].n || pools[k].saturated) continue;
-                pools[k].target_s += left * pools[k].target_s / wsum;
-                taken += fill_pool(P, &pools[k], &total, budget, 1 << 30);
-            }
-            if (!taken) break;
-        }
-    }
-    for (int k = 0; k < PP_OPK__COUNT; k++) free(pools[k].idx);
-    return st;
-}
-
-/* ---------------------------------------------------------------------- anchors ---- */
-
-typedef struct anchor_cand {
-    const pp_layer_row *r;
-    const char *path;
-    const char *sig;
-    double cost_s;
-    int cls;               /* roofline class: 0 compute-bound, 1 memory-bound */
-} anchor_cand;
-
-/* By class, then by latency. */
-static int cmp_anchor_latency(const void *a, const void *b)
-{
-    const anchor_cand *p = a, *q = b;
-    if (p->cls != q->cls) return p->cls - q->cls;
-    double x = p->r->latency_ms, y = q->r->latency_ms;
-    return (x > y) - (x < y);
-}
-
-/* Anchors: configurations the anchor CSVs measured on this device (of the plan's operators), one
- * row each, n of them, half from each roofline class, at evenly spaced ranks of latency within
- * it, so that the drift a later session shows can be fitted over sizes and classes (calibrate
- * fit --rescale-layers, --rescale-by-class). Their configurations are left
- * out of the picked rows (measured already), and their time out of the budget. */
-static perfpred_status pick_anchors(plan *P, pp_err *err)
-{
-    const perfpred_plan_params *p = P->p;
-    P->budget_s = p->budget_min * 60.0;
-    if (p->n_anchor_csvs == 0) return PERFPRED_OK;
-    P->anchor_tables = calloc((size_t)p->n_anchor_csvs, sizeof *P->anchor_tables);
-    if (!P->anchor_tables) return pp_err_set(err, PERFPRED_ERR_NOMEM, "plan: out of memory");
-    size_t total = 0;
-    for (int f = 0; f < p->n_anchor_csvs; f++) {
-        perfpred_status st = pp_layer_csv_read(p->anchor_csvs[f], &P->anchor_tables[f], err);
-        if (st != PERFPRED_OK) return st;
-        P->n_anchor_tables++;
-        total += (size_t)P->anchor_tables[f]->n;
-    }
-    anchor_cand *c = malloc((total + 1) * sizeof *c);
-    if (!c) return pp_err_set(err, PERFPRED_ERR_NOMEM, "plan: out of memory");
-    int m = 0;
-    perfpred_status st = PERFPRED_OK;
-    for (int f = 0; f < P->n_anchor_tables && st == PERFPRED_OK; f++) {
-        const pp_layer_table *t = P->anchor_tables[f];
-        for (int i = 0; i < t->n; i++) {
-            const pp_layer_row *r = &t->rows[i];
-            pp_node_feat feat;
-            pp_err e = {0};
-            if (!pp_device_named(P->dev, r->device) || !(r->latency_ms > 0) ||
-                !isfinite(r->latency_ms) || r->kind == PP_OPK_RESHAPE || r->kind == PP_OPK_SHAPE ||
-                !op_wanted(P, r->op_type) || pp_layer_row_features(r, &feat, &e) != PERFPRED_OK)
-                continue;
-            pp_strbuf b = {0};
-            put_sig(&b, r);
-            char *sig = b.oom || !b.data ? NULL : pp_arena_strdup(P->arena, b.data);
-            free(b.data);
-            if (!sig) {
-                st = pp_err_set(err, PERFPRED_ERR_NOMEM, "plan: out of memory");
-                break;
-            }
-            int dup = 0;
-            for (int j = 0; j < m && !dup; j++) dup = strcmp(c[j].sig, sig) == 0;
-            int cls = P->has_roof ? pp_rescale_class(P->dev, &feat) : 0;
-            if (!dup) c[m++] = (anchor_cand){r, p->anchor_csvs[f], sig, row_cost_s(P, &feat), cls};
-        }
-    }
-    if (st == PERFPRED_OK && m < PERFPRED_RESCALE_MIN_ANCHORS)
-        st = pp_err_set(err, PERFPRED_ERR_PARSE,
-                        "plan: anchors: %s%s hold%s %d measured configurations of %s%s; anchors "
-                        "need at least %d", p->anchor_csvs[0],
-                        p->n_anchor_csvs > 1 ? " and the other files" : "",
-                        p->n_anchor_csvs > 1 ? "" : "s", m, P->dev->name,
-                        p->n_ops > 0 ? " among the plan's operators" : "",
-                        PERFPRED_RESCALE_MIN_ANCHORS);
-    int want = p->n_anchors > 0 ? p->n_anchors : 40;
-    int n = want < m ? want : m;
-    if (st == PERFPRED_OK && !(P->anchors = pp_arena_alloc(P->arena, (size_t)n * sizeof *P->anchors)))
-        st = pp_err_set(err, PERFPRED_ERR_NOMEM, "plan: out of memory");
-    if (st == PERFPRED_OK) {
-        /* half of them from each roofline class (a class with fewer candidates gives the rest to
-         * the other), so that --rescale-by-class finds anchors for both; within a class, evenly
-         * spaced ranks of latency */
-        qsort(c, (size_t)m, sizeof *c, cmp_anchor_latency);
-        int m_cls[2] = {0, 0}, n_cls[2];
-        for (int i = 0; i < m; i++) m_cls[c[i].cls]++;
-        n_cls[0] = (int)fmin(m_cls[0], fmax(n / 2, n - m_cls[1])); /* n <= m_cls[0] + m_cls[1] */
-        n_cls[1] = n - n_cls[0];
-        for (int i = 0; i < n && st == PERFPRED_OK; i++) {
-            int cls = i < n_cls[0] ? 0 : 1, j = cls ? i - n_cls[0] : i;
-            const anchor_cand *a =
-                &c[(cls ? m_cls[0] : 0) + (int)((j + 0.5) * m_cls[cls] / n_cls[cls])];
-            pp_layer_row *r = &P->anchors[P->n_anchors++];
-            *r = *a->r;
-            r->runtime_version = "";
-            r->latency_ms = NAN;
-            r->latency_spread_ms = NAN;
-            r->repetitions = -1;
-            r->energy_j = NAN;
-            r->memory_bytes = -1;
-            r->date = "";
-            char src[1400];
-            snprintf(src, sizeof src, "anchor:%s:%d", a->path, a->r->line);
-            if (!(r->source = pp_arena_strdup(P->arena, src)))
-                st = pp_err_set(err, PERFPRED_ERR_NOMEM, "plan: out of memory");
-            P->anchor_s += a->cost_s;
-            int k = map_find(P, a->sig);
-            if (k >= 0) P->c[k].measured = 1;
-        }
-    }
-    free(c);
-    if (st == PERFPRED_OK && P->anchor_s >= P->budget_s)
-        st = pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
-                        "plan: the %d anchors alone take %.1f of the %g minutes: raise --budget-min "
-                        "or lower --n-anchors", P->n_anchors, P->anchor_s / 60.0, p->budget_min);
-    P->budget_s -= P->anchor_s;
-    return st;
-}
-
-/* --------------------------------------------------------------------- output ---- */
-
-static perfpred_status write_plan(plan *P, pp_err *err)
-{
-    int n = 0;
-    for (int i = 0; i < P->n; i++) n += P->c[i].picked;
-    order_item *idx = malloc((size_t)(n + 1) * sizeof *idx);
-    pp_layer_row *rows = malloc((size_t)(n + P->n_anchors + 1) * sizeof *rows);
-    if (!idx || !rows) {
-        free(idx);
-        free(rows);
-        return pp_err_set(err, PERFPRED_ERR_NOMEM, "plan: out of memory");
-    }
-    n = 0;
-    for (int i = 0; i < P->n; i++)
-        if (P->c[i].picked) idx[n++] = item_of(P, i);
-    qsort(idx, (size_t)n, sizeof *idx, cmp_kind_sig);
-    perfpred_status st = PERFPRED_OK;
-    char why[256];
-    for (int j = 0; j < n; j++) {
-        const cand *c = &P->c[idx[j].idx];
-        pp_layer_row *r = &rows[j];
-        if (sig_to_row(c->sig, P->arena, r, why, sizeof why) != 0) {
-            st = pp_err_set(err, PERFPRED_ERR_INTERNAL, "plan: row '%s' does not parse back: %s",
-                            c->sig, why);
-            break;
-        }
-        r->device = P->dev->name;
-        r->runtime = P->dev->runtime_framework ? P->dev->runtime_framework : "";
-        r->runtime_version = "";
-        r->precision = P->dev->runtime_precision;
-        r->kind = c->kind;
-        r->batch = c->batch > 0 ? c->batch : 1;
-        r->latency_ms = NAN;
-        r->latency_spread_ms = NAN;
-        r->repetitions = -1;
-        r->energy_j = NAN;
-        r->memory_bytes = -1;
-        r->source = c->source;
-        r->date = "";
-    }
-    for (int j = 0; j < P->n_anchors; j++) rows[n + j] = P->anchors[j];
-    if (st == PERFPRED_OK) st = pp_layer_csv_write(P->p->out_csv, rows, n + P->n_anchors, err);
-    free(idx);
-    free(rows);
-    return st;
-}
 
 static void fill_report(plan *P)
 {
@@ -1748,7 +1040,7 @@ perfpred_status perfpred_calibrate_plan(const perfpred_plan_params *p, perfpred_
     int n_base = P.n;
     char why[256];
     for (int i = 0; i < n_base; i++) {
-        validate(&P, &P.c[i], why, sizeof why);
+        pp_plan_validate(&P, &P.c[i], why, sizeof why);
         if (P.c[i].valid != 1) {
             char op[64];
             const char *tab = strchr(P.c[i].sig, '\t');
@@ -1757,34 +1049,8 @@ perfpred_status perfpred_calibrate_plan(const perfpred_plan_params *p, perfpred_
             note_skip(&P, op, "graph/ cannot rebuild it as a layer row", why, P.c[i].n_occ);
         }
     }
-    /* the zoo's observed ranges per kind and axis class */
-    range rg[PP_OPK__COUNT];
-    for (int k = 0; k < PP_OPK__COUNT; k++)
-        for (int ax = 0; ax < AX__COUNT; ax++) {
-            rg[k].lo[ax] = INT64_MAX;
-            rg[k].hi[ax] = 0;
-        }
-    for (int i = 0; i < n_base; i++) {
-        if (P.c[i].valid != 1) continue;
-        pp_layer_row r;
-        if (sig_to_row(P.c[i].sig, P.arena, &r, why, sizeof why) != 0) continue;
-        r.kind = P.c[i].kind;
-        for (int ax = 0; ax < AX__COUNT; ax++) {
-            int64_t v = axis_value(&r, &P.c[i].feat, ax);
-            if (v < 1) continue;
-            /* input and output channels share one range */
-            int a2 = ax == AX_COUT ? AX_CIN : ax;
-            range *R = &rg[r.kind];
-            if (v < R->lo[a2]) R->lo[a2] = v;
-            if (v > R->hi[a2]) R->hi[a2] = v;
-        }
-    }
-    for (int k = 0; k < PP_OPK__COUNT; k++) {
-        rg[k].lo[AX_COUT] = rg[k].lo[AX_CIN];
-        rg[k].hi[AX_COUT] = rg[k].hi[AX_CIN];
-    }
     uint64_t rng = p->seed * 0x9E3779B97F4A7C15ull + 0x243F6A8885A308D3ull;
-    if ((st = perturb(&P, n_base, rg, &err))) goto done;
+    if ((st = pp_plan_perturb(&P, n_base, &err))) goto done;
     /* pick-order keys, drawn in candidate order (itself fixed by the zoo order); adaptive:
      * measured configurations are left out, and where held-out rows are known a candidate's
      * weight is multiplied by its closeness to the ones with large errors */
@@ -1800,9 +1066,9 @@ perfpred_status perfpred_calibrate_plan(const perfpred_plan_params *p, perfpred_
             out->adaptive_rows = 1;
         }
     }
-    if ((st = pick_anchors(&P, &err))) goto done;
-    cover_domain(&P);
-    if ((st = select_rows(&P, &err))) goto done;
+    if ((st = pp_plan_pick_anchors(&P, &err))) goto done;
+    pp_plan_cover_domain(&P);
+    if ((st = pp_plan_select_rows(&P, &err))) goto done;
     fill_report(&P);
     if (out->n_rows == 0) {
         st = pp_err_set(&err, PERFPRED_ERR_INVALID_ARG,
@@ -1810,7 +1076,7 @@ perfpred_status perfpred_calibrate_plan(const perfpred_plan_params *p, perfpred_
                         p->budget_min);
         goto done;
     }
-    st = write_plan(&P, &err);
+    st = pp_plan_write(&P, &err);
     pp_log(&P.log, PERFPRED_LOG_INFO, "plan: %d rows, %.1f of %.1f minutes, written to %s",
            out->n_rows, out->est_minutes, p->budget_min, p->out_csv);
 done:

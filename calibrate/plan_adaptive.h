@@ -1,7 +1,7 @@
-/* calibrate/plan_adaptive.h: internal to `perfpred calibrate plan --adaptive` (plan.c calls,
- * plan_adaptive.c answers): what a first fit's manifest.json says about a device's layer models,
- * reduced to per-kind held-out errors, per-row errors near which to resample, and the
- * configurations measured already. */
+/* calibrate/plan_adaptive.h: internal to `perfpred calibrate plan --adaptive` (plan.c and
+ * plan_select.c call, plan_adaptive.c answers): what a first fit's manifest.json says about a
+ * device's layer models, reduced to per-kind held-out errors, per-row errors near which to
+ * resample, and the configurations measured already. */
 #ifndef PP_PLAN_ADAPTIVE_H
 #define PP_PLAN_ADAPTIVE_H
 
