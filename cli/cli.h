@@ -81,4 +81,43 @@ cJSON *cli_intervals(const perfpred_heldout *h, const char *device, const char *
 void cli_intervals_print(const perfpred_heldout *h, const char *device, const char *config_dir,
                          const char *out_dir, const char *data, int write, int *rc);
 
+/* cli/calibrate.c: option parsing and metric tables shared by `perfpred calibrate`
+ * (cli/calibrate.c, cli/calibrate_fit.c) and `perfpred eval` (cli/eval.c). Parsers print the
+ * error themselves. */
+typedef struct cli_args {
+    int argc;
+    char **argv;
+    int i;    /* the argument being read */
+} cli_args;
+/* 1 when a is the option name, alone or as name=VALUE. */
+int cli_is_opt(const char *a, const char *name);
+/* The value of the option at A->i (after '=' or the next argument), NULL after an error. */
+const char *cli_opt_value(cli_args *A, const char *name);
+/* A strict integer or number in [lo, hi] into *out: 0, or -1 after saying why. */
+int cli_parse_int(const char *s, const char *name, long lo, long hi, int *out);
+int cli_parse_num(const char *s, const char *name, double lo, double hi, double *out);
+/* Splits a comma-separated list in place (s is owned by argv): the count, or -1 after saying
+ * why. */
+int cli_split_list(char *s, const char **out, int cap, const char *name);
+/* A list option's value, split on ',' and appended to out[*n..CLI_MAX_LIST): 0, or -1. */
+int cli_list_value(cli_args *A, const char *name, const char **out, int *n);
+void cli_print_errbuf(const char *err, const char *fallback); /* fallback when err is empty */
+/* Table columns, plain (fixed widths) or markdown; '-' where a value is not finite or n is 0:
+ * v with fmt ("%*.1f") at width; MAPE, RMSPE, within +-10 %, Spearman; the roofline's MAPE and
+ * within +-10 %; the rows' spread. */
+void cli_put_num(FILE *f, const char *fmt, double v, int width);
+void cli_metrics_cols(FILE *f, const perfpred_metrics *m, int markdown);
+void cli_roof_cols(FILE *f, const perfpred_metrics *m, int markdown);
+void cli_spread_col(FILE *f, double spread, int markdown);
+/* JSON values (new items, owned by the caller): a number or null when not finite; metrics as
+ * {n, mape_pct, rmspe_pct, within10_pct, spearman}; messages as an array of strings. */
+cJSON *cli_json_num(double v);
+cJSON *cli_json_metrics(const perfpred_metrics *m);
+cJSON *cli_json_msgs(const char (*msgs)[256], int n);
+
+/* calibrate fit (cli/calibrate_fit.c). cli_netfit fits the graph-level correction, or judges the
+ * saved one (params->evaluate_only: eval --gnn-heldout), and prints the held-out errors. */
+int cli_calibrate_fit(int argc, char **argv);
+int cli_netfit(const perfpred_netfit_params *params, int json, int write_intervals);
+
 #endif
