@@ -2,8 +2,8 @@
  * A first fit's manifest.json gives each op kind's held-out error; its measured CSVs give the
  * configurations already measured and, with the fit's seeded split reproduced exactly as
  * calibrate/fit_layers.c draws it, the held-out rows, whose errors under the fitted models say
- * where in feature space a kind's model errs most. plan.c turns these into budget shares and pick
- * weights. */
+ * where in feature space a kind's model errs most. plan_select.c turns these into budget shares
+ * and pick weights. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
