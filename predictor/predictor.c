@@ -540,10 +540,10 @@ static perfpred_status stack_figures(const pp_graph *g, const pp_device *d, cons
     out->peak_memory_bytes.source =
         exact ? "device memory in use (NVML): CUDA context and libraries of this GPU architecture "
                 "+ weights + allocator segments and workspace over the live activations, fitted "
-                "on framework-tax-gpus"
+                "on framework-tax-gpus and data/gpu-stacks"
               : "device memory in use (NVML): context of the nearest measured GPU architecture "
                 "+ weights + allocator segments and workspace over the live activations "
-                "(framework-tax-gpus)";
+                "(framework-tax-gpus, data/gpu-stacks)";
     return PERFPRED_OK;
 }
 

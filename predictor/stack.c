@@ -329,7 +329,8 @@ static perfpred_status parse_stack(const cJSON *o, const char *path, pp_stack *s
             q->check_n = s->n_interval;
             q->check_pct = s->iv_checked_pct;
             snprintf(q->source, sizeof q->source,
-                     "leave-one-GPU-out rows of framework-tax-gpus at batch %s 16 (%d rows, "
+                     "leave-one-GPU-out rows (framework-tax-gpus, data/gpu-stacks) at batch %s "
+                     "16 (%d rows, "
                      "each predicted by the %s stack fitted without its GPU; calibrate "
                      "fit-stacks)",
                      c ? ">=" : "<", s->iv_n[c], s->name);
