@@ -85,134 +85,6 @@ perfpred_status pp_fitnet_sample(const perfpred_ctx *ctx, const perfpred_model *
     return st;
 }
 
-/* ------------------------------------------------------------- the sample cache ---- */
-
-/* One built network: keyed by (model ref, batch, input shapes); shared by every row naming it. */
-typedef enum { ENT_NEW = 0, ENT_OK, ENT_CONSTANT, ENT_FAILED } ent_state;
-
-typedef struct entry {
-    const char *model, *shapes;   /* borrowed from the rows */
-    int64_t batch;
-    ent_state state;
-    pp_gnn_graph s;               /* owns its memory (pp_gnn_graph_clear) */
-    pp_fitnet_sums sum;
-} entry;
-
-typedef struct cache {
-    entry *e;
-    int n, cap;
-    int *slot;                    /* open addressing: entry index + 1 */
-    size_t nslot;
-} cache;
-
-static uint64_t fnv(const char *s, uint64_t h)
-{
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-#define FNV0 1469598103934665603ull
-
-static uint64_t entry_hash(const char *model, const char *shapes, int64_t batch)
-{
-    uint64_t h = fnv(shapes ? shapes : "", fnv(model, FNV0));
-    return (h ^ (uint64_t)batch) * 1099511628211ull;
-}
-
-static void cache_free(cache *c)
-{
-    for (int i = 0; i < c->n; i++) pp_gnn_graph_clear(&c->e[i].s);
-    free(c->e);
-    free(c->slot);
-    memset(c, 0, sizeof *c);
-}
-
-/* Index of the entry for a row (created in state ENT_NEW when absent), -1 on OOM. */
-static int cache_get(cache *c, const pp_net_row *r)
-{
-    const char *shapes = r->input_shapes ? r->input_shapes : "";
-    if ((size_t)(c->n + 1) * 2 > c->nslot) {
-        size_t ns = c->nslot ? c->nslot * 2 : 1024;
-        int *sl = calloc(ns, sizeof *sl);
-        if (!sl) return -1;
-        for (int i = 0; i < c->n; i++) {
-            size_t h = entry_hash(c->e[i].model, c->e[i].shapes, c->e[i].batch) & (ns - 1);
-            while (sl[h]) h = (h + 1) & (ns - 1);
-            sl[h] = i + 1;
-        }
-        free(c->slot);
-        c->slot = sl;
-        c->nslot = ns;
-    }
-    size_t h = entry_hash(r->model, shapes, r->batch) & (c->nslot - 1);
-    while (c->slot[h]) {
-        entry *e = &c->e[c->slot[h] - 1];
-        if (e->batch == r->batch && !strcmp(e->model, r->model) && !strcmp(e->shapes, shapes))
-            return c->slot[h] - 1;
-        h = (h + 1) & (c->nslot - 1);
-    }
-    if (c->n == c->cap) {
-        int nc = c->cap ? 2 * c->cap : 256;
-        entry *ne = realloc(c->e, (size_t)nc * sizeof *ne);
-        if (!ne) return -1;
-        c->e = ne;
-        c->cap = nc;
-    }
-    entry *e = &c->e[c->n];
-    memset(e, 0, sizeof *e);
-    e->model = r->model;
-    e->shapes = shapes;
-    e->batch = r->batch;
-    c->slot[h] = c->n + 1;
-    return c->n++;
-}
-
-/* Copies s into out[n], cut short if it does not fit. */
-static void copy_cut(char *out, size_t n, const char *s)
-{
-    size_t l = strlen(s);
-    if (l >= n) l = n - 1;
-    memcpy(out, s, l);
-    out[l] = '\0';
-}
-
-/* Builds an entry's sample on device (once). Failures are recorded in the entry, not returned:
- * the caller counts them; only OOM and a device without latency stop the fit. */
-static perfpred_status entry_build(const perfpred_ctx *ctx, entry *e, const pp_net_row *r,
-                                   const char *table_path, const char *device, char *fail,
-                                   size_t fail_n, pp_err *err)
-{
-    if (e->state != ENT_NEW) return PERFPRED_OK;
-    pp_err e2 = {0};
-    pp_graph *g = NULL;
-    perfpred_status st = pp_net_row_graph(r, table_path, &g, &e2);
-    if (st == PERFPRED_ERR_UNSUPPORTED && pp_net_ref_is_builtin(r->model) &&
-        (strstr(r->model, ";fold") || strstr(r->model, ";prune"))) {
-        e->state = ENT_CONSTANT;
-        return PERFPRED_OK;
-    }
-    if (st == PERFPRED_ERR_NOMEM) return pp_err_set(err, st, "%s", e2.msg);
-    if (st) {
-        e->state = ENT_FAILED;
-        if (fail && !fail[0]) copy_cut(fail, fail_n, e2.msg);
-        return PERFPRED_OK;
-    }
-    perfpred_model *m = pp_model_wrap(g);
-    if (!m) {
-        pp_graph_free(g);
-        return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
-    }
-    st = pp_fitnet_sample(ctx, m, device, &e->s, &e->sum, &e2);
-    perfpred_model_free(m);
-    if (st == PERFPRED_ERR_DEVICE || st == PERFPRED_ERR_NOMEM) return pp_err_set(err, st, "%s", e2.msg);
-    if (st) {
-        e->state = ENT_FAILED;
-        if (fail && !fail[0]) copy_cut(fail, fail_n, e2.msg);
-        return PERFPRED_OK;
-    }
-    e->state = ENT_OK;
-    return PERFPRED_OK;
-}
-
 /* ---------------------------------------------------------------- parameters ---- */
 
 pp_fitnet_params pp_fitnet_default_params(void)
@@ -266,13 +138,6 @@ static perfpred_status train_ensemble(const pp_fitnet_params *p, int T, const pp
     return st;
 }
 
-/* Bucket 0..99 of a row: its family's hash bucket, else a hash of the family name. */
-static int row_bucket(const pp_net_row *r)
-{
-    int b = pp_net_family_bucket(r->family);
-    return b >= 0 ? b : (int)(fnv(r->family ? r->family : "", FNV0) % 100);
-}
-
 int pp_family_listed(const char *list, const char *family)
 {
     if (!list || !family || !family[0]) return 0;
@@ -289,48 +154,27 @@ static int row_split(const pp_net_row *r, const pp_fitnet_params *p)
 {
     if (p->heldout_families && p->heldout_families[0]) {
         if (pp_family_listed(p->heldout_families, r->family)) return 2;
-        return (int)(fnv(r->model ? r->model : "", FNV0) % 100) < p->val_pct ? 1 : 0;
+        uint64_t h = pp_net_hash(r->model ? r->model : "", PP_NET_HASH0);
+        return (int)(h % 100) < p->val_pct ? 1 : 0;
     }
-    int b = row_bucket(r);
+    int b = pp_net_row_bucket(r);
     return b < p->heldout_pct ? 2 : b < p->heldout_pct + p->val_pct ? 1 : 0;
-}
-
-typedef struct keyed {
-    uint64_t key;
-    int idx;
-} keyed;
-
-static int cmp_keyed(const void *a, const void *b)
-{
-    const keyed *x = a, *y = b;
-    if (x->key != y->key) return x->key < y->key ? -1 : 1;
-    return x->idx - y->idx;
 }
 
 /* Deterministic subset: rows ordered by a seeded hash of their model ref, first max kept. */
 static int pick(const pp_net_row *rows, const int *idx, int n, int max, uint64_t seed, int *out)
 {
-    keyed *k = malloc(((size_t)n + 1) * sizeof *k);
+    pp_net_keyed *k = malloc(((size_t)n + 1) * sizeof *k);
     if (!k) return -1;
     for (int i = 0; i < n; i++) {
-        k[i].key = fnv(rows[idx[i]].model, FNV0 ^ (seed * 0x9e3779b97f4a7c15ull));
+        k[i].key = pp_net_hash(rows[idx[i]].model, PP_NET_HASH0 ^ (seed * 0x9e3779b97f4a7c15ull));
         k[i].idx = idx[i];
     }
-    qsort(k, (size_t)n, sizeof *k, cmp_keyed);
+    qsort(k, (size_t)n, sizeof *k, pp_net_cmp_keyed);
     int m = (max > 0 && max < n) ? max : n;
     for (int i = 0; i < m; i++) out[i] = k[i].idx;
     free(k);
     return m;
-}
-
-static perfpred_status open_ctx(const char *config_dir, perfpred_ctx **ctx, pp_err *err)
-{
-    perfpred_ctx_params cp = perfpred_ctx_default_params();
-    cp.config_dir = config_dir;
-    perfpred_status st;
-    char msg[PP_ERR_MSG];
-    *ctx = perfpred_ctx_open(&cp, &st, msg, sizeof msg);
-    return *ctx ? PERFPRED_OK : pp_err_set(err, st, "%s", msg);
 }
 
 /* ------------------------------------------------------------- the device fit ---- */
@@ -343,7 +187,7 @@ typedef struct fit_set {
 /* Where a fit's held-out latency residuals go (p.heldout), with each sample's network name. */
 typedef struct resid_sink {
     perfpred_heldout *h;         /* NULL: none */
-    const cache *c;
+    const pp_netsample_cache *c;
     const int *ent_of_samp;
 } resid_sink;
 
@@ -413,7 +257,7 @@ static perfpred_status eval_heldout(const pp_gnn *corr, const pp_gnn *direct,
  * layer sum) or too few rows fit. */
 static perfpred_status fit_gated_fallback(const perfpred_ctx *ctx, const perfpred_device_info *info,
                                           const pp_net_row *rows, int n_rows,
-                                          const pp_fitnet_params *p, cache *c,
+                                          const pp_fitnet_params *p, pp_netsample_cache *c,
                                           const int *ent_of_samp, int n_samp,
                                           pp_fitnet_target_report *lt, double **fallback,
                                           pp_err *err)
@@ -431,14 +275,15 @@ static perfpred_status fit_gated_fallback(const perfpred_ctx *ctx, const perfpre
         if (!r->device || perfpred_device_find(ctx, r->device, &ri) || strcmp(ri.name, info->name) ||
             row_split(r, p) == 2 || !(r->latency_ms > 0))
             continue;
-        int e = cache_get(c, r);
+        int e = pp_netsample_cache_get(c, r);
         if (e < 0) {
             st = pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
             break;
         }
-        if ((st = entry_build(ctx, &c->e[e], r, p->table_path, info->name, NULL, 0, err))) break;
-        const entry *E = &c->e[e];
-        if (E->state != ENT_OK || !(E->sum.layer_ms > 0)) continue;
+        st = pp_netsample_build(ctx, &c->e[e], r, p->table_path, info->name, NULL, 0, err);
+        if (st) break;
+        const pp_netsample *E = &c->e[e];
+        if (E->state != PP_NS_OK || !(E->sum.layer_ms > 0)) continue;
         pt[n].measured_ms = r->latency_ms;
         pt[n].predicted_ms = E->sum.layer_ms;
         pt[n].n_kernels = E->sum.n_kernels;
@@ -577,7 +422,7 @@ perfpred_status pp_fit_networks(const char *device, const pp_net_row *rows, int 
                           "fit networks: ensemble %d must be 1..%d", p.ensemble,
                           PP_FITNET_MAX_ENSEMBLE);
     perfpred_ctx *ctx;
-    if ((st = open_ctx(p.config_dir, &ctx, err))) return st;
+    if ((st = pp_net_open_ctx(p.config_dir, &ctx, err))) return st;
     perfpred_device_info info;
     if (perfpred_device_find(ctx, device, &info)) {
         perfpred_ctx_close(ctx);
@@ -592,7 +437,7 @@ perfpred_status pp_fit_networks(const char *device, const pp_net_row *rows, int 
     double *base = NULL, *meas[2] = {NULL, NULL}, *fallback = NULL;
     pp_gnn *corr = NULL, *dir = NULL;
     int *lists = NULL, *ent_of_samp = NULL;
-    cache c;
+    pp_netsample_cache c;
     memset(&c, 0, sizeof c);
     for (int s = 0; s < 3; s++)
         if (!(split_idx[s] = malloc(((size_t)n_rows + 1) * sizeof(int)))) goto oom;
@@ -630,11 +475,11 @@ perfpred_status pp_fit_networks(const char *device, const pp_net_row *rows, int 
         for (int i = 0; i < split_n[s]; i++) chosen[k++] = split_idx[s][i];
     for (int i = 0; i < n_chosen; i++) {
         const pp_net_row *r = &rows[chosen[i]];
-        int e = cache_get(&c, r);
+        int e = pp_netsample_cache_get(&c, r);
         if (e < 0) goto oom;
         ent_of[i] = e;
-        if ((st = entry_build(ctx, &c.e[e], r, p.table_path, dev, rep->first_failure,
-                              sizeof rep->first_failure, err)))
+        if ((st = pp_netsample_build(ctx, &c.e[e], r, p.table_path, dev, rep->first_failure,
+                                     sizeof rep->first_failure, err)))
             goto done;
     }
     rep->seconds_samples = pp_now_s() - ts0;
@@ -659,12 +504,12 @@ perfpred_status pp_fit_networks(const char *device, const pp_net_row *rows, int 
         int *dst = lists + n_s, cnt = 0;
         for (int i = 0; i < split_n[s]; i++, pos++) {
             const pp_net_row *r = &rows[chosen[pos]];
-            entry *e = &c.e[ent_of[pos]];
-            if (e->state == ENT_CONSTANT) {
+            pp_netsample *e = &c.e[ent_of[pos]];
+            if (e->state == PP_NS_CONSTANT) {
                 rep->n_constant++;
                 continue;
             }
-            if (e->state != ENT_OK) {
+            if (e->state != PP_NS_OK) {
                 rep->n_failed++;
                 continue;
             }
@@ -713,7 +558,7 @@ perfpred_status pp_fit_networks(const char *device, const pp_net_row *rows, int 
         int seen_n = 0;
         for (int i = 0; i < c.n; i++) samp_of_ent[i] = 0;
         for (int i = 0; i < n_chosen; i++)
-            if (c.e[ent_of[i]].state == ENT_OK && !samp_of_ent[ent_of[i]]++) seen_n++;
+            if (c.e[ent_of[i]].state == PP_NS_OK && !samp_of_ent[ent_of[i]]++) seen_n++;
         rep->n_archs = seen_n;
     }
     if (fs.n_train < 2 || fs.n_held < 1) {
@@ -802,7 +647,7 @@ done:
     free(chosen);
     free(ent_of);
     for (int s = 0; s < 3; s++) free(split_idx[s]);
-    cache_free(&c);
+    pp_netsample_cache_free(&c);
     perfpred_ctx_close(ctx);
     return st;
 }
@@ -833,12 +678,12 @@ perfpred_status pp_eval_networks(const char *device, const pp_net_row *rows, int
         return st;
     }
     perfpred_ctx *ctx;
-    if ((st = open_ctx(p.config_dir, &ctx, err))) {
+    if ((st = pp_net_open_ctx(p.config_dir, &ctx, err))) {
         pp_gnn_free(g);
         return st;
     }
     perfpred_device_info info;
-    cache c;
+    pp_netsample_cache c;
     memset(&c, 0, sizeof c);
     pp_gnn_graph *smp = NULL;
     double *base = NULL, *meas[2] = {NULL, NULL}, *fallback = NULL;
@@ -874,17 +719,17 @@ perfpred_status pp_eval_networks(const char *device, const pp_net_row *rows, int
     }
     for (int h = 0; h < n_held; h++) {
         const pp_net_row *r = &rows[held[h]];
-        int e = cache_get(&c, r);
+        int e = pp_netsample_cache_get(&c, r);
         if (e < 0) {
             st = pp_err_set(err, PERFPRED_ERR_NOMEM, "eval networks: out of memory");
             goto done;
         }
-        if ((st = entry_build(ctx, &c.e[e], r, p.table_path, info.name, rep->first_failure,
-                              sizeof rep->first_failure, err)))
+        if ((st = pp_netsample_build(ctx, &c.e[e], r, p.table_path, info.name,
+                                     rep->first_failure, sizeof rep->first_failure, err)))
             goto done;
-        if (c.e[e].state == ENT_CONSTANT) rep->n_constant++;
-        if (c.e[e].state == ENT_FAILED) rep->n_failed++;
-        if (c.e[e].state != ENT_OK) continue;
+        if (c.e[e].state == PP_NS_CONSTANT) rep->n_constant++;
+        if (c.e[e].state == PP_NS_FAILED) rep->n_failed++;
+        if (c.e[e].state != PP_NS_OK) continue;
         smp[n] = c.e[e].s;
         smp[n].mem = NULL;
         memset(smp[n].mask, 0, sizeof smp[n].mask);
@@ -927,7 +772,7 @@ done:
     free(held);
     free(ent_of_samp);
     free(fallback);
-    cache_free(&c);
+    pp_netsample_cache_free(&c);
     perfpred_ctx_close(ctx);
     pp_gnn_free(g);
     return st;

@@ -96,6 +96,51 @@ perfpred_status pp_fitnet_sample(const perfpred_ctx *ctx, const perfpred_model *
                                  const char *device, pp_gnn_graph *out, pp_fitnet_sums *sums,
                                  pp_err *err);
 
+/* --------------------------------------------- built networks (net_samples.c) ---- */
+
+/* One built network, keyed by (model ref, batch, input shapes) and shared by every row naming it;
+ * a cache of them grows by pp_netsample_cache_get and is freed by pp_netsample_cache_free (a
+ * zeroed cache is empty). fit_networks.c and lab/fewshot.c build their samples through it. */
+typedef enum { PP_NS_NEW = 0, PP_NS_OK, PP_NS_CONSTANT, PP_NS_FAILED } pp_netsample_state;
+
+typedef struct pp_netsample {
+    const char *model, *shapes;   /* borrowed from the rows */
+    int64_t batch;
+    pp_netsample_state state;
+    pp_gnn_graph s;               /* owns its memory (pp_gnn_graph_clear) */
+    pp_fitnet_sums sum;
+} pp_netsample;
+
+typedef struct pp_netsample_cache {
+    pp_netsample *e;
+    int n, cap;
+    int *slot;                    /* open addressing: entry index + 1 */
+    size_t nslot;
+} pp_netsample_cache;
+
+void pp_netsample_cache_free(pp_netsample_cache *c);
+/* Index of the entry for a row (created in state PP_NS_NEW when absent), -1 on OOM. */
+int pp_netsample_cache_get(pp_netsample_cache *c, const pp_net_row *r);
+/* Builds an entry's sample on device (once). Failures are recorded in the entry, not returned:
+ * the caller counts them, and the first one's message goes to fail[fail_n] when fail is empty
+ * (fail may be NULL); only OOM and a device without latency stop the fit. */
+perfpred_status pp_netsample_build(const perfpred_ctx *ctx, pp_netsample *e, const pp_net_row *r,
+                                   const char *table_path, const char *device, char *fail,
+                                   size_t fail_n, pp_err *err);
+
+/* FNV-1a of s continuing from h (PP_NET_HASH0 to start): the rows' stable hashes. */
+#define PP_NET_HASH0 1469598103934665603ull
+uint64_t pp_net_hash(const char *s, uint64_t h);
+/* Bucket 0..99 of a row: its family's hash bucket, else a hash of the family name. */
+int pp_net_row_bucket(const pp_net_row *r);
+/* A row index under a sort key; pp_net_cmp_keyed orders by key, then index (for qsort). */
+typedef struct pp_net_keyed {
+    uint64_t key;
+    int idx;
+} pp_net_keyed;
+int pp_net_cmp_keyed(const void *a, const void *b);
+/* A context on config_dir (NULL: the default), its failure as err. */
+perfpred_status pp_net_open_ctx(const char *config_dir, perfpred_ctx **ctx, pp_err *err);
 
 #define PP_FITNET_LATENCY 0
 #define PP_FITNET_ENERGY 1

@@ -1,8 +1,8 @@
 /* lab/fewshot.c: few-shot calibration of a new device in HELP's setting (docs/networks.md, "Few-shot:
  * a phone from 20 measurements"): a GNN pretrained on other devices' NAS rows, its globals carrying
  * a hardware embedding, fine-tuned on a handful of the target's measurements. A study, not product:
- * it links the library's internals (calibrate/netsets.h) and ships nothing. The sample cache below
- * is a copy of calibrate/fit_networks.c's, which is private there. */
+ * it links the library's internals (calibrate/netsets.h: the sample cache it shares with
+ * calibrate/fit_networks.c) and ships nothing. */
 #include "lab/fewshot.h"
 #include "predictor/calib.h"
 
@@ -10,164 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ------------------------------------------------------------- the sample cache ---- */
-
-/* One built network: keyed by (model ref, batch, input shapes); shared by every row naming it. */
-typedef enum { ENT_NEW = 0, ENT_OK, ENT_CONSTANT, ENT_FAILED } ent_state;
-
-typedef struct entry {
-    const char *model, *shapes;   /* borrowed from the rows */
-    int64_t batch;
-    ent_state state;
-    pp_gnn_graph s;               /* owns its memory (pp_gnn_graph_clear) */
-    pp_fitnet_sums sum;
-} entry;
-
-typedef struct cache {
-    entry *e;
-    int n, cap;
-    int *slot;                    /* open addressing: entry index + 1 */
-    size_t nslot;
-} cache;
-
-static uint64_t fnv(const char *s, uint64_t h)
-{
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-#define FNV0 1469598103934665603ull
-
-static uint64_t entry_hash(const char *model, const char *shapes, int64_t batch)
-{
-    uint64_t h = fnv(shapes ? shapes : "", fnv(model, FNV0));
-    return (h ^ (uint64_t)batch) * 1099511628211ull;
-}
-
-static void cache_free(cache *c)
-{
-    for (int i = 0; i < c->n; i++) pp_gnn_graph_clear(&c->e[i].s);
-    free(c->e);
-    free(c->slot);
-    memset(c, 0, sizeof *c);
-}
-
-/* Index of the entry for a row (created in state ENT_NEW when absent), -1 on OOM. */
-static int cache_get(cache *c, const pp_net_row *r)
-{
-    const char *shapes = r->input_shapes ? r->input_shapes : "";
-    if ((size_t)(c->n + 1) * 2 > c->nslot) {
-        size_t ns = c->nslot ? c->nslot * 2 : 1024;
-        int *sl = calloc(ns, sizeof *sl);
-        if (!sl) return -1;
-        for (int i = 0; i < c->n; i++) {
-            size_t h = entry_hash(c->e[i].model, c->e[i].shapes, c->e[i].batch) & (ns - 1);
-            while (sl[h]) h = (h + 1) & (ns - 1);
-            sl[h] = i + 1;
-        }
-        free(c->slot);
-        c->slot = sl;
-        c->nslot = ns;
-    }
-    size_t h = entry_hash(r->model, shapes, r->batch) & (c->nslot - 1);
-    while (c->slot[h]) {
-        entry *e = &c->e[c->slot[h] - 1];
-        if (e->batch == r->batch && !strcmp(e->model, r->model) && !strcmp(e->shapes, shapes))
-            return c->slot[h] - 1;
-        h = (h + 1) & (c->nslot - 1);
-    }
-    if (c->n == c->cap) {
-        int nc = c->cap ? 2 * c->cap : 256;
-        entry *ne = realloc(c->e, (size_t)nc * sizeof *ne);
-        if (!ne) return -1;
-        c->e = ne;
-        c->cap = nc;
-    }
-    entry *e = &c->e[c->n];
-    memset(e, 0, sizeof *e);
-    e->model = r->model;
-    e->shapes = shapes;
-    e->batch = r->batch;
-    c->slot[h] = c->n + 1;
-    return c->n++;
-}
-
-/* Copies s into out[n], cut short if it does not fit. */
-static void copy_cut(char *out, size_t n, const char *s)
-{
-    size_t l = strlen(s);
-    if (l >= n) l = n - 1;
-    memcpy(out, s, l);
-    out[l] = '\0';
-}
-
-/* Builds an entry's sample on device (once). Failures are recorded in the entry, not returned:
- * the caller counts them; only OOM and a device without latency stop the fit. */
-static perfpred_status entry_build(const perfpred_ctx *ctx, entry *e, const pp_net_row *r,
-                                   const char *table_path, const char *device, char *fail,
-                                   size_t fail_n, pp_err *err)
-{
-    if (e->state != ENT_NEW) return PERFPRED_OK;
-    pp_err e2 = {0};
-    pp_graph *g = NULL;
-    perfpred_status st = pp_net_row_graph(r, table_path, &g, &e2);
-    if (st == PERFPRED_ERR_UNSUPPORTED && pp_net_ref_is_builtin(r->model) &&
-        (strstr(r->model, ";fold") || strstr(r->model, ";prune"))) {
-        e->state = ENT_CONSTANT;
-        return PERFPRED_OK;
-    }
-    if (st == PERFPRED_ERR_NOMEM) return pp_err_set(err, st, "%s", e2.msg);
-    if (st) {
-        e->state = ENT_FAILED;
-        if (fail && !fail[0]) copy_cut(fail, fail_n, e2.msg);
-        return PERFPRED_OK;
-    }
-    perfpred_model *m = pp_model_wrap(g);
-    if (!m) {
-        pp_graph_free(g);
-        return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
-    }
-    st = pp_fitnet_sample(ctx, m, device, &e->s, &e->sum, &e2);
-    perfpred_model_free(m);
-    if (st == PERFPRED_ERR_DEVICE || st == PERFPRED_ERR_NOMEM) return pp_err_set(err, st, "%s", e2.msg);
-    if (st) {
-        e->state = ENT_FAILED;
-        if (fail && !fail[0]) copy_cut(fail, fail_n, e2.msg);
-        return PERFPRED_OK;
-    }
-    e->state = ENT_OK;
-    return PERFPRED_OK;
-}
-
-/* Bucket 0..99 of a row: its family's hash bucket, else a hash of the family name. */
-static int row_bucket(const pp_net_row *r)
-{
-    int b = pp_net_family_bucket(r->family);
-    return b >= 0 ? b : (int)(fnv(r->family ? r->family : "", FNV0) % 100);
-}
-
-typedef struct keyed {
-    uint64_t key;
-    int idx;
-} keyed;
-
-static int cmp_keyed(const void *a, const void *b)
-{
-    const keyed *x = a, *y = b;
-    if (x->key != y->key) return x->key < y->key ? -1 : 1;
-    return x->idx - y->idx;
-}
-
-
-static perfpred_status open_ctx(const char *config_dir, perfpred_ctx **ctx, pp_err *err)
-{
-    perfpred_ctx_params cp = perfpred_ctx_default_params();
-    cp.config_dir = config_dir;
-    perfpred_status st;
-    char msg[PP_ERR_MSG];
-    *ctx = perfpred_ctx_open(&cp, &st, msg, sizeof msg);
-    return *ctx ? PERFPRED_OK : pp_err_set(err, st, "%s", msg);
-}
 
 /* ---------------------------------------------------------------- few-shot ---- */
 
@@ -188,10 +30,10 @@ typedef struct fs_row {
 } fs_row;
 
 /* log(measured / reference layer sum) of row r on its entry, NaN when unusable. */
-static double fs_ratio(const cache *c, int ent, const pp_net_row *r)
+static double fs_ratio(const pp_netsample_cache *c, int ent, const pp_net_row *r)
 {
-    const entry *e = &c->e[ent];
-    if (e->state != ENT_OK || !(e->sum.layer_ms > 0)) return NAN;
+    const pp_netsample *e = &c->e[ent];
+    if (e->state != PP_NS_OK || !(e->sum.layer_ms > 0)) return NAN;
     return log(r->latency_ms / e->sum.layer_ms);
 }
 
@@ -268,7 +110,7 @@ perfpred_status lab_fewshot_fit(const char *target_device, int n_shots,
     perfpred_status st = pp_gnn_check_params(&p.gnn, err);
     if (st) return st;
     perfpred_ctx *ctx;
-    if ((st = open_ctx(p.config_dir, &ctx, err))) return st;
+    if ((st = pp_net_open_ctx(p.config_dir, &ctx, err))) return st;
     const int nd = n_pretrain + 1;
     const char *dev[65];
     perfpred_device_info info[65];
@@ -288,7 +130,7 @@ perfpred_status lab_fewshot_fit(const char *target_device, int n_shots,
     double *base = NULL, *meas = NULL, offset[65];
     uint64_t *shot_arch = NULL;
     pp_gnn *g = NULL;
-    cache c;
+    pp_netsample_cache c;
     memset(&c, 0, sizeof c);
     const char *ref_dev = NULL;
     if (!fr) goto oom;
@@ -311,7 +153,7 @@ perfpred_status lab_fewshot_fit(const char *target_device, int n_shots,
                 arch_key(rows[i].model, key, sizeof key);
                 fr[n_fr].row = i;
                 fr[n_fr].dev = d;
-                fr[n_fr].arch = fnv(key, FNV0);
+                fr[n_fr].arch = pp_net_hash(key, PP_NET_HASH0);
                 n_fr++;
                 break;
             }
@@ -321,10 +163,11 @@ perfpred_status lab_fewshot_fit(const char *target_device, int n_shots,
     for (int d = 0; d < nd && !ref_dev; d++) {
         for (int k = 0; k < n_fr && !ref_dev; k++) {
             if (fr[k].dev != d) continue;
-            int e = cache_get(&c, &rows[fr[k].row]);
+            int e = pp_netsample_cache_get(&c, &rows[fr[k].row]);
             if (e < 0) goto oom;
             pp_err e2 = {0};
-            st = entry_build(ctx, &c.e[e], &rows[fr[k].row], p.table_path, dev[d], NULL, 0, &e2);
+            st = pp_netsample_build(ctx, &c.e[e], &rows[fr[k].row], p.table_path, dev[d],
+                                    NULL, 0, &e2);
             if (st == PERFPRED_ERR_DEVICE) {
                 st = PERFPRED_OK;
                 break; /* this device has no layer sum */
@@ -333,9 +176,10 @@ perfpred_status lab_fewshot_fit(const char *target_device, int n_shots,
                 *err = e2;
                 goto done;
             }
-            if (c.e[e].state == ENT_OK) ref_dev = dev[d];
+            if (c.e[e].state == PP_NS_OK) ref_dev = dev[d];
         }
-        if (!ref_dev) cache_free(&c); /* entries built on another device's layer times */
+        /* entries built on another device's layer times */
+        if (!ref_dev) pp_netsample_cache_free(&c);
     }
     if (!ref_dev) {
         st = pp_err_set(err, PERFPRED_ERR_DEVICE,
@@ -350,13 +194,13 @@ perfpred_status lab_fewshot_fit(const char *target_device, int n_shots,
     if (!ent || !meas || !base) goto oom;
     /* pretraining rows: per device, the first max_train / n_pretrain architectures by hash */
     int per_dev = p.max_train / n_pretrain > 8 ? p.max_train / n_pretrain : 8;
-    keyed *ord = malloc(((size_t)n_fr + 1) * sizeof *ord);
+    pp_net_keyed *ord = malloc(((size_t)n_fr + 1) * sizeof *ord);
     if (!ord) goto oom;
     for (int k = 0; k < n_fr; k++) {
         ord[k].key = fr[k].arch ^ (p.gnn.seed * 0x9e3779b97f4a7c15ull);
         ord[k].idx = k;
     }
-    qsort(ord, (size_t)n_fr, sizeof *ord, cmp_keyed);
+    qsort(ord, (size_t)n_fr, sizeof *ord, pp_net_cmp_keyed);
     int taken[65] = {0};
     int *use = calloc((size_t)n_fr + 1, sizeof *use); /* 1 pretrain/shot candidate, 2 evaluation */
     if (!use) {
@@ -364,7 +208,7 @@ perfpred_status lab_fewshot_fit(const char *target_device, int n_shots,
         goto oom;
     }
     for (int q = 0; q < n_fr; q++) {
-        int k = ord[q].idx, b = row_bucket(&rows[fr[k].row]);
+        int k = ord[q].idx, b = pp_net_row_bucket(&rows[fr[k].row]);
         if (fr[k].dev == 0) use[k] = b < p.heldout_pct ? 2 : 3; /* 3: shot candidate, lazily */
         else if (b >= p.heldout_pct && taken[fr[k].dev] < per_dev) {
             use[k] = 1;
@@ -376,12 +220,12 @@ perfpred_status lab_fewshot_fit(const char *target_device, int n_shots,
         ent[k] = -1;
         if (!use[k] || use[k] == 3) continue;
         const pp_net_row *r = &rows[fr[k].row];
-        int e = cache_get(&c, r);
+        int e = pp_netsample_cache_get(&c, r);
         if (e < 0) {
             free(use);
             goto oom;
         }
-        if ((st = entry_build(ctx, &c.e[e], r, p.table_path, ref_dev, NULL, 0, err))) {
+        if ((st = pp_netsample_build(ctx, &c.e[e], r, p.table_path, ref_dev, NULL, 0, err))) {
             free(use);
             goto done;
         }
@@ -401,7 +245,7 @@ perfpred_status lab_fewshot_fit(const char *target_device, int n_shots,
         goto oom;
     }
     {
-        keyed *tk = malloc(((size_t)n_fr + 1) * sizeof *tk);
+        pp_net_keyed *tk = malloc(((size_t)n_fr + 1) * sizeof *tk);
         int nt = 0;
         if (!tk) {
             free(use);
@@ -413,19 +257,19 @@ perfpred_status lab_fewshot_fit(const char *target_device, int n_shots,
                 tk[nt].key = fr[k].arch ^ (p.gnn.seed * 0xd1b54a32d192ed03ull);
                 tk[nt++].idx = k;
             }
-        qsort(tk, (size_t)nt, sizeof *tk, cmp_keyed);
+        qsort(tk, (size_t)nt, sizeof *tk, pp_net_cmp_keyed);
         for (int q = 0; q < nt && rep->n_shots < n_shots; q++) {
             int k = tk[q].idx, ok = 1;
             double v[65];
             const pp_net_row *rk = &rows[fr[k].row];
-            int ek = cache_get(&c, rk);
+            int ek = pp_netsample_cache_get(&c, rk);
             if (ek < 0) {
                 free(tk);
                 free(use);
                 free(shot_val);
                 goto oom;
             }
-            if ((st = entry_build(ctx, &c.e[ek], rk, p.table_path, ref_dev, NULL, 0, err))) {
+            if ((st = pp_netsample_build(ctx, &c.e[ek], rk, p.table_path, ref_dev, NULL, 0, err))) {
                 free(tk);
                 free(use);
                 free(shot_val);
@@ -438,15 +282,16 @@ perfpred_status lab_fewshot_fit(const char *target_device, int n_shots,
                 for (int j = 0; j < n_fr; j++)
                     if (fr[j].dev == d && fr[j].arch == fr[k].arch) {
                         const pp_net_row *r = &rows[fr[j].row];
-                        int e = cache_get(&c, r);
+                        int e = pp_netsample_cache_get(&c, r);
                         if (e < 0) {
                             free(tk);
                             free(use);
                             free(shot_val);
                             goto oom;
                         }
-                        if ((st = entry_build(ctx, &c.e[e], r, p.table_path, ref_dev, NULL, 0,
-                                              err))) {
+                        st = pp_netsample_build(ctx, &c.e[e], r, p.table_path, ref_dev, NULL, 0,
+                                                err);
+                        if (st) {
                             free(tk);
                             free(use);
                             free(shot_val);
@@ -497,7 +342,7 @@ perfpred_status lab_fewshot_fit(const char *target_device, int n_shots,
     int n_pre = 0, n_val = 0, seen[65] = {0};
     for (int k = 0; k < n_fr; k++) {
         if (ent[k] < 0 || use[k] == 3) continue;
-        const entry *e = &c.e[ent[k]];
+        const pp_netsample *e = &c.e[ent[k]];
         int d = fr[k].dev;
         smp[k] = e->s;
         smp[k].mem = NULL;
@@ -568,7 +413,7 @@ done:
     free(base);
     free(meas);
     free(shot_arch);
-    cache_free(&c);
+    pp_netsample_cache_free(&c);
     perfpred_ctx_close(ctx);
     return st;
 }
