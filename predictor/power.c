@@ -102,35 +102,12 @@ double pp_stack_energy_mj(const pp_stack *s, const pp_device *d, const pp_power_
 
 /* ------------------------------------------------------------------ JSON ---- */
 
-static perfpred_status num(const cJSON *o, const char *path, const char *key, double lo, double hi,
-                           double *out, pp_err *err)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < lo ||
-        v->valuedouble > hi)
-        return pp_err_set(err, PERFPRED_ERR_MODEL, "%s: field '%s' missing or outside %g to %g",
-                          path, key, lo, hi);
-    *out = v->valuedouble;
-    return PERFPRED_OK;
-}
-
-static perfpred_status str(const cJSON *o, const char *path, const char *key, char *out,
-                           size_t cap, pp_err *err)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (!cJSON_IsString(v) || !v->valuestring[0] || strlen(v->valuestring) >= cap)
-        return pp_err_set(err, PERFPRED_ERR_MODEL,
-                          "%s: field '%s' missing, empty or longer than %zu", path, key, cap - 1);
-    snprintf(out, cap, "%s", v->valuestring);
-    return PERFPRED_OK;
-}
-
 static perfpred_status parse(const cJSON *o, const char *path, pp_power_set *s, pp_err *err)
 {
     perfpred_status st;
-    if ((st = num(o, path, "idle_fraction", 0, 1, &s->idle_fraction, err)) ||
-        (st = num(o, path, "pj_per_flop", 0, 1e4, &s->pj_per_flop, err)) ||
-        (st = str(o, path, "source", s->source, sizeof s->source, err)))
+    if ((st = pp_artifact_num(o, path, "idle_fraction", 0, 1, &s->idle_fraction, err)) ||
+        (st = pp_artifact_num(o, path, "pj_per_flop", 0, 1e4, &s->pj_per_flop, err)) ||
+        (st = pp_artifact_str(o, path, "source", s->source, sizeof s->source, err)))
         return st;
     const cJSON *fam = cJSON_GetObjectItemCaseSensitive(o, "pj_per_byte");
     if (!cJSON_IsObject(fam))
@@ -157,13 +134,13 @@ static perfpred_status parse(const cJSON *o, const char *path, pp_power_set *s, 
     {
         pp_gpu_power *g = &s->g[s->n];
         double pts = 0, fitted_p0 = 0;
-        if ((st = str(e, path, "device", g->device, sizeof g->device, err)) ||
-            (st = num(e, path, "p0_w", 0, 1e5, &g->p0_w, err)) ||
-            (st = num(e, path, "pj_per_byte", 0, 1e4, &g->pj_per_byte, err)) ||
-            (st = num(e, path, "pj_per_flop", 0, 1e4, &g->pj_per_flop, err)) ||
-            (st = num(e, path, "p0_fitted", 0, 1, &fitted_p0, err)) ||
-            (st = num(e, path, "points", 1, 1e9, &pts, err)) ||
-            (st = num(e, path, "fit_mape_pct", 0, 1e4, &g->fit_mape_pct, err)))
+        if ((st = pp_artifact_str(e, path, "device", g->device, sizeof g->device, err)) ||
+            (st = pp_artifact_num(e, path, "p0_w", 0, 1e5, &g->p0_w, err)) ||
+            (st = pp_artifact_num(e, path, "pj_per_byte", 0, 1e4, &g->pj_per_byte, err)) ||
+            (st = pp_artifact_num(e, path, "pj_per_flop", 0, 1e4, &g->pj_per_flop, err)) ||
+            (st = pp_artifact_num(e, path, "p0_fitted", 0, 1, &fitted_p0, err)) ||
+            (st = pp_artifact_num(e, path, "points", 1, 1e9, &pts, err)) ||
+            (st = pp_artifact_num(e, path, "fit_mape_pct", 0, 1e4, &g->fit_mape_pct, err)))
             return st;
         g->p0_fitted = fitted_p0 > 0.5;
         g->points = (int)pts;

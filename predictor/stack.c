@@ -220,8 +220,8 @@ double pp_stack_context_mb(const pp_stack *s, double cc, int *exact)
 
 /* ------------------------------------------------------------------ JSON ---- */
 
-static perfpred_status num_field(const cJSON *o, const char *path, const char *key, double lo,
-                                 double hi, double *out, pp_err *err)
+perfpred_status pp_artifact_num(const cJSON *o, const char *path, const char *key, double lo,
+                                double hi, double *out, pp_err *err)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
     if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < lo ||
@@ -232,8 +232,8 @@ static perfpred_status num_field(const cJSON *o, const char *path, const char *k
     return PERFPRED_OK;
 }
 
-static perfpred_status str_field(const cJSON *o, const char *path, const char *key, char *out,
-                                 size_t cap, pp_err *err)
+perfpred_status pp_artifact_str(const cJSON *o, const char *path, const char *key, char *out,
+                                size_t cap, pp_err *err)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
     if (!cJSON_IsString(v) || !v->valuestring[0] || strlen(v->valuestring) >= cap)
@@ -269,31 +269,31 @@ static perfpred_status parse_stack(const cJSON *o, const char *path, pp_stack *s
     char prec[16];
     double d = 0;
     perfpred_status st;
-    if ((st = str_field(o, path, "name", s->name, sizeof s->name, err)) ||
-        (st = str_field(o, path, "framework", s->framework, sizeof s->framework, err)) ||
-        (st = str_field(o, path, "precision", prec, sizeof prec, err)))
+    if ((st = pp_artifact_str(o, path, "name", s->name, sizeof s->name, err)) ||
+        (st = pp_artifact_str(o, path, "framework", s->framework, sizeof s->framework, err)) ||
+        (st = pp_artifact_str(o, path, "precision", prec, sizeof prec, err)))
         return st;
     int p = pp_precision_from_name(prec);
     if (p != PP_PREC_FP32 && p != PP_PREC_FP16)
         return pp_err_set(err, PERFPRED_ERR_MODEL, "%s: precision '%s' (fp32 or fp16)", path,
                           prec);
     s->precision = (pp_precision)p;
-    if ((st = num_field(o, path, "tf32_conv", 0, 1, &d, err))) return st;
+    if ((st = pp_artifact_num(o, path, "tf32_conv", 0, 1, &d, err))) return st;
     s->tf32_conv = d > 0.5;
-    if ((st = num_field(o, path, "fuse_epilogue", 0, 1, &d, err))) return st;
+    if ((st = pp_artifact_num(o, path, "fuse_epilogue", 0, 1, &d, err))) return st;
     s->fuse_epilogue = d > 0.5;
-    if ((st = num_field(o, path, "bn_kernel", 0, 1, &d, err))) return st;
+    if ((st = pp_artifact_num(o, path, "bn_kernel", 0, 1, &d, err))) return st;
     s->bn_kernel = d > 0.5;
-    if ((st = num_field(o, path, "timing_calls", 1, 1e6, &d, err))) return st;
+    if ((st = pp_artifact_num(o, path, "timing_calls", 1, 1e6, &d, err))) return st;
     s->timing_calls = (int)d;
-    if ((st = num_field(o, path, "call_us", 0, 1e6, &s->call_us, err)) ||
-        (st = num_field(o, path, "sync_us", 0, 1e6, &s->sync_us, err)) ||
-        (st = num_field(o, path, "gpu_min_us", 0, 1e4, &s->gpu_min_us, err)) ||
-        (st = num_field(o, path, "act_factor", 0, 100, &s->act_factor, err)) ||
+    if ((st = pp_artifact_num(o, path, "call_us", 0, 1e6, &s->call_us, err)) ||
+        (st = pp_artifact_num(o, path, "sync_us", 0, 1e6, &s->sync_us, err)) ||
+        (st = pp_artifact_num(o, path, "gpu_min_us", 0, 1e4, &s->gpu_min_us, err)) ||
+        (st = pp_artifact_num(o, path, "act_factor", 0, 100, &s->act_factor, err)) ||
         (st = class_array(o, path, "host_us", 0, 1e5, s->host_us, err)) ||
         (st = class_array(o, path, "efficiency", 1e-4, 10, s->eff, err)) ||
-        (st = str_field(o, path, "trained_on", s->trained_on, sizeof s->trained_on, err)) ||
-        (st = str_field(o, path, "source", s->source, sizeof s->source, err)))
+        (st = pp_artifact_str(o, path, "trained_on", s->trained_on, sizeof s->trained_on, err)) ||
+        (st = pp_artifact_str(o, path, "source", s->source, sizeof s->source, err)))
         return st;
     const cJSON *iv = cJSON_GetObjectItemCaseSensitive(o, "interval");
     if (iv) { /* optional: artifacts fitted before intervals have none */
@@ -301,15 +301,19 @@ static perfpred_status parse_stack(const cJSON *o, const char *path, pp_stack *s
         if (!cJSON_IsObject(iv))
             return pp_err_set(err, PERFPRED_ERR_MODEL, "%s: field 'interval' must be an object",
                               path);
-        if ((st = num_field(iv, path, "rows", 1, 1e9, &n, err)) ||
-            (st = num_field(iv, path, "coverage", 0.01, 0.999, &s->iv_coverage, err)) ||
-            (st = num_field(iv, path, "latency_log_lo_batch_lt16", -10, 0, &s->iv_lat_lo[0], err)) ||
-            (st = num_field(iv, path, "latency_log_hi_batch_lt16", 0, 10, &s->iv_lat_hi[0], err)) ||
-            (st = num_field(iv, path, "latency_log_lo_batch_ge16", -10, 0, &s->iv_lat_lo[1], err)) ||
-            (st = num_field(iv, path, "latency_log_hi_batch_ge16", 0, 10, &s->iv_lat_hi[1], err)) ||
-            (st = num_field(iv, path, "memory_log_lo", -10, 0, &s->iv_mem_lo, err)) ||
-            (st = num_field(iv, path, "memory_log_hi", 0, 10, &s->iv_mem_hi, err)) ||
-            (st = num_field(iv, path, "checked_pct", 0, 100, &s->iv_checked_pct, err)))
+        if ((st = pp_artifact_num(iv, path, "rows", 1, 1e9, &n, err)) ||
+            (st = pp_artifact_num(iv, path, "coverage", 0.01, 0.999, &s->iv_coverage, err)) ||
+            (st = pp_artifact_num(iv, path, "latency_log_lo_batch_lt16", -10, 0,
+                                  &s->iv_lat_lo[0], err)) ||
+            (st = pp_artifact_num(iv, path, "latency_log_hi_batch_lt16", 0, 10,
+                                  &s->iv_lat_hi[0], err)) ||
+            (st = pp_artifact_num(iv, path, "latency_log_lo_batch_ge16", -10, 0,
+                                  &s->iv_lat_lo[1], err)) ||
+            (st = pp_artifact_num(iv, path, "latency_log_hi_batch_ge16", 0, 10,
+                                  &s->iv_lat_hi[1], err)) ||
+            (st = pp_artifact_num(iv, path, "memory_log_lo", -10, 0, &s->iv_mem_lo, err)) ||
+            (st = pp_artifact_num(iv, path, "memory_log_hi", 0, 10, &s->iv_mem_hi, err)) ||
+            (st = pp_artifact_num(iv, path, "checked_pct", 0, 100, &s->iv_checked_pct, err)))
             return st;
         s->n_interval = (int)n;
         for (int c = 0; c < 2; c++) {
@@ -318,7 +322,7 @@ static perfpred_status parse_stack(const cJSON *o, const char *path, pp_stack *s
             const char *key = c ? "rows_batch_ge16" : "rows_batch_lt16";
             double nc = 0;
             if (cJSON_GetObjectItemCaseSensitive(iv, key) &&
-                (st = num_field(iv, path, key, 0, n, &nc, err)))
+                (st = pp_artifact_num(iv, path, key, 0, n, &nc, err)))
                 return st;
             s->iv_n[c] = (int)nc;
             pp_interval_q *q = &s->latency_iv[c];
@@ -345,8 +349,8 @@ static perfpred_status parse_stack(const cJSON *o, const char *path, pp_stack *s
     const cJSON *e;
     cJSON_ArrayForEach(e, ctx)
     {
-        if ((st = num_field(e, path, "cc", 1, 20, &s->ctx_cc[s->n_ctx], err)) ||
-            (st = num_field(e, path, "mb", 0, 1e5, &s->ctx_mb[s->n_ctx], err)))
+        if ((st = pp_artifact_num(e, path, "cc", 1, 20, &s->ctx_cc[s->n_ctx], err)) ||
+            (st = pp_artifact_num(e, path, "mb", 0, 1e5, &s->ctx_mb[s->n_ctx], err)))
             return st;
         s->n_ctx++;
     }

@@ -176,6 +176,14 @@ perfpred_status pp_stack_save(const pp_stack *s, const char *path, const char *r
 struct cJSON;
 struct cJSON *pp_stack_json(const pp_stack *s);
 
+/* A field of a GPU artifact's JSON object (the stacks here, predictor/power.h's board power): a
+ * finite number in [lo, hi], or a non-empty string shorter than cap; otherwise PERFPRED_ERR_MODEL
+ * naming path and key. */
+perfpred_status pp_artifact_num(const struct cJSON *o, const char *path, const char *key, double lo,
+                                double hi, double *out, pp_err *err);
+perfpred_status pp_artifact_str(const struct cJSON *o, const char *path, const char *key, char *out,
+                                size_t cap, pp_err *err);
+
 /* 1 when d (by canonical name or alias) is among the GPUs whose rows fitted s. */
 int pp_stack_trained_on(const pp_stack *s, const pp_device *d);
 
