@@ -90,6 +90,27 @@ static void print_report(const cJSON *all)
     }
 }
 
+/* A fit's answer: its error, or its JSON report printed whole (json) or handed back in *out for
+ * the caller to print as text and free. Returns the exit code. */
+static int take_report(const char *cmd, perfpred_status st, char *text, const char *err, int json,
+                       cJSON **out)
+{
+    *out = NULL;
+    if (st) {
+        cli_error("calibrate %s: %s", cmd, err);
+        return cli_exit_code(st);
+    }
+    cJSON *r = cJSON_Parse(text);
+    perfpred_free(text);
+    if (!r) {
+        cli_error("calibrate %s: report is not JSON (internal error)", cmd);
+        return EXIT_INTERNAL;
+    }
+    if (json) cli_print_json(r);
+    else *out = r;
+    return EXIT_OK_;
+}
+
 int cli_fit_stacks_main(int argc, char **argv)
 {
     perfpred_stackfit_params p = perfpred_stackfit_default_params();
@@ -140,22 +161,13 @@ int cli_fit_stacks_main(int argc, char **argv)
     char *text = NULL, err[1024];
     perfpred_status st = perfpred_calibrate_fit_stacks(ctx, &p, &text, err, sizeof err);
     perfpred_ctx_close(ctx);
-    if (st) {
-        cli_error("calibrate fit-stacks: %s", err);
-        return cli_exit_code(st);
-    }
-    cJSON *all = cJSON_Parse(text);
-    perfpred_free(text);
-    if (!all) {
-        cli_error("calibrate fit-stacks: report is not JSON (internal error)");
-        return EXIT_INTERNAL;
-    }
-    if (json) cli_print_json(all);
-    else {
+    cJSON *all;
+    int rc = take_report("fit-stacks", st, text, err, json, &all);
+    if (all) {
         print_report(all);
         cJSON_Delete(all);
     }
-    return EXIT_OK_;
+    return rc;
 }
 
 static const char power_usage[] =
@@ -196,20 +208,9 @@ int cli_fit_power_main(int argc, char **argv)
     char *text = NULL, err[1024];
     perfpred_status st = perfpred_calibrate_fit_power(ctx, data, dry, &text, err, sizeof err);
     perfpred_ctx_close(ctx);
-    if (st) {
-        cli_error("calibrate fit-power: %s", err);
-        return cli_exit_code(st);
-    }
-    cJSON *r = cJSON_Parse(text);
-    perfpred_free(text);
-    if (!r) {
-        cli_error("calibrate fit-power: report is not JSON (internal error)");
-        return EXIT_INTERNAL;
-    }
-    if (json) {
-        cli_print_json(r);
-        return EXIT_OK_;
-    }
+    cJSON *r;
+    int rc = take_report("fit-power", st, text, err, json, &r);
+    if (!r) return rc;
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(r, "fitted");
     printf("board power P = p0 + e_byte x DRAM bytes/s + e_flop x fp32 flop/s, at most max power\n"
            "transferred: p0 = %.3f x max power, e_flop %.2f pJ", num(f, "idle_fraction"),
