@@ -175,29 +175,34 @@ int pp_fuzz_gnn_manifest(const uint8_t *data, size_t len)
     return 0;
 }
 
+/* Writes the input as artifacts/host-cpu/<file> of the config folder <sub>; its path goes to cfg. */
+static void host_cpu_artifact(char *cfg, size_t n, const char *sub, const char *file,
+                              const uint8_t *data, size_t len)
+{
+    char dir[600], p[700];
+    path_in(cfg, n, sub);
+    snprintf(dir, sizeof dir, "%s/artifacts/host-cpu", cfg);
+    mkdirs(dir);
+    snprintf(p, sizeof p, "%s/%s", dir, file);
+    put(p, data, len);
+}
+
 /* configs/artifacts/host-cpu/overhead-latency.json of a config folder, read by pp_calib_open. */
 int pp_fuzz_overhead(const uint8_t *data, size_t len)
 {
-    char cfg[512], dir[600], p[700];
-    path_in(cfg, sizeof cfg, "ovh-config");
-    snprintf(dir, sizeof dir, "%s/artifacts/host-cpu", cfg);
-    mkdirs(dir);
-    snprintf(p, sizeof p, "%s/overhead-latency.json", dir);
-    put(p, data, len);
+    char cfg[512];
+    host_cpu_artifact(cfg, sizeof cfg, "ovh-config", "overhead-latency.json", data, len);
     pp_calib *c = NULL;
     (void)pp_calib_open(real_db(), cfg, &c, NULL);
     pp_calib_close(c);
     return 0;
 }
 
+/* configs/artifacts/host-cpu/intervals.json of a config folder, read by pp_interval_set_load. */
 int pp_fuzz_intervals(const uint8_t *data, size_t len)
 {
-    char cfg[512], dir[600], p[700];
-    path_in(cfg, sizeof cfg, "iv-config");
-    snprintf(dir, sizeof dir, "%s/artifacts/host-cpu", cfg);
-    mkdirs(dir);
-    snprintf(p, sizeof p, "%s/intervals.json", dir);
-    put(p, data, len);
+    char cfg[512];
+    host_cpu_artifact(cfg, sizeof cfg, "iv-config", "intervals.json", data, len);
     pp_interval_set *s = NULL;
     (void)pp_interval_set_load(real_db(), cfg, &s, NULL);
     pp_interval_set_free(s);
