@@ -273,6 +273,22 @@ static void stack_artifact_should_round_trip_and_name_a_bad_field(void **state)
     assert_non_null(strstr(err.msg, "efficiency.conv3x3"));
 }
 
+/* A context on config_dir and examples/resnet18.onnx at batch 1, both asserted. */
+static perfpred_ctx *ctx_and_resnet18(const char *config_dir, perfpred_model **m)
+{
+    perfpred_ctx_params cp = perfpred_ctx_default_params();
+    cp.config_dir = config_dir;
+    char msg[1024];
+    perfpred_ctx *ctx = perfpred_ctx_open(&cp, NULL, msg, sizeof msg);
+    assert_non_null(ctx);
+    perfpred_model_params mp = perfpred_model_default_params();
+    mp.batch = 1;
+    *m = perfpred_model_load(pp_test_path("examples/resnet18.onnx"), &mp, NULL, msg, sizeof msg);
+    if (!*m) print_message("%s\n", msg);
+    assert_non_null(*m);
+    return ctx;
+}
+
 static void prediction_should_be_host_bound_under_a_slow_host(void **state)
 {
     (void)state;
@@ -283,17 +299,9 @@ static void prediction_should_be_host_bound_under_a_slow_host(void **state)
     pp_err err = {0};
     assert_int_equal(pp_stack_save(&s, path, NULL, &err), PERFPRED_OK);
 
-    perfpred_ctx_params cp = perfpred_ctx_default_params();
-    cp.config_dir = dir;
     char msg[1024];
-    perfpred_ctx *ctx = perfpred_ctx_open(&cp, NULL, msg, sizeof msg);
-    assert_non_null(ctx);
-    perfpred_model_params mp = perfpred_model_default_params();
-    mp.batch = 1;
-    perfpred_model *m =
-        perfpred_model_load(pp_test_path("examples/resnet18.onnx"), &mp, NULL, msg, sizeof msg);
-    if (!m) print_message("%s\n", msg);
-    assert_non_null(m);
+    perfpred_model *m;
+    perfpred_ctx *ctx = ctx_and_resnet18(dir, &m);
     perfpred_prediction p;
     assert_int_equal(perfpred_predict(ctx, m, "toy-gpu", NULL, &p, msg, sizeof msg), PERFPRED_OK);
     assert_non_null(p.stack);
@@ -375,17 +383,9 @@ static void calibrated_kernels_should_drop_the_timing_floor_under_a_stack(void *
     cJSON_Delete(j);
     assert_true(floor_ms > 0.02); /* NeuSight's fastest ReLU/Add rows: tens of microseconds */
 
-    perfpred_ctx_params cp = perfpred_ctx_default_params();
-    cp.config_dir = pp_test_path("configs");
     char msg[1024];
-    perfpred_ctx *ctx = perfpred_ctx_open(&cp, NULL, msg, sizeof msg);
-    assert_non_null(ctx);
-    perfpred_model_params mp = perfpred_model_default_params();
-    mp.batch = 1;
-    perfpred_model *m =
-        perfpred_model_load(pp_test_path("examples/resnet18.onnx"), &mp, NULL, msg, sizeof msg);
-    if (!m) print_message("%s\n", msg);
-    assert_non_null(m);
+    perfpred_model *m;
+    perfpred_ctx *ctx = ctx_and_resnet18(pp_test_path("configs"), &m);
     perfpred_kernel ks[64];
     int nk = 0;
     perfpred_predict_params pp = perfpred_predict_default_params();
