@@ -3,6 +3,7 @@
 Run from the repository root: /usr/bin/python3 -m unittest discover -s tests/runners
 """
 
+import csv
 import os
 import sys
 
@@ -10,6 +11,13 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 RUNNERS = os.path.join(REPO, "runners")
 if RUNNERS not in sys.path:
     sys.path.insert(0, RUNNERS)
+
+
+def read_csv(path):
+    """(header, rows as dicts) of a CSV the runners wrote."""
+    with open(path, newline="", encoding="utf-8") as f:
+        rd = csv.DictReader(f)
+        return rd.fieldnames, list(rd)
 
 
 class FakeClock:

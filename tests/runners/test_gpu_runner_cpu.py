@@ -3,7 +3,6 @@
 fp16 skipped with a message, energy and memory left empty, per-operator rows mapped onto the ONNX
 graph, and a rerun that skips the finished chunks."""
 
-import csv
 import json
 import os
 import subprocess
@@ -11,7 +10,7 @@ import sys
 import tempfile
 import unittest
 
-import _common  # noqa: F401 - puts runners/ on sys.path
+import _common  # puts runners/ on sys.path; read_csv
 import layer_runner
 import network_runner
 
@@ -21,12 +20,6 @@ ARGS = ["--device", "cpu", "--device-name", "test-cpu", "--models", "mobilenet_v
         "--warmup-calls", "1", "--warmup-ms", "0", "--profile-batch", "1", "--profile-iters", "2",
         "--sweep-per-family", "1", "--sweep-chunk-rows", "8", "--sweep-rounds", "1",
         "--sweep-burst", "2", "--sweep-budget-min", "2"]
-
-
-def read(path):
-    with open(path, newline="", encoding="utf-8") as f:
-        rd = csv.DictReader(f)
-        return rd.fieldnames, list(rd)
 
 
 class GpuRunnerCpuTest(unittest.TestCase):
@@ -46,7 +39,7 @@ class GpuRunnerCpuTest(unittest.TestCase):
         self.assertIn("fp16 is skipped on the CPU path", self.first.stderr)
 
     def test_networks_csv_should_hold_fp32_rows_with_empty_energy_and_memory(self):
-        header, rows = read(os.path.join(self.out, "networks.csv"))
+        header, rows = _common.read_csv(os.path.join(self.out, "networks.csv"))
         self.assertEqual(header, network_runner.NET_COLUMNS)
         self.assertEqual([(r["precision"], r["batch"]) for r in rows], [("fp32", "1"),
                                                                         ("fp32", "2")])
@@ -63,10 +56,10 @@ class GpuRunnerCpuTest(unittest.TestCase):
         self.assertLess(os.path.getsize(os.path.join(self.out, rows[0]["model"])), 200_000)
 
     def test_detail_and_operator_files(self):
-        _, detail = read(os.path.join(self.out, "networks_detail.csv"))
+        _, detail = _common.read_csv(os.path.join(self.out, "networks_detail.csv"))
         self.assertEqual(sorted(d["status"] for d in detail), ["ok", "ok"])
         self.assertTrue(all("not measured on CPU" in d["note"] for d in detail))
-        _, ops = read(os.path.join(self.out, "operators.csv"))
+        _, ops = _common.read_csv(os.path.join(self.out, "operators.csv"))
         self.assertGreater(len(ops), 20)
         self.assertTrue(all(o["time_source"] == "cpu" and o["batch"] == "1" for o in ops))
         convs = [o for o in ops if o["aten_op"] == "aten::conv2d"]
@@ -82,7 +75,7 @@ class GpuRunnerCpuTest(unittest.TestCase):
         self.assertEqual(len(convs), 52)
 
     def test_sweep_rows_should_form_a_layer_csv(self):
-        header, rows = read(os.path.join(self.out, "layers.csv"))
+        header, rows = _common.read_csv(os.path.join(self.out, "layers.csv"))
         self.assertEqual(header, layer_runner.LAYER_COLUMNS)
         self.assertEqual(len(rows), 8)
         kinds = {"pool" if r["op_kind"] == "globalpool" else r["op_kind"] for r in rows}

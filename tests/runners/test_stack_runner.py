@@ -3,7 +3,6 @@ eager and TorchScript fp32): a run folder per stack named as `perfpred calibrate
 reads them (<stamp>_pretrained-<stack>/<stem>.csv), the columns that fit needs, fp16 left out on a
 CPU, and a model whose time share is spent written as skipped rather than dropped."""
 
-import csv
 import json
 import os
 import subprocess
@@ -17,12 +16,6 @@ RUNNER = os.path.join(_common.RUNNERS, "stack_runner.py")
 BASE = ["--device", "cpu", "--device-name", "test-cpu", "--file-stem", "cpu", "--models",
         "squeezenet", "--batch", "1", "--rounds", "2", "--round-s", "0.001", "--warmup-calls",
         "1", "--warmup-s", "0", "--stamp", "2026_0101"]
-
-
-def read(path):
-    with open(path, newline="", encoding="utf-8") as f:
-        rd = csv.DictReader(f)
-        return rd.fieldnames, list(rd)
 
 
 class StackRunnerCpuTest(unittest.TestCase):
@@ -45,7 +38,8 @@ class StackRunnerCpuTest(unittest.TestCase):
                          ["2026_0101_pretrained-fp32", "2026_0101_pretrained-torchscript",
                           "env.json"])  # fp16 needs a GPU
         for stack, runtime in (("fp32", "pytorch-eager"), ("torchscript", "torchscript")):
-            header, rows = read(os.path.join(self.out, f"2026_0101_pretrained-{stack}", "cpu.csv"))
+            folder = os.path.join(self.out, f"2026_0101_pretrained-{stack}")
+            header, rows = _common.read_csv(os.path.join(folder, "cpu.csv"))
             for col in ("model", "batch_size", "input_size", "latency", "max_memory",
                         "total_params"):
                 self.assertIn(col, header)
