@@ -211,16 +211,7 @@ perfpred_status pp_power_save(const pp_power_set *s, const char *path, const cha
         cJSON_AddNumberToObject(e, "points", g->points);
         cJSON_AddNumberToObject(e, "fit_mape_pct", g->fit_mape_pct);
     }
-    cJSON *report = report_json ? cJSON_Parse(report_json) : NULL;
-    if (report) cJSON_AddItemToObject(root, "report", report);
-    char *text = cJSON_Print(root);
-    cJSON_Delete(root);
-    if (!text) return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
-    size_t len = strlen(text);
-    text[len] = '\n'; /* cJSON_Print's NUL becomes the file's last newline */
-    perfpred_status st = pp_write_file_atomic(path, text, len + 1, err);
-    free(text);
-    return st;
+    return pp_artifact_write(root, report_json, path, err);
 nomem:
     cJSON_Delete(root);
     return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");

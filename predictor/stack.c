@@ -450,6 +450,12 @@ perfpred_status pp_stack_save(const pp_stack *s, const char *path, const char *r
         return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
     }
     cJSON_AddItemToObject(root, "stack", o);
+    return pp_artifact_write(root, report_json, path, err);
+}
+
+perfpred_status pp_artifact_write(cJSON *root, const char *report_json, const char *path,
+                                  pp_err *err)
+{
     cJSON *report = report_json ? cJSON_Parse(report_json) : NULL;
     if (report) cJSON_AddItemToObject(root, "report", report);
     char *text = cJSON_Print(root);

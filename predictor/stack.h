@@ -183,6 +183,10 @@ perfpred_status pp_artifact_num(const struct cJSON *o, const char *path, const c
                                 double hi, double *out, pp_err *err);
 perfpred_status pp_artifact_str(const struct cJSON *o, const char *path, const char *key, char *out,
                                 size_t cap, pp_err *err);
+/* Writes root (taken: freed here) to path, with report_json (if given and valid JSON) as its
+ * "report": printed, then written to path.tmp and renamed. */
+perfpred_status pp_artifact_write(struct cJSON *root, const char *report_json, const char *path,
+                                  pp_err *err);
 
 /* 1 when d (by canonical name or alias) is among the GPUs whose rows fitted s. */
 int pp_stack_trained_on(const pp_stack *s, const pp_device *d);
