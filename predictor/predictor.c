@@ -767,7 +767,7 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
         free(node_ms);
         /* the stack's quantiles from rows of GPUs its fits did not see */
         if (scaled_host(d) && d->host_dispatch_source == PP_HOST_ESTIMATE &&
-            !pp_stack_trained_on(stk, d))
+            out->latency_ms.prov != PERFPRED_PROV_CALIBRATED) /* not a GPU the stack saw */
             pp_interval_none(&out->latency_interval,
                              "no interval: the host's dispatch scale is an estimate, and no "
                              "held-out rows judge estimated hosts");
