@@ -655,20 +655,31 @@ static int conformal(double *v, int n, double cov, double *lo, double *hi)
     return 1;
 }
 
-/* Residuals log(measured / held-out prediction) of the rows of GPUs other than skip (-1: all) in
- * batch class cls (0: < 16, 1: >= 16; 2: memory, every batch) into v; returns how many. */
-static int residuals(const data *D, const fit_job *jobs, int skip, int cls, double *v)
+/* log(measured / held-out prediction) of every row: latency into lat[i], memory into mem[i]
+ * (NaN without a memory reading); each row predicted by the fit that left its GPU out. */
+static void held_out_residuals(const data *D, const fit_job *jobs, double *lat, double *mem)
+{
+    for (int i = 0; i < D->n_rows; i++) {
+        const row *r = &D->rows[i];
+        const cfg *c = &D->cfgs[r->cfg];
+        const pp_stack *s = &jobs[r->gpu + 1].s;
+        lat[i] = log(r->lat_ms / row_latency(s, r, c, jobs[0].scratch));
+        mem[i] = isnan(r->mem_bytes) ? NAN : log(r->mem_bytes / mem_pred(s, r, c));
+    }
+}
+
+/* Of those, the rows of GPUs other than skip (-1: all) in batch class cls (0: < 16, 1: >= 16;
+ * 2: memory, every batch) into v; returns how many. */
+static int residuals(const data *D, const double *lat, const double *mem, int skip, int cls,
+                     double *v)
 {
     int n = 0;
     for (int i = 0; i < D->n_rows; i++) {
         const row *r = &D->rows[i];
-        const cfg *c = &D->cfgs[r->cfg];
-        if (r->gpu == skip || (cls < 2 && (c->batch >= 16) != cls) ||
-            (cls == 2 && isnan(r->mem_bytes)))
+        if (r->gpu == skip || (cls < 2 && (D->cfgs[r->cfg].batch >= 16) != cls) ||
+            (cls == 2 && isnan(mem[i])))
             continue;
-        const pp_stack *s = &jobs[r->gpu + 1].s;
-        v[n++] = cls < 2 ? log(r->lat_ms / row_latency(s, r, c, jobs[0].scratch))
-                         : log(r->mem_bytes / mem_pred(s, r, c));
+        v[n++] = cls < 2 ? lat[i] : mem[i];
     }
     return n;
 }
@@ -679,12 +690,14 @@ static perfpred_status intervals(const data *D, const fit_job *jobs, pp_fitstack
                                  pp_err *err)
 {
     const double cov = 0.8;
-    double *v = malloc(((size_t)D->n_rows + 1) * sizeof *v);
+    size_t nr = (size_t)D->n_rows + 1;
+    double *v = malloc(3 * nr * sizeof *v), *lat = v + nr, *mem = v + 2 * nr;
     if (!v) return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+    held_out_residuals(D, jobs, lat, mem);
     pp_stack *s = &rep->stack;
     int ok = 1, n = 0;
     for (int cls = 0; cls < 3 && ok; cls++) {
-        int m = residuals(D, jobs, -1, cls, v);
+        int m = residuals(D, lat, mem, -1, cls, v);
         n += cls < 2 ? m : 0;
         if (cls < 2) s->iv_n[cls] = m;
         ok = cls < 2 ? conformal(v, m, cov, &s->iv_lat_lo[cls], &s->iv_lat_hi[cls])
@@ -697,17 +710,15 @@ static perfpred_status intervals(const data *D, const fit_job *jobs, pp_fitstack
         double lo[2] = {0}, hi[2] = {0};
         int fine = 1;
         for (int cls = 0; cls < 2; cls++) {
-            int m = residuals(D, jobs, gi, cls, v);
+            int m = residuals(D, lat, mem, gi, cls, v);
             fine &= conformal(v, m, cov, &lo[cls], &hi[cls]);
         }
         int in = 0, cnt = 0;
         for (int i = 0; fine && i < D->n_rows; i++) {
             const row *r = &D->rows[i];
-            const cfg *c = &D->cfgs[r->cfg];
             if (r->gpu != gi) continue;
-            int cls = c->batch >= 16;
-            double e = log(r->lat_ms / row_latency(&jobs[gi + 1].s, r, c, jobs[0].scratch));
-            in += e >= lo[cls] && e <= hi[cls];
+            int cls = D->cfgs[r->cfg].batch >= 16;
+            in += lat[i] >= lo[cls] && lat[i] <= hi[cls];
             cnt++;
         }
         rep->gpu[gi].interval_coverage = cnt ? 100.0 * in / cnt : NAN;
