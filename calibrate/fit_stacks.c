@@ -1,8 +1,9 @@
 /* calibrate/fit_stacks.c: fits a GPU runtime stack (predictor/stack.h) on framework-tax-gpus'
  * whole-model rows: per-op host costs, per-class efficiencies and the shortest kernel by
- * Nelder-Mead on the mean |log(predicted / measured)| latency, then the context memory per GPU
- * architecture and the allocator factor by medians of what the rows leave after weights and
- * activations. Leave-one-GPU-out refits the stack without each GPU and predicts that GPU. */
+ * Nelder-Mead on the mean |log(predicted / measured)| latency, then memory: each row's caching
+ * allocator segments are replayed (predictor/allocator.h) as its run made them, and the context
+ * per GPU architecture is the median of what the rows leave beyond them. Leave-one-GPU-out refits
+ * the stack without each GPU and predicts that GPU. */
 #include "calibrate/fit_stacks.h"
 
 #include <dirent.h>
@@ -83,12 +84,23 @@ typedef struct cfg {          /* one (model, batch) graph, as the stack sees it 
     pp_stack_kernel *k;
     int n;
     double w, act;            /* fp32 weight bytes, peak live activation bytes */
+    pp_alloc_trace tr;        /* eager PyTorch's allocations of one pass */
 } cfg;
+
+/* Convolution workspace factors tried (the stack's ws_factor is one of them). */
+static const double ws_grid[] = {0, 0.25, 0.5, 0.75, 1, 1.5, 2};
+#define N_WS ((int)(sizeof ws_grid / sizeof ws_grid[0]))
 
 typedef struct row {
     int gpu, cfg, folder;
+    int file;                 /* the CSV file it came from (one process ran the file) */
+    int sweep;                /* public framework-tax rows (2022 software): one process ran a
+                                 model's batch sizes in the file's order without emptying the
+                                 allocator's cache; the project's own rows (current software):
+                                 its runners empty it before each configuration */
     const pp_device *dev;
     double lat_ms, mem_bytes;
+    double res[N_WS];         /* allocator's reserved bytes after the row's pass, per ws_grid */
     double *tc, *tm;          /* unit times of cfg's kernels on dev */
 } row;
 
@@ -105,7 +117,7 @@ typedef struct data {
     int64_t model_params[N_MODELS]; /* ONNX parameter count, 0 = not loaded */
     double torch_params[N_MODELS];  /* the export's PyTorch count (reference.csv), 0 = unknown */
     pp_fitstack_report *rep;
-    int cur_folder;
+    int cur_folder, cur_file, cur_sweep;
     const char *cur_path;
     int col[6];               /* model, batch_size, input_size, latency, max_memory, total_params */
     int max_kernels;
@@ -171,8 +183,15 @@ static perfpred_status load_cfg(data *D, int model, int64_t batch, int *out, pp_
     c->act = (double)g->totals.peak_activation_bytes;
     D->model_params[model] = g->totals.params;
     st = pp_graph_stack_kernels(g, D->ref, &c->k, &c->n, err);
+    if (!st)
+        st = pp_alloc_trace_build(g, stack_defs[D->si].bn,
+                                  strcmp(stack_defs[D->si].framework, "tensorrt") == 0, &c->tr, err);
     perfpred_model_free(m);
-    if (st) return st;
+    if (st) {
+        free(c->k);
+        pp_alloc_trace_free(&c->tr);
+        return st;
+    }
     if (c->n > D->max_kernels) D->max_kernels = c->n;
     *out = D->n_cfgs++;
     return PERFPRED_OK;
@@ -259,6 +278,8 @@ static int on_record(const pp_csv_record *rec, int is_header, void *user, pp_err
     r->dev = F->dev;
     r->cfg = ci;
     r->folder = D->cur_folder;
+    r->file = D->cur_file;
+    r->sweep = D->cur_sweep;
     r->lat_ms = lat * 1e3;
     r->mem_bytes = mem;
     return 0;
@@ -314,6 +335,7 @@ static perfpred_status read_folder(data *D, const char *top, const char *folder,
                 char path[4400];
                 snprintf(path, sizeof path, "%s/%s", dir, names[i]);
                 file_ctx F = {D, dev, -1};
+                D->cur_file++;
                 st = pp_csv_read(path, on_record, &F, err);
             }
         }
@@ -382,7 +404,9 @@ static perfpred_status read_data(data *D, pp_err *err)
         if (rs) return rs;
     }
     int folder_no = 0;
+    D->cur_sweep = 1;
     perfpred_status st = read_top(D, D->p->data_dir, &folder_no, err);
+    D->cur_sweep = 0;
     if (!st && D->p->own_data_dir) st = read_top(D, D->p->own_data_dir, &folder_no, err);
     if (!st && D->n_rows == 0)
         st = pp_err_set(err, PERFPRED_ERR_PARSE, "%s: no usable rows for stack %s (folders *_%s)",
@@ -511,53 +535,109 @@ static void nelder_mead(fit_job *J, double *x0, double h, int max_evals)
     memcpy(x0, P[lo], sizeof P[lo]);
 }
 
-/* Context per architecture and the allocator factor, from the rows the fit may see (held_row):
- * ctx(cc) = median over batch <= 2 of (used - weights - f x activations), f = median over batch
- * >= 16 of (used - ctx - weights) / activations (at least 1: reserved >= allocated). */
+/* The allocator's reserved bytes after each row's pass, for every workspace factor: a framework-tax
+ * file's rows of one model replayed in order through one allocator (their sweep), the project's
+ * own rows each in a fresh one. The device's memory less 1 GiB for the context bounds what the
+ * allocator may hold (past it, it returns its cache, as PyTorch does). */
+static perfpred_status replay_rows(data *D, pp_err *err)
+{
+    pp_stack probe = {0};
+    probe.precision = stack_defs[D->si].prec;
+    char *done = calloc((size_t)D->n_rows + 1, 1);
+    if (!done) return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+    perfpred_status st = PERFPRED_OK;
+    for (int i = 0; !st && i < D->n_rows; i++) {
+        if (done[i]) continue;
+        const row *r0 = &D->rows[i];
+        for (int k = 0; !st && k < N_WS; k++) {
+            probe.ws_factor = ws_grid[k];
+            double cap = r0->dev->memory_gb > 1 ? (r0->dev->memory_gb - 1) * 1073741824.0 : 0;
+            pp_alloc_params ap = pp_stack_alloc_params(&probe, r0->dev, cap);
+            pp_alloc_sim *sim = NULL;
+            for (int j = i; !st && j < D->n_rows; j++) {
+                row *r = &D->rows[j];
+                if (j != i && (!r0->sweep || r->file != r0->file ||
+                               D->cfgs[r->cfg].model != D->cfgs[r0->cfg].model))
+                    continue;
+                if (!sim && !(sim = pp_alloc_sim_new())) {
+                    st = pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+                    break;
+                }
+                st = pp_alloc_sim_run(sim, &D->cfgs[r->cfg].tr, &ap, err);
+                ap.with_weights = 0;
+                r->res[k] = pp_alloc_sim_stats(sim).reserved;
+                done[j] = 1;
+                if (!r0->sweep) break;
+            }
+            pp_alloc_sim_free(sim);
+        }
+    }
+    free(done);
+    return st;
+}
+
+static int ws_index(double f)
+{
+    for (int k = 0; k < N_WS; k++)
+        if (fabs(ws_grid[k] - f) < 1e-9) return k;
+    return 0;
+}
+
+/* Context per architecture and software and the workspace factor, from the rows the fit may see
+ * (held_row): for each factor of ws_grid, ctx(cc, software) = median over those rows of
+ * (used - reserved); the factor kept is the one with the least mean |log(predicted / used)|. */
 static void fit_memory(const data *D, int held, int fam, pp_stack *s, double *buf)
 {
-    double bf = s->precision == PP_PREC_FP16 ? 0.5 : 1.0, f = 1.0;
-    s->n_ctx = 0;
-    for (int it = 0; it < 3; it++) {
+    double best_err = INFINITY;
+    pp_stack best = *s;
+    for (int k = 0; k < N_WS; k++) {
         s->n_ctx = 0;
-        for (int gi = 0; gi < D->n_gpus; gi++) {
-            double cc = D->gpus[gi]->compute_capability;
-            if (gi == held || cc <= 0) continue;
+        s->ws_factor = ws_grid[k];
+        for (int gi = 0; gi < 2 * D->n_gpus; gi++) {
+            double cc = D->gpus[gi / 2]->compute_capability;
+            int cur = gi % 2;
+            if (gi / 2 == held || cc <= 0) continue;
             int seen = 0;
-            for (int k = 0; k < s->n_ctx; k++) seen |= fabs(s->ctx_cc[k] - cc) < 1e-9;
+            for (int m = 0; m < s->n_ctx; m++)
+                seen |= fabs(s->ctx_cc[m] - cc) < 1e-9 && s->ctx_current[m] == cur;
             if (seen || s->n_ctx == PP_STACK_MAX_CTX) continue;
             int n = 0;
             for (int i = 0; i < D->n_rows; i++) {
                 const row *r = &D->rows[i];
-                const cfg *c = &D->cfgs[r->cfg];
                 if (held_row(held, fam, D, r) || fabs(r->dev->compute_capability - cc) > 1e-9 ||
-                    c->batch > 2 || isnan(r->mem_bytes))
+                    r->sweep == cur || isnan(r->mem_bytes))
                     continue;
-                buf[n++] = (r->mem_bytes - bf * (c->w + f * c->act)) / 1048576.0;
+                buf[n++] = (r->mem_bytes - r->res[k]) / 1048576.0;
             }
             if (n == 0) continue;
             s->ctx_cc[s->n_ctx] = cc;
             s->ctx_mb[s->n_ctx] = fmax(0, pp_median(buf, n));
+            s->ctx_current[s->n_ctx] = cur;
             s->n_ctx++;
         }
-        s->act_factor = f;
+        double e = 0;
         int n = 0;
         for (int i = 0; i < D->n_rows; i++) {
             const row *r = &D->rows[i];
-            const cfg *c = &D->cfgs[r->cfg];
-            if (held_row(held, fam, D, r) || c->batch < 16 || !(c->act > 0) || isnan(r->mem_bytes))
-                continue;
-            double ctx = pp_stack_context_mb(s, r->dev->compute_capability, NULL) * 1048576.0;
-            buf[n++] = (r->mem_bytes - ctx - bf * c->w) / (bf * c->act);
+            if (held_row(held, fam, D, r) || isnan(r->mem_bytes)) continue;
+            double ctx =
+                pp_stack_context_mb(s, r->dev->compute_capability, !r->sweep, NULL) * 1048576.0;
+            e += fabs(log((ctx + r->res[k]) / r->mem_bytes));
+            n++;
         }
-        if (n) f = fmax(1.0, pp_median(buf, n));
+        if (n && e / n < best_err) {
+            best_err = e / n;
+            best = *s;
+        }
     }
-    s->act_factor = f;
+    *s = best;
 }
 
 static double mem_pred(const pp_stack *s, const row *r, const cfg *c)
 {
-    return pp_stack_memory_bytes(s, r->dev, c->w, c->act, NULL, NULL);
+    (void)c;
+    return pp_stack_context_mb(s, r->dev->compute_capability, !r->sweep, NULL) * 1048576.0 +
+           r->res[ws_index(s->ws_factor)];
 }
 
 static void fit_one(fit_job *J)
@@ -759,7 +839,10 @@ static void repeats(const data *D, pp_fitstack_report *rep)
 static void free_data(data *D)
 {
     for (int i = 0; i < D->n_rows; i++) free(D->rows[i].tc);
-    for (int i = 0; i < D->n_cfgs; i++) free(D->cfgs[i].k);
+    for (int i = 0; i < D->n_cfgs; i++) {
+        free(D->cfgs[i].k);
+        pp_alloc_trace_free(&D->cfgs[i].tr);
+    }
     free(D->rows);
     free(D->cfgs);
 }
@@ -829,6 +912,7 @@ perfpred_status pp_fitstack_run(const pp_device_db *db, const pp_fitstack_params
     D.ref = ref;
     perfpred_status st = read_data(&D, err);
     if (!st) st = unit_times(&D, err);
+    if (!st) st = replay_rows(&D, err);
     /* jobs: every row; each GPU left out; each model family left out */
     int fams[N_FAMILIES], n_fam = 0;
     for (int f = 0; !st && p->leave_family_out && f < N_FAMILIES; f++)

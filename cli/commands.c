@@ -177,7 +177,8 @@ static void print_prediction(const perfpred_prediction *p, const perfpred_device
     print_figure_line("peak memory", cli_fmt_bytes(p->peak_memory_bytes.value, v, sizeof v),
                       &p->peak_memory_bytes);
     if (p->stack) {
-        printf("  %-12s context %s + weights %s + activations %s + allocator/workspace %s\n", "",
+        printf("  %-12s context %s + weights %s + activations and workspace %s + allocator cache %s\n",
+               "",
                cli_fmt_bytes(p->runtime_bytes, b4, sizeof b4),
                cli_fmt_bytes(p->weights_bytes, b1, sizeof b1),
                cli_fmt_bytes(p->activations_bytes, b2, sizeof b2),

@@ -47,13 +47,13 @@ static void print_report(const cJSON *all)
                num(f, "call_us"), num(h, "conv"), num(h, "conv3x3"), num(h, "depthwise"),
                num(h, "matmul"), num(h, "memory"));
         printf("  efficiency: conv %.3f  conv3x3 %.3f  depthwise %.3f  matmul %.3f  bandwidth "
-               "%.3f;  shortest kernel %.1f us;  allocator x%.2f activations\n",
+               "%.3f;  shortest kernel %.1f us;  workspace x%.2f\n",
                num(e, "conv"), num(e, "conv3x3"), num(e, "depthwise"), num(e, "matmul"),
-               num(e, "memory"), num(f, "gpu_min_us"), num(f, "act_factor"));
+               num(e, "memory"), num(f, "gpu_min_us"), num(f, "ws_factor"));
         const cJSON *c;
         printf("  context MiB by compute capability:");
         cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(f, "context_mb"))
-            printf("  %.1f: %.0f", num(c, "cc"), num(c, "mb"));
+            printf("  %.1f%s: %.0f", num(c, "cc"), num(c, "current") > 0 ? "*" : "", num(c, "mb"));
         printf("\n  %-18s %5s | %12s %12s %10s | %9s %9s | %9s\n", "held-out GPU", "rows",
                "MAPE b<16 %", "MAPE b>=16 %", "memory %", "train %", "repeat %", "in 80% %");
         const cJSON *g;

@@ -223,12 +223,15 @@ typedef struct perfpred_prediction {
                                 answers without the correction (members and lo/hi still say how
                                 far apart they were) */
     /* GPUs with a runtime stack (docs/gpu-stacks.md): latency_ms is the host/GPU pipeline over
-     * the kernels, peak_memory_bytes the device memory in use as NVML reports it (context,
-     * allocator segments, weights, activations). stack is NULL for other devices. */
+     * the kernels, peak_memory_bytes the device memory in use as NVML reports it: runtime_bytes
+     * (context and libraries) + the caching allocator's segments, replayed over the run; of these
+     * weights_bytes, activations_bytes (live activations and cuDNN/cuBLAS workspace at the
+     * allocator's peak) and workspace_bytes (segments cached but not in use at that peak).
+     * stack is NULL for other devices. */
     const char *stack;       /* "pytorch-eager-fp32"; context-owned */
     double host_ms;          /* the host's dispatch time per call (ops x per-op cost) */
     double gpu_ms;           /* the kernels' time on the GPU per call */
-    double allocator_peak_bytes; /* weights + peak live activations (torch max_memory_allocated) */
+    double allocator_peak_bytes; /* the allocator's peak in use (torch max_memory_allocated) */
     perfpred_interval latency_interval; /* how sure latency_ms is (n = 0: no interval) */
 } perfpred_prediction;
 

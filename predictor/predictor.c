@@ -483,7 +483,8 @@ static int scaled_host(const pp_device *d)
 static perfpred_status stack_figures(const pp_graph *g, const pp_device *d, const pp_stack *stk,
                                      const pp_power_set *power, int n_groups,
                                      const pp_stack_kernel *sk, int n, double *scratch,
-                                     double roof_sum_ms, int ncal, perfpred_prediction *out)
+                                     double roof_sum_ms, int ncal, perfpred_prediction *out,
+                                     pp_err *err)
 {
     int own = pp_stack_trained_on(stk, d);
     out->stack = stk->name;
@@ -526,24 +527,32 @@ static perfpred_status stack_figures(const pp_graph *g, const pp_device *d, cons
         out->energy_mj.prov = PERFPRED_PROV_UNAVAILABLE;
         out->energy_mj.source = "the descriptor states no board power";
     }
-    double sbf = stk->precision == PP_PREC_FP16 ? 0.5 : 1.0, ctx = 0;
-    int exact = 0;
-    double w = (double)g->totals.param_bytes, act = (double)g->totals.peak_activation_bytes;
-    out->peak_memory_bytes.value = pp_stack_memory_bytes(stk, d, w, act, &ctx, &exact);
-    out->weights_bytes = w * sbf;
-    out->activations_bytes = act * sbf;
-    out->runtime_bytes = ctx;
-    out->workspace_bytes = (stk->act_factor - 1) * act * sbf;
-    out->allocator_peak_bytes = out->weights_bytes + out->activations_bytes;
+    double sbf = stk->precision == PP_PREC_FP16 ? 0.5 : 1.0;
+    pp_alloc_trace tr;
+    pp_stack_mem mem;
+    perfpred_status mst = pp_alloc_trace_build(g, stk->bn_kernel,
+                                               strcmp(stk->framework, "tensorrt") == 0, &tr, err);
+    if (mst) return mst;
+    mst = pp_stack_memory(stk, d, &tr, &mem, err);
+    pp_alloc_trace_free(&tr);
+    if (mst) return mst;
+    out->peak_memory_bytes.value = mem.used;
+    out->weights_bytes = (double)g->totals.param_bytes * sbf;
+    out->allocator_peak_bytes = mem.allocated;
+    out->activations_bytes = fmax(0, mem.allocated - out->weights_bytes);
+    out->runtime_bytes = mem.ctx;
+    out->workspace_bytes = mem.reserved - mem.allocated;
     out->peak_memory_bytes.prov =
-        own && exact ? PERFPRED_PROV_CALIBRATED : PERFPRED_PROV_TRANSFERRED;
+        own && mem.ctx_exact ? PERFPRED_PROV_CALIBRATED : PERFPRED_PROV_TRANSFERRED;
     out->peak_memory_bytes.source =
-        exact ? "device memory in use (NVML): CUDA context and libraries of this GPU architecture "
-                "+ weights + allocator segments and workspace over the live activations, fitted "
-                "on framework-tax-gpus and data/gpu-stacks"
-              : "device memory in use (NVML): context of the nearest measured GPU architecture "
-                "+ weights + allocator segments and workspace over the live activations "
-                "(framework-tax-gpus, data/gpu-stacks)";
+        mem.ctx_exact
+            ? "device memory in use (NVML): CUDA context and libraries of this GPU architecture "
+              "+ the segments PyTorch's caching allocator reserves replaying the run (weights, "
+              "activations, cuDNN and cuBLAS workspace), fitted on framework-tax-gpus and "
+              "data/gpu-stacks"
+            : "device memory in use (NVML): context of the nearest measured GPU architecture + "
+              "the segments PyTorch's caching allocator reserves replaying the run (weights, "
+              "activations, cuDNN and cuBLAS workspace) (framework-tax-gpus, data/gpu-stacks)";
     return PERFPRED_OK;
 }
 
@@ -761,7 +770,7 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
     if (pp->n_kernels) *pp->n_kernels = nk;
     if (stk) {
         perfpred_status sst = stack_figures(g, d, stk, &ctx->power, n_groups, sk, n_sk, scratch,
-                                            roof_sum_ms, ncal, out);
+                                            roof_sum_ms, ncal, out, err);
         free(sk);
         free(scratch);
         free(node_ms);

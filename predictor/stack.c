@@ -192,19 +192,52 @@ double pp_stack_latency_ms(const pp_stack *s, const pp_device *d, const pp_stack
                                      gpu_ms);
 }
 
-double pp_stack_memory_bytes(const pp_stack *s, const pp_device *d, double weights_fp32,
-                             double act_fp32, double *ctx_bytes, int *ctx_exact)
+double pp_stack_cublas_bytes(double cc)
 {
-    double bf = s->precision == PP_PREC_FP16 ? 0.5 : 1.0;
-    double ctx = pp_stack_context_mb(s, d->compute_capability, ctx_exact) * 1048576.0;
-    if (ctx_bytes) *ctx_bytes = ctx;
-    return ctx + weights_fp32 * bf + s->act_factor * act_fp32 * bf;
+    return cc >= 9.0 ? 4096.0 * 8 * 1024 : 4096.0 * 1024 * 2 + 16.0 * 1024 * 8;
 }
 
-double pp_stack_context_mb(const pp_stack *s, double cc, int *exact)
+pp_alloc_params pp_stack_alloc_params(const pp_stack *s, const pp_device *d, double capacity)
 {
-    int best = -1;
+    pp_alloc_params p = {0};
+    p.scale = s->precision == PP_PREC_FP16 ? 0.5 : 1.0;
+    p.ws_factor = s->ws_factor;
+    p.cublas_bytes = pp_stack_cublas_bytes(d->compute_capability);
+    p.capacity = capacity;
+    p.with_weights = 1;
+    return p;
+}
+
+perfpred_status pp_stack_memory(const pp_stack *s, const pp_device *d, const pp_alloc_trace *t,
+                                pp_stack_mem *out, pp_err *err)
+{
+    memset(out, 0, sizeof *out);
+    out->ctx = pp_stack_context_mb(s, d->compute_capability, pp_stack_current_software(d),
+                                   &out->ctx_exact) *
+               1048576.0;
+    double cap = d->memory_gb > 0 ? d->memory_gb * 1073741824.0 - out->ctx : 0;
+    pp_alloc_params p = pp_stack_alloc_params(s, d, cap > 0 ? cap : 0);
+    pp_alloc_stats st;
+    perfpred_status rc = pp_alloc_fresh(t, &p, &st, err);
+    if (rc) return rc;
+    out->reserved = st.peak_reserved;
+    out->allocated = st.peak_allocated;
+    out->used = out->ctx + out->reserved;
+    return PERFPRED_OK;
+}
+
+int pp_stack_current_software(const pp_device *d)
+{
+    return d->host_dispatch_source == PP_HOST_MEASURED ||
+           d->host_dispatch_source == PP_HOST_TRANSFERRED;
+}
+
+double pp_stack_context_mb(const pp_stack *s, double cc, int current, int *exact)
+{
+    int best = -1, any = 0;
+    for (int i = 0; i < s->n_ctx; i++) any |= s->ctx_current[i] == current;
     for (int i = 0; i < s->n_ctx; i++) {
+        if (any && s->ctx_current[i] != current) continue;
         if (best < 0) {
             best = i;
             continue;
@@ -214,7 +247,7 @@ double pp_stack_context_mb(const pp_stack *s, double cc, int *exact)
         double db = fabs(s->ctx_cc[best] - cc) + (floor(s->ctx_cc[best]) != floor(cc) ? 100 : 0);
         if (di < db - 1e-9 || (fabs(di - db) <= 1e-9 && s->ctx_cc[i] > s->ctx_cc[best])) best = i;
     }
-    if (exact) *exact = best >= 0 && fabs(s->ctx_cc[best] - cc) < 1e-9;
+    if (exact) *exact = best >= 0 && any && fabs(s->ctx_cc[best] - cc) < 1e-9;
     return best >= 0 ? s->ctx_mb[best] : 0;
 }
 
@@ -289,7 +322,7 @@ static perfpred_status parse_stack(const cJSON *o, const char *path, pp_stack *s
     if ((st = pp_artifact_num(o, path, "call_us", 0, 1e6, &s->call_us, err)) ||
         (st = pp_artifact_num(o, path, "sync_us", 0, 1e6, &s->sync_us, err)) ||
         (st = pp_artifact_num(o, path, "gpu_min_us", 0, 1e4, &s->gpu_min_us, err)) ||
-        (st = pp_artifact_num(o, path, "act_factor", 0, 100, &s->act_factor, err)) ||
+        (st = pp_artifact_num(o, path, "ws_factor", 0, 16, &s->ws_factor, err)) ||
         (st = class_array(o, path, "host_us", 0, 1e5, s->host_us, err)) ||
         (st = class_array(o, path, "efficiency", 1e-4, 10, s->eff, err)) ||
         (st = pp_artifact_str(o, path, "trained_on", s->trained_on, sizeof s->trained_on, err)) ||
@@ -350,8 +383,13 @@ static perfpred_status parse_stack(const cJSON *o, const char *path, pp_stack *s
     cJSON_ArrayForEach(e, ctx)
     {
         if ((st = pp_artifact_num(e, path, "cc", 1, 20, &s->ctx_cc[s->n_ctx], err)) ||
-            (st = pp_artifact_num(e, path, "mb", 0, 1e5, &s->ctx_mb[s->n_ctx], err)))
+            (st = pp_artifact_num(e, path, "mb", 0, 1e5, &s->ctx_mb[s->n_ctx], err)) ||
+            (st = pp_artifact_num(e, path, "current", 0, 1, &d, err)))
             return st;
+        if (d != 0 && d != 1)
+            return pp_err_set(err, PERFPRED_ERR_MODEL, "%s: field 'current' must be 0 or 1",
+                              path);
+        s->ctx_current[s->n_ctx] = (int)d;
         s->n_ctx++;
     }
     return PERFPRED_OK;
@@ -400,7 +438,7 @@ cJSON *pp_stack_json(const pp_stack *s)
     cJSON_AddNumberToObject(o, "call_us", s->call_us);
     cJSON_AddNumberToObject(o, "sync_us", s->sync_us);
     cJSON_AddNumberToObject(o, "gpu_min_us", s->gpu_min_us);
-    cJSON_AddNumberToObject(o, "act_factor", s->act_factor);
+    cJSON_AddNumberToObject(o, "ws_factor", s->ws_factor);
     cJSON_AddItemToObject(o, "host_us", host);
     cJSON_AddItemToObject(o, "efficiency", eff);
     host = eff = NULL;
@@ -409,6 +447,7 @@ cJSON *pp_stack_json(const pp_stack *s)
         if (!e) goto nomem;
         cJSON_AddNumberToObject(e, "cc", s->ctx_cc[i]);
         cJSON_AddNumberToObject(e, "mb", s->ctx_mb[i]);
+        cJSON_AddNumberToObject(e, "current", s->ctx_current[i]);
         cJSON_AddItemToArray(ctx, e);
     }
     cJSON_AddItemToObject(o, "context_mb", ctx);

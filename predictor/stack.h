@@ -13,6 +13,7 @@
 
 #include "devices/devices.h"
 #include "graph/graph.h"
+#include "predictor/allocator.h"
 #include "predictor/interval.h"
 
 /* Kernel classes: each has its own host cost and its own fraction of the peak. */
@@ -46,11 +47,16 @@ typedef struct pp_stack {
     double sync_us;                /* the final synchronize */
     double eff[PP_SK__COUNT];      /* fraction of the class's peak FLOP/s (PP_SK_MEM: of bandwidth) */
     double gpu_min_us;             /* shortest kernel on the GPU (launch to completion) */
-    /* memory as NVML reports it: context(cc) + weights + act_factor x peak live activations */
+    /* memory as NVML reports it: context(cc) + what the caching allocator reserved replaying
+     * the run (predictor/allocator.h) */
     int n_ctx;
     double ctx_cc[PP_STACK_MAX_CTX]; /* compute capability of the architectures measured */
-    double ctx_mb[PP_STACK_MAX_CTX]; /* context, library handles and workspace there (MiB) */
-    double act_factor;             /* allocator segments and workspace per byte of live activations */
+    double ctx_mb[PP_STACK_MAX_CTX]; /* CUDA context and libraries there (MiB) */
+    int ctx_current[PP_STACK_MAX_CTX]; /* 1: measured with the current software (the project's own
+                                          rows: PyTorch 2.x, CUDA 12+); 0: the 2022 public rows */
+    double ws_factor;              /* cuDNN workspace of a dense convolution per byte of its output;
+                                      TensorRT: the engine's activation block per byte of the eager
+                                      liveness peak (predictor/allocator.h) */
     /* how far a prediction falls from what a GPU measures: split-conformal quantiles of
      * log(measured / predicted) over leave-one-GPU-out rows (each row predicted by a fit that
      * did not see its GPU); [0]: batch < 16, [1]: batch >= 16. n_interval = 0: none. */
@@ -158,14 +164,32 @@ double pp_stack_latency_units_ms(const pp_stack *s, double host_scale, const pp_
                                  const double *tc_ms, const double *tm_ms, int n, double *scratch,
                                  double *host_ms, double *gpu_ms);
 
-/* Device memory in use (bytes) as NVML reports it: context(cc) + weights + act_factor x peak live
- * activations, weights and activations given at fp32. *ctx_bytes gets the context part. */
-double pp_stack_memory_bytes(const pp_stack *s, const pp_device *d, double weights_fp32,
-                             double act_fp32, double *ctx_bytes, int *ctx_exact);
+/* cuBLAS's workspace as PyTorch sizes it by default (CUBLAS_WORKSPACE_CONFIG unset): 32 MiB on
+ * compute capability 9.x (Hopper), 4096 KiB x 2 + 16 KiB x 8 before it. */
+double pp_stack_cublas_bytes(double cc);
+/* The replay parameters of s on d: tensors at the stack's precision, its workspace factor,
+ * cuBLAS's workspace for d, capacity bytes (0: none). */
+pp_alloc_params pp_stack_alloc_params(const pp_stack *s, const pp_device *d, double capacity);
 
-/* Context memory (MiB) for a GPU of compute capability cc: the measured architecture of the same
- * generation (major version) nearest to it, else the nearest of any (ties: the newer). *exact = 1 when cc itself was measured. 0 when the stack has none. */
-double pp_stack_context_mb(const pp_stack *s, double cc, int *exact);
+/* Memory of one model under s on d, as a fresh process that loads it and runs one pass sees it. */
+typedef struct pp_stack_mem {
+    double used;      /* NVML's used: ctx + reserved */
+    double ctx;       /* CUDA context and libraries of the nearest measured architecture */
+    double reserved;  /* the caching allocator's segments (torch max_memory_reserved) */
+    double allocated; /* its peak of blocks handed out (torch max_memory_allocated) */
+    int ctx_exact;    /* the context was measured on d's own architecture and software */
+} pp_stack_mem;
+perfpred_status pp_stack_memory(const pp_stack *s, const pp_device *d, const pp_alloc_trace *t,
+                                pp_stack_mem *out, pp_err *err);
+
+/* Context memory (MiB) for a GPU of compute capability cc under current (1) or 2022 (0)
+ * software: among the architectures measured with that software (all, when none was), the one of
+ * the same generation (major version) nearest to cc, else the nearest of any (ties: the newer).
+ * *exact = 1 when cc itself was measured with it. 0 when the stack has none. */
+double pp_stack_context_mb(const pp_stack *s, double cc, int current, int *exact);
+/* 1 when d runs the current software: its host's dispatch was measured on, or transferred from,
+ * the project's own current-PyTorch host (runtime.host_dispatch_source). */
+int pp_stack_current_software(const pp_device *d);
 
 /* Read / write the JSON artifact. Read is strict: a missing or out-of-range field is an error
  * naming the file and the field. Write goes to path.tmp, then renames. */
