@@ -268,7 +268,7 @@ static void family_folds_should_pool_what_eval_reports(void **state)
                          "--layer-sum-only --json");
     cJSON *f = run_json("calibrate fit --device host-cpu --networks data/host-cpu/networks.csv "
                         "--heldout-families 'squeezenet;googlenet' --epochs 2 --hidden 8 "
-                        "--threads 1 --json");
+                        "--threads 1 --dry-run --json");
     const cJSON *folds = cJSON_GetObjectItemCaseSensitive(f, "folds");
     assert_int_equal(cJSON_GetArraySize(folds), 2);
     const char *fam[2] = {"squeezenet", "googlenet"};
