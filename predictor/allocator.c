@@ -365,6 +365,7 @@ static int sim_malloc(pp_alloc_sim *s, int64_t request, double capacity)
         if (i < 0) return -1;
         s->s[s->ns] = (seg){sz, small, 1};
         s->b[i] = (blk){0, sz, s->ns, -1, -1, 0, 1, -1};
+        set_free(s, i, 1); /* cached until handed out below */
         s->ns++;
         s->st.reserved += (double)sz;
         if (s->st.reserved > s->st.peak_reserved) s->st.peak_reserved = s->st.reserved;
@@ -426,8 +427,11 @@ perfpred_status pp_alloc_sim_run(pp_alloc_sim *s, const pp_alloc_trace *t,
         }
         if (v->bytes > 0) {
             double f = v->kind == PP_ALLOC_WS ? p->ws_factor : 1.0;
-            int64_t n = (int64_t)llround((double)v->bytes * p->scale * f);
-            if (n <= 0) continue; /* no workspace: nothing allocated, nothing to free */
+            double want = (double)v->bytes * p->scale * f;
+            if (!(want >= 1)) continue; /* no workspace: nothing allocated, nothing to free */
+            /* past 2^60 B (no device holds it) the request stays 2^60 B and counts as over */
+            if (want > 0x1p60) s->st.over++;
+            int64_t n = want > 0x1p60 ? (int64_t)1 << 60 : (int64_t)llround(want);
             int i = sim_malloc(s, n, p->capacity);
             if (i < 0) break;
             if (v->kind != PP_ALLOC_WEIGHT && v->kind != PP_ALLOC_ENGINE && v->buf >= 0 &&

@@ -88,8 +88,9 @@ void pp_alloc_sim_reset_peaks(pp_alloc_sim *s);
 typedef struct pp_alloc_stats {
     double reserved, allocated;           /* now */
     double peak_reserved, peak_allocated; /* since the last reset */
-    int over;                             /* reservations past the capacity even after the
-                                             cache was returned (out of memory on a GPU) */
+    int over;                             /* requests past 2^60 B, or reservations past the
+                                             capacity even after the cache was returned (out
+                                             of memory on a GPU) */
 } pp_alloc_stats;
 pp_alloc_stats pp_alloc_sim_stats(const pp_alloc_sim *s);
 

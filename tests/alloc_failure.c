@@ -18,8 +18,10 @@
 
 #include "calibrate/calibrate.h"
 #include "devices/devices.h"
+#include "graph/graph.h"
 #include "graph_gnn/graph_gnn.h"
 #include "layer_models/layer_models.h"
+#include "predictor/allocator.h"
 #include "util/util.h"
 
 void *__real_malloc(size_t n);
@@ -121,6 +123,32 @@ static perfpred_status op_model_predict(void *arg, char *msg, size_t msg_n)
     }
     perfpred_model_free(m);
     perfpred_ctx_close(ctx);
+    return st;
+}
+
+/* The GPU memory replay (predictor/allocator.h) of a loaded graph: both trace kinds, a fresh
+ * process, then a sweep of two passes through one allocator with its cache emptied between. */
+static perfpred_status op_alloc_replay(void *arg, char *msg, size_t msg_n)
+{
+    const pp_graph *g = arg;
+    pp_err err = {0};
+    perfpred_status st = PERFPRED_OK;
+    for (int engine = 0; engine < 2 && !st; engine++) {
+        pp_alloc_trace t;
+        if ((st = pp_alloc_trace_build(g, 1, engine, &t, &err))) break;
+        pp_alloc_params p = {1, 0.5, 8519680, 0, 1};
+        pp_alloc_stats fresh;
+        st = pp_alloc_fresh(&t, &p, &fresh, &err);
+        pp_alloc_sim *sim = st ? NULL : pp_alloc_sim_new();
+        if (!st && !sim) st = pp_err_set(&err, PERFPRED_ERR_NOMEM, "out of memory");
+        if (!st) st = pp_alloc_sim_run(sim, &t, &p, &err);
+        if (sim) pp_alloc_sim_empty_cache(sim);
+        p.with_weights = 0;
+        if (!st) st = pp_alloc_sim_run(sim, &t, &p, &err);
+        pp_alloc_sim_free(sim);
+        pp_alloc_trace_free(&t);
+    }
+    snprintf(msg, msg_n, "%s", err.msg);
     return st;
 }
 
@@ -248,6 +276,18 @@ static void model_load_and_predict_should_survive_every_allocation_failure(void 
     fail_each_allocation("model load + predict + MIG advice", op_model_predict, NULL, NULL);
 }
 
+static void alloc_replay_should_survive_every_allocation_failure(void **state)
+{
+    pp_shape_opts o = {0};
+    o.batch = 2;
+    pp_graph *g = NULL;
+    pp_err err = {0};
+    assert_int_equal(pp_graph_load_full(PP_SOURCE_DIR "/examples/resnet18.onnx", &o, &g, &err),
+                     PERFPRED_OK);
+    fail_each_allocation("GPU memory replay", op_alloc_replay, NULL, g);
+    pp_graph_free(g);
+}
+
 static void gnn_load_should_survive_every_allocation_failure(void **state)
 {
     fail_each_allocation("GNN artifact load", op_gnn_load, NULL, NULL);
@@ -298,6 +338,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(descriptor_load_should_survive_every_allocation_failure),
         cmocka_unit_test(model_load_and_predict_should_survive_every_allocation_failure),
+        cmocka_unit_test(alloc_replay_should_survive_every_allocation_failure),
         cmocka_unit_test(gnn_load_should_survive_every_allocation_failure),
         cmocka_unit_test(layer_model_load_should_survive_every_allocation_failure),
         cmocka_unit_test(gnn_save_should_leave_nothing_partial_on_allocation_failure),

@@ -25,6 +25,7 @@
 #include "layer_models/layer_models.h"
 #include "calibrate/fit_power.h"
 #include "predictor/calib.h"
+#include "predictor/allocator.h"
 #include "predictor/interval.h"
 #include "predictor/power.h"
 #include "predictor/stack.h"
@@ -99,8 +100,19 @@ int pp_fuzz_onnx(const uint8_t *data, size_t len)
     /* what pp_graph_load_full does after reading the file */
     if (pp_onnx_load_buffer("fuzz.onnx", data, len, &g, &err) == PERFPRED_OK) {
         pp_shape_opts none = {0};
-        if (!pp_graph_infer_shapes(g, &none, &err) && !pp_graph_features(g, &err))
-            (void)pp_graph_liveness(g, &err);
+        if (!pp_graph_infer_shapes(g, &none, &err) && !pp_graph_features(g, &err) &&
+            !pp_graph_liveness(g, &err)) {
+            /* the GPU memory replay of both trace kinds, against a small device so that the
+             * allocator also returns its cache (predictor/allocator.h) */
+            for (int engine = 0; engine < 2; engine++) {
+                pp_alloc_trace t;
+                if (pp_alloc_trace_build(g, 1, engine, &t, &err)) continue;
+                pp_alloc_params p = {1, 0.5, 8519680, 64.0 * 1048576, 1};
+                pp_alloc_stats st;
+                (void)pp_alloc_fresh(&t, &p, &st, &err);
+                pp_alloc_trace_free(&t);
+            }
+        }
     }
     pp_graph_free(g);
     return 0;
