@@ -51,7 +51,7 @@ static int64_t unary_i(unary_fold f, int64_t x)
     case U_NEG: return x == INT64_MIN ? x : -x;
     case U_ABS: return x < 0 && x != INT64_MIN ? -x : x;
     case U_NOT: return x == 0;
-    case U_SQRT: return (int64_t)sqrt((double)x);
+    case U_SQRT: return x > 0 ? (int64_t)sqrt((double)x) : 0; /* NaN has no integer */
     case U_SIGN: return (x > 0) - (x < 0);
     case U_RELU: return x > 0 ? x : 0;
     default: return x; /* Floor, Ceil, Round, Identity of an integer */
