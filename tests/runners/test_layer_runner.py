@@ -7,7 +7,10 @@ import io
 import json
 import os
 import re
+import subprocess
+import sys
 import tempfile
+import time
 import unittest
 from unittest import mock
 
@@ -175,6 +178,44 @@ class LayerRunnerTest(unittest.TestCase):
         self.assertEqual(len(pairs), 6)
         _, out_rows = read_csv(self.out)
         self.assertEqual([r["op_type"] for r in out_rows], ["Conv", "Gemm", "Relu"])
+
+    def test_sigkill_at_any_moment_should_lose_nothing_and_resume(self):
+        # the runner as a process, killed with SIGKILL at moments spread over a whole run: the
+        # CSV is never partial, the partial file stays readable, and a rerun completes with every
+        # (row, round) timed once
+        slow = ["--rounds", "4", "--burst", "2", "--warmup-calls", "1", "--warmup-ms", "0",
+                "--min-sample-us", "40000", "--quiet"]
+        env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+
+        def cmd(out):
+            return [sys.executable, layer_runner.__file__, self.plan, "-o", out,
+                    "--device-name", "test-cpu", *slow]
+        t0 = time.monotonic()
+        subprocess.run(cmd(os.path.join(self.tmp.name, "whole.csv")), check=True, env=env,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        whole = time.monotonic() - t0
+        partial = self.out + ".partial.jsonl"
+        killed = 0
+        for k in range(4):
+            p = subprocess.Popen(cmd(self.out), env=env, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+            time.sleep(whole * (k + 0.5) / 4)
+            p.kill()
+            killed += p.wait() == -9
+            if os.path.exists(self.out):
+                self.assertEqual(len(read_csv(self.out)[1]), len(PLAN_ROWS))
+            if os.path.exists(partial):
+                timing.PartialStore.read(partial)
+        self.assertGreater(killed, 0)
+        subprocess.run(cmd(self.out), check=True, env=env, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        _, rows = read_csv(self.out)
+        self.assertEqual([r["op_type"] for r in rows], ["Conv", "Gemm", "Relu"])
+        with open(partial, encoding="utf-8") as f:
+            recs = [json.loads(x) for x in f][1:]
+        pairs = [(r["key"], r["round"]) for r in recs if r["type"] == "visit"]
+        self.assertEqual(sorted(pairs), sorted(set(pairs)))
+        self.assertEqual(len(pairs), 4 * len(PLAN_ROWS))
 
     def test_different_options_should_not_mix_with_a_partial_file(self):
         self.assertEqual(self.run_main()[0], 0)
