@@ -18,21 +18,26 @@
 #include "calibrate/calibrate.h"
 #include "predictor/calib.h"
 
+/* host_hi: the most one kernel may cost the host. Eager and TorchScript run each op through the
+ * Python or TorchScript interpreter and the dispatcher (up to 400 us); TensorRT's runtime
+ * launches an engine's kernels from C++ within one enqueue per call (a launch costs a few us),
+ * so its per-kernel cost is at most 10 us and the call's own cost takes the rest. */
 static const struct {
     const char *name, *framework, *suffix;
     pp_precision prec;
     int tf32, fuse, bn;
+    double host_hi;
 } stack_defs[] = {
     /* PyTorch's default allow_tf32 for cuDNN: convolutions on TF32 tensor cores on Ampere */
     /* eager and a traced (unfrozen) TorchScript run BatchNorm as a kernel of its own */
-    {"pytorch-eager-fp32", "pytorch-eager", "pretrained-fp32", PP_PREC_FP32, 1, 0, 1},
-    {"pytorch-eager-fp16", "pytorch-eager", "pretrained-fp16", PP_PREC_FP16, 0, 0, 1},
-    {"torchscript-fp32", "torchscript", "pretrained-torchscript", PP_PREC_FP32, 1, 0, 1},
-    {"torchscript-fp16", "torchscript", "pretrained-torchscript-fp16", PP_PREC_FP16, 0, 0, 1},
+    {"pytorch-eager-fp32", "pytorch-eager", "pretrained-fp32", PP_PREC_FP32, 1, 0, 1, 400},
+    {"pytorch-eager-fp16", "pytorch-eager", "pretrained-fp16", PP_PREC_FP16, 0, 0, 1, 400},
+    {"torchscript-fp32", "torchscript", "pretrained-torchscript", PP_PREC_FP32, 1, 0, 1, 400},
+    {"torchscript-fp16", "torchscript", "pretrained-torchscript-fp16", PP_PREC_FP16, 0, 0, 1, 400},
     /* TensorRT builds fp32 engines with TF32 allowed, folds BatchNorm into the convolution and
      * fuses bias/activation epilogues */
-    {"tensorrt-fp32", "tensorrt", "pretrained-trt", PP_PREC_FP32, 1, 1, 0},
-    {"tensorrt-fp16", "tensorrt", "pretrained-trt-fp16", PP_PREC_FP16, 0, 1, 0},
+    {"tensorrt-fp32", "tensorrt", "pretrained-trt", PP_PREC_FP32, 1, 1, 0, 10},
+    {"tensorrt-fp16", "tensorrt", "pretrained-trt-fp16", PP_PREC_FP16, 0, 1, 0, 10},
 };
 #define N_STACKS ((int)(sizeof stack_defs / sizeof stack_defs[0]))
 
@@ -434,11 +439,16 @@ static double to_x(double v, int i)
     return log(u / (1 - u));
 }
 
-static void stack_from_x(const double *x, pp_stack *s)
+/* host_hi: the stack's bound on a kernel's host cost (stack_defs), below hi_'s */
+static void stack_from_x(const double *x, pp_stack *s, double host_hi)
 {
     s->call_us = from_x(x, 0);
     for (int c = 0; c < PP_SK__COUNT; c++) {
-        s->host_us[c] = from_x(x, 1 + c);
+        double h = from_x(x, 1 + c);
+        s->host_us[c] = host_hi < hi_[1 + c] ? lo_[1 + c] + (h - lo_[1 + c]) *
+                                                                 (host_hi - lo_[1 + c]) /
+                                                                 (hi_[1 + c] - lo_[1 + c])
+                                             : h;
         s->eff[c] = from_x(x, 1 + PP_SK__COUNT + c);
     }
     s->gpu_min_us = from_x(x, NP - 1);
@@ -468,7 +478,7 @@ static double row_latency(const pp_stack *s, const row *r, const cfg *c, double 
 static double objective(fit_job *J, const double *x)
 {
     data *D = J->D;
-    stack_from_x(x, &J->s);
+    stack_from_x(x, &J->s, stack_defs[D->si].host_hi);
     double sum = 0;
     int n = 0;
     for (int i = 0; i < D->n_rows; i++) {
@@ -677,7 +687,7 @@ static void fit_one(fit_job *J)
     }
     double *x = best;
     nelder_mead(J, x, 0.3, budget / 4);
-    stack_from_x(x, &base);
+    stack_from_x(x, &base, stack_defs[D->si].host_hi);
     J->s = base;
     fit_memory(D, J->held, J->held_family, &J->s, J->scratch);
 }
