@@ -71,20 +71,34 @@ static void last_readers(const pp_graph *g, const int *root, int *end)
             end[root[t]] = g->n_nodes;
 }
 
+/* Every weight a node reads, allocated once when the model moves to the GPU; *total (optional)
+ * gets their bytes. -1 on OOM. */
+static int push_weights(const pp_graph *g, tb *t, int64_t *total)
+{
+    int64_t w = 0;
+    for (int i = 0; i < g->n_tensors; i++) {
+        const pp_tensor *T = &g->tensors[i];
+        if (!(T->flags & PP_T_WEIGHT) || (T->flags & PP_T_CONST) || T->n_consumers <= 0) continue;
+        int64_t b = pp_tensor_bytes(T);
+        if (b <= 0) continue;
+        if (push(t, i, PP_ALLOC_WEIGHT, b)) return -1;
+        w += b;
+    }
+    if (total) *total = w;
+    return 0;
+}
+
 /* TensorRT: the module's weights, the input and the output, then the engine's copy of the weights
  * and its activation block (ws_factor x the liveness peak less the input and output). */
 static perfpred_status engine_trace(const pp_graph *g, pp_alloc_trace *out, pp_err *err)
 {
     tb t = {0};
     int64_t w = 0, io = 0;
+    if (push_weights(g, &t, &w)) goto oom;
     for (int i = 0; i < g->n_tensors; i++) {
         const pp_tensor *T = &g->tensors[i];
-        if ((T->flags & PP_T_WEIGHT) && !(T->flags & PP_T_CONST) && T->n_consumers > 0) {
-            int64_t b = pp_tensor_bytes(T);
-            if (b > 0 && push(&t, i, PP_ALLOC_WEIGHT, b)) goto oom;
-            if (b > 0) w += b;
-        } else if ((T->flags & (PP_T_GRAPH_INPUT | PP_T_GRAPH_OUTPUT)) &&
-                   !(T->flags & (PP_T_WEIGHT | PP_T_CONST))) {
+        if ((T->flags & (PP_T_GRAPH_INPUT | PP_T_GRAPH_OUTPUT)) &&
+            !(T->flags & (PP_T_WEIGHT | PP_T_CONST))) {
             int64_t b = pp_tensor_bytes(T);
             if (b > 0 && push(&t, i, PP_ALLOC_ACT, b)) goto oom;
             if (b > 0) io += b;
@@ -108,28 +122,20 @@ oom:
 perfpred_status pp_alloc_trace_build(const pp_graph *g, int bn_eager, int engine,
                                      pp_alloc_trace *out, pp_err *err)
 {
-    if (engine) {
-        memset(out, 0, sizeof *out);
-        return engine_trace(g, out, err);
-    }
     memset(out, 0, sizeof *out);
+    if (engine) return engine_trace(g, out, err);
     int nt = g->n_tensors, nn = g->n_nodes;
     int *root = calloc((size_t)nt + 1, sizeof *root);
+    int *root1 = calloc((size_t)nt + 1, sizeof *root1);
     int *end = calloc((size_t)nt + 1, sizeof *end);
     tb t = {0};
     perfpred_status st = PERFPRED_OK;
-    if (!root || !end) goto oom;
+    if (!root || !root1 || !end || push_weights(g, &t, NULL)) goto oom;
 
     for (int i = 0; i < nt; i++) {
         const pp_tensor *T = &g->tensors[i];
         root[i] = -1;
-        if (T->flags & PP_T_CONST) continue;
-        if (T->flags & PP_T_WEIGHT) {
-            /* a weight: allocated once when the model moves to the GPU */
-            int64_t b = T->n_consumers > 0 ? pp_tensor_bytes(T) : 0;
-            if (b > 0 && push(&t, i, PP_ALLOC_WEIGHT, b)) goto oom;
-            continue;
-        }
+        if (T->flags & (PP_T_CONST | PP_T_WEIGHT)) continue;
         if (T->producer >= 0) {
             const pp_node_feat *pf = &g->nodes[T->producer].feat;
             if (!pf->folded && pf->kind != PP_OPK_SHAPE) root[i] = i;
@@ -143,9 +149,11 @@ perfpred_status pp_alloc_trace_build(const pp_graph *g, int bn_eager, int engine
         for (int k = 0; k < n->n_outputs; k++)
             if (n->outputs[k] >= 0) root[n->outputs[k]] = root[n->inputs[0]];
     }
-    /* in place: the activation's input buffer has no reader after it (by the roots above); a
-     * second pass in topological order then maps the output, and views of it, to that buffer */
+    /* in place: the activation's input buffer has no reader after it (by the roots above, kept in
+     * root1); a second pass in topological order then maps the output, and views of it, to that
+     * buffer */
     last_readers(g, root, end);
+    memcpy(root1, root, (size_t)nt * sizeof *root);
     for (int i = 0; i < nn; i++) {
         const pp_node *n = &g->nodes[i];
         if (n->n_inputs < 1 || n->inputs[0] < 0 || n->n_outputs < 1 || n->feat.folded) continue;
@@ -155,12 +163,8 @@ perfpred_status pp_alloc_trace_build(const pp_graph *g, int bn_eager, int engine
                 if (n->outputs[k] >= 0) root[n->outputs[k]] = in;
             continue;
         }
-        int r0 = n->inputs[0]; /* the input's own buffer before any in-place merge */
-        while (r0 >= 0 && g->tensors[r0].producer >= 0 &&
-               view_node(&g->nodes[g->tensors[r0].producer]) &&
-               g->nodes[g->tensors[r0].producer].n_inputs > 0)
-            r0 = g->nodes[g->tensors[r0].producer].inputs[0];
-        if (inplace_op(n->op_type) && in >= 0 && n->outputs[0] >= 0 && end[r0] == i &&
+        int r1 = root1[n->inputs[0]]; /* the input's buffer before any in-place merge */
+        if (inplace_op(n->op_type) && in >= 0 && r1 >= 0 && n->outputs[0] >= 0 && end[r1] == i &&
             !(g->tensors[in].flags & PP_T_GRAPH_INPUT))
             root[n->outputs[0]] = in;
     }
@@ -224,6 +228,7 @@ oom:
 done:
     free(t.ev);
     free(root);
+    free(root1);
     free(end);
     return st;
 }
