@@ -7,7 +7,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "perfpred.h"
+#include "perfpred_calibrate.h"
 
 /* Exit codes (documented in --help and README). */
 enum {

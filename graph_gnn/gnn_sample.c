@@ -185,8 +185,8 @@ perfpred_status pp_gnn_sample_from_graph(const pp_graph *g, const double *per_no
 
 /* ------------------------------------------- the whole-network correction's sample ---- */
 
-void pp_fitnet_globals(int64_t batch, const pp_graph_totals *tot, double peak_tflops,
-                       double bandwidth_gbs, double layer_sum_ms, double out[PP_FITNET_N_GLOBALS])
+void pp_gnn_sample_globals(int64_t batch, const pp_graph_totals *tot, double peak_tflops,
+                           double bandwidth_gbs, double layer_sum_ms, double out[PP_FIT_NET_N_GLOBALS])
 {
     out[0] = log(batch > 0 ? (double)batch : 1.0);
     out[1] = log1p((double)tot->macs);
@@ -203,11 +203,12 @@ static int64_t graph_batch(const pp_graph *g)
     return 1;
 }
 
-perfpred_status pp_fitnet_sample_from(const pp_graph *g, const double *per_node_ms,
-                                      double layer_sum_ms, double peak_tflops,
-                                      double bandwidth_gbs, pp_gnn_graph *out, pp_err *err)
+perfpred_status pp_gnn_sample_from(const pp_graph *g, const double *per_node_ms,
+                                   double layer_sum_ms, double peak_tflops,
+                                   double bandwidth_gbs, pp_gnn_graph *out, pp_err *err)
 {
-    double glob[PP_FITNET_N_GLOBALS];
-    pp_fitnet_globals(graph_batch(g), &g->totals, peak_tflops, bandwidth_gbs, layer_sum_ms, glob);
-    return pp_gnn_sample_from_graph(g, per_node_ms, glob, PP_FITNET_N_GLOBALS, out, err);
+    double glob[PP_FIT_NET_N_GLOBALS];
+    pp_gnn_sample_globals(graph_batch(g), &g->totals, peak_tflops, bandwidth_gbs, layer_sum_ms,
+                          glob);
+    return pp_gnn_sample_from_graph(g, per_node_ms, glob, PP_FIT_NET_N_GLOBALS, out, err);
 }

@@ -98,23 +98,23 @@ perfpred_status pp_gnn_sample_from_graph(const pp_graph *g, const double *per_no
                                          pp_err *err);
 void pp_gnn_graph_clear(pp_gnn_graph *s); /* frees s->mem and zeroes s; NULL is a no-op */
 
-/* ---- the whole-network correction's sample (gnn_sample.c; trained by calibrate/) ---- */
+/* ---- the whole-network correction's sample (gnn_sample.c; trained by fit/) ---- */
 /* Global features of a correction sample, in this order (natural logs; a figure the descriptor
  * lacks is 0):
  *   0 log(batch)             1 log(1 + MACs)            2 log(1 + parameters)
  *   3 log(1 + activation bytes, sum of node outputs)     4 log(peak TFLOP/s at the runtime's precision)
  *   5 log(memory bandwidth GB/s)                         6 log(layer sum in ms) */
-#define PP_FITNET_N_GLOBALS 7
-void pp_fitnet_globals(int64_t batch, const pp_graph_totals *tot, double peak_tflops,
-                       double bandwidth_gbs, double layer_sum_ms, double out[PP_FITNET_N_GLOBALS]);
-/* The sample a trained correction is applied to (calibrate/netsets.h, pp_fitnet_sample, builds
+#define PP_FIT_NET_N_GLOBALS 7
+void pp_gnn_sample_globals(int64_t batch, const pp_graph_totals *tot, double peak_tflops,
+                           double bandwidth_gbs, double layer_sum_ms, double out[PP_FIT_NET_N_GLOBALS]);
+/* The sample a trained correction is applied to (fit/fit.h, pp_fit_net_sample, builds
  * it for training), from figures the caller already has (for a predictor that applies the correction
  * inside its own prediction and must not call perfpred_predict again): per_node_ms indexes g->nodes
  * as above, layer_sum_ms is the uncorrected sum, peak and bandwidth as perfpred_device_info gives
  * them (peak_tflops at the runtime's precision, else fp32). */
-perfpred_status pp_fitnet_sample_from(const pp_graph *g, const double *per_node_ms,
-                                      double layer_sum_ms, double peak_tflops,
-                                      double bandwidth_gbs, pp_gnn_graph *out, pp_err *err);
+perfpred_status pp_gnn_sample_from(const pp_graph *g, const double *per_node_ms,
+                                   double layer_sum_ms, double peak_tflops,
+                                   double bandwidth_gbs, pp_gnn_graph *out, pp_err *err);
 
 /* Structural check: sizes, CSR order and bounds, finite values. `what` names it in errors. */
 perfpred_status pp_gnn_graph_check(const pp_gnn_graph *s, const char *what, pp_err *err);

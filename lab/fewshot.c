@@ -1,8 +1,8 @@
 /* lab/fewshot.c: few-shot calibration of a new device in HELP's setting (docs/networks.md, "Few-shot:
  * a phone from 20 measurements"): a GNN pretrained on other devices' NAS rows, its globals carrying
  * a hardware embedding, fine-tuned on a handful of the target's measurements. A study, not product:
- * it links the library's internals (calibrate/netsets.h: the sample cache it shares with
- * calibrate/fit_networks.c) and ships nothing. */
+ * it links the library's internals (fit/fit.h: the sample cache it shares with
+ * fit/fit_networks.c) and ships nothing. */
 #include "lab/fewshot.h"
 #include "predictor/calib.h"
 
@@ -30,9 +30,9 @@ typedef struct fs_row {
 } fs_row;
 
 /* log(measured / reference layer sum) of row r on its entry, NaN when unusable. */
-static double fs_ratio(const pp_netsample_cache *c, int ent, const pp_net_row *r)
+static double fs_ratio(const pp_fit_netsample_cache *c, int ent, const pp_net_row *r)
 {
-    const pp_netsample *e = &c->e[ent];
+    const pp_fit_netsample *e = &c->e[ent];
     if (e->state != PP_NS_OK || !(e->sum.layer_ms > 0)) return NAN;
     return log(r->latency_ms / e->sum.layer_ms);
 }
@@ -87,7 +87,7 @@ static perfpred_status fs_metrics(const pp_gnn *g, const pp_gnn_graph *s, const 
         pred[i] = base[idx[i]] * exp(o[0] + offset);
         ms[i] = meas[idx[i]];
     }
-    if (!st) st = pp_metrics_compute(pred, ms, n, out, err);
+    if (!st) st = pp_measure_metrics(pred, ms, n, out, err);
     free(pred);
     free(ms);
     return st;
@@ -96,10 +96,10 @@ static perfpred_status fs_metrics(const pp_gnn *g, const pp_gnn_graph *s, const 
 perfpred_status lab_fewshot_fit(const char *target_device, int n_shots,
                                 const char *const *pretrain_devices, int n_pretrain,
                                 const pp_net_row *rows, int n_rows,
-                                const pp_fitnet_params *params, lab_fewshot_report *report,
+                                const pp_fit_net_params *params, lab_fewshot_report *report,
                                 pp_err *err)
 {
-    pp_fitnet_params p = params ? *params : pp_fitnet_default_params();
+    pp_fit_net_params p = params ? *params : pp_fit_net_default_params();
     lab_fewshot_report rep_local, *rep = report ? report : &rep_local;
     memset(rep, 0, sizeof *rep);
     double t0 = pp_now_s();
@@ -110,7 +110,7 @@ perfpred_status lab_fewshot_fit(const char *target_device, int n_shots,
     perfpred_status st = pp_gnn_check_params(&p.gnn, err);
     if (st) return st;
     perfpred_ctx *ctx;
-    if ((st = pp_net_open_ctx(p.config_dir, &ctx, err))) return st;
+    if ((st = pp_fit_net_open_ctx(p.config_dir, &ctx, err))) return st;
     const int nd = n_pretrain + 1;
     const char *dev[65];
     perfpred_device_info info[65];
@@ -130,7 +130,7 @@ perfpred_status lab_fewshot_fit(const char *target_device, int n_shots,
     double *base = NULL, *meas = NULL, offset[65];
     uint64_t *shot_arch = NULL;
     pp_gnn *g = NULL;
-    pp_netsample_cache c;
+    pp_fit_netsample_cache c;
     memset(&c, 0, sizeof c);
     const char *ref_dev = NULL;
     if (!fr) goto oom;
@@ -153,7 +153,7 @@ perfpred_status lab_fewshot_fit(const char *target_device, int n_shots,
                 arch_key(rows[i].model, key, sizeof key);
                 fr[n_fr].row = i;
                 fr[n_fr].dev = d;
-                fr[n_fr].arch = pp_net_hash(key, PP_NET_HASH0);
+                fr[n_fr].arch = pp_fit_net_hash(key, PP_FIT_NET_HASH0);
                 n_fr++;
                 break;
             }
@@ -163,11 +163,11 @@ perfpred_status lab_fewshot_fit(const char *target_device, int n_shots,
     for (int d = 0; d < nd && !ref_dev; d++) {
         for (int k = 0; k < n_fr && !ref_dev; k++) {
             if (fr[k].dev != d) continue;
-            int e = pp_netsample_cache_get(&c, &rows[fr[k].row]);
+            int e = pp_fit_netsample_cache_get(&c, &rows[fr[k].row]);
             if (e < 0) goto oom;
             pp_err e2 = {0};
-            st = pp_netsample_build(ctx, &c.e[e], &rows[fr[k].row], p.table_path, dev[d],
-                                    NULL, 0, &e2);
+            st = pp_fit_netsample_build(ctx, &c.e[e], &rows[fr[k].row], p.table_path, dev[d],
+                                        NULL, 0, &e2);
             if (st == PERFPRED_ERR_DEVICE) {
                 st = PERFPRED_OK;
                 break; /* this device has no layer sum */
@@ -179,7 +179,7 @@ perfpred_status lab_fewshot_fit(const char *target_device, int n_shots,
             if (c.e[e].state == PP_NS_OK) ref_dev = dev[d];
         }
         /* entries built on another device's layer times */
-        if (!ref_dev) pp_netsample_cache_free(&c);
+        if (!ref_dev) pp_fit_netsample_cache_free(&c);
     }
     if (!ref_dev) {
         st = pp_err_set(err, PERFPRED_ERR_DEVICE,
@@ -194,13 +194,13 @@ perfpred_status lab_fewshot_fit(const char *target_device, int n_shots,
     if (!ent || !meas || !base) goto oom;
     /* pretraining rows: per device, the first max_train / n_pretrain architectures by hash */
     int per_dev = p.max_train / n_pretrain > 8 ? p.max_train / n_pretrain : 8;
-    pp_net_keyed *ord = malloc(((size_t)n_fr + 1) * sizeof *ord);
+    pp_fit_net_keyed *ord = malloc(((size_t)n_fr + 1) * sizeof *ord);
     if (!ord) goto oom;
     for (int k = 0; k < n_fr; k++) {
         ord[k].key = fr[k].arch ^ (p.gnn.seed * 0x9e3779b97f4a7c15ull);
         ord[k].idx = k;
     }
-    qsort(ord, (size_t)n_fr, sizeof *ord, pp_net_cmp_keyed);
+    qsort(ord, (size_t)n_fr, sizeof *ord, pp_fit_net_cmp_keyed);
     int taken[65] = {0};
     int *use = calloc((size_t)n_fr + 1, sizeof *use); /* 1 pretrain/shot candidate, 2 evaluation */
     if (!use) {
@@ -208,7 +208,7 @@ perfpred_status lab_fewshot_fit(const char *target_device, int n_shots,
         goto oom;
     }
     for (int q = 0; q < n_fr; q++) {
-        int k = ord[q].idx, b = pp_net_row_bucket(&rows[fr[k].row]);
+        int k = ord[q].idx, b = pp_fit_net_row_bucket(&rows[fr[k].row]);
         if (fr[k].dev == 0) use[k] = b < p.heldout_pct ? 2 : 3; /* 3: shot candidate, lazily */
         else if (b >= p.heldout_pct && taken[fr[k].dev] < per_dev) {
             use[k] = 1;
@@ -220,12 +220,12 @@ perfpred_status lab_fewshot_fit(const char *target_device, int n_shots,
         ent[k] = -1;
         if (!use[k] || use[k] == 3) continue;
         const pp_net_row *r = &rows[fr[k].row];
-        int e = pp_netsample_cache_get(&c, r);
+        int e = pp_fit_netsample_cache_get(&c, r);
         if (e < 0) {
             free(use);
             goto oom;
         }
-        if ((st = pp_netsample_build(ctx, &c.e[e], r, p.table_path, ref_dev, NULL, 0, err))) {
+        if ((st = pp_fit_netsample_build(ctx, &c.e[e], r, p.table_path, ref_dev, NULL, 0, err))) {
             free(use);
             goto done;
         }
@@ -245,7 +245,7 @@ perfpred_status lab_fewshot_fit(const char *target_device, int n_shots,
         goto oom;
     }
     {
-        pp_net_keyed *tk = malloc(((size_t)n_fr + 1) * sizeof *tk);
+        pp_fit_net_keyed *tk = malloc(((size_t)n_fr + 1) * sizeof *tk);
         int nt = 0;
         if (!tk) {
             free(use);
@@ -257,19 +257,20 @@ perfpred_status lab_fewshot_fit(const char *target_device, int n_shots,
                 tk[nt].key = fr[k].arch ^ (p.gnn.seed * 0xd1b54a32d192ed03ull);
                 tk[nt++].idx = k;
             }
-        qsort(tk, (size_t)nt, sizeof *tk, pp_net_cmp_keyed);
+        qsort(tk, (size_t)nt, sizeof *tk, pp_fit_net_cmp_keyed);
         for (int q = 0; q < nt && rep->n_shots < n_shots; q++) {
             int k = tk[q].idx, ok = 1;
             double v[65];
             const pp_net_row *rk = &rows[fr[k].row];
-            int ek = pp_netsample_cache_get(&c, rk);
+            int ek = pp_fit_netsample_cache_get(&c, rk);
             if (ek < 0) {
                 free(tk);
                 free(use);
                 free(shot_val);
                 goto oom;
             }
-            if ((st = pp_netsample_build(ctx, &c.e[ek], rk, p.table_path, ref_dev, NULL, 0, err))) {
+            if ((st = pp_fit_netsample_build(ctx, &c.e[ek], rk, p.table_path, ref_dev, NULL, 0,
+                                             err))) {
                 free(tk);
                 free(use);
                 free(shot_val);
@@ -282,15 +283,15 @@ perfpred_status lab_fewshot_fit(const char *target_device, int n_shots,
                 for (int j = 0; j < n_fr; j++)
                     if (fr[j].dev == d && fr[j].arch == fr[k].arch) {
                         const pp_net_row *r = &rows[fr[j].row];
-                        int e = pp_netsample_cache_get(&c, r);
+                        int e = pp_fit_netsample_cache_get(&c, r);
                         if (e < 0) {
                             free(tk);
                             free(use);
                             free(shot_val);
                             goto oom;
                         }
-                        st = pp_netsample_build(ctx, &c.e[e], r, p.table_path, ref_dev, NULL, 0,
-                                                err);
+                        st = pp_fit_netsample_build(ctx, &c.e[e], r, p.table_path, ref_dev, NULL, 0,
+                                                    err);
                         if (st) {
                             free(tk);
                             free(use);
@@ -323,7 +324,7 @@ perfpred_status lab_fewshot_fit(const char *target_device, int n_shots,
         goto done;
     }
     /* hardware embedding: each device's shot log-ratios, centred; offset = their mean */
-    const int G = PP_FITNET_N_GLOBALS + n_shots;
+    const int G = PP_FIT_NET_N_GLOBALS + n_shots;
     for (int d = 0; d < nd; d++) {
         double s = 0;
         for (int q = 0; q < n_shots; q++) s += shot_val[q][d];
@@ -342,18 +343,18 @@ perfpred_status lab_fewshot_fit(const char *target_device, int n_shots,
     int n_pre = 0, n_val = 0, seen[65] = {0};
     for (int k = 0; k < n_fr; k++) {
         if (ent[k] < 0 || use[k] == 3) continue;
-        const pp_netsample *e = &c.e[ent[k]];
+        const pp_fit_netsample *e = &c.e[ent[k]];
         int d = fr[k].dev;
         smp[k] = e->s;
         smp[k].mem = NULL;
         smp[k].n_globals = G;
         float *u = glob + (size_t)k * (size_t)G;
-        for (int j = 0; j < PP_FITNET_N_GLOBALS; j++) u[j] = e->s.globals[j];
+        for (int j = 0; j < PP_FIT_NET_N_GLOBALS; j++) u[j] = e->s.globals[j];
         /* the sample's own device figures, not the reference device's */
         u[4] = info[d].peak_tflops > 0 ? (float)log(info[d].peak_tflops) : 0.0f;
         u[5] = info[d].memory_bandwidth_gbs > 0 ? (float)log(info[d].memory_bandwidth_gbs) : 0.0f;
         for (int q = 0; q < n_shots; q++)
-            u[PP_FITNET_N_GLOBALS + q] = (float)(shot_val[q][d] - offset[d]);
+            u[PP_FIT_NET_N_GLOBALS + q] = (float)(shot_val[q][d] - offset[d]);
         smp[k].globals = u;
         memset(smp[k].mask, 0, sizeof smp[k].mask);
         smp[k].y[0] = (float)(fs_ratio(&c, ent[k], &rows[fr[k].row]) - offset[d]);
@@ -388,7 +389,7 @@ perfpred_status lab_fewshot_fit(const char *target_device, int n_shots,
             ones[i] = base[evalr[i]];
             ms[i] = meas[evalr[i]];
         }
-        if (!st) st = pp_metrics_compute(ones, ms, rep->n_eval, &rep->layer_sum, err);
+        if (!st) st = pp_measure_metrics(ones, ms, rep->n_eval, &rep->layer_sum, err);
         free(ones);
         free(ms);
     }
@@ -413,7 +414,7 @@ done:
     free(base);
     free(meas);
     free(shot_arch);
-    pp_netsample_cache_free(&c);
+    pp_fit_netsample_cache_free(&c);
     perfpred_ctx_close(ctx);
     return st;
 }

@@ -4,7 +4,7 @@
 #ifndef LAB_FEWSHOT_H
 #define LAB_FEWSHOT_H
 
-#include "calibrate/netsets.h"
+#include "fit/fit.h"
 
 typedef struct lab_fewshot_report {
     int n_pretrain_rows, n_pretrain_devices;
@@ -27,7 +27,7 @@ typedef struct lab_fewshot_report {
 perfpred_status lab_fewshot_fit(const char *target_device, int n_shots,
                                 const char *const *pretrain_devices, int n_pretrain,
                                 const pp_net_row *rows, int n_rows,
-                                const pp_fitnet_params *params, lab_fewshot_report *report,
+                                const pp_fit_net_params *params, lab_fewshot_report *report,
                                 pp_err *err);
 
 #endif

@@ -42,7 +42,7 @@ int main(int argc, char **argv)
         {NULL, 0, NULL, 0}};
     const char *target = NULL, *pretrain = NULL, *dataset = "help-nb201";
     int shots = 20, v;
-    pp_fitnet_params p = pp_fitnet_default_params();
+    pp_fit_net_params p = pp_fit_net_default_params();
     for (int c; (c = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
         int bad = 0;
         switch (c) {
@@ -89,8 +89,8 @@ int main(int argc, char **argv)
     pp_err err = {0};
     pp_net_table *all = NULL;
     int rc = 1;
-    pp_netset_opts o = pp_netset_default_opts();
-    if (pp_netset_import(dataset, &o, &all, NULL, &err)) goto out;
+    pp_netset_opts o = pp_datasets_netset_default_opts();
+    if (pp_datasets_netset_import(dataset, &o, &all, NULL, &err)) goto out;
     lab_fewshot_report r;
     if (lab_fewshot_fit(target, shots, pre, n_pre, all->rows, all->n, &p, &r, &err)) goto out;
     printf("few-shot %s: %d shots, %d pretraining rows on %d devices, %s layer times, %.0f s\n",
@@ -102,6 +102,6 @@ int main(int argc, char **argv)
     rc = 0;
 out:
     if (rc) fprintf(stderr, "lab_fewshot: %s\n", err.msg);
-    pp_net_table_free(all);
+    pp_measure_net_table_free(all);
     return rc;
 }

@@ -13,19 +13,20 @@
 static pp_net_table *real_rpi4(void)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/help/help_nasbench201_latency.csv", pp_netset_default_root());
+    snprintf(path, sizeof path, "%s/help/help_nasbench201_latency.csv", pp_datasets_netset_root());
     if (access(path, R_OK) != 0) return NULL;
-    pp_netset_opts o = pp_netset_default_opts();
+    pp_netset_opts o = pp_datasets_netset_default_opts();
     o.device = "rpi4";
     pp_net_table *t = NULL;
     pp_err err = {0};
-    if (pp_netset_import("help-nb201", &o, &t, NULL, &err) != PERFPRED_OK) fail_msg("%s", err.msg);
+    if (pp_datasets_netset_import("help-nb201", &o, &t, NULL, &err) != PERFPRED_OK) fail_msg("%s",
+                                                                                             err.msg);
     return t;
 }
 
-static pp_fitnet_params small_params(void)
+static pp_fit_net_params small_params(void)
 {
-    pp_fitnet_params p = pp_fitnet_default_params();
+    pp_fit_net_params p = pp_fit_net_default_params();
     p.max_train = 150;
     p.max_val = 30;
     p.max_heldout = 60;
@@ -46,15 +47,15 @@ static void fewshot_should_pretrain_on_other_devices_and_adapt(void **state)
     static const char *const more[2] = {"pixel3", "xeon-gold-6226"};
     pp_err err = {0};
     for (int i = 0; i < 2; i++) {
-        pp_netset_opts o = pp_netset_default_opts();
+        pp_netset_opts o = pp_datasets_netset_default_opts();
         o.device = more[i];
         pp_net_table *t = NULL;
-        assert_int_equal(pp_netset_import("help-nb201", &o, &t, NULL, &err), PERFPRED_OK);
-        assert_int_equal(pp_net_table_append(all, t, &err), PERFPRED_OK);
-        pp_net_table_free(t);
+        assert_int_equal(pp_datasets_netset_import("help-nb201", &o, &t, NULL, &err), PERFPRED_OK);
+        assert_int_equal(pp_datasets_net_table_append(all, t, &err), PERFPRED_OK);
+        pp_measure_net_table_free(t);
     }
     assert_int_equal(all->n, 3 * 15625);
-    pp_fitnet_params p = small_params();
+    pp_fit_net_params p = small_params();
     p.max_train = 80;
     p.gnn.epochs = 3;
     const char *pre[2] = {"rpi4", "gold_6226"};
@@ -76,7 +77,7 @@ static void fewshot_should_pretrain_on_other_devices_and_adapt(void **state)
                      PERFPRED_ERR_DEVICE);
     assert_int_equal(lab_fewshot_fit("pixel3", 1, pre, 2, all->rows, all->n, &p, &r, &err),
                      PERFPRED_ERR_INVALID_ARG);
-    pp_net_table_free(all);
+    pp_measure_net_table_free(all);
 }
 
 int main(void)

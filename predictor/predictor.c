@@ -797,8 +797,8 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
         pp_gnn_graph sample;
         double tf = d->peak_tflops[d->runtime_precision];
         if (!(tf > 0)) tf = d->peak_tflops[PP_PREC_FP32];
-        perfpred_status st = pp_fitnet_sample_from(g, node_ms, total_ms, tf,
-                                                   d->memory_bandwidth_gbs, &sample, err);
+        perfpred_status st = pp_gnn_sample_from(g, node_ms, total_ms, tf,
+                                                d->memory_bandwidth_gbs, &sample, err);
         if (!st) st = pp_gnn_forward_fast(gnn, &sample, corr, corr_lo, corr_hi, err);
         pp_gnn_graph_clear(&sample);
         if (st) {

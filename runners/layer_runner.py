@@ -20,7 +20,7 @@ if _HERE not in sys.path:
 import layers  # noqa: E402
 import timing  # noqa: E402
 
-# The layer measurement CSV of docs/measurements.md (calibrate/measurements.c reads exactly these).
+# The layer measurement CSV of docs/measurements.md (measure/measurements.c reads exactly these).
 LAYER_COLUMNS = ["device", "runtime", "runtime_version", "precision", "op_kind", "op_type", "batch",
                  "inputs", "attrs", "latency_ms", "latency_spread_ms", "repetitions", "energy_j",
                  "memory_bytes", "source", "date"]

@@ -1,7 +1,7 @@
 """layers.py: one ONNX node, as a layer row of docs/measurements.md describes it, rebuilt in PyTorch.
 
 Parses the `inputs` (x:/w: dims, `-` for an omitted input) and `attrs` (name:type=value) columns
-exactly as calibrate/measurements.c does, classifies the op kind the way graph/features.c does, and
+exactly as measure/measurements.c does, classifies the op kind the way graph/features.c does, and
 returns a zero-argument callable that runs the node eagerly on random inputs (fp32 or fp16).
 """
 

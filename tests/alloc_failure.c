@@ -16,7 +16,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "calibrate/calibrate.h"
+#include "fit/fit.h"
 #include "devices/devices.h"
 #include "graph/graph.h"
 #include "graph_gnn/graph_gnn.h"

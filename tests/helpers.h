@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "perfpred.h"
+#include "perfpred_calibrate.h"
 
 /* The layer CSV header (docs/measurements.md). */
 #define PP_TEST_LAYER_HEADER                                                                      \

@@ -11,6 +11,7 @@ prefix=$(mktemp -d)
 trap 'rm -rf "$prefix"' EXIT
 cmake --install "$build" --prefix "$prefix" >/dev/null
 test -f "$prefix/include/perfpred.h"
+test -f "$prefix/include/perfpred_calibrate.h"
 test -f "$prefix/share/perfpred/configs/devices/a100.yaml"
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
 cc -std=c11 -Wall -Wextra -Werror $san "$src/examples/predict.c" $(pkg-config --cflags --libs perfpred) -lm \

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "calibrate/netsets.h"
+#include "fit/fit.h"
 
 typedef struct ref_row {
     char name[64], ref[512];
@@ -43,8 +43,9 @@ static void load_reference(ref_rows *rr)
 {
     memset(rr, 0, sizeof *rr);
     pp_err err = {0};
-    assert_int_equal(pp_csv_read(pp_test_path("tests/fixtures/nas/reference.csv"), ref_record, rr,
-                                 &err),
+    assert_int_equal(pp_measure_csv_read(pp_test_path("tests/fixtures/nas/reference.csv"),
+                                         ref_record, rr,
+                                         &err),
                      PERFPRED_OK);
     assert_true(rr->n >= 7);
 }
@@ -299,11 +300,11 @@ static void families_should_hash_architectures_not_datasets(void **state)
     assert_int_equal(pp_net_ref_family(r2, b, sizeof b), 0);
     assert_string_equal(a, b);
     assert_int_equal(strncmp(a, "nb201-h", 7), 0);
-    int bucket = pp_net_family_bucket(a);
+    int bucket = pp_datasets_family_bucket(a);
     assert_true(bucket >= 0 && bucket < 100);
     assert_int_equal(pp_net_ref_family("models/resnet18.onnx", c, sizeof c), 0);
     assert_string_equal(c, "resnet18");
-    assert_int_equal(pp_net_family_bucket(c), -1);
+    assert_int_equal(pp_datasets_family_bucket(c), -1);
     /* buckets spread: 200 FBNet encodings land in more than 50 of 100 buckets */
     int seen[100] = {0}, distinct = 0;
     for (int i = 0; i < 200; i++) {
@@ -313,7 +314,7 @@ static void families_should_hash_architectures_not_datasets(void **state)
             off += (size_t)snprintf(ref + off, sizeof ref - off, "%s%d", l ? "," : "",
                                     (i * 7 + l * l * 3 + (i >> l)) % 9);
         assert_int_equal(pp_net_ref_family(ref, a, sizeof a), 0);
-        int k = pp_net_family_bucket(a);
+        int k = pp_datasets_family_bucket(a);
         if (!seen[k]++) distinct++;
     }
     assert_true(distinct > 50);

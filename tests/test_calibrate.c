@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "calibrate/calibrate.h"
+#include "fit/fit.h"
 
 #define NEUSIGHT_ROOT PP_SOURCE_DIR "/../shared/datasets/neusight"
 #define A100_40 "NVIDIA A100-PCIE-40GB"
@@ -50,7 +50,7 @@ static void layer_csv_should_read_good_rows(void **state)
     const char *path = write_tmp(text);
     pp_layer_table *t;
     pp_err err = {0};
-    assert_int_equal(pp_layer_csv_read(path, &t, &err), PERFPRED_OK);
+    assert_int_equal(pp_measure_layer_csv_read(path, &t, &err), PERFPRED_OK);
     assert_int_equal(t->n, 2);
     assert_int_equal(t->bad.n, 0);
     const pp_layer_row *r = &t->rows[0];
@@ -81,7 +81,7 @@ static void layer_csv_should_read_good_rows(void **state)
     assert_true(isnan(r->energy_j));
     assert_int_equal(r->memory_bytes, -1);
     assert_string_equal(r->runtime_version, "");
-    pp_layer_table_free(t);
+    pp_measure_layer_table_free(t);
 }
 
 static void layer_csv_should_count_bad_rows_with_file_and_line(void **state)
@@ -109,7 +109,7 @@ static void layer_csv_should_count_bad_rows_with_file_and_line(void **state)
     snprintf(saved, sizeof saved, "%s", path);
     pp_layer_table *t;
     pp_err err = {0};
-    assert_int_equal(pp_layer_csv_read(saved, &t, &err), PERFPRED_OK);
+    assert_int_equal(pp_measure_layer_csv_read(saved, &t, &err), PERFPRED_OK);
     assert_int_equal(t->n, 2);
     assert_int_equal(t->bad.n, 11);
     assert_int_equal(t->bad.n_kept, 11);
@@ -126,7 +126,7 @@ static void layer_csv_should_count_bad_rows_with_file_and_line(void **state)
     assert_true(bad_has(&t->bad, saved, 13, "dims"));
     assert_int_equal(t->rows[0].line, 2);
     assert_int_equal(t->rows[1].line, 15);
-    pp_layer_table_free(t);
+    pp_measure_layer_table_free(t);
 }
 
 static void layer_csv_should_count_lines_across_crlf_and_quoted_newlines(void **state)
@@ -144,7 +144,7 @@ static void layer_csv_should_count_lines_across_crlf_and_quoted_newlines(void **
     snprintf(saved, sizeof saved, "%s", p);
     pp_layer_table *t;
     pp_err err = {0};
-    assert_int_equal(pp_layer_csv_read(saved, &t, &err), PERFPRED_OK);
+    assert_int_equal(pp_measure_layer_csv_read(saved, &t, &err), PERFPRED_OK);
     assert_int_equal(t->n, 2);
     assert_int_equal(t->bad.n, 1);
     assert_true(bad_has(&t->bad, saved, 4, "zero"));
@@ -152,7 +152,7 @@ static void layer_csv_should_count_lines_across_crlf_and_quoted_newlines(void **
     assert_int_equal(t->rows[0].line, 2);
     assert_int_equal(t->rows[1].line, 5);
     assert_true(t->rows[1].latency_ms == 0.2);
-    pp_layer_table_free(t);
+    pp_measure_layer_table_free(t);
 }
 
 static void layer_csv_should_reject_bad_headers(void **state)
@@ -161,23 +161,23 @@ static void layer_csv_should_reject_bad_headers(void **state)
     pp_err err = {0};
     /* missing column */
     const char *p = write_tmp("device,runtime\nx,y\n");
-    assert_int_equal(pp_layer_csv_read(p, &t, &err), PERFPRED_ERR_PARSE);
+    assert_int_equal(pp_measure_layer_csv_read(p, &t, &err), PERFPRED_ERR_PARSE);
     assert_null(t);
     assert_non_null(strstr(err.msg, ":1: missing column 'runtime_version'"));
     /* unknown column */
     char text[1024];
     snprintf(text, sizeof text, "%.*s,speed\n", (int)strlen(HEADER) - 1, HEADER);
     p = write_tmp(text);
-    assert_int_equal(pp_layer_csv_read(p, &t, &err), PERFPRED_ERR_PARSE);
+    assert_int_equal(pp_measure_layer_csv_read(p, &t, &err), PERFPRED_ERR_PARSE);
     assert_non_null(strstr(err.msg, "unknown column 'speed'"));
     /* duplicate column */
     snprintf(text, sizeof text, "%.*s,date\n", (int)strlen(HEADER) - 1, HEADER);
     p = write_tmp(text);
-    assert_int_equal(pp_layer_csv_read(p, &t, &err), PERFPRED_ERR_PARSE);
+    assert_int_equal(pp_measure_layer_csv_read(p, &t, &err), PERFPRED_ERR_PARSE);
     assert_non_null(strstr(err.msg, "duplicate column 'date'"));
     /* empty file */
     p = write_tmp("");
-    assert_int_equal(pp_layer_csv_read(p, &t, &err), PERFPRED_ERR_PARSE);
+    assert_int_equal(pp_measure_layer_csv_read(p, &t, &err), PERFPRED_ERR_PARSE);
     assert_non_null(strstr(err.msg, "no header"));
 }
 
@@ -190,7 +190,7 @@ static void layer_csv_should_reject_malformed_quotes_naming_line(void **state)
     const char *p = write_tmp(text);
     pp_layer_table *t = NULL;
     pp_err err = {0};
-    assert_int_equal(pp_layer_csv_read(p, &t, &err), PERFPRED_ERR_PARSE);
+    assert_int_equal(pp_measure_layer_csv_read(p, &t, &err), PERFPRED_ERR_PARSE);
     assert_non_null(strstr(err.msg, ":3: malformed CSV"));
 }
 
@@ -228,9 +228,9 @@ static void layer_csv_should_round_trip_through_write(void **state)
     char path[4096];
     snprintf(path, sizeof path, "%s/pp_test_roundtrip_%ld.csv", PP_BINARY_DIR, (long)getpid());
     pp_err err = {0};
-    assert_int_equal(pp_layer_csv_write(path, &r, 1, &err), PERFPRED_OK);
+    assert_int_equal(pp_measure_layer_csv_write(path, &r, 1, &err), PERFPRED_OK);
     pp_layer_table *t;
-    assert_int_equal(pp_layer_csv_read(path, &t, &err), PERFPRED_OK);
+    assert_int_equal(pp_measure_layer_csv_read(path, &t, &err), PERFPRED_OK);
     assert_int_equal(t->n, 1);
     assert_int_equal(t->bad.n, 0);
     const pp_layer_row *q = &t->rows[0];
@@ -246,7 +246,7 @@ static void layer_csv_should_round_trip_through_write(void **state)
     assert_true(isnan(q->latency_spread_ms));
     assert_int_equal(q->repetitions, 50);
     assert_int_equal(q->memory_bytes, 0);
-    pp_layer_table_free(t);
+    pp_measure_layer_table_free(t);
     unlink(path);
 }
 
@@ -266,7 +266,7 @@ static void net_csv_should_read_rows_and_count_bad_ones(void **state)
     snprintf(saved, sizeof saved, "%s", p);
     pp_net_table *t;
     pp_err err = {0};
-    assert_int_equal(pp_net_csv_read(saved, &t, &err), PERFPRED_OK);
+    assert_int_equal(pp_measure_net_csv_read(saved, &t, &err), PERFPRED_OK);
     assert_int_equal(t->n, 1);
     assert_int_equal(t->bad.n, 2);
     assert_true(bad_has(&t->bad, saved, 3, "input_shapes"));
@@ -278,14 +278,14 @@ static void net_csv_should_read_rows_and_count_bad_ones(void **state)
     /* and back */
     char out[4096];
     snprintf(out, sizeof out, "%s/pp_test_net_%ld.csv", PP_BINARY_DIR, (long)getpid());
-    assert_int_equal(pp_net_csv_write(out, t->rows, t->n, &err), PERFPRED_OK);
+    assert_int_equal(pp_measure_net_csv_write(out, t->rows, t->n, &err), PERFPRED_OK);
     pp_net_table *t2;
-    assert_int_equal(pp_net_csv_read(out, &t2, &err), PERFPRED_OK);
+    assert_int_equal(pp_measure_net_csv_read(out, &t2, &err), PERFPRED_OK);
     assert_int_equal(t2->n, 1);
     assert_true(t2->rows[0].latency_ms == 41.5);
     assert_string_equal(t2->rows[0].input_shapes, "input:8x3x224x224");
-    pp_net_table_free(t2);
-    pp_net_table_free(t);
+    pp_measure_net_table_free(t2);
+    pp_measure_net_table_free(t);
     unlink(out);
 }
 
@@ -298,7 +298,7 @@ static void metrics_should_match_hand_computed_values(void **state)
     const double pred[] = {110, 180, 100, 5, 4};
     pp_metrics m;
     pp_err err = {0};
-    assert_int_equal(pp_metrics_compute(pred, meas, 5, &m, &err), PERFPRED_OK);
+    assert_int_equal(pp_measure_metrics(pred, meas, 5, &m, &err), PERFPRED_OK);
     assert_int_equal(m.n, 5);
     assert_rel_close(m.mape_pct, 100.0 * (0.1 + 0.1 + 1.0 + 0.5 + 0) / 5, 1e-12); /* 34 % */
     assert_rel_close(m.rmspe_pct, 100.0 * sqrt((0.01 + 0.01 + 1.0 + 0.25) / 5), 1e-12);
@@ -311,12 +311,12 @@ static void spearman_should_average_tied_ranks(void **state)
 {
     /* a ranks {1, 2.5, 2.5, 4}, b ranks {1, 3, 2, 4}: rho = 4.5 / sqrt(4.5 * 5) = sqrt(0.9) */
     const double a[] = {1, 2, 2, 3}, b[] = {10, 30, 20, 40};
-    assert_rel_close(pp_spearman(a, b, 4), sqrt(0.9), 1e-12);
+    assert_rel_close(pp_measure_spearman(a, b, 4), sqrt(0.9), 1e-12);
     const double up[] = {1, 2, 3, 4}, down[] = {40, 30, 20, 10};
-    assert_rel_close(pp_spearman(up, down, 4), -1.0, 1e-12);
+    assert_rel_close(pp_measure_spearman(up, down, 4), -1.0, 1e-12);
     const double flat[] = {5, 5, 5, 5};
-    assert_true(isnan(pp_spearman(a, flat, 4)));
-    assert_true(isnan(pp_spearman(a, b, 1)));
+    assert_true(isnan(pp_measure_spearman(a, flat, 4)));
+    assert_true(isnan(pp_measure_spearman(a, b, 1)));
 }
 
 static void metrics_should_split_by_group_and_reject_bad_input(void **state)
@@ -326,7 +326,7 @@ static void metrics_should_split_by_group_and_reject_bad_input(void **state)
     const int group[] = {0, 1, 0, 1};
     pp_metrics m[3];
     pp_err err = {0};
-    assert_int_equal(pp_metrics_by_group(pred, meas, group, 4, 3, m, &err), PERFPRED_OK);
+    assert_int_equal(pp_measure_metrics_by_group(pred, meas, group, 4, 3, m, &err), PERFPRED_OK);
     assert_int_equal(m[0].n, 2);
     assert_rel_close(m[0].mape_pct, 100.0 * (0.5 + 0.5) / 2, 1e-12);
     assert_true(m[0].within10_pct == 0.0);
@@ -336,12 +336,13 @@ static void metrics_should_split_by_group_and_reject_bad_input(void **state)
     assert_int_equal(m[2].n, 0);
     assert_true(isnan(m[2].mape_pct));
     const double zero[] = {1, 0};
-    assert_int_equal(pp_metrics_compute(pred, zero, 2, m, &err), PERFPRED_ERR_INVALID_ARG);
+    assert_int_equal(pp_measure_metrics(pred, zero, 2, m, &err), PERFPRED_ERR_INVALID_ARG);
     assert_non_null(strstr(err.msg, "measurement 1"));
     const double nanp[] = {NAN, 1};
-    assert_int_equal(pp_metrics_compute(nanp, meas, 2, m, &err), PERFPRED_ERR_INVALID_ARG);
+    assert_int_equal(pp_measure_metrics(nanp, meas, 2, m, &err), PERFPRED_ERR_INVALID_ARG);
     const int badg[] = {0, 5, 0, 0};
-    assert_int_equal(pp_metrics_by_group(pred, meas, badg, 4, 3, m, &err), PERFPRED_ERR_INVALID_ARG);
+    assert_int_equal(pp_measure_metrics_by_group(pred, meas, badg, 4, 3, m, &err),
+                     PERFPRED_ERR_INVALID_ARG);
 }
 
 /* ------------------------------------------------------ layer rows as graphs ---- */
@@ -447,7 +448,7 @@ static void neusight_source_should_name_repo_commit_and_date(void **state)
     if (!has_neusight()) skip();
     pp_neusight_source s;
     pp_err err = {0};
-    assert_int_equal(pp_neusight_read_source(NEUSIGHT_ROOT, &s, &err), PERFPRED_OK);
+    assert_int_equal(pp_datasets_neusight_source(NEUSIGHT_ROOT, &s, &err), PERFPRED_OK);
     assert_string_equal(s.repo, "https://github.com/sitar-lab/NeuSight");
     assert_string_equal(s.commit, "6945927d9afcca2b9daf021f8395e53edc5b4eef");
     assert_string_equal(s.date, "2025-06-23");
@@ -456,11 +457,12 @@ static void neusight_source_should_name_repo_commit_and_date(void **state)
 static void neusight_import_should_map_linear_rows_to_gemm(void **state)
 {
     if (!has_neusight()) skip();
-    pp_layer_table *t = pp_layer_table_new("ns");
+    pp_layer_table *t = pp_measure_layer_table_new("ns");
     pp_err err = {0};
     int n = 0;
-    assert_int_equal(pp_neusight_import(NEUSIGHT_ROOT, "linear", A100_40, PP_NEUSIGHT_TRAIN, t, &n,
-                                        &err),
+    assert_int_equal(pp_datasets_neusight_import(NEUSIGHT_ROOT, "linear", A100_40,
+                                                 PP_NEUSIGHT_TRAIN, t, &n,
+                                                 &err),
                      PERFPRED_OK);
     /* 6,461 lines = header + 6,460 rows (SOURCE.md: ~6.4k per GPU) */
     assert_int_equal(n, 6460);
@@ -481,21 +483,23 @@ static void neusight_import_should_map_linear_rows_to_gemm(void **state)
     pp_node_feat f;
     assert_int_equal(pp_layer_row_features(r, &f, &err), PERFPRED_OK);
     assert_rel_close(f.macs, 58.0 * 13 * 141, 1e-12);
-    pp_layer_table_free(t);
+    pp_measure_layer_table_free(t);
 }
 
 static void neusight_import_should_filter_test_rows_by_gpu_and_op(void **state)
 {
     if (!has_neusight()) skip();
-    pp_layer_table *t = pp_layer_table_new("ns");
+    pp_layer_table *t = pp_measure_layer_table_new("ns");
     pp_err err = {0};
     int n = 0;
     /* test/elem.csv holds every elementwise op of every GPU; A100-PCIE-40GB has 65 relu rows */
-    assert_int_equal(pp_neusight_import(NEUSIGHT_ROOT, "relu", A100_40, PP_NEUSIGHT_TEST, t, &n, &err),
+    assert_int_equal(pp_datasets_neusight_import(NEUSIGHT_ROOT, "relu", A100_40, PP_NEUSIGHT_TEST,
+                                                 t, &n, &err),
                      PERFPRED_OK);
     assert_int_equal(n, 65);
     int n_ln = 0;
-    assert_int_equal(pp_neusight_import(NEUSIGHT_ROOT, "ln", A100_40, PP_NEUSIGHT_TEST, t, &n_ln, &err),
+    assert_int_equal(pp_datasets_neusight_import(NEUSIGHT_ROOT, "ln", A100_40, PP_NEUSIGHT_TEST, t,
+                                                 &n_ln, &err),
                      PERFPRED_OK);
     assert_int_equal(n_ln, 79);
     assert_int_equal(t->n, 65 + 79);
@@ -505,22 +509,24 @@ static void neusight_import_should_filter_test_rows_by_gpu_and_op(void **state)
         assert_int_equal(pp_layer_row_features(&t->rows[i], &f, &err), PERFPRED_OK);
     }
     /* conv has no test file */
-    assert_int_equal(pp_neusight_import(NEUSIGHT_ROOT, "conv", A100_40, PP_NEUSIGHT_TEST, t, &n, &err),
+    assert_int_equal(pp_datasets_neusight_import(NEUSIGHT_ROOT, "conv", A100_40, PP_NEUSIGHT_TEST,
+                                                 t, &n, &err),
                      PERFPRED_ERR_UNSUPPORTED);
-    assert_int_equal(pp_neusight_import(NEUSIGHT_ROOT, "linear", "NVIDIA Z9", PP_NEUSIGHT_TEST, t, &n,
-                                        &err),
+    assert_int_equal(pp_datasets_neusight_import(NEUSIGHT_ROOT, "linear", "NVIDIA Z9",
+                                                 PP_NEUSIGHT_TEST, t, &n,
+                                                 &err),
                      PERFPRED_ERR_INVALID_ARG);
-    pp_layer_table_free(t);
+    pp_measure_layer_table_free(t);
 }
 
 static void neusight_conv_rows_should_rebuild_as_conv_nodes(void **state)
 {
     if (!has_neusight()) skip();
-    pp_layer_table *t = pp_layer_table_new("ns");
+    pp_layer_table *t = pp_measure_layer_table_new("ns");
     pp_err err = {0};
     int n = 0;
-    assert_int_equal(pp_neusight_import(NEUSIGHT_ROOT, "conv", "NVIDIA A100 80GB PCIe",
-                                        PP_NEUSIGHT_TRAIN, t, &n, &err),
+    assert_int_equal(pp_datasets_neusight_import(NEUSIGHT_ROOT, "conv", "NVIDIA A100 80GB PCIe",
+                                                 PP_NEUSIGHT_TRAIN, t, &n, &err),
                      PERFPRED_OK);
     assert_true(n > 4000);
     /* line 2: B=38, Cin=893, Cout=326, k=3, S=5, stride 1, pad 1 */
@@ -534,7 +540,7 @@ static void neusight_conv_rows_should_rebuild_as_conv_nodes(void **state)
     for (int i = 0; i < t->n; i++)
         if (pp_layer_row_features(&t->rows[i], &f, &err) != PERFPRED_OK) failed++;
     assert_int_equal(failed, 0);
-    pp_layer_table_free(t);
+    pp_measure_layer_table_free(t);
 }
 
 static void neusight_export_should_write_a_readable_layer_csv(void **state)
@@ -544,16 +550,17 @@ static void neusight_export_should_write_a_readable_layer_csv(void **state)
     snprintf(out, sizeof out, "%s/pp_test_neusight_%ld.csv", PP_BINARY_DIR, (long)getpid());
     pp_err err = {0};
     int n = 0;
-    assert_int_equal(pp_neusight_export_csv(NEUSIGHT_ROOT, A100_40, NULL, PP_NEUSIGHT_TEST, out, &n,
-                                            &err),
+    assert_int_equal(pp_datasets_neusight_export_csv(NEUSIGHT_ROOT, A100_40, NULL,
+                                                     PP_NEUSIGHT_TEST, out, &n,
+                                                     &err),
                      PERFPRED_OK);
     /* A100-PCIE-40GB test rows: bmm 2281 + linear 1040 + elementwise 708 + ln 79 + softmax 79 */
     assert_int_equal(n, 2281 + 1040 + 708 + 79 + 79);
     pp_layer_table *t;
-    assert_int_equal(pp_layer_csv_read(out, &t, &err), PERFPRED_OK);
+    assert_int_equal(pp_measure_layer_csv_read(out, &t, &err), PERFPRED_OK);
     assert_int_equal(t->n, n);
     assert_int_equal(t->bad.n, 0);
-    pp_layer_table_free(t);
+    pp_measure_layer_table_free(t);
     unlink(out);
 }
 
@@ -580,7 +587,7 @@ static void csv_should_give_a_multi_line_record_the_line_it_starts_on(void **sta
 {
     const char *text = "a,b\n\"one\ntwo\nthree\",x\n\ny,\"p\nq\"\nlast,z";
     csv_seen s = {0};
-    assert_int_equal(pp_csv_read_buffer("m.csv", text, strlen(text), csv_note, &s, NULL),
+    assert_int_equal(pp_measure_csv_read_buffer("m.csv", text, strlen(text), csv_note, &s, NULL),
                      PERFPRED_OK);
     assert_int_equal(s.n, 4);
     assert_int_equal(s.line[0], 1);
@@ -590,7 +597,7 @@ static void csv_should_give_a_multi_line_record_the_line_it_starts_on(void **sta
     /* an unterminated quote names the line where it opens */
     const char *bad = "a,b\nx,y\n\"open\nstill\n";
     pp_err err = {0};
-    assert_int_equal(pp_csv_read_buffer("u.csv", bad, strlen(bad), csv_note, &s, &err),
+    assert_int_equal(pp_measure_csv_read_buffer("u.csv", bad, strlen(bad), csv_note, &s, &err),
                      PERFPRED_ERR_PARSE);
     assert_non_null(strstr(err.msg, "u.csv:3:"));
 }
@@ -607,7 +614,8 @@ static void csv_should_read_a_ten_megabyte_field(void **state)
     off += n;
     off += (size_t)sprintf(text + off, "\",1\n");
     csv_seen s = {0};
-    assert_int_equal(pp_csv_read_buffer("big.csv", text, off, csv_note, &s, NULL), PERFPRED_OK);
+    assert_int_equal(pp_measure_csv_read_buffer("big.csv", text, off, csv_note, &s, NULL),
+                     PERFPRED_OK);
     assert_int_equal(s.n, 2);
     assert_int_equal(s.len0[1], n);
     free(text);

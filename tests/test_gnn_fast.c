@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "calibrate/netsets.h"
+#include "fit/fit.h"
 #include "graph_gnn/graph_gnn.h"
 
 static const char *const devices[] = {"rpi4", "rpi5", "epyc-kvm-2vcpu"};
@@ -50,7 +50,7 @@ static int build_sample(const char *rel, pp_gnn_graph *s)
         ms[i] = 0.005 + g->nodes[i].feat.flops * 1e-9;
         sum += ms[i];
     }
-    assert_int_equal(pp_fitnet_sample_from(g, ms, sum, 1.0, 20.0, s, &err), PERFPRED_OK);
+    assert_int_equal(pp_gnn_sample_from(g, ms, sum, 1.0, 20.0, s, &err), PERFPRED_OK);
     free(ms);
     pp_graph_free(g);
     return 1;

@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "calibrate/importers.h"
+#include "datasets/datasets.h"
 
 #define DATASETS PP_SOURCE_DIR "/../shared/datasets"
 #define CLI PP_BINARY_DIR "/perfpred"
@@ -237,12 +237,12 @@ static void deepbench_should_map_gemm_and_conv_rows(void **state)
     (void)state;
     char root[1200];
     make_deepbench("db1", RPI3_SHEET, root, sizeof root);
-    pp_layer_table *t = pp_layer_table_new("test");
+    pp_layer_table *t = pp_measure_layer_table_new("test");
     pp_import_report rep;
     memset(&rep, 0, sizeof rep);
     pp_import_filter f = {NULL, NULL};
     pp_err err = {0};
-    assert_int_equal(pp_deepbench_import(root, g_db, &f, t, &rep, &err), PERFPRED_OK);
+    assert_int_equal(pp_datasets_deepbench_import(root, g_db, &f, t, &rep, &err), PERFPRED_OK);
     assert_int_equal(rep.n_files, 1);
     assert_int_equal(t->n, 4);
     assert_int_equal(rep.n_rows, 4);
@@ -305,7 +305,7 @@ static void deepbench_should_map_gemm_and_conv_rows(void **state)
     /* the sparse and RNN sections give nothing */
     assert_null(row_at(t, "rpi3", 9));
     assert_null(row_at(t, "rpi3", 17));
-    pp_layer_table_free(t);
+    pp_measure_layer_table_free(t);
 }
 
 static void deepbench_should_refuse_a_sheet_whose_precision_changed(void **state)
@@ -314,15 +314,16 @@ static void deepbench_should_refuse_a_sheet_whose_precision_changed(void **state
     char root[1200], sheet[sizeof RPI3_SHEET + 64];
     snprintf(sheet, sizeof sheet, "Precision,Float\n%s", strchr(RPI3_SHEET, '\n') + 1);
     make_deepbench("db2", sheet, root, sizeof root);
-    pp_layer_table *t = pp_layer_table_new("test");
+    pp_layer_table *t = pp_measure_layer_table_new("test");
     pp_import_report rep;
     memset(&rep, 0, sizeof rep);
     pp_import_filter f = {NULL, NULL};
     pp_err err = {0};
-    assert_int_equal(pp_deepbench_import(root, g_db, &f, t, &rep, &err), PERFPRED_ERR_PARSE);
+    assert_int_equal(pp_datasets_deepbench_import(root, g_db, &f, t, &rep, &err),
+                     PERFPRED_ERR_PARSE);
     assert_non_null(strstr(err.msg, "Kernels.csv:1"));
     assert_non_null(strstr(err.msg, "Float"));
-    pp_layer_table_free(t);
+    pp_measure_layer_table_free(t);
 }
 
 /* The real sheets, counted by hand from the CSVs: the Raspberry Pi 3 has 13 GEMM lines and 17
@@ -333,12 +334,12 @@ static void deepbench_should_import_the_real_sheets(void **state)
 {
     (void)state;
     if (access(DATASETS "/deepbench/SOURCE.md", R_OK) != 0) skip();
-    pp_layer_table *t = pp_layer_table_new("test");
+    pp_layer_table *t = pp_measure_layer_table_new("test");
     pp_import_report rep;
     memset(&rep, 0, sizeof rep);
     pp_import_filter f = {NULL, NULL};
     pp_err err = {0};
-    assert_int_equal(pp_deepbench_import(DATASETS "/deepbench", g_db, &f, t, &rep, &err),
+    assert_int_equal(pp_datasets_deepbench_import(DATASETS "/deepbench", g_db, &f, t, &rep, &err),
                      PERFPRED_OK);
     const pp_import_device *d = dev_entry(&rep, "rpi3");
     assert_non_null(d);
@@ -367,7 +368,7 @@ static void deepbench_should_import_the_real_sheets(void **state)
     assert_int_equal(notes_m40, 1);
     assert_int_equal(notes_fp16, 1);
     assert_null(dev_entry(&rep, "m40"));
-    pp_layer_table_free(t);
+    pp_measure_layer_table_free(t);
 }
 
 /* --------------------------------------------------------- mobile-ml-benchmark ---- */
@@ -377,12 +378,12 @@ static void mobile_should_map_tflite_and_torch_ops(void **state)
     (void)state;
     char root[1200];
     make_mobile(root, sizeof root);
-    pp_layer_table *t = pp_layer_table_new("test");
+    pp_layer_table *t = pp_measure_layer_table_new("test");
     pp_import_report rep;
     memset(&rep, 0, sizeof rep);
     pp_import_filter f = {NULL, NULL};
     pp_err err = {0};
-    assert_int_equal(pp_mobile_import(root, g_db, &f, t, &rep, &err), PERFPRED_OK);
+    assert_int_equal(pp_datasets_mobile_import(root, g_db, &f, t, &rep, &err), PERFPRED_OK);
     assert_int_equal(rep.n_files, 2);
     /* pixel4: 6 TFLite + 4 PyTorch rows; bad: lines 7, 8, 9, 10 and torch 4, 7 */
     const pp_import_device *d = dev_entry(&rep, "pixel4-gpu");
@@ -470,7 +471,7 @@ static void mobile_should_map_tflite_and_torch_ops(void **state)
     assert_true(bad_mentions(t, "tflite_cnn_ops_gpu.csv:10", "s10: latency 'nan'"));
     assert_true(bad_mentions(t, "torch_cnn_ops_gpu.csv:4", "second operand"));
     assert_true(bad_mentions(t, "torch_cnn_ops_gpu.csv:7", "groups 2"));
-    pp_layer_table_free(t);
+    pp_measure_layer_table_free(t);
 }
 
 /* The real files, counted independently: 5,556 TFLite lines of which 301 are CONCATENATION, on six
@@ -480,12 +481,13 @@ static void mobile_should_import_the_real_files(void **state)
 {
     (void)state;
     if (access(DATASETS "/mobile-ml-benchmark/SOURCE.md", R_OK) != 0) skip();
-    pp_layer_table *t = pp_layer_table_new("test");
+    pp_layer_table *t = pp_measure_layer_table_new("test");
     pp_import_report rep;
     memset(&rep, 0, sizeof rep);
     pp_import_filter f = {NULL, NULL};
     pp_err err = {0};
-    assert_int_equal(pp_mobile_import(DATASETS "/mobile-ml-benchmark", g_db, &f, t, &rep, &err),
+    assert_int_equal(pp_datasets_mobile_import(DATASETS "/mobile-ml-benchmark", g_db, &f, t, &rep,
+                                               &err),
                      PERFPRED_OK);
     static const char *const tflite_only[] = {"mi8se-gpu", "galaxy-a03s-gpu", "iphone7-gpu"};
     for (int i = 0; i < 3; i++) {
@@ -501,7 +503,7 @@ static void mobile_should_import_the_real_files(void **state)
     d = dev_entry(&rep, "pixel4-gpu");
     assert_non_null(d);
     assert_int_equal(d->n_rows, 5556 - 301 + 7286 - 1477);
-    pp_layer_table_free(t);
+    pp_measure_layer_table_free(t);
 }
 
 /* ------------------------------------------------------------- public entry, CLI ---- */
@@ -530,14 +532,14 @@ static void import_should_filter_and_write_a_layer_csv(void **state)
     assert_int_equal(r.n_msgs, 4);
     pp_layer_table *t = NULL;
     pp_err e = {0};
-    assert_int_equal(pp_layer_csv_read(out, &t, &e), PERFPRED_OK);
+    assert_int_equal(pp_measure_layer_csv_read(out, &t, &e), PERFPRED_OK);
     assert_int_equal(t->n, 6);
     assert_int_equal(t->bad.n, 0);
     for (int i = 0; i < t->n; i++) {
         assert_string_equal(t->rows[i].device, "pixel4-gpu");
         assert_string_equal(t->rows[i].runtime, "tflite-gpu");
     }
-    pp_layer_table_free(t);
+    pp_measure_layer_table_free(t);
     /* a device the dataset does not have: nothing to write, an error */
     p.device = "rpi3";
     assert_int_equal(perfpred_calibrate_import(&p, &r, err, sizeof err), PERFPRED_ERR_INVALID_ARG);

@@ -1,4 +1,4 @@
-/* tests/test_intervals.c: latency intervals (predictor/interval.c, calibrate/heldout.c), the JSON
+/* tests/test_intervals.c: latency intervals (predictor/interval.c, fit/heldout.c), the JSON
  * entry point perfpred_json and the compare plot. Expected values are worked out by hand or read
  * from the shipped intervals.json, never from the code under test. */
 #include <math.h>

@@ -14,7 +14,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "calibrate/calibrate.h"
+#include "fit/fit.h"
 #include "layer_models/layer_models.h"
 
 #define NEUSIGHT_ROOT PP_SOURCE_DIR "/../shared/datasets/neusight"
@@ -50,22 +50,23 @@ static int have_data;
 /* The first N_ROWS rows of a NeuSight training file, described by graph/. */
 static int load_subset(const char *op, const char *gpu, subset *s)
 {
-    pp_layer_table *t = pp_layer_table_new("test");
+    pp_layer_table *t = pp_measure_layer_table_new("test");
     pp_err err = {0};
-    if (pp_neusight_import(NEUSIGHT_ROOT, op, gpu, PP_NEUSIGHT_TRAIN, t, NULL, &err) != PERFPRED_OK ||
+    if (pp_datasets_neusight_import(NEUSIGHT_ROOT, op, gpu, PP_NEUSIGHT_TRAIN, t, NULL,
+                                    &err) != PERFPRED_OK ||
         t->n < N_ROWS) {
-        pp_layer_table_free(t);
+        pp_measure_layer_table_free(t);
         return -1;
     }
     s->n = N_ROWS;
     for (int i = 0; i < N_ROWS; i++) {
         if (pp_layer_row_features(&t->rows[i], &s->f[i], &err) != PERFPRED_OK) {
-            pp_layer_table_free(t);
+            pp_measure_layer_table_free(t);
             return -1;
         }
         s->y[i] = t->rows[i].latency_ms;
     }
-    pp_layer_table_free(t);
+    pp_measure_layer_table_free(t);
     return 0;
 }
 
@@ -239,8 +240,8 @@ static void train_save_load_should_predict_bit_identically(void **state)
     pp_lm_base b = a100_base();
     for (int i = 0; i < N_ROWS; i++) roof[i] = pp_lm_base_eval(&b, PP_LM_LATENCY, &linear_rows.f[i]);
     pp_metrics mm, mr;
-    assert_int_equal(pp_metrics_compute(before, linear_rows.y, N_ROWS, &mm, &err), PERFPRED_OK);
-    assert_int_equal(pp_metrics_compute(roof, linear_rows.y, N_ROWS, &mr, &err), PERFPRED_OK);
+    assert_int_equal(pp_measure_metrics(before, linear_rows.y, N_ROWS, &mm, &err), PERFPRED_OK);
+    assert_int_equal(pp_measure_metrics(roof, linear_rows.y, N_ROWS, &mr, &err), PERFPRED_OK);
     assert_true(mm.mape_pct < 0.5 * mr.mape_pct);
     /* one-row predictions equal the batched ones */
     double one;
@@ -723,8 +724,8 @@ static void committed_a100_artifacts_should_load_with_this_builds_features(void 
             roof[i] = pp_lm_base_eval(&e->base, PP_LM_LATENCY, &linear_rows.f[i]);
         }
         pp_metrics mm, mr;
-        assert_int_equal(pp_metrics_compute(pred, linear_rows.y, N_ROWS, &mm, &err), PERFPRED_OK);
-        assert_int_equal(pp_metrics_compute(roof, linear_rows.y, N_ROWS, &mr, &err), PERFPRED_OK);
+        assert_int_equal(pp_measure_metrics(pred, linear_rows.y, N_ROWS, &mm, &err), PERFPRED_OK);
+        assert_int_equal(pp_measure_metrics(roof, linear_rows.y, N_ROWS, &mr, &err), PERFPRED_OK);
         assert_true(mm.mape_pct < 10.0);
         assert_true(mm.mape_pct < 0.5 * mr.mape_pct);
     }

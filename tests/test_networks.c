@@ -1,5 +1,5 @@
-/* tests/test_networks.c: the NAS dataset importers (calibrate/netsets.c) on small temporary copies
- * with planted bad rows, and the graph correction (calibrate/fit_networks.c) end to end on a few
+/* tests/test_networks.c: the NAS dataset importers (datasets/netsets.c) on small temporary copies
+ * with planted bad rows, and the graph correction (fit/fit_networks.c) end to end on a few
  * hundred real HELP Raspberry Pi 4 rows: finite held-out metrics, a loadable artifact that
  * reproduces the fit's predictions, bit-identical weights for a repeated seed. */
 #define _XOPEN_SOURCE 700 /* nftw, for removing the temporary folders */
@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "calibrate/netsets.h"
+#include "fit/fit.h"
 
 static const char *mk_root(void)
 {
@@ -66,12 +66,12 @@ static void help_import_should_count_bad_rows_with_lines(void **state)
                "1,|nor_conv_5x5~0|+|none~0|none~1|+|none~0|none~1|none~2|,1,1,1,1\n"
                "2,|none~0|+|none~0|none~1|+|none~0|none~1|nor_conv_3x3~2|,12ms,2,-4,1\n"
                "3,|none~0|+|none~0|none~1|+|none~0|none~1|nor_conv_3x3~2|,7\n");
-    pp_netset_opts o = pp_netset_default_opts();
+    pp_netset_opts o = pp_datasets_netset_default_opts();
     o.root = root;
     pp_net_table *t = NULL;
     pp_netset_stats stats;
     pp_err err = {0};
-    assert_int_equal(pp_netset_import("help-nb201", &o, &t, &stats, &err), PERFPRED_OK);
+    assert_int_equal(pp_datasets_netset_import("help-nb201", &o, &t, &stats, &err), PERFPRED_OK);
     /* eyeriss (simulated) and unknown_box (no descriptor) are skipped columns */
     assert_int_equal(stats.n_skipped_columns, 2);
     assert_non_null(strstr(stats.skipped, "eyeriss_ms"));
@@ -96,20 +96,22 @@ static void help_import_should_count_bad_rows_with_lines(void **state)
     assert_int_equal(r->batch, 32);
     assert_null(strstr(r->model, ";")); /* PyTorch column: the network as exported */
     assert_true(isnan(r->energy_j));
-    pp_net_table_free(t);
+    pp_measure_net_table_free(t);
     /* the device filter keeps one descriptor's rows */
     o.device = "raspi4";
-    assert_int_equal(pp_netset_import("help-nb201", &o, &t, NULL, &err), PERFPRED_OK);
+    assert_int_equal(pp_datasets_netset_import("help-nb201", &o, &t, NULL, &err), PERFPRED_OK);
     assert_int_equal(t->n, 1);
-    pp_net_table_free(t);
+    pp_measure_net_table_free(t);
     /* a missing arch column is a header error naming file:line */
     write_file(root, "help/help_nasbench201_latency.csv", "arch_idx,raspi4_ms\n0,1\n");
     o.device = NULL;
     pp_err_clear(&err);
-    assert_int_equal(pp_netset_import("help-nb201", &o, &t, NULL, &err), PERFPRED_ERR_PARSE);
+    assert_int_equal(pp_datasets_netset_import("help-nb201", &o, &t, NULL, &err),
+                     PERFPRED_ERR_PARSE);
     assert_null(t);
     assert_non_null(strstr(err.msg, ":1: missing column 'arch_str'"));
-    assert_int_equal(pp_netset_import("help-nas", &o, &t, NULL, &err), PERFPRED_ERR_INVALID_ARG);
+    assert_int_equal(pp_datasets_netset_import("help-nas", &o, &t, NULL, &err),
+                     PERFPRED_ERR_INVALID_ARG);
 }
 
 static void eagle_and_hwnb360_imports_should_convert_units(void **state)
@@ -124,11 +126,11 @@ static void eagle_and_hwnb360_imports_should_convert_units(void **state)
                "avg_pool_3x3~2|,0.0015538465976715089\n"
                "1 0 0 2 2 4,|skip_connect~0|+|none~0|none~1|+|nor_conv_1x1~0|nor_conv_1x1~1|"
                "avg_pool_3x3~2|,nan\n");
-    pp_netset_opts o = pp_netset_default_opts();
+    pp_netset_opts o = pp_datasets_netset_default_opts();
     o.root = root;
     pp_net_table *t = NULL;
     pp_err err = {0};
-    assert_int_equal(pp_netset_import("eagle", &o, &t, NULL, &err), PERFPRED_OK);
+    assert_int_equal(pp_datasets_netset_import("eagle", &o, &t, NULL, &err), PERFPRED_OK);
     assert_int_equal(t->n, 1);
     assert_int_equal(t->bad.n, 1);
     assert_true(has_msg(t, 3, "latency_s"));
@@ -136,7 +138,7 @@ static void eagle_and_hwnb360_imports_should_convert_units(void **state)
     assert_rel_close(t->rows[0].latency_ms, 1.5538465976715089, 1e-12);
     assert_non_null(strstr(t->rows[0].model, ";fold"));
     assert_string_equal(t->rows[0].date, "2021-03-09");
-    pp_net_table_free(t);
+    pp_measure_net_table_free(t);
 
     /* HW-NAS-Bench-360 needs HELP's 15,625-cell index: write every cell in index order */
     static const char *const ops[5] = {"none", "skip_connect", "nor_conv_1x1", "nor_conv_3x3",
@@ -167,7 +169,8 @@ static void eagle_and_hwnb360_imports_should_convert_units(void **state)
                "25,25,pi5,tensorrt,cifar100,1.0,,1,52.9,ok\n"              /* bad framework */
                "99999,25,pi5,litert,cifar100,1.0,,1,52.9,ok\n"             /* bad index */
                "9,9,pi5,onnx,cifar100,1.0,,1,52.9,failed\n");              /* status */
-    assert_int_equal(pp_netset_import("hw-nas-bench-360", &o, &t, NULL, &err), PERFPRED_OK);
+    assert_int_equal(pp_datasets_netset_import("hw-nas-bench-360", &o, &t, NULL, &err),
+                     PERFPRED_OK);
     assert_int_equal(t->n, 2);
     assert_int_equal(t->bad.n, 4);
     assert_true(has_msg(t, 5, "energy_mj"));
@@ -186,15 +189,16 @@ static void eagle_and_hwnb360_imports_should_convert_units(void **state)
     /* every imported ref resolves to a graph */
     for (int i = 0; i < t->n; i++) {
         pp_graph *g = NULL;
-        assert_int_equal(pp_net_row_graph(&t->rows[i], NULL, &g, &err), PERFPRED_OK);
+        assert_int_equal(pp_datasets_net_graph(&t->rows[i], NULL, &g, &err), PERFPRED_OK);
         pp_graph_free(g);
     }
-    pp_net_table_free(t);
+    pp_measure_net_table_free(t);
     o.all_copies = 1;
     o.task = "cifar100";
-    assert_int_equal(pp_netset_import("hw-nas-bench-360", &o, &t, NULL, &err), PERFPRED_OK);
+    assert_int_equal(pp_datasets_netset_import("hw-nas-bench-360", &o, &t, NULL, &err),
+                     PERFPRED_OK);
     assert_int_equal(t->n, 2); /* rows 2 and 3: the copy kept, the darcy row filtered out */
-    pp_net_table_free(t);
+    pp_measure_net_table_free(t);
 }
 
 /* ----------------------------------------------------------------- real data ---- */
@@ -202,13 +206,14 @@ static void eagle_and_hwnb360_imports_should_convert_units(void **state)
 static pp_net_table *real_rpi4(void)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/help/help_nasbench201_latency.csv", pp_netset_default_root());
+    snprintf(path, sizeof path, "%s/help/help_nasbench201_latency.csv", pp_datasets_netset_root());
     if (access(path, R_OK) != 0) return NULL;
-    pp_netset_opts o = pp_netset_default_opts();
+    pp_netset_opts o = pp_datasets_netset_default_opts();
     o.device = "rpi4";
     pp_net_table *t = NULL;
     pp_err err = {0};
-    if (pp_netset_import("help-nb201", &o, &t, NULL, &err) != PERFPRED_OK) fail_msg("%s", err.msg);
+    if (pp_datasets_netset_import("help-nb201", &o, &t, NULL, &err) != PERFPRED_OK) fail_msg("%s",
+                                                                                             err.msg);
     return t;
 }
 
@@ -219,13 +224,14 @@ static void rows_load_should_join_dataset_names(void **state)
     (void)state;
     pp_net_table *nb = real_rpi4();
     if (!nb) skip();
-    pp_netset_opts o = pp_netset_default_opts();
+    pp_netset_opts o = pp_datasets_netset_default_opts();
     o.device = "rpi4";
     pp_net_table *fb = NULL, *both = NULL;
     pp_err err = {0};
-    if (pp_net_rows_load("help-fbnet", &o, &fb, NULL, &err)) fail_msg("%s", err.msg);
+    if (pp_datasets_net_rows_load("help-fbnet", &o, &fb, NULL, &err)) fail_msg("%s", err.msg);
     pp_netset_stats st;
-    if (pp_net_rows_load("help-nb201,help-fbnet", &o, &both, &st, &err)) fail_msg("%s", err.msg);
+    if (pp_datasets_net_rows_load("help-nb201,help-fbnet", &o, &both, &st, &err)) fail_msg("%s",
+                                                                                           err.msg);
     assert_true(nb->n > 0 && fb->n > 0);
     assert_int_equal(both->n, nb->n + fb->n);
     assert_int_equal(st.n_rows, both->n);
@@ -234,18 +240,18 @@ static void rows_load_should_join_dataset_names(void **state)
     assert_rel_close(both->rows[nb->n + fb->n - 1].latency_ms, fb->rows[fb->n - 1].latency_ms,
                      1e-15);
     pp_net_table *t = NULL;
-    assert_int_equal(pp_net_rows_load("help-nb201,bogus", &o, &t, NULL, &err),
+    assert_int_equal(pp_datasets_net_rows_load("help-nb201,bogus", &o, &t, NULL, &err),
                      PERFPRED_ERR_INVALID_ARG);
     assert_null(t);
     assert_non_null(strstr(err.msg, "'bogus' is not one"));
-    pp_net_table_free(nb);
-    pp_net_table_free(fb);
-    pp_net_table_free(both);
+    pp_measure_net_table_free(nb);
+    pp_measure_net_table_free(fb);
+    pp_measure_net_table_free(both);
 }
 
-static pp_fitnet_params small_params(void)
+static pp_fit_net_params small_params(void)
 {
-    pp_fitnet_params p = pp_fitnet_default_params();
+    pp_fit_net_params p = pp_fit_net_default_params();
     p.max_train = 150;
     p.max_val = 30;
     p.max_heldout = 60;
@@ -284,18 +290,18 @@ static void fit_should_train_on_real_rows_and_save_a_loadable_artifact(void **st
     if (!t) skip();
     assert_int_equal(t->n, 15625);
     char dir1[4096], dir2[4096];
-    snprintf(dir1, sizeof dir1, "%s/pp_fitnet_%ld/a", PP_BINARY_DIR, (long)getpid());
-    snprintf(dir2, sizeof dir2, "%s/pp_fitnet_%ld/b", PP_BINARY_DIR, (long)getpid());
-    pp_fitnet_params p = small_params();
-    pp_fitnet_report r;
+    snprintf(dir1, sizeof dir1, "%s/pp_fit_net_%ld/a", PP_BINARY_DIR, (long)getpid());
+    snprintf(dir2, sizeof dir2, "%s/pp_fit_net_%ld/b", PP_BINARY_DIR, (long)getpid());
+    pp_fit_net_params p = small_params();
+    pp_fit_net_report r;
     pp_err err = {0};
     if (pp_fit_networks("raspi4", t->rows, t->n, &p, dir1, &r, &err)) fail_msg("%s", err.msg);
     assert_int_equal(r.n_rows, 15625);
     assert_true(r.n_used >= 200 && r.n_used <= 240);
     assert_int_equal(r.n_failed, 0);
-    const pp_fitnet_target_report *lt = &r.target[PP_FITNET_LATENCY];
+    const pp_fit_net_target_report *lt = &r.target[PP_FIT_NET_LATENCY];
     assert_true(lt->present);
-    assert_false(r.target[PP_FITNET_ENERGY].present);
+    assert_false(r.target[PP_FIT_NET_ENERGY].present);
     assert_true(lt->n_heldout > 30);
     const pp_metrics *ms[3] = {&lt->layer_sum, &lt->direct, &lt->corrected};
     for (int k = 0; k < 3; k++) {
@@ -309,21 +315,21 @@ static void fit_should_train_on_real_rows_and_save_a_loadable_artifact(void **st
     /* the artifact loads and reproduces a held-out prediction through the public inputs */
     pp_gnn *g = NULL;
     assert_int_equal(pp_gnn_load(r.weights_path, r.manifest_path, &g, &err), PERFPRED_OK);
-    assert_int_equal(g->n_globals, PP_FITNET_N_GLOBALS);
+    assert_int_equal(g->n_globals, PP_FIT_NET_N_GLOBALS);
     assert_int_equal(g->n_targets, 1);
     perfpred_ctx *ctx = perfpred_ctx_open(NULL, NULL, NULL, 0);
     assert_non_null(ctx);
     int checked = 0;
     for (int i = 0; i < t->n && checked < 3; i++) {
         const pp_net_row *row = &t->rows[i];
-        if (pp_net_family_bucket(row->family) >= p.heldout_pct) continue;
+        if (pp_datasets_family_bucket(row->family) >= p.heldout_pct) continue;
         pp_graph *gr = NULL;
-        if (pp_net_row_graph(row, NULL, &gr, &err) == PERFPRED_ERR_UNSUPPORTED) continue;
+        if (pp_datasets_net_graph(row, NULL, &gr, &err) == PERFPRED_ERR_UNSUPPORTED) continue;
         perfpred_model *m = pp_model_wrap(gr);
         pp_gnn_graph s;
-        pp_fitnet_sums sums;
+        pp_fit_net_sums sums;
         double o[PP_GNN_MAX_TARGETS];
-        assert_int_equal(pp_fitnet_sample(ctx, m, "rpi4", &s, &sums, &err), PERFPRED_OK);
+        assert_int_equal(pp_fit_net_sample(ctx, m, "rpi4", &s, &sums, &err), PERFPRED_OK);
         assert_int_equal(pp_gnn_forward(g, &s, o, &err), PERFPRED_OK);
         double pred = sums.layer_ms * exp(o[0]);
         assert_true(isfinite(pred) && pred > 0);
@@ -338,8 +344,8 @@ static void fit_should_train_on_real_rows_and_save_a_loadable_artifact(void **st
     pp_gnn_free(g);
 
     /* judging the saved artifact again gives the fit's held-out figures exactly */
-    pp_fitnet_report re;
-    assert_int_equal(pp_eval_networks("rpi4", t->rows, t->n, &p, dir1, &re, &err), PERFPRED_OK);
+    pp_fit_net_report re;
+    assert_int_equal(pp_fit_networks_eval("rpi4", t->rows, t->n, &p, dir1, &re, &err), PERFPRED_OK);
     assert_int_equal(re.target[0].n_heldout, lt->n_heldout);
     assert_true(re.target[0].corrected.mape_pct == lt->corrected.mape_pct);
     assert_true(re.target[0].corrected.spearman == lt->corrected.spearman);
@@ -347,7 +353,7 @@ static void fit_should_train_on_real_rows_and_save_a_loadable_artifact(void **st
     assert_int_equal(re.target[0].direct.n, 0);
 
     /* same data, same seed: the same weight bytes */
-    pp_fitnet_report r2;
+    pp_fit_net_report r2;
     p.direct_ablation = 0;
     if (pp_fit_networks("rpi4", t->rows, t->n, &p, dir2, &r2, &err)) fail_msg("%s", err.msg);
     assert_true(same_bytes(r.weights_path, r2.weights_path));
@@ -363,7 +369,7 @@ static void fit_should_train_on_real_rows_and_save_a_loadable_artifact(void **st
      * byte, the second is saved beside it, and the saved pair judges as the fit did */
     p.gnn.seed = 7;
     p.ensemble = 2;
-    pp_fitnet_report r3;
+    pp_fit_net_report r3;
     if (pp_fit_networks("rpi4", t->rows, t->n, &p, dir2, &r3, &err)) fail_msg("%s", err.msg);
     assert_true(same_bytes(r.weights_path, r3.weights_path));
     assert_int_equal(pp_gnn_load(r3.weights_path, r3.manifest_path, &g, &err), PERFPRED_OK);
@@ -377,18 +383,18 @@ static void fit_should_train_on_real_rows_and_save_a_loadable_artifact(void **st
     pp_gnn_free(g);
     /* rows past the gate take the layer sum: the gated error is not the every-row one exactly
      * when some row was gated */
-    const pp_fitnet_target_report *t3 = &r3.target[0];
+    const pp_fit_net_target_report *t3 = &r3.target[0];
     assert_true(t3->n_gated >= 0 && t3->n_gated <= t3->n_heldout);
     assert_int_equal(t3->corrected.mape_pct != t3->ungated.mape_pct, t3->n_gated > 0);
-    assert_int_equal(pp_eval_networks("rpi4", t->rows, t->n, &p, dir2, &re, &err), PERFPRED_OK);
+    assert_int_equal(pp_fit_networks_eval("rpi4", t->rows, t->n, &p, dir2, &re, &err), PERFPRED_OK);
     assert_int_equal(re.target[0].n_gated, t3->n_gated);
     assert_true(re.target[0].ungated.mape_pct == t3->ungated.mape_pct);
     assert_true(re.target[0].corrected.mape_pct == r3.target[0].corrected.mape_pct);
     assert_true(r3.target[0].corrected.mape_pct != lt->corrected.mape_pct);
-    p.ensemble = PP_FITNET_MAX_ENSEMBLE + 1;
+    p.ensemble = PP_FIT_NET_MAX_ENSEMBLE + 1;
     assert_int_equal(pp_fit_networks("rpi4", t->rows, t->n, &p, dir2, &r3, &err),
                      PERFPRED_ERR_INVALID_ARG);
-    pp_net_table_free(t);
+    pp_measure_net_table_free(t);
 }
 
 /* host-cpu's own network rows (data/host-cpu/networks.csv): an explicit list of held-out families
@@ -400,12 +406,12 @@ static void fit_should_hold_out_the_listed_families(void **state)
     snprintf(path, sizeof path, "%s/data/host-cpu/networks.csv", PP_SOURCE_DIR);
     pp_net_table *t = NULL;
     pp_err err = {0};
-    if (pp_net_csv_read(path, &t, &err)) fail_msg("%s", err.msg);
+    if (pp_measure_net_csv_read(path, &t, &err)) fail_msg("%s", err.msg);
     int n_listed = 0;
     for (int i = 0; i < t->n; i++)
         n_listed += !strcmp(t->rows[i].family, "squeezenet") || !strcmp(t->rows[i].family, "googlenet");
     assert_true(n_listed >= 4 && n_listed < t->n / 4);
-    pp_fitnet_params p = small_params();
+    pp_fit_net_params p = small_params();
     p.max_train = 0x7fffffff;
     p.max_val = 0x7fffffff;
     p.max_heldout = 0;
@@ -414,14 +420,14 @@ static void fit_should_hold_out_the_listed_families(void **state)
     p.table_path = t->path;
     p.heldout_families = "squeezenet,googlenet";
     p.data_desc = "data/host-cpu/networks.csv (test)";
-    pp_fitnet_report r;
+    pp_fit_net_report r;
     if (pp_fit_networks("host-cpu", t->rows, t->n, &p, NULL, &r, &err)) fail_msg("%s", err.msg);
-    const pp_fitnet_target_report *lt = &r.target[PP_FITNET_LATENCY];
+    const pp_fit_net_target_report *lt = &r.target[PP_FIT_NET_LATENCY];
     assert_int_equal(lt->n_heldout, n_listed);
     assert_int_equal(lt->n_train + lt->n_val + lt->n_heldout, r.n_used);
     assert_true(lt->n_val > 0);
     assert_true(isfinite(lt->corrected.mape_pct) && isfinite(lt->layer_sum.mape_pct));
-    pp_net_table_free(t);
+    pp_measure_net_table_free(t);
 
     /* the public entry point checks the list against the rows */
     perfpred_netfit_params pp = perfpred_netfit_default_params();
@@ -518,7 +524,7 @@ static void fit_should_refuse_a_device_without_layer_sum(void **state)
         rows[i].latency_ms = 1.0 + i;
         rows[i].energy_j = NAN;
     }
-    pp_fitnet_params p = small_params();
+    pp_fit_net_params p = small_params();
     p.write_artifacts = 0;
     p.heldout_pct = 30;
     p.val_pct = 10;

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "calibrate/neusight_models.h"
+#include "eval/eval.h"
 
 #define NEUSIGHT_ROOT PP_SOURCE_DIR "/../shared/datasets/neusight"
 static int has_neusight(void) { return access(NEUSIGHT_ROOT "/SOURCE.md", R_OK) == 0; }
@@ -25,7 +25,7 @@ static pp_fx_table *table_of(const char *text, perfpred_status *st, pp_err *err)
     char path[4096];
     snprintf(path, sizeof path, "%s", pp_test_tmpfile(text, strlen(text), ".csv"));
     pp_fx_table *t = NULL;
-    *st = pp_fx_table_read(path, &t, err);
+    *st = pp_datasets_fx_read(path, &t, err);
     unlink(path);
     return t;
 }
@@ -73,9 +73,9 @@ static void literal_parser_should_read_python_reprs(void **state)
 {
     pp_arena *a = pp_arena_new();
     char why[160];
-    pp_pv *v = pp_pv_parse("(x, (slice(None, -1, None), 0), {'dim': -1, 'dtype': torch.float32}, "
-                           "-3.4028234663852886e+38, [1, 2,], 'it\\'s', ..., -inf)",
-                           a, why, sizeof why);
+    pp_pv *v = pp_datasets_pv_parse("(x, (slice(None, -1, None), 0), {'dim': -1, 'dtype': torch.float32}, "
+                                    "-3.4028234663852886e+38, [1, 2,], 'it\\'s', ..., -inf)",
+                                    a, why, sizeof why);
     assert_non_null(v);
     assert_int_equal(v->k, PP_PV_TUPLE);
     assert_int_equal(v->n, 8);
@@ -103,17 +103,17 @@ static void literal_parser_should_read_python_reprs(void **state)
     assert_string_equal(v->items[6].s, "Ellipsis");
     assert_int_equal(v->items[7].k, PP_PV_FLOAT);
     assert_true(isinf(v->items[7].f) && v->items[7].f < 0);
-    assert_null(pp_pv_parse("(a, b", a, why, sizeof why));
+    assert_null(pp_datasets_pv_parse("(a, b", a, why, sizeof why));
     assert_non_null(strstr(why, "expected"));
-    assert_null(pp_pv_parse("(a) extra", a, why, sizeof why));
+    assert_null(pp_datasets_pv_parse("(a) extra", a, why, sizeof why));
     assert_non_null(strstr(why, "trailing"));
-    assert_null(pp_pv_parse("<class 'x'>", a, why, sizeof why));
+    assert_null(pp_datasets_pv_parse("<class 'x'>", a, why, sizeof why));
     pp_arena_free(a);
 }
 
 static int row_of(const pp_fx_table *t, const char *name)
 {
-    int r = pp_fx_table_find(t, name);
+    int r = pp_datasets_fx_find(t, name);
     assert_true(r >= 0);
     return r;
 }
@@ -146,7 +146,7 @@ static void table_should_map_nodes_to_the_expected_graph(void **state)
     assert_string_equal(t->rows[row_of(t, "lin")].fn, "Linear");
     assert_int_equal(t->rows[row_of(t, "matmul")].line, 9);
     pp_fx_graph fg;
-    assert_int_equal(pp_fx_graph_build(t, NULL, &fg, &err), PERFPRED_OK);
+    assert_int_equal(pp_eval_fx_graph_build(t, NULL, &fg, &err), PERFPRED_OK);
     assert_int_equal(fg.block_start, -1);
     assert_int_equal(fg.n_blocks, 1);
     /* classes */
@@ -197,7 +197,7 @@ static void table_should_map_nodes_to_the_expected_graph(void **state)
     assert_true(g->tensors[pp_graph_find(g, "mul")].flags & PP_T_GRAPH_OUTPUT);
     assert_int_equal(g->n_outputs, 2);
     pp_graph_free(fg.g);
-    pp_fx_table_free(t);
+    pp_datasets_fx_free(t);
 }
 
 static const char *const blocks =
@@ -238,10 +238,10 @@ static void graph_should_repeat_the_block_and_chain_the_copies(void **state)
     assert_int_equal(t->bad.n, 0);
     assert_false(t->rows[row_of(t, "emb_norm")].in_block);
     assert_true(t->rows[row_of(t, "relu")].in_block);
-    pp_fx_build_params p = pp_fx_build_default_params();
+    pp_fx_build_params p = pp_eval_fx_build_default_params();
     p.n_blocks = 3;
     pp_fx_graph fg;
-    assert_int_equal(pp_fx_graph_build(t, &p, &fg, &err), PERFPRED_OK);
+    assert_int_equal(pp_eval_fx_graph_build(t, &p, &fg, &err), PERFPRED_OK);
     assert_int_equal(fg.block_start, row_of(t, "enc_layer_0_fc"));
     assert_int_equal(fg.block_end, row_of(t, "add"));
     assert_int_equal(fg.carried_row, row_of(t, "emb_norm"));
@@ -265,10 +265,10 @@ static void graph_should_repeat_the_block_and_chain_the_copies(void **state)
     pp_graph_free(fg.g);
     /* without repetition the table is built as it is */
     p.n_blocks = 1;
-    assert_int_equal(pp_fx_graph_build(t, &p, &fg, &err), PERFPRED_OK);
+    assert_int_equal(pp_eval_fx_graph_build(t, &p, &fg, &err), PERFPRED_OK);
     assert_int_equal(fg.g->n_nodes, 5);
     pp_graph_free(fg.g);
-    pp_fx_table_free(t);
+    pp_datasets_fx_free(t);
 }
 
 static void table_should_list_bad_rows_with_file_and_line(void **state)
@@ -305,13 +305,13 @@ static void table_should_list_bad_rows_with_file_and_line(void **state)
     assert_false(t->rows[row_of(t, "sig")].bad);
     /* the graph still builds: bad rows and their consumers stay out of it, listed */
     pp_fx_graph fg;
-    assert_int_equal(pp_fx_graph_build(t, NULL, &fg, &err), PERFPRED_OK);
+    assert_int_equal(pp_eval_fx_graph_build(t, NULL, &fg, &err), PERFPRED_OK);
     assert_int_equal(fg.cls[row_of(t, "add")], PP_FXC_BAD);
     assert_int_equal(fg.cls[row_of(t, "sig")], PP_FXC_UNMAPPED);
     assert_non_null(strstr(fg.why[row_of(t, "sig")], "line 3"));
     assert_int_equal(fg.g->n_nodes, 0);
     pp_graph_free(fg.g);
-    pp_fx_table_free(t);
+    pp_datasets_fx_free(t);
 
     /* header problems fail the whole file, naming line 1 */
     const char *unknown = "op,target,_input_nodes,_args,_kwargs,meta,input_shapes,input_contiguous,"
@@ -342,11 +342,11 @@ static void graph_should_reject_a_recorded_shape_it_cannot_reproduce(void **stat
     assert_int_equal(t->bad.n, 1);
     assert_non_null(strstr(t->bad.msgs[0], ".csv:10: input 'matmul'"));
     pp_fx_graph fg;
-    assert_int_equal(pp_fx_graph_build(t, NULL, &fg, &err), PERFPRED_ERR_SHAPE);
+    assert_int_equal(pp_eval_fx_graph_build(t, NULL, &fg, &err), PERFPRED_ERR_SHAPE);
     assert_non_null(strstr(err.msg, ".csv:9: node 'matmul'"));
     assert_non_null(strstr(err.msg, "(2, 2, 4, 4)"));
     assert_null(fg.g);
-    pp_fx_table_free(t);
+    pp_datasets_fx_free(t);
 }
 
 static void label_and_config_should_parse_strictly(void **state)
@@ -354,30 +354,33 @@ static void label_and_config_should_parse_strictly(void **state)
     char model[48];
     int64_t seq, batch;
     pp_err err = {0};
-    assert_int_equal(pp_neusight_label_parse("gpt2_large-inf-1024-4", model, sizeof model, &seq,
-                                             &batch, &err),
+    assert_int_equal(pp_eval_neusight_label_parse("gpt2_large-inf-1024-4", model, sizeof model,
+                                                  &seq,
+                                                  &batch, &err),
                      PERFPRED_OK);
     assert_string_equal(model, "gpt2_large");
     assert_int_equal(seq, 1024);
     assert_int_equal(batch, 4);
-    assert_int_equal(pp_neusight_label_parse("gpt2_large-train-1024-4", model, sizeof model, &seq,
-                                             &batch, &err),
+    assert_int_equal(pp_eval_neusight_label_parse("gpt2_large-train-1024-4", model, sizeof model,
+                                                  &seq,
+                                                  &batch, &err),
                      PERFPRED_ERR_PARSE);
-    assert_int_equal(pp_neusight_label_parse("opt-inf-2048-x", model, sizeof model, &seq, &batch,
-                                             &err),
+    assert_int_equal(pp_eval_neusight_label_parse("opt-inf-2048-x", model, sizeof model, &seq,
+                                                  &batch,
+                                                  &err),
                      PERFPRED_ERR_PARSE);
     const char *cfg = "{\"vocab_size\": 50257, \"n_positions\": 1024, \"n_embd\": 1280}";
     char path[4096];
     snprintf(path, sizeof path, "%s", pp_test_tmpfile(cfg, strlen(cfg), ".json"));
-    pp_fx_build_params p = pp_fx_build_default_params();
-    assert_int_equal(pp_fx_hf_config_read(path, &p, &err), PERFPRED_OK);
+    pp_fx_build_params p = pp_eval_fx_build_default_params();
+    assert_int_equal(pp_eval_fx_hf_config_read(path, &p, &err), PERFPRED_OK);
     unlink(path);
     assert_int_equal(p.vocab_rows, 50257);
     assert_int_equal(p.position_rows, 1024);
     assert_int_equal(p.token_type_rows, 0);
     const char *bad = "{\"vocab_size\": 1.5}";
     snprintf(path, sizeof path, "%s", pp_test_tmpfile(bad, strlen(bad), ".json"));
-    assert_int_equal(pp_fx_hf_config_read(path, &p, &err), PERFPRED_ERR_PARSE);
+    assert_int_equal(pp_eval_fx_hf_config_read(path, &p, &err), PERFPRED_ERR_PARSE);
     unlink(path);
     assert_non_null(strstr(err.msg, "vocab_size"));
 }

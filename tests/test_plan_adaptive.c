@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "calibrate/calibrate.h"
-#include "calibrate/plan_adaptive.h"
+#include "fit/fit.h"
+#include "plan/plan.h"
 
 #define MODELS PP_SOURCE_DIR "/tests/fixtures/models"
 
@@ -106,7 +106,7 @@ static plan_keys *read_keys(const char *plan_csv)
     plan_keys *k = calloc(1, sizeof *k);
     assert_non_null(k);
     pp_err err = {0};
-    assert_int_equal(pp_csv_read(plan_csv, key_record, k, &err), PERFPRED_OK);
+    assert_int_equal(pp_measure_csv_read(plan_csv, key_record, k, &err), PERFPRED_OK);
     return k;
 }
 
@@ -297,7 +297,7 @@ static pp_adapt *toy_adapt(const char *dir, pp_device_db **db)
     snprintf(devdir, sizeof devdir, "%s/devices", g_toy);
     assert_int_equal(pp_devices_load_dir(devdir, db, &e), PERFPRED_OK);
     pp_adapt *a = NULL;
-    assert_int_equal(pp_adapt_load(dir, g_toy, pp_devices_find(*db, "toy-roofline"), &a, &e),
+    assert_int_equal(pp_plan_adapt_load(dir, g_toy, pp_devices_find(*db, "toy-roofline"), &a, &e),
                      PERFPRED_OK);
     return a;
 }
@@ -345,17 +345,17 @@ static void adaptive_plan_should_weight_rows_after_a_real_fit(void **state)
     pp_device_db *db = NULL;
     pp_err e = {0};
     pp_adapt *a = toy_adapt(dir, &db);
-    assert_true(pp_adapt_has_rows(a, PP_OPK_CONV));
+    assert_true(pp_plan_adapt_has_rows(a, PP_OPK_CONV));
     pp_node_feat far;
     memset(&far, 0, sizeof far);
     far.kind = PP_OPK_CONV;
     far.macs = far.flops = 1e30; /* no held-out row anywhere near */
     far.n = far.cin = far.cout = 1 << 30;
-    assert_rel_close(pp_adapt_row_weight(a, &far), PP_ADAPT_FLOOR, 1e-6);
+    assert_rel_close(pp_plan_adapt_row_weight(a, &far), PP_ADAPT_FLOOR, 1e-6);
     /* near is per operator: the measured conv rows themselves weigh more than the floor (some are
      * held-out rows with errors), and the same rows as another operator weigh the floor */
     pp_layer_table *t = NULL;
-    assert_int_equal(pp_layer_csv_read(csv, &t, &e), PERFPRED_OK);
+    assert_int_equal(pp_measure_layer_csv_read(csv, &t, &e), PERFPRED_OK);
     double most = 0;
     int n_conv = 0;
     for (int i = 0; i < t->n; i++) {
@@ -364,15 +364,15 @@ static void adaptive_plan_should_weight_rows_after_a_real_fit(void **state)
             continue;
         n_conv++;
         assert_int_equal(nf.op_code, pp_op_code("Conv"));
-        double w = pp_adapt_row_weight(a, &nf);
+        double w = pp_plan_adapt_row_weight(a, &nf);
         if (w > most) most = w;
         nf.op_code = pp_op_code("ConvInteger");
-        assert_rel_close(pp_adapt_row_weight(a, &nf), PP_ADAPT_FLOOR, 1e-9);
+        assert_rel_close(pp_plan_adapt_row_weight(a, &nf), PP_ADAPT_FLOOR, 1e-9);
     }
     assert_true(n_conv > 0);
     assert_true(most > PP_ADAPT_FLOOR + 1e-3);
-    pp_layer_table_free(t);
-    pp_adapt_free(a);
+    pp_measure_layer_table_free(t);
+    pp_plan_adapt_free(a);
     pp_devices_free(db);
     free(plain);
     free(ad);
@@ -401,12 +401,12 @@ static void adaptive_plan_should_judge_rescaled_rows_as_the_fit_did(void **state
     pp_device_db *db = NULL;
     pp_err e = {0};
     pp_adapt *a = toy_adapt(dir, &db);
-    assert_true(pp_adapt_has_rows(a, PP_OPK_ELEMWISE));
+    assert_true(pp_plan_adapt_has_rows(a, PP_OPK_ELEMWISE));
     pp_layer_table *t = NULL;
-    assert_int_equal(pp_layer_csv_read(later, &t, &e), PERFPRED_OK);
+    assert_int_equal(pp_measure_layer_csv_read(later, &t, &e), PERFPRED_OK);
     for (int by_class = 0; by_class < 2; by_class++) {
         if (by_class) { /* the same with a line per roofline class, which the manifest records */
-            pp_adapt_free(a);
+            pp_plan_adapt_free(a);
             pp_devices_free(db);
             f.rescale_by_class = 1;
             assert_int_equal(perfpred_calibrate_fit(&f, &fr, err, sizeof err), PERFPRED_OK);
@@ -418,11 +418,11 @@ static void adaptive_plan_should_judge_rescaled_rows_as_the_fit_did(void **state
         for (int i = 0; i < t->n; i++) {
             pp_node_feat nf;
             assert_int_equal(pp_layer_row_features(&t->rows[i], &nf, &e), PERFPRED_OK);
-            assert_true(pp_adapt_row_weight(a, &nf) < PP_ADAPT_FLOOR + 1e-3);
+            assert_true(pp_plan_adapt_row_weight(a, &nf) < PP_ADAPT_FLOOR + 1e-3);
         }
     }
-    pp_layer_table_free(t);
-    pp_adapt_free(a);
+    pp_measure_layer_table_free(t);
+    pp_plan_adapt_free(a);
     pp_devices_free(db);
 }
 

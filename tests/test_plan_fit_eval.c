@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "calibrate/calibrate.h"
+#include "fit/fit.h"
 #include "util/util.h"
 #include "layer_models/layer_models.h"
 
@@ -147,10 +147,11 @@ static int plan_record(const pp_csv_record *rec, int is_header, void *user, pp_e
     r->kind = (pp_op_kind)kind;
     r->op_type = pp_arena_strdup(P->a, rec->fields[P->col[1]]);
     r->source = pp_arena_strdup(P->a, rec->fields[P->col[4]]);
-    r->n_inputs = pp_layer_parse_inputs(rec->fields[P->col[2]], r->inputs, PP_LAYER_MAX_INPUTS, why,
-                                        sizeof why);
-    r->n_attrs = pp_layer_parse_attrs(rec->fields[P->col[3]], P->a, r->attrs, PP_LAYER_MAX_ATTRS,
-                                      why, sizeof why);
+    r->n_inputs = pp_measure_parse_inputs(rec->fields[P->col[2]], r->inputs, PP_LAYER_MAX_INPUTS,
+                                          why,
+                                          sizeof why);
+    r->n_attrs = pp_measure_parse_attrs(rec->fields[P->col[3]], P->a, r->attrs, PP_LAYER_MAX_ATTRS,
+                                        why, sizeof why);
     r->precision = PP_PREC_FP32;
     r->line = rec->line;
     if (kind <= 0 || r->n_inputs < 1 || r->n_attrs < 0) {
@@ -168,7 +169,7 @@ static plan_rows *read_plan(const char *path)
     assert_non_null(P);
     P->a = pp_arena_new();
     pp_err err = {0};
-    assert_int_equal(pp_csv_read(path, plan_record, P, &err), PERFPRED_OK);
+    assert_int_equal(pp_measure_csv_read(path, plan_record, P, &err), PERFPRED_OK);
     return P;
 }
 
@@ -215,17 +216,17 @@ static int group_setup(void **state)
     /* 400 real rows: every 16th row of NeuSight's A100 PCIe 40GB linear sweep */
     snprintf(g_lin, sizeof g_lin, "%s/linear400.csv", g_tmp);
     if (has_neusight()) {
-        pp_layer_table *t = pp_layer_table_new("NeuSight linear");
+        pp_layer_table *t = pp_measure_layer_table_new("NeuSight linear");
         pp_err err = {0};
         int n = 0;
-        if (!t || pp_neusight_import(NEUSIGHT_ROOT, "linear", "NVIDIA A100-PCIE-40GB",
-                                     PP_NEUSIGHT_TRAIN, t, &n, &err) != PERFPRED_OK || t->n < 6400)
+        if (!t || pp_datasets_neusight_import(NEUSIGHT_ROOT, "linear", "NVIDIA A100-PCIE-40GB",
+                                              PP_NEUSIGHT_TRAIN, t, &n, &err) != PERFPRED_OK || t->n < 6400)
             return -1;
         pp_layer_row *rows = malloc(400 * sizeof *rows);
         for (int i = 0; i < 400; i++) rows[i] = t->rows[i * 16];
-        perfpred_status st = pp_layer_csv_write(g_lin, rows, 400, &err);
+        perfpred_status st = pp_measure_layer_csv_write(g_lin, rows, 400, &err);
         free(rows);
-        pp_layer_table_free(t);
+        pp_measure_layer_table_free(t);
         if (st != PERFPRED_OK) return -1;
     }
     return 0;
@@ -396,7 +397,7 @@ static void plan_rows_should_rebuild_as_their_kind_and_run_in_the_runner(void **
         assert_int_equal(system(cmd), 0);
         pp_layer_table *t = NULL;
         pp_err e = {0};
-        assert_int_equal(pp_layer_csv_read(meas, &t, &e), PERFPRED_OK);
+        assert_int_equal(pp_measure_layer_csv_read(meas, &t, &e), PERFPRED_OK);
         assert_int_equal(t->n, 3);
         assert_int_equal(t->bad.n, 0);
         for (int i = 0; i < 3; i++) {
@@ -404,7 +405,7 @@ static void plan_rows_should_rebuild_as_their_kind_and_run_in_the_runner(void **
             assert_string_equal(t->rows[i].op_type, P->rows[i].op_type);
             assert_true(t->rows[i].latency_ms > 0);
         }
-        pp_layer_table_free(t);
+        pp_measure_layer_table_free(t);
     }
     free_plan(P);
 }
@@ -1306,7 +1307,7 @@ static void eval_should_match_hand_computed_metrics(void **state)
     }
     pp_metrics m;
     pp_err e = {0};
-    assert_int_equal(pp_metrics_compute(pr, me, 3, &m, &e), PERFPRED_OK);
+    assert_int_equal(pp_measure_metrics(pr, me, 3, &m, &e), PERFPRED_OK);
     assert_rel_close(r.groups[0].model.mape_pct, m.mape_pct, 1e-12);
     assert_rel_close(r.groups[0].model.rmspe_pct, m.rmspe_pct, 1e-12);
     perfpred_eval_report_free(&r);
@@ -1368,7 +1369,7 @@ static void eval_networks_should_predict_like_the_public_api(void **state)
     assert_true(r.points[1].predicted_ms > r.points[0].predicted_ms); /* batch 2 */
     pp_metrics m;
     pp_err e = {0};
-    assert_int_equal(pp_metrics_compute(pr, me, 2, &m, &e), PERFPRED_OK);
+    assert_int_equal(pp_measure_metrics(pr, me, 2, &m, &e), PERFPRED_OK);
     assert_rel_close(r.groups[0].model.mape_pct, m.mape_pct, 1e-12);
     assert_rel_close(r.groups[0].spread_pct, 5.0, 1e-12); /* 2 ms of 40 ms, one row reports */
     perfpred_ctx_close(ctx);

@@ -1,5 +1,5 @@
 /* tests/test_power.c: the GPU board power model (predictor/power.c) worked by hand, its transfer
- * rules, the artifact's round trip and strictness, the sweep fit (calibrate/fit_power.c) on a
+ * rules, the artifact's round trip and strictness, the sweep fit (fit/fit_power.c) on a
  * synthetic sweep whose figures are known, and on gpu-benches' measured sweep. */
 #include <math.h>
 #include <stdio.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "calibrate/fit_power.h"
+#include "fit/fit.h"
 #include "devices/devices.h"
 #include "predictor/power.h"
 #include "tests/helpers.h"
@@ -188,9 +188,9 @@ static void fit_should_recover_a_known_sweep(void **state)
     pp_device_db *db = NULL;
     pp_err err = {0};
     assert_int_equal(pp_devices_load_dir(pp_test_path("configs/devices"), &db, &err), PERFPRED_OK);
-    pp_fitpower_report *rep = malloc(sizeof *rep);
+    pp_fit_power_report *rep = malloc(sizeof *rep);
     assert_non_null(rep);
-    assert_int_equal(pp_fitpower_run(db, dir, rep, &err), PERFPRED_OK);
+    assert_int_equal(pp_fit_power_run(db, dir, rep, &err), PERFPRED_OK);
     assert_int_equal(rep->n_gpus, 2);
     assert_string_equal(rep->set.g[0].device, "a100-sxm4-40gb");
     assert_int_equal(rep->gpu[0].points, 41);
@@ -209,7 +209,7 @@ static void fit_should_recover_a_known_sweep(void **state)
     /* a sweep file the mapping does not know is named */
     snprintf(sub, sizeof sub, "%s/gpu-roofline/mystery.txt", dir);
     pp_test_write_text(sub, "0 1 blocks 0 its 0.250 Fl/B 1 GB/s 1 GF/s 1 Mhz 1 W\n");
-    assert_int_equal(pp_fitpower_run(db, dir, rep, &err), PERFPRED_ERR_PARSE);
+    assert_int_equal(pp_fit_power_run(db, dir, rep, &err), PERFPRED_ERR_PARSE);
     assert_non_null(strstr(err.msg, "mystery.txt"));
     remove(sub);
     free(rep);
@@ -234,9 +234,9 @@ static void fit_should_transfer_across_gpu_benches_gpus(void **state)
     pp_device_db *db = NULL;
     pp_err err = {0};
     assert_int_equal(pp_devices_load_dir(pp_test_path("configs/devices"), &db, &err), PERFPRED_OK);
-    pp_fitpower_report *rep = malloc(sizeof *rep);
+    pp_fit_power_report *rep = malloc(sizeof *rep);
     assert_non_null(rep);
-    assert_int_equal(pp_fitpower_run(db, dcopy, rep, &err), PERFPRED_OK);
+    assert_int_equal(pp_fit_power_run(db, dcopy, rep, &err), PERFPRED_OK);
     assert_int_equal(rep->n_gpus, 4);
     for (int i = 0; i < rep->n_gpus; i++) {
         assert_true(rep->gpu[i].fit_mape < 5);

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "calibrate/scaling_check.h"
+#include "eval/eval.h"
 #include "predictor/predictor.h"
 
 #define NEUSIGHT_ROOT PP_SOURCE_DIR "/../shared/datasets/neusight"
@@ -219,20 +219,20 @@ static void scale_flops_should_move_by_bandwidth_and_peak_ratios(void **state)
     b.memory_bandwidth_gbs = 500;
     b.compute_units = 20;
     /* ai = 0: g = 1, the time moves by exactly the bandwidth ratio 1000/500 */
-    assert_rel_close(pp_scaling_scale_flops(3.0, &a, &b, 0, 1e6), 6.0, 1e-15);
-    assert_rel_close(pp_scaling_scale_smclock(3.0, &a, &b, 0, 1e6), 6.0, 1e-15);
+    assert_rel_close(pp_eval_scale_flops(3.0, &a, &b, 0, 1e6), 6.0, 1e-15);
+    assert_rel_close(pp_eval_scale_smclock(3.0, &a, &b, 0, 1e6), 6.0, 1e-15);
     /* ai = 90 against ridge 10: g = 0.1; many waves: FLOP/s ratio 10/40 vs SMs x clock 10/20 */
-    assert_rel_close(pp_scaling_scale_flops(3.0, &a, &b, 90, 1e6),
+    assert_rel_close(pp_eval_scale_flops(3.0, &a, &b, 90, 1e6),
                      3.0 * pow(2.0, 0.1) * pow(0.25, 0.9), 1e-12);
-    assert_rel_close(pp_scaling_scale_smclock(3.0, &a, &b, 90, 1e6),
+    assert_rel_close(pp_eval_scale_smclock(3.0, &a, &b, 90, 1e6),
                      3.0 * pow(2.0, 0.1) * pow(0.5, 0.9), 1e-12);
     /* the predictor's rule is the FLOP/s one */
     assert_rel_close(pp_scale_kernel_time(3.0, &a, &b, 90, 1e6),
-                     pp_scaling_scale_flops(3.0, &a, &b, 90, 1e6), 1e-15);
+                     pp_eval_scale_flops(3.0, &a, &b, 90, 1e6), 1e-15);
     /* one block: per-SM FLOP/s (10/10) / (40/20) = 0.5; Habitat: clock ratio 1 */
-    assert_rel_close(pp_scaling_scale_flops(3.0, &a, &b, 90, 1),
+    assert_rel_close(pp_eval_scale_flops(3.0, &a, &b, 90, 1),
                      3.0 * pow(2.0, 0.1) * pow(0.5, 0.9), 1e-12);
-    assert_rel_close(pp_scaling_scale_smclock(3.0, &a, &b, 90, 1), 3.0 * pow(2.0, 0.1), 1e-12);
+    assert_rel_close(pp_eval_scale_smclock(3.0, &a, &b, 90, 1), 3.0 * pow(2.0, 0.1), 1e-12);
 }
 
 static void scaling_check_should_match_hand_computation(void **state)

@@ -9,7 +9,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "calibrate/fit_stacks.h"
+#include "fit/fit.h"
 #include "devices/devices.h"
 #include "predictor/predictor.h"
 #include "predictor/stack.h"
@@ -450,16 +450,16 @@ static void fit_should_read_every_mapped_row_of_framework_tax(void **state)
     pp_device_db *db = NULL;
     pp_err err = {0};
     assert_int_equal(pp_devices_load_dir(pp_test_path("configs/devices"), &db, &err), PERFPRED_OK);
-    pp_fitstack_params p = pp_fitstack_default_params();
+    pp_fit_stack_params p = pp_fit_stack_default_params();
     p.data_dir = dd;
     p.models_dir = models;
     p.only_gpu_files = "v100,3090";
     p.max_evals = 300;
     p.leave_one_out = 1;
     p.leave_family_out = 1;
-    pp_fitstack_report *rep = calloc(1, sizeof *rep);
+    pp_fit_stack_report *rep = calloc(1, sizeof *rep);
     assert_non_null(rep);
-    assert_int_equal(pp_fitstack_run(db, &p, "pytorch-eager-fp32", rep, &err), PERFPRED_OK);
+    assert_int_equal(pp_fit_stack_run(db, &p, "pytorch-eager-fp32", rep, &err), PERFPRED_OK);
     /* rows of the 14 torchvision models with a latency in 2022_*_pretrained-fp32/{v100,3090}.csv,
      * one per (folder, GPU, model, batch): counted by the script in docs/gpu-stacks.md */
     assert_int_equal(rep->n_rows, 927);

@@ -1,4 +1,5 @@
-/* util/util.c: arena, errors, strict number parsing, atomic file writes, logging hook. */
+/* util/util.c: arena, errors, strict number parsing, atomic file writes, logging hook, a growing
+ * text buffer with CSV quoting and shortest round-trip number formatting. */
 #include "util/util.h"
 
 #include <errno.h>
@@ -347,4 +348,81 @@ int pp_solve(int k, double *A, double *b, double *x)
         x[c] = s / A[c * k + c];
     }
     return 0;
+}
+
+/* ---- text buffer ---- */
+static int strbuf_reserve(pp_strbuf *b, size_t extra)
+{
+    if (b->oom) return -1;
+    if (b->len + extra + 1 <= b->cap) return 0;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + extra + 1) {
+        if (cap > SIZE_MAX / 2) {
+            b->oom = 1;
+            return -1;
+        }
+        cap *= 2;
+    }
+    char *d = realloc(b->data, cap);
+    if (!d) {
+        b->oom = 1;
+        return -1;
+    }
+    b->data = d;
+    b->cap = cap;
+    return 0;
+}
+
+void pp_strbuf_put(pp_strbuf *b, const char *s)
+{
+    size_t n = strlen(s);
+    if (strbuf_reserve(b, n) != 0) return;
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+}
+
+void pp_strbuf_printf(pp_strbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        b->oom = 1;
+        return;
+    }
+    if (strbuf_reserve(b, (size_t)n) != 0) return;
+    va_start(ap, fmt);
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+void pp_strbuf_csv_field(pp_strbuf *b, const char *s)
+{
+    if (!s) s = "";
+    if (!strpbrk(s, ",\"\r\n")) {
+        pp_strbuf_put(b, s);
+        return;
+    }
+    size_t n = strlen(s);
+    if (strbuf_reserve(b, 2 * n + 2) != 0) return;
+    char *p = b->data + b->len;
+    *p++ = '"';
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '"') *p++ = '"';
+        *p++ = s[i];
+    }
+    *p++ = '"';
+    *p = '\0';
+    b->len = (size_t)(p - b->data);
+}
+
+void pp_fmt_double(char *out, size_t n, double v)
+{
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(out, n, "%.*g", prec, v);
+        if (strtod(out, NULL) == v) return;
+    }
 }

@@ -74,4 +74,17 @@ typedef struct pp_logger {
 void pp_log(const pp_logger *lg, perfpred_log_level lvl, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Growing text buffer for writers (malloc'd; free data with free()). */
+typedef struct pp_strbuf {
+    char *data;
+    size_t len, cap;
+    int oom;        /* sticky: an append failed */
+} pp_strbuf;
+void pp_strbuf_put(pp_strbuf *b, const char *s);
+void pp_strbuf_printf(pp_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends s as one CSV field: quoted (with doubled quotes) when it holds , " CR or LF. */
+void pp_strbuf_csv_field(pp_strbuf *b, const char *s);
+/* Shortest decimal text that strtod reads back to exactly v ("%.15g".."%.17g"). */
+void pp_fmt_double(char *out, size_t n, double v);
+
 #endif

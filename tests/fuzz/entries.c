@@ -17,13 +17,12 @@
 #include <cjson/cJSON.h>
 #include <xgboost/c_api.h>
 
-#include "calibrate/calibrate.h"
-#include "calibrate/importers.h"
+#include "fit/fit.h"
+#include "datasets/datasets.h"
 #include "devices/devices.h"
 #include "graph/graph.h"
 #include "graph_gnn/graph_gnn.h"
 #include "layer_models/layer_models.h"
-#include "calibrate/fit_power.h"
 #include "predictor/calib.h"
 #include "predictor/allocator.h"
 #include "predictor/interval.h"
@@ -138,8 +137,8 @@ int pp_fuzz_layer_csv(const uint8_t *data, size_t len)
     char p[512];
     put(path_in(p, sizeof p, "fuzz-layers.csv"), data, len);
     pp_layer_table *t = NULL;
-    (void)pp_layer_csv_read(p, &t, NULL);
-    pp_layer_table_free(t);
+    (void)pp_measure_layer_csv_read(p, &t, NULL);
+    pp_measure_layer_table_free(t);
     return 0;
 }
 
@@ -148,8 +147,8 @@ int pp_fuzz_net_csv(const uint8_t *data, size_t len)
     char p[512];
     put(path_in(p, sizeof p, "fuzz-networks.csv"), data, len);
     pp_net_table *t = NULL;
-    (void)pp_net_csv_read(p, &t, NULL);
-    pp_net_table_free(t);
+    (void)pp_measure_net_csv_read(p, &t, NULL);
+    pp_measure_net_table_free(t);
     return 0;
 }
 
@@ -361,12 +360,12 @@ int pp_fuzz_deepbench(const uint8_t *data, size_t len)
     mkdirs(dir);
     snprintf(p, sizeof p, "%s/DeepBench_NV_Jetson_TX1__Results.csv", dir);
     put(p, data, len);
-    pp_layer_table *t = pp_layer_table_new("deepbench");
+    pp_layer_table *t = pp_measure_layer_table_new("deepbench");
     pp_import_report *rep = calloc(1, sizeof *rep);
     pp_import_filter flt = {0};
-    if (t && rep) (void)pp_deepbench_import(root, real_db(), &flt, t, rep, NULL);
+    if (t && rep) (void)pp_datasets_deepbench_import(root, real_db(), &flt, t, rep, NULL);
     free(rep);
-    pp_layer_table_free(t);
+    pp_measure_layer_table_free(t);
     return 0;
 }
 
@@ -378,12 +377,12 @@ int pp_fuzz_mobile(const uint8_t *data, size_t len)
     char p[900];
     snprintf(p, sizeof p, "%s/tflite_cnn_ops_gpu.csv", root);
     put(p, data, len);
-    pp_layer_table *t = pp_layer_table_new("mobile");
+    pp_layer_table *t = pp_measure_layer_table_new("mobile");
     pp_import_report *rep = calloc(1, sizeof *rep);
     pp_import_filter flt = {0};
-    if (t && rep) (void)pp_mobile_import(root, real_db(), &flt, t, rep, NULL);
+    if (t && rep) (void)pp_datasets_mobile_import(root, real_db(), &flt, t, rep, NULL);
     free(rep);
-    pp_layer_table_free(t);
+    pp_measure_layer_table_free(t);
     return 0;
 }
 
@@ -393,8 +392,9 @@ int pp_fuzz_neusight(const uint8_t *data, size_t len)
         "neusight", "# NeuSight\n- Repo: https://github.com/sitar-lab/NeuSight\n- Commit: "
                     "6945927d9afcca2b9daf021f8395e53edc5b4eef (2025-06-23). Plain git blobs.\n");
     char rel[1024], p[2048];
-    if (pp_neusight_rel_path("linear", "NVIDIA A100-PCIE-40GB", PP_NEUSIGHT_TRAIN, rel, sizeof rel,
-                             NULL) != PERFPRED_OK)
+    if (pp_datasets_neusight_path("linear", "NVIDIA A100-PCIE-40GB", PP_NEUSIGHT_TRAIN, rel,
+                                  sizeof rel,
+                                  NULL) != PERFPRED_OK)
         abort();
     snprintf(p, sizeof p, "%s/%s", root, rel);
     char *slash = strrchr(p, '/');
@@ -402,11 +402,12 @@ int pp_fuzz_neusight(const uint8_t *data, size_t len)
     mkdirs(p);
     *slash = '/';
     put(p, data, len);
-    pp_layer_table *t = pp_layer_table_new("neusight");
+    pp_layer_table *t = pp_measure_layer_table_new("neusight");
     if (t)
-        (void)pp_neusight_import(root, "linear", "NVIDIA A100-PCIE-40GB", PP_NEUSIGHT_TRAIN, t,
-                                 NULL, NULL);
-    pp_layer_table_free(t);
+        (void)pp_datasets_neusight_import(root, "linear", "NVIDIA A100-PCIE-40GB",
+                                          PP_NEUSIGHT_TRAIN, t,
+                                          NULL, NULL);
+    pp_measure_layer_table_free(t);
     return 0;
 }
 
@@ -444,10 +445,10 @@ int pp_fuzz_power_sweep(const uint8_t *data, size_t len)
     put_text(p, h200);
     snprintf(p, sizeof p, "%s/alex_a100_40.txt", dir);
     put(p, data, len);
-    pp_fitpower_report *rep = malloc(sizeof *rep);
+    pp_fit_power_report *rep = malloc(sizeof *rep);
     if (!rep) abort();
     path_in(dir, sizeof dir, "sweep");
-    (void)pp_fitpower_run(real_db(), dir, rep, NULL);
+    (void)pp_fit_power_run(real_db(), dir, rep, NULL);
     free(rep);
     return 0;
 }

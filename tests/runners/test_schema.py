@@ -1,5 +1,5 @@
 """test_schema.py: the runners write exactly the columns docs/measurements.md documents (the tables of
-its "Layer measurements" and "Network measurements" sections), which calibrate/measurements.c reads."""
+its "Layer measurements" and "Network measurements" sections), which measure/measurements.c reads."""
 
 import os
 import re
