@@ -1,5 +1,5 @@
 /* cli/calibrate.c: `perfpred calibrate plan|import` and the dispatch of the calibrate steps, a
- * thin layer over the calibration API of include/perfpred.h: parse options, call the library, print
+ * thin layer over the calibration API of include/perfpred_calibrate.h: parse options, call the library, print
  * a table (plain or markdown) or one JSON object (docs/calibration.md). The option parsing and
  * table helpers here (cli.h) serve cli/calibrate_fit.c (calibrate fit) and cli/eval.c too. */
 #include <errno.h>

@@ -79,7 +79,7 @@ perfpred_status pp_eval_fx_graph_build(const pp_fx_table *t, const pp_fx_build_p
 perfpred_status pp_eval_neusight_label_parse(const char *label, char *model, size_t model_n,
                                              int64_t *seq, int64_t *batch, pp_err *err);
 
-/* Judges every inference label of p->gpu (or p->labels) on p->device; see perfpred.h. Labels that
+/* Judges every inference label of p->gpu (or p->labels) on p->device; see perfpred_calibrate.h. Labels that
  * cannot be judged get a status and message in their entry; the call fails only on bad parameters,
  * an unreadable label folder, or a context that does not open. */
 perfpred_status pp_eval_neusight_models(const perfpred_neusight_params *p,

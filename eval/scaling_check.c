@@ -1,7 +1,7 @@
 /* eval/scaling_check.c: does Habitat's rule carry kernel times across GPUs? Every NeuSight
  * kernel test row of a target GPU is predicted from the calibrated source device (its layer models,
  * its roofline where they do not cover the row), scaled as predictor.c scales a kernel, and judged
- * against the target's measurement per op kind, beside the variants listed in perfpred.h. */
+ * against the target's measurement per op kind, beside the variants listed in perfpred_calibrate.h. */
 #include "eval/eval.h"
 
 #include <math.h>

@@ -1,5 +1,5 @@
 /* fit/fit_overhead.c: the in-network overhead correction, latency = scale x layer sum +
- * per_kernel x kernels + per_mb x megabytes moved (include/perfpred.h,
+ * per_kernel x kernels + per_mb x megabytes moved (include/perfpred_calibrate.h,
  * perfpred_calibrate_fit_overhead). The layer sums, kernel counts and kernel bytes of the rows are
  * eval's (perfpred_eval, layer sums only); held-out folds of model families judge it before it is
  * fitted on every row and written. */

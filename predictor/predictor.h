@@ -1,7 +1,11 @@
 /* predictor/: the one prediction path for every device. A model's nodes are grouped into kernels
  * by the runtime's fusion rules; each kernel gets a calibrated time (layer models of the device or
  * of the device it derives from) or a roofline estimate; MIG slices and derived descriptors scale
- * kernel times from their source device by memory-boundness (Habitat's rule). */
+ * kernel times from their source device by memory-boundness (Habitat's rule).
+ * This header is the folder's contract; its parts that other modules reach for alone are in
+ * stack.h (GPU runtime stacks: host/GPU pipeline, waves, memory), allocator.h (PyTorch's caching
+ * allocator replayed), power.h (board power), calib.h (calibrated artifacts of a device),
+ * interval.h (latency intervals), reuse.h (repeated calls) and json_out.h (JSON answers). */
 #ifndef PP_PREDICTOR_H
 #define PP_PREDICTOR_H
 
