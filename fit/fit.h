@@ -291,10 +291,6 @@ typedef struct pp_fit_stack_report {
     double lofo_small, lofo_large, lofo_memory;
 } pp_fit_stack_report;
 
-/* The six stacks and the run-folder suffix each reads ("pretrained-fp32", ...). */
-int pp_fit_stack_count(void);
-const char *pp_fit_stack_name(int i);
-
 /* Fits stack `name` on the data; fills *rep. */
 perfpred_status pp_fit_stack_run(const pp_device_db *db, const pp_fit_stack_params *p,
                                  const char *name, pp_fit_stack_report *rep, pp_err *err);

@@ -69,9 +69,6 @@ static const char *const family_names[] = {"vit",        "efficientnet", "resnet
 static const int model_family[] = {0, 1, 2, 3, 4, 5, 6, 7, 7, 8, 9, 2, 2, 9};
 #define N_FAMILIES ((int)(sizeof family_names / sizeof family_names[0]))
 
-int pp_fit_stack_count(void) { return N_STACKS; }
-const char *pp_fit_stack_name(int i) { return i >= 0 && i < N_STACKS ? stack_defs[i].name : NULL; }
-
 pp_fit_stack_params pp_fit_stack_default_params(void)
 {
     pp_fit_stack_params p = {0};

@@ -15,11 +15,6 @@ static const int block_k[8] = {3, 3, 3, 3, 5, 5, 5, 5};
 static const int block_e[8] = {1, 1, 3, 6, 1, 1, 3, 6};
 static const int block_g[8] = {1, 2, 1, 1, 1, 2, 1, 1};
 
-const char *pp_fbnet_block_name(int op)
-{
-    return (op >= 0 && op < PP_FBNET_N_BLOCKS) ? block_names[op] : "?";
-}
-
 perfpred_status pp_fbnet_parse(const char *s, pp_fbnet_arch *out, pp_err *err)
 {
     memset(out, 0, sizeof *out);

@@ -86,10 +86,8 @@ perfpred_status pp_build_nb201(const pp_nb201_arch *a, const pp_nb201_opts *o, p
 
 #define PP_FBNET_LAYERS 22
 #define PP_FBNET_N_BLOCKS 9
-/* Block names in HW-NAS-Bench's order (op index 0..8): k3_e1, k3_e1_g2, k3_e3, k3_e6, k5_e1,
+/* Blocks in HW-NAS-Bench's order (op index 0..8): k3_e1, k3_e1_g2, k3_e3, k3_e6, k5_e1,
  * k5_e1_g2, k5_e3, k5_e6, skip. */
-const char *pp_fbnet_block_name(int op);
-
 typedef struct pp_fbnet_arch {
     int op[PP_FBNET_LAYERS];  /* block index per searchable layer, 0..8 */
 } pp_fbnet_arch;

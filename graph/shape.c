@@ -141,11 +141,6 @@ perfpred_status pp_sh_set_like(pp_sctx *c, const pp_node *n, int i, const pp_ten
 
 /* ------------------------------------------------------------------ values ---- */
 
-int pp_sh_val_is_float(const pp_value *v)
-{
-    return v->fval != NULL;
-}
-
 static int dtype_foldable(int32_t dt)
 {
     return dt != PP_DT_UNDEFINED && dt != PP_DT_STRING && dt != PP_DT_COMPLEX64 &&

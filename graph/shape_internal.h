@@ -74,7 +74,6 @@ int64_t pp_sh_vi(const pp_value *v, int64_t i);
 void pp_sh_store_f(pp_value *v, int64_t i, double x);   /* converts to v->dtype (cast semantics) */
 void pp_sh_store_i(pp_value *v, int64_t i, int64_t x);
 void pp_sh_vcopy(pp_value *dst, int64_t di, const pp_value *src, int64_t si);
-int pp_sh_val_is_float(const pp_value *v);
 
 /* ---- shape helpers ---- */
 /* axis in [-rank, rank-1] -> [0, rank-1]; error naming the node otherwise. */

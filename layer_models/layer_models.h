@@ -142,7 +142,6 @@ typedef struct pp_lm_flat pp_lm_flat;
 perfpred_status pp_lm_flat_from_json(const char *json, size_t len, const char *ctx,
                                      pp_lm_flat **out, pp_err *err);
 void pp_lm_flat_free(pp_lm_flat *f);  /* NULL is a no-op */
-int pp_lm_flat_n_trees(const pp_lm_flat *f);
 int pp_lm_flat_n_features(const pp_lm_flat *f);
 /* out[i] = transform(base_margin + sum of trees) for rows X + i * stride, i in [0, n). */
 void pp_lm_flat_predict(const pp_lm_flat *f, const float *X, int n, int stride, float *out);

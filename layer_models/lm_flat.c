@@ -208,7 +208,6 @@ done:
     return st;
 }
 
-int pp_lm_flat_n_trees(const pp_lm_flat *f) { return f ? f->n_trees : 0; }
 int pp_lm_flat_n_features(const pp_lm_flat *f) { return f ? f->n_features : 0; }
 
 /* Rows in blocks, trees outermost within a block: a tree's nodes stay in cache across the block's

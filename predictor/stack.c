@@ -14,11 +14,6 @@
 static const char *const class_names[PP_SK__COUNT] = {"conv", "conv3x3", "depthwise", "matmul",
                                                       "memory"};
 
-const char *pp_stack_class_name(int c)
-{
-    return c >= 0 && c < PP_SK__COUNT ? class_names[c] : "unknown";
-}
-
 pp_stack_class pp_stack_class_of(const pp_node_feat *f)
 {
     switch (f->kind) {

@@ -26,7 +26,6 @@ typedef enum pp_stack_class {
     PP_SK__COUNT
 } pp_stack_class;
 
-const char *pp_stack_class_name(int c);
 pp_stack_class pp_stack_class_of(const pp_node_feat *f);
 
 #define PP_STACK_MAX_CTX 12
