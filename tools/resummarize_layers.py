@@ -10,7 +10,7 @@ first 2 samples gives both the same estimator (the layer runner does this by def
 
   /usr/bin/python3 tools/resummarize_layers.py layers.csv --stat-first 2 -o layers-first2.csv
 
-(data/epyc-kvm-2vcpu/layers-s24-first2-round1..3.csv were made this way from session 2's runs; those runs and
+(data/epyc-kvm-2vcpu/layers-round1..3.csv were made this way from session 2's runs; those runs and
 their partial files are in git, data/README.md.)
 
 Rows keep their order and every column but latency_ms, latency_spread_ms, repetitions and, in
