@@ -9,7 +9,7 @@ within each round (a --scrub-mb cache scrub before every call; each round's fast
 calls; the median over --rounds rounds), and prints each row's two times, their ratio (W.t() over
 [K, N]) and a summary. It measures, it trains nothing; the finding is in README ("Limits").
 
-  /usr/bin/python3 lab/matmul_layout_check.py data/epyc-kvm-2vcpu/layers-s24-first2-round1.csv
+  /usr/bin/python3 lab/matmul_layout_check.py data/epyc-kvm-2vcpu/layers-round1.csv
 """
 
 import argparse

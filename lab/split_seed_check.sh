@@ -9,8 +9,8 @@
 # and RESCALE_BY_CLASS=1 adds --rescale-by-class.
 #
 #   bash lab/split_seed_check.sh DEVICE LAYERS.csv[,..] NETWORKS.csv FAM1,FAM2,.. [SEED ..]
-#   bash lab/split_seed_check.sh epyc-kvm-2vcpu data/epyc-kvm-2vcpu/layers-s24-first2-round1.csv,... \
-#       data/epyc-kvm-2vcpu/networks-2.csv googlenet,mnasnet,regnet,shufflenet,squeezenet 42 1 2 3 4 5
+#   bash lab/split_seed_check.sh epyc-kvm-2vcpu data/epyc-kvm-2vcpu/layers-round1.csv,... \
+#       data/epyc-kvm-2vcpu/networks.csv googlenet,mnasnet,regnet,shufflenet,squeezenet 42 1 2 3 4 5
 set -euo pipefail
 if [ $# -lt 4 ]; then
     sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'

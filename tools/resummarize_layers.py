@@ -8,8 +8,10 @@ of more calls, which on a noisy machine is the lower figure. Summarizing the lay
 first 2 samples gives both the same estimator (the layer runner does this by default since
 --stat-first 2; this tool brings older files in line without measuring again).
 
-  /usr/bin/python3 tools/resummarize_layers.py data/epyc-kvm-2vcpu/layers-s24-round1.csv \\
-      --stat-first 2 -o data/epyc-kvm-2vcpu/layers-s24-first2-round1.csv
+  /usr/bin/python3 tools/resummarize_layers.py layers.csv --stat-first 2 -o layers-first2.csv
+
+(data/epyc-kvm-2vcpu/layers-round1..3.csv were made this way from session 2's runs; those runs and
+their partial files are in git, data/README.md.)
 
 Rows keep their order and every column but latency_ms, latency_spread_ms, repetitions and, in
 source, stat= and the min/max/mean/IQR figures, which are recomputed; source gains
