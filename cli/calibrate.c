@@ -132,6 +132,39 @@ const char *cli_opt_value(cli_args *A, const char *name)
     return A->argv[++A->i];
 }
 
+void cli_getopt_init(cli_getopt *G, int argc, char **argv, const char *shortopts,
+                     const struct option *longopts)
+{
+    *G = (cli_getopt){.argc = argc, .argv = argv, .shortopts = shortopts, .longopts = longopts};
+    optind = 0;
+    opterr = 0;
+}
+
+/* The table row that the long option word ("--name", or "--name=..." unless no_equals) names in
+ * full, or NULL. */
+static const struct option *long_named(const cli_getopt *G, const char *word)
+{
+    const char *name = word + 2, *eq = strchr(name, '=');
+    size_t n = eq ? (size_t)(eq - name) : strlen(name);
+    if (eq && G->no_equals) return NULL;
+    for (const struct option *p = G->longopts; p->name; p++)
+        if (strlen(p->name) == n && strncmp(p->name, name, n) == 0) return p;
+    return NULL;
+}
+
+int cli_getopt_next(cli_getopt *G)
+{
+    G->at = optind > 0 ? optind : 1;  /* in order, getopt reads the word at optind */
+    G->word = G->at < G->argc ? G->argv[G->at] : NULL;
+    int c = getopt_long(G->argc, G->argv, G->shortopts, G->longopts, NULL);
+    /* Read in order, getopt stops before the end only at "--", which is no option here. */
+    if (c == -1) return G->word ? '?' : -1;
+    if (c == 1 || c == '?') return c;
+    /* A word that names the option in full is the one getopt matched: it prefers an exact name. */
+    if (strncmp(G->word, "--", 2) == 0) return long_named(G, G->word) ? c : '?';
+    return strlen(G->word) == 2 ? c : '?';  /* "-o" alone: never "-oFILE" or a cluster */
+}
+
 int cli_parse_int(const char *s, const char *name, long lo, long hi, int *out)
 {
     char *end;

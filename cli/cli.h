@@ -3,6 +3,7 @@
 #ifndef PP_CLI_H
 #define PP_CLI_H
 
+#include <getopt.h>
 #include <stdio.h>
 
 #include <cjson/cJSON.h>
@@ -81,9 +82,34 @@ cJSON *cli_intervals(const perfpred_heldout *h, const char *device, const char *
 void cli_intervals_print(const perfpred_heldout *h, const char *device, const char *config_dir,
                          const char *out_dir, const char *data, int write, int *rc);
 
-/* cli/calibrate.c: option parsing and metric tables shared by `perfpred calibrate`
- * (cli/calibrate.c, cli/calibrate_fit.c) and `perfpred eval` (cli/eval.c). Parsers print the
- * error themselves. */
+/* cli/calibrate.c: option parsing shared by every command, and metric tables shared by
+ * `perfpred calibrate` (cli/calibrate.c, cli/calibrate_fit.c) and `perfpred eval` (cli/eval.c).
+ *
+ * Options are read by glibc's getopt_long, one struct option table per command, through
+ * cli_getopt_next, which keeps the CLI's rules: words are read in order (optstring "-:..."), a
+ * positional word comes back as 1 with the word in optarg, so positionals may sit anywhere and the
+ * first bad word is the one reported; a value is "--name VALUE" or "--name=VALUE" (the next word
+ * even when it starts with '-'); and what getopt_long would accept beyond that is refused as an
+ * unknown word: an abbreviated name (getopt's unique prefixes), "--" (not an end of options here),
+ * a short option with anything glued to it ("-oFILE", "-o=FILE"), a value given to a flag, and,
+ * with no_equals, "--name=VALUE". Parsers print the error themselves. */
+typedef struct cli_getopt {
+    int argc;
+    char **argv;
+    const char *shortopts;          /* getopt's optstring; starts "-:" (in order, ':' on no value) */
+    const struct option *longopts;  /* ended by a row of zeros; no val may be 1, '?' or ':' */
+    int no_equals;                  /* 1: "--name=VALUE" is an unknown word (value: next word) */
+    int at;                         /* argv index of the word just read */
+    const char *word;               /* that word as typed: the option for messages */
+} cli_getopt;
+/* Reads argv[1..argc) from the start: optind = 0, which under glibc resets getopt's whole state
+ * (also the half-read word a previous command may have left), not just the index. */
+void cli_getopt_init(cli_getopt *G, int argc, char **argv, const char *shortopts,
+                     const struct option *longopts);
+/* The next word: an option's val with its value in optarg (NULL when it has none), 1 for a
+ * positional word (in optarg), -1 at the end, '?' for a word that is no option here and ':' for an
+ * option whose value is missing (both: G->word). Prints nothing. */
+int cli_getopt_next(cli_getopt *G);
 typedef struct cli_args {
     int argc;
     char **argv;
