@@ -125,8 +125,9 @@ int cli_parse_num(const char *s, const char *name, double lo, double hi, double 
 /* Splits a comma-separated list in place (s is owned by argv): the count, or -1 after saying
  * why. */
 int cli_split_list(char *s, const char **out, int cap, const char *name);
-/* A list option's value, split on ',' and appended to out[*n..CLI_MAX_LIST): 0, or -1. */
-int cli_list_value(cli_args *A, const char *name, const char **out, int *n);
+/* A list option's value v (owned by argv), split on ',' and appended to out[*n..CLI_MAX_LIST):
+ * 0, or -1 after saying why. */
+int cli_list_value(char *v, const char *name, const char **out, int *n);
 void cli_print_errbuf(const char *err, const char *fallback); /* fallback when err is empty */
 /* Table columns, plain (fixed widths) or markdown; '-' where a value is not finite or n is 0:
  * v with fmt ("%*.1f") at width; MAPE, RMSPE, within +-10 %, Spearman; the roofline's MAPE and
