@@ -113,25 +113,6 @@ static const char calibrate_usage[] =
 
 /* ------------------------------------------------------------------ parsing ---- */
 
-int cli_is_opt(const char *a, const char *name)
-{
-    size_t n = strlen(name);
-    return strncmp(a, name, n) == 0 && (a[n] == '\0' || a[n] == '=');
-}
-
-/* The value of the option at A->i (after '=' or the next argument), NULL after an error. */
-const char *cli_opt_value(cli_args *A, const char *name)
-{
-    const char *a = A->argv[A->i];
-    size_t n = strlen(name);
-    if (strncmp(a, name, n) == 0 && a[n] == '=') return a + n + 1;
-    if (A->i + 1 >= A->argc) {
-        cli_error("%s needs a value", name);
-        return NULL;
-    }
-    return A->argv[++A->i];
-}
-
 void cli_getopt_init(cli_getopt *G, int argc, char **argv, const char *shortopts,
                      const struct option *longopts)
 {

@@ -110,15 +110,6 @@ void cli_getopt_init(cli_getopt *G, int argc, char **argv, const char *shortopts
  * positional word (in optarg), -1 at the end, '?' for a word that is no option here and ':' for an
  * option whose value is missing (both: G->word). Prints nothing. */
 int cli_getopt_next(cli_getopt *G);
-typedef struct cli_args {
-    int argc;
-    char **argv;
-    int i;    /* the argument being read */
-} cli_args;
-/* 1 when a is the option name, alone or as name=VALUE. */
-int cli_is_opt(const char *a, const char *name);
-/* The value of the option at A->i (after '=' or the next argument), NULL after an error. */
-const char *cli_opt_value(cli_args *A, const char *name);
 /* A strict integer or number in [lo, hi] into *out: 0, or -1 after saying why. */
 int cli_parse_int(const char *s, const char *name, long lo, long hi, int *out);
 int cli_parse_num(const char *s, const char *name, double lo, double hi, double *out);
