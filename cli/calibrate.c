@@ -113,23 +113,37 @@ static const char calibrate_usage[] =
 
 /* ------------------------------------------------------------------ parsing ---- */
 
-int cli_is_opt(const char *a, const char *name)
+void cli_getopt_init(cli_getopt *G, int argc, char **argv, const char *shortopts,
+                     const struct option *longopts)
 {
-    size_t n = strlen(name);
-    return strncmp(a, name, n) == 0 && (a[n] == '\0' || a[n] == '=');
+    *G = (cli_getopt){.argc = argc, .argv = argv, .shortopts = shortopts, .longopts = longopts};
+    optind = 0;
+    opterr = 0;
 }
 
-/* The value of the option at A->i (after '=' or the next argument), NULL after an error. */
-const char *cli_opt_value(cli_args *A, const char *name)
+/* The table row that the long option word ("--name", or "--name=..." unless no_equals) names in
+ * full, or NULL. */
+static const struct option *long_named(const cli_getopt *G, const char *word)
 {
-    const char *a = A->argv[A->i];
-    size_t n = strlen(name);
-    if (strncmp(a, name, n) == 0 && a[n] == '=') return a + n + 1;
-    if (A->i + 1 >= A->argc) {
-        cli_error("%s needs a value", name);
-        return NULL;
-    }
-    return A->argv[++A->i];
+    const char *name = word + 2, *eq = strchr(name, '=');
+    size_t n = eq ? (size_t)(eq - name) : strlen(name);
+    if (eq && G->no_equals) return NULL;
+    for (const struct option *p = G->longopts; p->name; p++)
+        if (strlen(p->name) == n && strncmp(p->name, name, n) == 0) return p;
+    return NULL;
+}
+
+int cli_getopt_next(cli_getopt *G)
+{
+    G->at = optind > 0 ? optind : 1;  /* in order, getopt reads the word at optind */
+    G->word = G->at < G->argc ? G->argv[G->at] : NULL;
+    int c = getopt_long(G->argc, G->argv, G->shortopts, G->longopts, NULL);
+    /* Read in order, getopt stops before the end only at "--", which is no option here. */
+    if (c == -1) return G->word ? '?' : -1;
+    if (c == 1 || c == '?') return c;
+    /* A word that names the option in full is the one getopt matched: it prefers an exact name. */
+    if (strncmp(G->word, "--", 2) == 0) return long_named(G, G->word) ? c : '?';
+    return strlen(G->word) == 2 ? c : '?';  /* "-o" alone: never "-oFILE" or a cluster */
 }
 
 int cli_parse_int(const char *s, const char *name, long lo, long hi, int *out)
@@ -173,13 +187,9 @@ int cli_split_list(char *s, const char **out, int cap, const char *name)
     return n ? n : -1;
 }
 
-/* A list option's value, split on ',' and appended to out[*n..CLI_MAX_LIST): 0, or -1 after saying
- * why. */
-int cli_list_value(cli_args *A, const char *name, const char **out, int *n)
+int cli_list_value(char *v, const char *name, const char **out, int *n)
 {
-    const char *v = cli_opt_value(A, name);
-    if (!v) return -1;
-    int k = cli_split_list((char *)v, out + *n, CLI_MAX_LIST - *n, name);
+    int k = cli_split_list(v, out + *n, CLI_MAX_LIST - *n, name);
     if (k < 0) return -1;
     *n += k;
     return 0;
@@ -362,79 +372,110 @@ static void print_plan_text(const perfpred_plan_params *p, const perfpred_plan_r
            p->out_csv, r->device);
 }
 
-static int cmd_plan(int argc, char **argv)
-{
-    perfpred_plan_params p = perfpred_plan_default_params();
+enum {
+    OPT_DEVICE = 256, OPT_BUDGET_MIN, OPT_MODELS, OPT_EXCLUDE_FAMILY, OPT_OPS, OPT_BATCH, OPT_SEED,
+    OPT_PERTURB_SHARE, OPT_ROUNDS, OPT_CONFIG_DIR, OPT_ADAPTIVE, OPT_MANIFEST_DIR, OPT_ANCHORS,
+    OPT_N_ANCHORS, OPT_JSON, OPT_DATASET, OPT_ROOT, OPT_RUNTIME
+};
+
+static const struct option plan_options[] = {
+    {"device", required_argument, NULL, OPT_DEVICE},
+    {"out", required_argument, NULL, 'o'},
+    {"budget-min", required_argument, NULL, OPT_BUDGET_MIN},
+    {"models", required_argument, NULL, OPT_MODELS},
+    {"exclude-family", required_argument, NULL, OPT_EXCLUDE_FAMILY},
+    {"ops", required_argument, NULL, OPT_OPS},
+    {"batch", required_argument, NULL, OPT_BATCH},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"perturb-share", required_argument, NULL, OPT_PERTURB_SHARE},
+    {"rounds", required_argument, NULL, OPT_ROUNDS},
+    {"config-dir", required_argument, NULL, OPT_CONFIG_DIR},
+    {"adaptive", no_argument, NULL, OPT_ADAPTIVE},
+    {"manifest-dir", required_argument, NULL, OPT_MANIFEST_DIR},
+    {"anchors", required_argument, NULL, OPT_ANCHORS},
+    {"n-anchors", required_argument, NULL, OPT_N_ANCHORS},
+    {"json", no_argument, NULL, OPT_JSON},
+    {NULL, 0, NULL, 0}
+};
+
+/* What the plan parameters' lists point into (words of argv). */
+typedef struct plan_lists {
     const char *models[CLI_MAX_LIST], *excl[CLI_MAX_LIST], *ops[CLI_MAX_LIST];
     const char *anchors[CLI_MAX_LIST];
     int64_t batches[CLI_MAX_LIST];
+} plan_lists;
+
+/* --batch N[,N..]: replaces the batches given before. */
+static int plan_batches(char *v, perfpred_plan_params *p, plan_lists *L)
+{
+    const char *items[CLI_MAX_LIST];
+    int n = cli_split_list(v, items, CLI_MAX_LIST, "--batch");
+    if (n < 0) return -1;
+    for (int k = 0; k < n; k++) {
+        int b;
+        if (cli_parse_int(items[k], "--batch", 1, 65536, &b)) return -1;
+        L->batches[k] = b;
+    }
+    p->batches = L->batches;
+    p->n_batches = n;
+    return 0;
+}
+
+/* One plan option c with its value v into p (lists into L): 0, or -1 after saying why. */
+static int plan_opt(int c, char *v, perfpred_plan_params *p, plan_lists *L, int *json)
+{
+    int s;
+    switch (c) {
+    case OPT_DEVICE: p->device = v; return 0;
+    case 'o': p->out_csv = v; return 0;
+    case OPT_BUDGET_MIN: return cli_parse_num(v, "--budget-min", 1e-3, 1e6, &p->budget_min);
+    case OPT_MODELS:
+        p->models = L->models;
+        return cli_list_value(v, "--models", L->models, &p->n_models);
+    case OPT_EXCLUDE_FAMILY:
+        p->exclude_families = L->excl;
+        return cli_list_value(v, "--exclude-family", L->excl, &p->n_exclude_families);
+    case OPT_OPS:
+        p->ops = L->ops;
+        return cli_list_value(v, "--ops", L->ops, &p->n_ops);
+    case OPT_BATCH: return plan_batches(v, p, L);
+    case OPT_SEED:
+        if (cli_parse_int(v, "--seed", 0, 2147483647, &s)) return -1;
+        p->seed = (uint64_t)s;
+        return 0;
+    case OPT_PERTURB_SHARE:
+        return cli_parse_num(v, "--perturb-share", 0, 0.95, &p->perturb_share);
+    case OPT_ROUNDS: return cli_parse_int(v, "--rounds", 1, 1000, &p->protocol.rounds);
+    case OPT_CONFIG_DIR: p->config_dir = v; return 0;
+    case OPT_ADAPTIVE: p->adaptive = 1; return 0;
+    case OPT_MANIFEST_DIR: p->adaptive_dir = v; return 0;
+    case OPT_ANCHORS:
+        p->anchor_csvs = L->anchors;
+        return cli_list_value(v, "--anchors", L->anchors, &p->n_anchor_csvs);
+    case OPT_N_ANCHORS:
+        return cli_parse_int(v, "--n-anchors", PERFPRED_RESCALE_MIN_ANCHORS, 1000, &p->n_anchors);
+    case OPT_JSON: *json = 1; return 0;
+    }
+    return -1;
+}
+
+static int cmd_plan(int argc, char **argv)
+{
+    perfpred_plan_params p = perfpred_plan_default_params();
+    plan_lists L;
     int json = 0;
-    cli_args A = {argc, argv, 0};
-    for (A.i = 2; A.i < argc; A.i++) {
-        const char *a = argv[A.i], *v;
-        if (cli_is_opt(a, "--device")) {
-            if (!(p.device = cli_opt_value(&A, "--device"))) return EXIT_USAGE;
-        } else if (cli_is_opt(a, "--out") || strcmp(a, "-o") == 0) {
-            if (!(p.out_csv = cli_opt_value(&A, strcmp(a, "-o") == 0 ? "-o" : "--out")))
-                return EXIT_USAGE;
-        } else if (cli_is_opt(a, "--budget-min")) {
-            if (!(v = cli_opt_value(&A, "--budget-min")) ||
-                cli_parse_num(v, "--budget-min", 1e-3, 1e6, &p.budget_min))
-                return EXIT_USAGE;
-        } else if (cli_is_opt(a, "--models")) {
-            if (cli_list_value(&A, "--models", models, &p.n_models)) return EXIT_USAGE;
-            p.models = models;
-        } else if (cli_is_opt(a, "--exclude-family")) {
-            if (cli_list_value(&A, "--exclude-family", excl, &p.n_exclude_families))
-                return EXIT_USAGE;
-            p.exclude_families = excl;
-        } else if (cli_is_opt(a, "--ops")) {
-            if (cli_list_value(&A, "--ops", ops, &p.n_ops)) return EXIT_USAGE;
-            p.ops = ops;
-        } else if (cli_is_opt(a, "--batch")) {
-            const char *items[CLI_MAX_LIST];
-            if (!(v = cli_opt_value(&A, "--batch"))) return EXIT_USAGE;
-            int n = cli_split_list((char *)v, items, CLI_MAX_LIST, "--batch");
-            if (n < 0) return EXIT_USAGE;
-            for (int k = 0; k < n; k++) {
-                int b;
-                if (cli_parse_int(items[k], "--batch", 1, 65536, &b)) return EXIT_USAGE;
-                batches[k] = b;
-            }
-            p.batches = batches;
-            p.n_batches = n;
-        } else if (cli_is_opt(a, "--seed")) {
-            int s;
-            if (!(v = cli_opt_value(&A, "--seed")) || cli_parse_int(v, "--seed", 0, 2147483647, &s))
-                return EXIT_USAGE;
-            p.seed = (uint64_t)s;
-        } else if (cli_is_opt(a, "--perturb-share")) {
-            if (!(v = cli_opt_value(&A, "--perturb-share")) ||
-                cli_parse_num(v, "--perturb-share", 0, 0.95, &p.perturb_share))
-                return EXIT_USAGE;
-        } else if (cli_is_opt(a, "--rounds")) {
-            if (!(v = cli_opt_value(&A, "--rounds")) ||
-                cli_parse_int(v, "--rounds", 1, 1000, &p.protocol.rounds))
-                return EXIT_USAGE;
-        } else if (cli_is_opt(a, "--config-dir")) {
-            if (!(p.config_dir = cli_opt_value(&A, "--config-dir"))) return EXIT_USAGE;
-        } else if (strcmp(a, "--adaptive") == 0) {
-            p.adaptive = 1;
-        } else if (cli_is_opt(a, "--manifest-dir")) {
-            if (!(p.adaptive_dir = cli_opt_value(&A, "--manifest-dir"))) return EXIT_USAGE;
-        } else if (cli_is_opt(a, "--anchors")) {
-            if (cli_list_value(&A, "--anchors", anchors, &p.n_anchor_csvs)) return EXIT_USAGE;
-            p.anchor_csvs = anchors;
-        } else if (cli_is_opt(a, "--n-anchors")) {
-            if (!(v = cli_opt_value(&A, "--n-anchors")) ||
-                cli_parse_int(v, "--n-anchors", PERFPRED_RESCALE_MIN_ANCHORS, 1000, &p.n_anchors))
-                return EXIT_USAGE;
-        } else if (strcmp(a, "--json") == 0) {
-            json = 1;
-        } else {
-            cli_error("calibrate plan: unknown argument '%s' (perfpred calibrate --help)", a);
+    cli_getopt G;
+    cli_getopt_init(&G, argc - 1, argv + 1, "-:o:", plan_options);
+    for (int c; (c = cli_getopt_next(&G)) != -1;) {
+        if (c == ':') {
+            cli_error("%s needs a value", G.word);
             return EXIT_USAGE;
         }
+        if (c == 1 || c == '?') {
+            cli_error("calibrate plan: unknown argument '%s' (perfpred calibrate --help)", G.word);
+            return EXIT_USAGE;
+        }
+        if (plan_opt(c, optarg, &p, &L, &json)) return EXIT_USAGE;
     }
     if (!p.device) {
         cli_error("calibrate plan: --device is required");
@@ -469,30 +510,36 @@ static int cmd_plan(int argc, char **argv)
 
 /* ------------------------------------------------------------------ import ---- */
 
+static const struct option import_options[] = {
+    {"dataset", required_argument, NULL, OPT_DATASET},
+    {"root", required_argument, NULL, OPT_ROOT},
+    {"out", required_argument, NULL, 'o'},
+    {"device", required_argument, NULL, OPT_DEVICE},
+    {"runtime", required_argument, NULL, OPT_RUNTIME},
+    {"config-dir", required_argument, NULL, OPT_CONFIG_DIR},
+    {"json", no_argument, NULL, OPT_JSON},
+    {NULL, 0, NULL, 0}
+};
+
 static int cmd_import(int argc, char **argv)
 {
     perfpred_import_params p = perfpred_import_default_params();
     int json = 0;
-    cli_args A = {argc, argv, 0};
-    for (A.i = 2; A.i < argc; A.i++) {
-        const char *a = argv[A.i];
-        if (cli_is_opt(a, "--dataset")) {
-            if (!(p.dataset = cli_opt_value(&A, "--dataset"))) return EXIT_USAGE;
-        } else if (cli_is_opt(a, "--root")) {
-            if (!(p.root = cli_opt_value(&A, "--root"))) return EXIT_USAGE;
-        } else if (cli_is_opt(a, "--out") || strcmp(a, "-o") == 0) {
-            if (!(p.out_csv = cli_opt_value(&A, strcmp(a, "-o") == 0 ? "-o" : "--out")))
-                return EXIT_USAGE;
-        } else if (cli_is_opt(a, "--device")) {
-            if (!(p.device = cli_opt_value(&A, "--device"))) return EXIT_USAGE;
-        } else if (cli_is_opt(a, "--runtime")) {
-            if (!(p.runtime = cli_opt_value(&A, "--runtime"))) return EXIT_USAGE;
-        } else if (cli_is_opt(a, "--config-dir")) {
-            if (!(p.config_dir = cli_opt_value(&A, "--config-dir"))) return EXIT_USAGE;
-        } else if (strcmp(a, "--json") == 0) {
-            json = 1;
-        } else {
-            cli_error("calibrate import: unknown argument '%s' (perfpred calibrate --help)", a);
+    cli_getopt G;
+    cli_getopt_init(&G, argc - 1, argv + 1, "-:o:", import_options);
+    for (int c; (c = cli_getopt_next(&G)) != -1;) {
+        switch (c) {
+        case OPT_DATASET: p.dataset = optarg; break;
+        case OPT_ROOT: p.root = optarg; break;
+        case 'o': p.out_csv = optarg; break;
+        case OPT_DEVICE: p.device = optarg; break;
+        case OPT_RUNTIME: p.runtime = optarg; break;
+        case OPT_CONFIG_DIR: p.config_dir = optarg; break;
+        case OPT_JSON: json = 1; break;
+        case ':': cli_error("%s needs a value", G.word); return EXIT_USAGE;
+        default:
+            cli_error("calibrate import: unknown argument '%s' (perfpred calibrate --help)",
+                      G.word);
             return EXIT_USAGE;
         }
     }

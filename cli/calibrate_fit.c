@@ -577,145 +577,171 @@ static int fit_networks(const perfpred_fit_params *p, perfpred_netfit_params *gn
     return cli_netfit(gnn, json, 0);
 }
 
+enum {
+    OPT_DEVICE = 256, OPT_LAYERS, OPT_RESCALE_LAYERS, OPT_RESCALE_BY_CLASS, OPT_NEUSIGHT,
+    OPT_NETWORKS, OPT_HELDOUT_FAMILIES, OPT_EPOCHS, OPT_HIDDEN, OPT_LR, OPT_WEIGHT_DECAY,
+    OPT_MAX_TRAIN, OPT_HUBER, OPT_ENSEMBLE, OPT_DATASETS, OPT_CONV_GPU, OPT_HELDOUT_FRAC, OPT_SEED,
+    OPT_THREADS, OPT_BOOST_ROUNDS, OPT_MAX_SPREAD_PCT, OPT_CONFIG_DIR, OPT_DRY_RUN, OPT_OVERHEAD,
+    OPT_JSON
+};
+
+static const struct option fit_options[] = {
+    {"device", required_argument, NULL, OPT_DEVICE},
+    {"layers", required_argument, NULL, OPT_LAYERS},
+    {"rescale-layers", required_argument, NULL, OPT_RESCALE_LAYERS},
+    {"rescale-by-class", no_argument, NULL, OPT_RESCALE_BY_CLASS},
+    {"neusight", required_argument, NULL, OPT_NEUSIGHT},
+    {"networks", required_argument, NULL, OPT_NETWORKS},
+    {"heldout-families", required_argument, NULL, OPT_HELDOUT_FAMILIES},
+    {"epochs", required_argument, NULL, OPT_EPOCHS},
+    {"hidden", required_argument, NULL, OPT_HIDDEN},
+    {"lr", required_argument, NULL, OPT_LR},
+    {"weight-decay", required_argument, NULL, OPT_WEIGHT_DECAY},
+    {"max-train", required_argument, NULL, OPT_MAX_TRAIN},
+    {"huber", required_argument, NULL, OPT_HUBER},
+    {"ensemble", required_argument, NULL, OPT_ENSEMBLE},
+    {"datasets", required_argument, NULL, OPT_DATASETS},
+    {"conv-gpu", required_argument, NULL, OPT_CONV_GPU},
+    {"out", required_argument, NULL, 'o'},
+    {"heldout-frac", required_argument, NULL, OPT_HELDOUT_FRAC},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"threads", required_argument, NULL, OPT_THREADS},
+    {"boost-rounds", required_argument, NULL, OPT_BOOST_ROUNDS},
+    {"max-spread-pct", required_argument, NULL, OPT_MAX_SPREAD_PCT},
+    {"config-dir", required_argument, NULL, OPT_CONFIG_DIR},
+    {"dry-run", no_argument, NULL, OPT_DRY_RUN},
+    {"overhead", no_argument, NULL, OPT_OVERHEAD},
+    {"json", no_argument, NULL, OPT_JSON},
+    {NULL, 0, NULL, 0}
+};
+
+/* calibrate fit's command line: the layer fit's parameters, the GNN's (gnn_opts: one was given),
+ * and the --networks fit's sources. p's file lists point into files and rescaled. */
+typedef struct fit_args {
+    perfpred_fit_params p;
+    perfpred_netfit_params gnn;
+    const char *files[CLI_MAX_LIST], *rescaled[CLI_MAX_LIST];
+    const char *networks, *datasets, *heldout_families;
+    int json, gnn_opts, overhead;
+} fit_args;
+
+/* One GNN option c with its value v into g: 0, or -1 after saying why. */
+static int fit_gnn_opt(int c, const char *v, perfpred_netfit_params *g)
+{
+    switch (c) {
+    case OPT_EPOCHS: return cli_parse_int(v, "--epochs", 1, 100000, &g->epochs);
+    case OPT_HIDDEN: return cli_parse_int(v, "--hidden", 2, 1024, &g->hidden);
+    case OPT_LR: return cli_parse_num(v, "--lr", 1e-6, 1.0, &g->lr);
+    case OPT_WEIGHT_DECAY: return cli_parse_num(v, "--weight-decay", 0, 1.0, &g->weight_decay);
+    case OPT_MAX_TRAIN: return cli_parse_int(v, "--max-train", 2, 1000000, &g->max_train);
+    case OPT_HUBER: return cli_parse_num(v, "--huber", 1e-4, 10.0, &g->huber_delta);
+    case OPT_ENSEMBLE: return cli_parse_int(v, "--ensemble", 1, 16, &g->ensemble);
+    }
+    return -1;
+}
+
+/* One calibrate fit option c with its value v into a: 0, or -1 after saying why. */
+static int fit_opt(int c, char *v, fit_args *a)
+{
+    perfpred_fit_params *p = &a->p;
+    switch (c) {
+    case OPT_DEVICE: p->device = v; return 0;
+    case OPT_LAYERS:
+        p->layers_csvs = a->files;
+        return cli_list_value(v, "--layers", a->files, &p->n_layers_csvs);
+    case OPT_RESCALE_LAYERS:
+        p->rescaled_csvs = a->rescaled;
+        return cli_list_value(v, "--rescale-layers", a->rescaled, &p->n_rescaled_csvs);
+    case OPT_RESCALE_BY_CLASS: p->rescale_by_class = 1; return 0;
+    case OPT_NEUSIGHT: p->neusight_root = v; return 0;
+    case OPT_NETWORKS: a->networks = v; return 0;
+    case OPT_HELDOUT_FAMILIES: a->heldout_families = v; return 0;
+    case OPT_EPOCHS: case OPT_HIDDEN: case OPT_LR: case OPT_WEIGHT_DECAY: case OPT_MAX_TRAIN:
+    case OPT_HUBER: case OPT_ENSEMBLE:
+        if (fit_gnn_opt(c, v, &a->gnn)) return -1;
+        a->gnn_opts = 1;
+        return 0;
+    case OPT_DATASETS: a->datasets = v; return 0;
+    case OPT_CONV_GPU: p->neusight_conv_gpu = v; return 0;
+    case 'o': p->out_dir = v; return 0;
+    case OPT_HELDOUT_FRAC: return cli_parse_num(v, "--heldout-frac", 0.01, 0.5, &p->heldout_frac);
+    case OPT_SEED:
+        if (cli_parse_int(v, "--seed", 0, 2147483647, &p->seed)) return -1;
+        a->gnn.seed = p->seed;
+        return 0;
+    case OPT_THREADS: return cli_parse_int(v, "--threads", 1, 1024, &p->nthread);
+    case OPT_BOOST_ROUNDS: return cli_parse_int(v, "--boost-rounds", 1, 100000, &p->n_rounds);
+    case OPT_MAX_SPREAD_PCT:
+        return cli_parse_num(v, "--max-spread-pct", 0, 1e6, &p->max_spread_pct);
+    case OPT_CONFIG_DIR: p->config_dir = v; return 0;
+    case OPT_DRY_RUN: p->write_artifacts = 0; return 0;
+    case OPT_OVERHEAD: a->overhead = 1; return 0;
+    case OPT_JSON: a->json = 1; return 0;
+    }
+    return -1;
+}
+
+/* argv[1..argc) of calibrate fit (argv[0] is "fit") into a: 0, or -1 after saying why. */
+static int fit_parse(int argc, char **argv, fit_args *a)
+{
+    cli_getopt G;
+    cli_getopt_init(&G, argc, argv, "-:o:", fit_options);
+    for (int c; (c = cli_getopt_next(&G)) != -1;) {
+        if (c == ':') {
+            cli_error("%s needs a value", G.word);
+            return -1;
+        }
+        if (c == 1 || c == '?') {
+            cli_error("calibrate fit: unknown argument '%s' (perfpred calibrate --help)", G.word);
+            return -1;
+        }
+        if (fit_opt(c, optarg, a)) return -1;
+    }
+    return 0;
+}
+
 int cli_calibrate_fit(int argc, char **argv)
 {
-    perfpred_fit_params p = perfpred_fit_default_params();
-    const char *files[CLI_MAX_LIST], *rescaled[CLI_MAX_LIST];
-    const char *networks = NULL, *datasets = NULL, *heldout_families = NULL;
-    perfpred_netfit_params gnn = perfpred_netfit_default_params();
-    int json = 0, gnn_opts = 0, overhead = 0;
-    cli_args A = {argc, argv, 0};
-    for (A.i = 2; A.i < argc; A.i++) {
-        const char *a = argv[A.i], *v;
-        if (cli_is_opt(a, "--device")) {
-            if (!(p.device = cli_opt_value(&A, "--device"))) return EXIT_USAGE;
-        } else if (cli_is_opt(a, "--layers")) {
-            if (cli_list_value(&A, "--layers", files, &p.n_layers_csvs)) return EXIT_USAGE;
-            p.layers_csvs = files;
-        } else if (cli_is_opt(a, "--rescale-layers")) {
-            if (cli_list_value(&A, "--rescale-layers", rescaled, &p.n_rescaled_csvs))
-                return EXIT_USAGE;
-            p.rescaled_csvs = rescaled;
-        } else if (strcmp(a, "--rescale-by-class") == 0) {
-            p.rescale_by_class = 1;
-        } else if (cli_is_opt(a, "--neusight")) {
-            if (!(p.neusight_root = cli_opt_value(&A, "--neusight"))) return EXIT_USAGE;
-        } else if (cli_is_opt(a, "--networks")) {
-            if (!(networks = cli_opt_value(&A, "--networks"))) return EXIT_USAGE;
-        } else if (cli_is_opt(a, "--heldout-families")) {
-            if (!(heldout_families = cli_opt_value(&A, "--heldout-families"))) return EXIT_USAGE;
-        } else if (cli_is_opt(a, "--epochs")) {
-            if (!(v = cli_opt_value(&A, "--epochs")) ||
-                cli_parse_int(v, "--epochs", 1, 100000, &gnn.epochs))
-                return EXIT_USAGE;
-            gnn_opts = 1;
-        } else if (cli_is_opt(a, "--hidden")) {
-            if (!(v = cli_opt_value(&A, "--hidden")) ||
-                cli_parse_int(v, "--hidden", 2, 1024, &gnn.hidden))
-                return EXIT_USAGE;
-            gnn_opts = 1;
-        } else if (cli_is_opt(a, "--lr")) {
-            if (!(v = cli_opt_value(&A, "--lr")) || cli_parse_num(v, "--lr", 1e-6, 1.0, &gnn.lr))
-                return EXIT_USAGE;
-            gnn_opts = 1;
-        } else if (cli_is_opt(a, "--weight-decay")) {
-            if (!(v = cli_opt_value(&A, "--weight-decay")) ||
-                cli_parse_num(v, "--weight-decay", 0, 1.0, &gnn.weight_decay))
-                return EXIT_USAGE;
-            gnn_opts = 1;
-        } else if (cli_is_opt(a, "--max-train")) {
-            if (!(v = cli_opt_value(&A, "--max-train")) ||
-                cli_parse_int(v, "--max-train", 2, 1000000, &gnn.max_train))
-                return EXIT_USAGE;
-            gnn_opts = 1;
-        } else if (cli_is_opt(a, "--huber")) {
-            if (!(v = cli_opt_value(&A, "--huber")) ||
-                cli_parse_num(v, "--huber", 1e-4, 10.0, &gnn.huber_delta))
-                return EXIT_USAGE;
-            gnn_opts = 1;
-        } else if (cli_is_opt(a, "--ensemble")) {
-            if (!(v = cli_opt_value(&A, "--ensemble")) ||
-                cli_parse_int(v, "--ensemble", 1, 16, &gnn.ensemble))
-                return EXIT_USAGE;
-            gnn_opts = 1;
-        } else if (cli_is_opt(a, "--datasets")) {
-            if (!(datasets = cli_opt_value(&A, "--datasets"))) return EXIT_USAGE;
-        } else if (cli_is_opt(a, "--conv-gpu")) {
-            if (!(p.neusight_conv_gpu = cli_opt_value(&A, "--conv-gpu"))) return EXIT_USAGE;
-        } else if (cli_is_opt(a, "--out") || strcmp(a, "-o") == 0) {
-            if (!(p.out_dir = cli_opt_value(&A, strcmp(a, "-o") == 0 ? "-o" : "--out")))
-                return EXIT_USAGE;
-        } else if (cli_is_opt(a, "--heldout-frac")) {
-            if (!(v = cli_opt_value(&A, "--heldout-frac")) ||
-                cli_parse_num(v, "--heldout-frac", 0.01, 0.5, &p.heldout_frac))
-                return EXIT_USAGE;
-        } else if (cli_is_opt(a, "--seed")) {
-            if (!(v = cli_opt_value(&A, "--seed")) ||
-                cli_parse_int(v, "--seed", 0, 2147483647, &p.seed))
-                return EXIT_USAGE;
-            gnn.seed = p.seed;
-        } else if (cli_is_opt(a, "--threads")) {
-            if (!(v = cli_opt_value(&A, "--threads")) ||
-                cli_parse_int(v, "--threads", 1, 1024, &p.nthread))
-                return EXIT_USAGE;
-        } else if (cli_is_opt(a, "--boost-rounds")) {
-            if (!(v = cli_opt_value(&A, "--boost-rounds")) ||
-                cli_parse_int(v, "--boost-rounds", 1, 100000, &p.n_rounds))
-                return EXIT_USAGE;
-        } else if (cli_is_opt(a, "--max-spread-pct")) {
-            if (!(v = cli_opt_value(&A, "--max-spread-pct")) ||
-                cli_parse_num(v, "--max-spread-pct", 0, 1e6, &p.max_spread_pct))
-                return EXIT_USAGE;
-        } else if (cli_is_opt(a, "--config-dir")) {
-            if (!(p.config_dir = cli_opt_value(&A, "--config-dir"))) return EXIT_USAGE;
-        } else if (strcmp(a, "--dry-run") == 0) {
-            p.write_artifacts = 0;
-        } else if (strcmp(a, "--overhead") == 0) {
-            overhead = 1;
-        } else if (strcmp(a, "--json") == 0) {
-            json = 1;
-        } else {
-            cli_error("calibrate fit: unknown argument '%s' (perfpred calibrate --help)", a);
-            return EXIT_USAGE;
-        }
-    }
-    if (!p.device) {
+    fit_args a = {.p = perfpred_fit_default_params(), .gnn = perfpred_netfit_default_params()};
+    if (fit_parse(argc - 1, argv + 1, &a)) return EXIT_USAGE;
+    const perfpred_fit_params *p = &a.p;
+    if (!p->device) {
         cli_error("calibrate fit: --device is required");
         return EXIT_USAGE;
     }
-    if (networks)
-        return fit_networks(&p, &gnn, networks, datasets, heldout_families, gnn_opts, overhead,
-                            json);
-    if (heldout_families || gnn_opts || overhead) {
+    if (a.networks)
+        return fit_networks(p, &a.gnn, a.networks, a.datasets, a.heldout_families, a.gnn_opts,
+                            a.overhead, a.json);
+    if (a.heldout_families || a.gnn_opts || a.overhead) {
         cli_error("calibrate fit: --heldout-families, --epochs, --hidden, --lr, --weight-decay, "
                   "--huber, --max-train and --ensemble go with --networks");
         return EXIT_USAGE;
     }
-    if ((p.n_layers_csvs > 0) == (p.neusight_root != NULL)) {
+    if ((p->n_layers_csvs > 0) == (p->neusight_root != NULL)) {
         cli_error("calibrate fit: give --layers MEASURED.csv or --neusight DIR (one of them)");
         return EXIT_USAGE;
     }
     perfpred_fit_report r;
     char err[1024] = "";
-    perfpred_status st = perfpred_calibrate_fit(&p, &r, err, sizeof err);
+    perfpred_status st = perfpred_calibrate_fit(p, &r, err, sizeof err);
     if (st != PERFPRED_OK) {
         cli_print_errbuf(err, perfpred_status_str(st));
         return cli_exit_code(st);
     }
     char src[2048] = "";
-    if (p.neusight_root) snprintf(src, sizeof src, "%s", p.neusight_root);
-    for (int i = 0; i < p.n_layers_csvs; i++) {
+    if (p->neusight_root) snprintf(src, sizeof src, "%s", p->neusight_root);
+    for (int i = 0; i < p->n_layers_csvs; i++) {
         size_t L = strlen(src);
-        snprintf(src + L, sizeof src - L, "%s%s", i ? "," : "", p.layers_csvs[i]);
+        snprintf(src + L, sizeof src - L, "%s%s", i ? "," : "", p->layers_csvs[i]);
     }
-    for (int i = 0; i < p.n_rescaled_csvs; i++) {
+    for (int i = 0; i < p->n_rescaled_csvs; i++) {
         size_t L = strlen(src);
-        snprintf(src + L, sizeof src - L, ",%s (rescaled)", p.rescaled_csvs[i]);
+        snprintf(src + L, sizeof src - L, ",%s (rescaled)", p->rescaled_csvs[i]);
     }
-    if (json) {
-        print_fit_json(&p, &r, src);
+    if (a.json) {
+        print_fit_json(p, &r, src);
         return EXIT_OK_;
     }
-    print_fit_text(&p, &r, src);
+    print_fit_text(p, &r, src);
     return EXIT_OK_;
 }

@@ -4,6 +4,7 @@
 #ifndef PP_CLI_H
 #define PP_CLI_H
 
+#include <getopt.h>
 #include <stdio.h>
 
 #include <cjson/cJSON.h>
@@ -82,26 +83,43 @@ cJSON *cli_intervals(const perfpred_heldout *h, const char *device, const char *
 void cli_intervals_print(const perfpred_heldout *h, const char *device, const char *config_dir,
                          const char *out_dir, const char *data, int write, int *rc);
 
-/* cli/calibrate.c: option parsing and metric tables shared by `perfpred calibrate`
- * (cli/calibrate.c, cli/calibrate_fit.c) and `perfpred eval` (cli/eval.c). Parsers print the
- * error themselves. */
-typedef struct cli_args {
+/* cli/calibrate.c: option parsing shared by every command, and metric tables shared by
+ * `perfpred calibrate` (cli/calibrate.c, cli/calibrate_fit.c) and `perfpred eval` (cli/eval.c).
+ *
+ * Options are read by glibc's getopt_long, one struct option table per command, through
+ * cli_getopt_next, which keeps the CLI's rules: words are read in order (optstring "-:..."), a
+ * positional word comes back as 1 with the word in optarg, so positionals may sit anywhere and the
+ * first bad word is the one reported; a value is "--name VALUE" or "--name=VALUE" (the next word
+ * even when it starts with '-'); and what getopt_long would accept beyond that is refused as an
+ * unknown word: an abbreviated name (getopt's unique prefixes), "--" (not an end of options here),
+ * a short option with anything glued to it ("-oFILE", "-o=FILE"), a value given to a flag, and,
+ * with no_equals, "--name=VALUE". Parsers print the error themselves. */
+typedef struct cli_getopt {
     int argc;
     char **argv;
-    int i;    /* the argument being read */
-} cli_args;
-/* 1 when a is the option name, alone or as name=VALUE. */
-int cli_is_opt(const char *a, const char *name);
-/* The value of the option at A->i (after '=' or the next argument), NULL after an error. */
-const char *cli_opt_value(cli_args *A, const char *name);
+    const char *shortopts;          /* getopt's optstring; starts "-:" (in order, ':' on no value) */
+    const struct option *longopts;  /* ended by a row of zeros; no val may be 1, '?' or ':' */
+    int no_equals;                  /* 1: "--name=VALUE" is an unknown word (value: next word) */
+    int at;                         /* argv index of the word just read */
+    const char *word;               /* that word as typed: the option for messages */
+} cli_getopt;
+/* Reads argv[1..argc) from the start: optind = 0, which under glibc resets getopt's whole state
+ * (also the half-read word a previous command may have left), not just the index. */
+void cli_getopt_init(cli_getopt *G, int argc, char **argv, const char *shortopts,
+                     const struct option *longopts);
+/* The next word: an option's val with its value in optarg (NULL when it has none), 1 for a
+ * positional word (in optarg), -1 at the end, '?' for a word that is no option here and ':' for an
+ * option whose value is missing (both: G->word). Prints nothing. */
+int cli_getopt_next(cli_getopt *G);
 /* A strict integer or number in [lo, hi] into *out: 0, or -1 after saying why. */
 int cli_parse_int(const char *s, const char *name, long lo, long hi, int *out);
 int cli_parse_num(const char *s, const char *name, double lo, double hi, double *out);
 /* Splits a comma-separated list in place (s is owned by argv): the count, or -1 after saying
  * why. */
 int cli_split_list(char *s, const char **out, int cap, const char *name);
-/* A list option's value, split on ',' and appended to out[*n..CLI_MAX_LIST): 0, or -1. */
-int cli_list_value(cli_args *A, const char *name, const char **out, int *n);
+/* A list option's value v (owned by argv), split on ',' and appended to out[*n..CLI_MAX_LIST):
+ * 0, or -1 after saying why. */
+int cli_list_value(char *v, const char *name, const char **out, int *n);
 void cli_print_errbuf(const char *err, const char *fallback); /* fallback when err is empty */
 /* Table columns, plain (fixed widths) or markdown; '-' where a value is not finite or n is 0:
  * v with fmt ("%*.1f") at width; MAPE, RMSPE, within +-10 %, Spearman; the roofline's MAPE and

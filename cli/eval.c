@@ -284,111 +284,142 @@ static void print_eval_text(const perfpred_eval_report *r, const char *file, int
     if (plot) printf("plot: %s\n", plot);
 }
 
-int cli_eval_main(int argc, char **argv)
+enum {
+    OPT_DEVICE = 256, OPT_WRITE_INTERVALS, OPT_GNN_HELDOUT, OPT_HELDOUT_FAMILIES,
+    OPT_LAYER_SUM_ONLY, OPT_DATASETS, OPT_SCALING_CHECK, OPT_NEUSIGHT_MODELS, OPT_LAYERS,
+    OPT_NETWORKS, OPT_BY, OPT_PLOT, OPT_CONFIG_DIR, OPT_JSON, OPT_MARKDOWN, OPT_POINTS,
+    OPT_ALLOW_UNKNOWN
+};
+
+static const struct option eval_options[] = {
+    {"device", required_argument, NULL, OPT_DEVICE},
+    {"write-intervals", no_argument, NULL, OPT_WRITE_INTERVALS},
+    {"gnn-heldout", required_argument, NULL, OPT_GNN_HELDOUT},
+    {"heldout-families", required_argument, NULL, OPT_HELDOUT_FAMILIES},
+    {"layer-sum-only", no_argument, NULL, OPT_LAYER_SUM_ONLY},
+    {"datasets", required_argument, NULL, OPT_DATASETS},
+    {"scaling-check", required_argument, NULL, OPT_SCALING_CHECK},
+    {"neusight-models", required_argument, NULL, OPT_NEUSIGHT_MODELS},
+    {"layers", required_argument, NULL, OPT_LAYERS},
+    {"networks", required_argument, NULL, OPT_NETWORKS},
+    {"by", required_argument, NULL, OPT_BY},
+    {"plot", required_argument, NULL, OPT_PLOT},
+    {"config-dir", required_argument, NULL, OPT_CONFIG_DIR},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"markdown", no_argument, NULL, OPT_MARKDOWN},
+    {"points", no_argument, NULL, OPT_POINTS},
+    {"allow-unknown", no_argument, NULL, OPT_ALLOW_UNKNOWN},
+    {NULL, 0, NULL, 0}
+};
+
+/* eval's command line: the eval parameters and what picks another check than --layers or
+ * --networks. */
+typedef struct eval_args {
+    perfpred_eval_params p;
+    const char *plot, *neusight_models, *scaling, *gnn_heldout, *datasets, *heldout_families;
+    int json, markdown, points, write_intervals;
+} eval_args;
+
+/* One eval option c with its value v into a. */
+static void eval_opt(int c, const char *v, eval_args *a)
 {
-    perfpred_eval_params p = perfpred_eval_default_params();
-    int json = 0, markdown = 0, points = 0;
-    const char *plot = NULL;
-    cli_args A = {argc, argv, 0};
-    for (A.i = 1; A.i < argc; A.i++) {
-        const char *a = argv[A.i];
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            fputs(eval_usage, stdout);
-            return EXIT_OK_;
-        }
+    switch (c) {
+    case OPT_DEVICE: a->p.device = v; break;
+    case OPT_WRITE_INTERVALS: a->write_intervals = 1; break;
+    case OPT_GNN_HELDOUT: a->gnn_heldout = v; break;
+    case OPT_HELDOUT_FAMILIES: a->heldout_families = v; break;
+    case OPT_LAYER_SUM_ONLY: a->p.layer_sum_only = 1; break;
+    case OPT_DATASETS: a->datasets = v; break;
+    case OPT_SCALING_CHECK: a->scaling = v; break;
+    case OPT_NEUSIGHT_MODELS: a->neusight_models = v; break;
+    case OPT_LAYERS: a->p.layers_csv = v; break;
+    case OPT_NETWORKS: a->p.networks_csv = v; break;
+    case OPT_BY: a->p.group_by = v; break;
+    case OPT_PLOT: a->plot = v; break;
+    case OPT_CONFIG_DIR: a->p.config_dir = v; break;
+    case OPT_JSON: a->json = 1; break;
+    case OPT_MARKDOWN: a->markdown = 1; break;
+    case OPT_POINTS: a->points = 1; break;
+    case OPT_ALLOW_UNKNOWN: a->p.allow_unknown = 1; break;
     }
-    const char *neusight_models = NULL, *scaling = NULL, *gnn_heldout = NULL, *datasets = NULL;
-    const char *heldout_families = NULL;
-    int write_intervals = 0;
-    for (A.i = 1; A.i < argc; A.i++) {
-        const char *a = argv[A.i];
-        if (cli_is_opt(a, "--device")) {
-            if (!(p.device = cli_opt_value(&A, "--device"))) return EXIT_USAGE;
-        } else if (strcmp(a, "--write-intervals") == 0) {
-            write_intervals = 1;
-        } else if (cli_is_opt(a, "--gnn-heldout")) {
-            if (!(gnn_heldout = cli_opt_value(&A, "--gnn-heldout"))) return EXIT_USAGE;
-        } else if (cli_is_opt(a, "--heldout-families")) {
-            if (!(heldout_families = cli_opt_value(&A, "--heldout-families"))) return EXIT_USAGE;
-        } else if (strcmp(a, "--layer-sum-only") == 0) {
-            p.layer_sum_only = 1;
-        } else if (cli_is_opt(a, "--datasets")) {
-            if (!(datasets = cli_opt_value(&A, "--datasets"))) return EXIT_USAGE;
-        } else if (cli_is_opt(a, "--scaling-check")) {
-            if (!(scaling = cli_opt_value(&A, "--scaling-check"))) return EXIT_USAGE;
-        } else if (cli_is_opt(a, "--neusight-models")) {
-            if (!(neusight_models = cli_opt_value(&A, "--neusight-models"))) return EXIT_USAGE;
-        } else if (cli_is_opt(a, "--layers")) {
-            if (!(p.layers_csv = cli_opt_value(&A, "--layers"))) return EXIT_USAGE;
-        } else if (cli_is_opt(a, "--networks")) {
-            if (!(p.networks_csv = cli_opt_value(&A, "--networks"))) return EXIT_USAGE;
-        } else if (cli_is_opt(a, "--by")) {
-            if (!(p.group_by = cli_opt_value(&A, "--by"))) return EXIT_USAGE;
-        } else if (cli_is_opt(a, "--plot")) {
-            if (!(plot = cli_opt_value(&A, "--plot"))) return EXIT_USAGE;
-        } else if (cli_is_opt(a, "--config-dir")) {
-            if (!(p.config_dir = cli_opt_value(&A, "--config-dir"))) return EXIT_USAGE;
-        } else if (strcmp(a, "--json") == 0) {
-            json = 1;
-        } else if (strcmp(a, "--markdown") == 0) {
-            markdown = 1;
-        } else if (strcmp(a, "--points") == 0) {
-            points = 1;
-        } else if (strcmp(a, "--allow-unknown") == 0) {
-            p.allow_unknown = 1;
-        } else {
-            cli_error("eval: unknown argument '%s' (perfpred eval --help)", a);
-            return EXIT_USAGE;
+}
+
+/* argv[1..argc) of eval into a: 0, or -1 after saying why. */
+static int eval_parse(int argc, char **argv, eval_args *a)
+{
+    cli_getopt G;
+    cli_getopt_init(&G, argc, argv, "-:", eval_options);
+    for (int c; (c = cli_getopt_next(&G)) != -1;) {
+        if (c == ':') {
+            cli_error("%s needs a value", G.word);
+            return -1;
         }
+        if (c == 1 || c == '?') {
+            cli_error("eval: unknown argument '%s' (perfpred eval --help)", G.word);
+            return -1;
+        }
+        eval_opt(c, optarg, a);
     }
-    if (gnn_heldout) {
-        if (!p.device) {
+    return 0;
+}
+
+/* eval --gnn-heldout, --scaling-check or --neusight-models, each with the options it takes. */
+static int eval_other(const eval_args *a)
+{
+    const perfpred_eval_params *p = &a->p;
+    if (a->gnn_heldout) {
+        if (!p->device) {
             cli_error("eval --gnn-heldout: --device is required");
             return EXIT_USAGE;
         }
         perfpred_netfit_params np = perfpred_netfit_default_params();
-        np.device = p.device;
-        np.source = gnn_heldout;
-        np.datasets_root = datasets;
-        np.config_dir = p.config_dir;
-        np.heldout_families = heldout_families;
+        np.device = p->device;
+        np.source = a->gnn_heldout;
+        np.datasets_root = a->datasets;
+        np.config_dir = p->config_dir;
+        np.heldout_families = a->heldout_families;
         np.evaluate_only = 1;
-        return cli_netfit(&np, json, write_intervals);
+        return cli_netfit(&np, a->json, a->write_intervals);
     }
-    if (heldout_families) {
+    if (a->heldout_families) {
         cli_error("eval: --heldout-families goes with --gnn-heldout");
         return EXIT_USAGE;
     }
-    if (scaling) {
-        if (neusight_models || p.layers_csv || p.networks_csv || plot || markdown || points ||
-            p.group_by || p.device) {
+    if (a->scaling) {
+        if (a->neusight_models || p->layers_csv || p->networks_csv || a->plot || a->markdown ||
+            a->points || p->group_by || p->device) {
             cli_error("eval --scaling-check takes only --config-dir and --json");
             return EXIT_USAGE;
         }
-        return eval_scaling(scaling, p.config_dir, json);
+        return eval_scaling(a->scaling, p->config_dir, a->json);
     }
-    if (neusight_models) {
-        if (p.layers_csv || p.networks_csv || plot || markdown || points || p.group_by) {
-            cli_error("eval --neusight-models takes only --device, --config-dir and --json");
-            return EXIT_USAGE;
-        }
-        return eval_neusight_models(neusight_models, p.device, p.config_dir, json);
+    if (p->layers_csv || p->networks_csv || a->plot || a->markdown || a->points || p->group_by) {
+        cli_error("eval --neusight-models takes only --device, --config-dir and --json");
+        return EXIT_USAGE;
     }
-    if (!p.device) {
+    return eval_neusight_models(a->neusight_models, p->device, p->config_dir, a->json);
+}
+
+/* eval --layers or --networks: the rows predicted and judged, printed, plotted when asked. */
+static int eval_rows(const eval_args *a)
+{
+    const perfpred_eval_params *p = &a->p;
+    const char *plot = a->plot;
+    if (!p->device) {
         cli_error("eval: --device is required");
         return EXIT_USAGE;
     }
-    if ((p.layers_csv != NULL) == (p.networks_csv != NULL)) {
+    if ((p->layers_csv != NULL) == (p->networks_csv != NULL)) {
         cli_error("eval: give --layers FILE.csv or --networks FILE.csv (one of them)");
         return EXIT_USAGE;
     }
-    if (p.group_by) {
-        int ok = p.layers_csv
-                     ? strcmp(p.group_by, "kind") == 0
-                     : strcmp(p.group_by, "family") == 0 || strcmp(p.group_by, "model") == 0;
+    if (p->group_by) {
+        int ok = p->layers_csv
+                     ? strcmp(p->group_by, "kind") == 0
+                     : strcmp(p->group_by, "family") == 0 || strcmp(p->group_by, "model") == 0;
         if (!ok) {
             cli_error("eval: --by %s: layer rows group by kind, network rows by family or model",
-                      p.group_by);
+                      p->group_by);
             return EXIT_USAGE;
         }
     }
@@ -401,12 +432,12 @@ int cli_eval_main(int argc, char **argv)
     }
     perfpred_eval_report r;
     char err[1024] = "";
-    perfpred_status st = perfpred_eval(&p, &r, err, sizeof err);
+    perfpred_status st = perfpred_eval(p, &r, err, sizeof err);
     if (st != PERFPRED_OK) {
         cli_print_errbuf(err, perfpred_status_str(st));
         return cli_exit_code(st);
     }
-    const char *file = p.layers_csv ? p.layers_csv : p.networks_csv;
+    const char *file = p->layers_csv ? p->layers_csv : p->networks_csv;
     int rc = EXIT_OK_;
     if (plot) {
         char title[256];
@@ -419,8 +450,22 @@ int cli_eval_main(int argc, char **argv)
         }
     }
     const char *plot_written = plot && rc == EXIT_OK_ ? plot : NULL;
-    if (json) print_eval_json(&r, file, points, plot_written);
-    else print_eval_text(&r, file, markdown, points, plot_written);
+    if (a->json) print_eval_json(&r, file, a->points, plot_written);
+    else print_eval_text(&r, file, a->markdown, a->points, plot_written);
     perfpred_eval_report_free(&r);
     return rc;
+}
+
+int cli_eval_main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            fputs(eval_usage, stdout);
+            return EXIT_OK_;
+        }
+    eval_args a = {.p = perfpred_eval_default_params()};
+    if (eval_parse(argc, argv, &a)) return EXIT_USAGE;
+    if (a.gnn_heldout || a.heldout_families || a.scaling || a.neusight_models)
+        return eval_other(&a);
+    return eval_rows(&a);
 }

@@ -162,94 +162,113 @@ static int parse_input(const char *s, cli_opts *o)
     return 0;
 }
 
-/* Options take their value as the next argument or after '='. */
-static const char *opt_value(int argc, char **argv, int *i, const char *arg, const char *name)
+/* --layers [N]: v the value (NULL: none given, 15), at most 100000. */
+static int parse_layers(const char *v, cli_opts *o)
 {
-    size_t n = strlen(name);
-    if (arg[n] == '=') return arg + n + 1;
-    if (*i + 1 >= argc) {
-        cli_error("%s needs a value", name);
-        return NULL;
+    int64_t n[1] = {15};
+    if (v && parse_i64_list(v, n, 1, "--layers") < 0) return -1;
+    o->layers = (int)(n[0] > 100000 ? 100000 : n[0]);
+    return 0;
+}
+
+enum {
+    OPT_DEVICE = 256, OPT_BATCH, OPT_INPUT, OPT_SLO_MS, OPT_RUNTIME, OPT_PRECISION, OPT_CONFIG_DIR,
+    OPT_LAYERS, OPT_JSON, OPT_PLOT, OPT_PLOT_Y, OPT_ALLOW_UNKNOWN, OPT_LAYER_SUM_ONLY, OPT_ALL
+};
+
+static const struct option predict_options[] = {
+    {"device", required_argument, NULL, OPT_DEVICE},
+    {"batch", required_argument, NULL, OPT_BATCH},
+    {"input", required_argument, NULL, OPT_INPUT},
+    {"slo-ms", required_argument, NULL, OPT_SLO_MS},
+    {"runtime", required_argument, NULL, OPT_RUNTIME},
+    {"precision", required_argument, NULL, OPT_PRECISION},
+    {"config-dir", required_argument, NULL, OPT_CONFIG_DIR},
+    {"layers", optional_argument, NULL, OPT_LAYERS},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"plot", required_argument, NULL, OPT_PLOT},
+    {"plot-y", required_argument, NULL, OPT_PLOT_Y},
+    {"allow-unknown", no_argument, NULL, OPT_ALLOW_UNKNOWN},
+    {"layer-sum-only", no_argument, NULL, OPT_LAYER_SUM_ONLY},
+    {"all", no_argument, NULL, OPT_ALL},
+    {NULL, 0, NULL, 0}
+};
+
+/* One option c with its value v into o: 0, or -1 after saying why. */
+static int take_opt(int c, const char *v, cli_opts *o)
+{
+    char *end;
+    switch (c) {
+    case OPT_DEVICE: return parse_devices(v, o);
+    case OPT_BATCH: {
+        int n = parse_i64_list(v, o->batches, CLI_MAX_LIST, "--batch");
+        if (n < 0) return -1;
+        o->n_batches = n;
+        return 0;
     }
-    return argv[++*i];
-}
-
-static int is_opt(const char *arg, const char *name)
-{
-    size_t n = strlen(name);
-    return strncmp(arg, name, n) == 0 && (arg[n] == '\0' || arg[n] == '=');
-}
-
-static int parse_opts(int argc, char **argv, int start, cli_opts *o)
-{
-    for (int i = start; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (is_opt(a, "--device")) {
-            if (!(v = opt_value(argc, argv, &i, a, "--device")) || parse_devices(v, o)) return -1;
-        } else if (is_opt(a, "--batch")) {
-            if (!(v = opt_value(argc, argv, &i, a, "--batch"))) return -1;
-            int n = parse_i64_list(v, o->batches, CLI_MAX_LIST, "--batch");
-            if (n < 0) return -1;
-            o->n_batches = n;
-        } else if (is_opt(a, "--input")) {
-            if (!(v = opt_value(argc, argv, &i, a, "--input")) || parse_input(v, o)) return -1;
-        } else if (is_opt(a, "--slo-ms")) {
-            if (!(v = opt_value(argc, argv, &i, a, "--slo-ms"))) return -1;
-            char *end;
-            errno = 0;
-            o->slo_ms = strtod(v, &end);
-            if (errno || *end || end == v || !(o->slo_ms > 0)) {
-                cli_error("--slo-ms: '%s' is not a positive number of milliseconds", v);
-                return -1;
-            }
-        } else if (is_opt(a, "--runtime")) {
-            if (!(o->runtime = opt_value(argc, argv, &i, a, "--runtime"))) return -1;
-        } else if (is_opt(a, "--precision")) {
-            if (!(o->precision = opt_value(argc, argv, &i, a, "--precision"))) return -1;
-            if (strcmp(o->precision, "fp32") != 0 && strcmp(o->precision, "fp16") != 0) {
-                cli_error("--precision: '%s' (GPU stacks are fp32 or fp16)", o->precision);
-                return -1;
-            }
-        } else if (is_opt(a, "--config-dir")) {
-            if (!(v = opt_value(argc, argv, &i, a, "--config-dir"))) return -1;
-            o->config_dir = v;
-        } else if (strcmp(a, "--layers") == 0) {
-            o->layers = 15;
-            if (i + 1 < argc && argv[i + 1][0] >= '0' && argv[i + 1][0] <= '9') {
-                int64_t n[1];
-                if (parse_i64_list(argv[++i], n, 1, "--layers") < 0) return -1;
-                o->layers = (int)(n[0] > 100000 ? 100000 : n[0]);
-            }
-        } else if (strncmp(a, "--layers=", 9) == 0) {
-            int64_t n[1];
-            if (parse_i64_list(a + 9, n, 1, "--layers") < 0) return -1;
-            o->layers = (int)(n[0] > 100000 ? 100000 : n[0]);
-        } else if (strcmp(a, "--json") == 0) {
-            o->json = 1;
-        } else if (is_opt(a, "--plot")) {
-            if (!(o->plot = opt_value(argc, argv, &i, a, "--plot"))) return -1;
-        } else if (is_opt(a, "--plot-y")) {
-            if (!(o->plot_y = opt_value(argc, argv, &i, a, "--plot-y"))) return -1;
-            if (strcmp(o->plot_y, "energy") != 0 && strcmp(o->plot_y, "memory") != 0) {
-                cli_error("--plot-y: '%s' (energy or memory)", o->plot_y);
-                return -1;
-            }
-        } else if (strcmp(a, "--allow-unknown") == 0) {
-            o->allow_unknown = 1;
-        } else if (strcmp(a, "--layer-sum-only") == 0) {
-            o->layer_sum_only = 1;
-        } else if (strcmp(a, "--all") == 0) {
-            o->all = 1;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            cli_error("unknown option '%s' (perfpred --help lists them)", a);
+    case OPT_INPUT: return parse_input(v, o);
+    case OPT_SLO_MS:
+        errno = 0;
+        o->slo_ms = strtod(v, &end);
+        if (errno || *end || end == v || !(o->slo_ms > 0)) {
+            cli_error("--slo-ms: '%s' is not a positive number of milliseconds", v);
             return -1;
-        } else {
+        }
+        return 0;
+    case OPT_RUNTIME: o->runtime = v; return 0;
+    case OPT_PRECISION:
+        o->precision = v;
+        if (strcmp(v, "fp32") != 0 && strcmp(v, "fp16") != 0) {
+            cli_error("--precision: '%s' (GPU stacks are fp32 or fp16)", v);
+            return -1;
+        }
+        return 0;
+    case OPT_CONFIG_DIR: o->config_dir = v; return 0;
+    case OPT_LAYERS: return parse_layers(v, o);
+    case OPT_JSON: o->json = 1; return 0;
+    case OPT_PLOT: o->plot = v; return 0;
+    case OPT_PLOT_Y:
+        o->plot_y = v;
+        if (strcmp(v, "energy") != 0 && strcmp(v, "memory") != 0) {
+            cli_error("--plot-y: '%s' (energy or memory)", v);
+            return -1;
+        }
+        return 0;
+    case OPT_ALLOW_UNKNOWN: o->allow_unknown = 1; return 0;
+    case OPT_LAYER_SUM_ONLY: o->layer_sum_only = 1; return 0;
+    case OPT_ALL: o->all = 1; return 0;
+    }
+    return -1;
+}
+
+/* argv[1..argc): options (a value as the next word or after '=') and up to 4 positional words, in
+ * any order. */
+static int parse_opts(int argc, char **argv, cli_opts *o)
+{
+    cli_getopt G;
+    cli_getopt_init(&G, argc, argv, "-:", predict_options);
+    for (int c; (c = cli_getopt_next(&G)) != -1;) {
+        if (c == '?') {
+            cli_error("unknown option '%s' (perfpred --help lists them)", G.word);
+            return -1;
+        }
+        if (c == ':') {
+            cli_error("%s needs a value", G.word);
+            return -1;
+        }
+        if (c == 1) {
             if (o->n_positional == 4) {
-                cli_error("too many arguments ('%s')", a);
+                cli_error("too many arguments ('%s')", optarg);
                 return -1;
             }
-            o->positional[o->n_positional++] = a;
+            o->positional[o->n_positional++] = optarg;
+            continue;
         }
+        /* --layers takes N as the next word too, when that word starts with a digit */
+        if (c == OPT_LAYERS && !optarg && optind < argc && argv[optind][0] >= '0' &&
+            argv[optind][0] <= '9')
+            optarg = argv[optind++];
+        if (take_opt(c, optarg, o)) return -1;
     }
     return 0;
 }
@@ -301,7 +320,8 @@ int main(int argc, char **argv)
         cli_error("unknown command '%s' (perfpred --help lists them)", cmd);
         return EXIT_USAGE;
     }
-    if (parse_opts(argc, argv, known ? 2 : 1, &o)) return EXIT_USAGE;
+    /* a command's options start after its name; an implied predict's at argv[1] */
+    if (known ? parse_opts(argc - 1, argv + 1, &o) : parse_opts(argc, argv, &o)) return EXIT_USAGE;
 
     if (strcmp(cmd, "devices") == 0) return cmd_devices(&o);
     if (strcmp(cmd, "inspect") == 0) return need_model(&o, "inspect") ? EXIT_USAGE : cmd_inspect(&o);

@@ -205,48 +205,79 @@ static long long positive(const char *tok, const char *what)
     return v;
 }
 
+enum {
+    OPT_JSON = 256, OPT_CSV, OPT_DEVICE, OPT_NB201, OPT_ONNX_LIST, OPT_CONFIG_DIR, OPT_THREADS,
+    OPT_BATCH
+};
+
+/* Values only as the next word: "--device=rpi4" is an unknown option here (no_equals). */
+static const struct option many_options[] = {
+    {"json", no_argument, NULL, OPT_JSON},
+    {"csv", no_argument, NULL, OPT_CSV},
+    {"help", no_argument, NULL, 'h'},
+    {"device", required_argument, NULL, OPT_DEVICE},
+    {"nb201", required_argument, NULL, OPT_NB201},
+    {"onnx-list", required_argument, NULL, OPT_ONNX_LIST},
+    {"config-dir", required_argument, NULL, OPT_CONFIG_DIR},
+    {"threads", required_argument, NULL, OPT_THREADS},
+    {"batch", required_argument, NULL, OPT_BATCH},
+    {NULL, 0, NULL, 0}
+};
+
+/* --batch N[,N..] appended to batches[*n..CLI_MAX_LIST): 0, or -1 after saying why. */
+static int many_batches(char *v, int64_t *batches, int *n)
+{
+    char *save = NULL;
+    for (char *tok = strtok_r(v, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        long long b = positive(tok, "--batch");
+        if (b < 1) return -1;
+        if (*n == CLI_MAX_LIST) {
+            cli_error("--batch: at most %d values", CLI_MAX_LIST);
+            return -1;
+        }
+        batches[(*n)++] = b;
+    }
+    return 0;
+}
+
 int cli_predict_many_main(int argc, char **argv)
 {
     const char *devices[CLI_MAX_LIST], *files[2] = {NULL, NULL}, *config_dir = NULL;
     int64_t batches[CLI_MAX_LIST];
     int n_devices = 0, n_batches = 0, threads = 1, json = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int has_val = i + 1 < argc;
-        if (!strcmp(a, "--json")) json = 1;
-        else if (!strcmp(a, "--csv")) json = 0;
-        else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(many_usage, stdout);
-            return EXIT_OK_;
-        } else if (!has_val) {
-            cli_error("predict-many: unknown or incomplete option '%s'\n%s", a, many_usage);
-            return EXIT_USAGE;
-        } else if (!strcmp(a, "--device")) {
-            if ((n_devices = parse_list(argv[++i], devices, CLI_MAX_LIST, "--device")) < 0)
+    cli_getopt G;
+    cli_getopt_init(&G, argc, argv, "-:h", many_options);
+    G.no_equals = 1;
+    for (int c; (c = cli_getopt_next(&G)) != -1;) {
+        long long v;
+        switch (c) {
+        case OPT_JSON: json = 1; break;
+        case OPT_CSV: json = 0; break;
+        case 'h': fputs(many_usage, stdout); return EXIT_OK_;
+        case OPT_DEVICE:
+            if ((n_devices = parse_list(optarg, devices, CLI_MAX_LIST, "--device")) < 0)
                 return EXIT_USAGE;
-        } else if (!strcmp(a, "--nb201")) files[0] = argv[++i];
-        else if (!strcmp(a, "--onnx-list")) files[1] = argv[++i];
-        else if (!strcmp(a, "--config-dir")) config_dir = argv[++i];
-        else if (!strcmp(a, "--threads")) {
-            long long v = positive(argv[++i], "--threads");
+            break;
+        case OPT_NB201: files[0] = optarg; break;
+        case OPT_ONNX_LIST: files[1] = optarg; break;
+        case OPT_CONFIG_DIR: config_dir = optarg; break;
+        case OPT_THREADS:
+            v = positive(optarg, "--threads");
             if (v < 1 || v > 1024) {
                 if (v > 1024) cli_error("--threads: at most 1024");
                 return EXIT_USAGE;
             }
             threads = (int)v;
-        } else if (!strcmp(a, "--batch")) {
-            char *save = NULL;
-            for (char *tok = strtok_r(argv[++i], ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-                long long v = positive(tok, "--batch");
-                if (v < 1) return EXIT_USAGE;
-                if (n_batches == CLI_MAX_LIST) {
-                    cli_error("--batch: at most %d values", CLI_MAX_LIST);
-                    return EXIT_USAGE;
-                }
-                batches[n_batches++] = v;
-            }
-        } else {
-            cli_error("predict-many: unknown option '%s'\n%s", a, many_usage);
+            break;
+        case OPT_BATCH:
+            if (many_batches(optarg, batches, &n_batches)) return EXIT_USAGE;
+            break;
+        default: /* a positional or unknown word, or an option without its value */
+            if (G.at + 1 < argc)
+                cli_error("predict-many: unknown option '%s'\n%s", G.word, many_usage);
+            else
+                cli_error("predict-many: unknown or incomplete option '%s'\n%s", G.word,
+                          many_usage);
             return EXIT_USAGE;
         }
     }

@@ -111,41 +111,69 @@ static int take_report(const char *cmd, perfpred_status st, char *text, const ch
     return EXIT_OK_;
 }
 
+enum {
+    OPT_DATA = 256, OPT_OWN_DATA, OPT_MODELS, OPT_STACK, OPT_GPUS, OPT_ROWS_DIR, OPT_CONFIG_DIR,
+    OPT_THREADS, OPT_MAX_EVALS, OPT_NO_HOLDOUT, OPT_FAMILIES, OPT_DRY_RUN, OPT_JSON
+};
+
+/* Values only as the next word: "--data=DIR" is an unknown argument here (no_equals). */
+static const struct option stacks_options[] = {
+    {"data", required_argument, NULL, OPT_DATA},
+    {"own-data", required_argument, NULL, OPT_OWN_DATA},
+    {"models", required_argument, NULL, OPT_MODELS},
+    {"stack", required_argument, NULL, OPT_STACK},
+    {"gpus", required_argument, NULL, OPT_GPUS},
+    {"rows-dir", required_argument, NULL, OPT_ROWS_DIR},
+    {"config-dir", required_argument, NULL, OPT_CONFIG_DIR},
+    {"threads", required_argument, NULL, OPT_THREADS},
+    {"max-evals", required_argument, NULL, OPT_MAX_EVALS},
+    {"no-holdout", no_argument, NULL, OPT_NO_HOLDOUT},
+    {"families", no_argument, NULL, OPT_FAMILIES},
+    {"dry-run", no_argument, NULL, OPT_DRY_RUN},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0}
+};
+
 int cli_fit_stacks_main(int argc, char **argv)
 {
     perfpred_stackfit_params p = perfpred_stackfit_default_params();
     p.models_dir = "tests/fixtures/models";
     const char *config_dir = NULL;
     int json = 0;
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        int has = i + 1 < argc;
-        if (strcmp(a, "--data") == 0 && has) p.data_dir = argv[++i];
-        else if (strcmp(a, "--own-data") == 0 && has) p.own_data_dir = argv[++i];
-        else if (strcmp(a, "--models") == 0 && has) p.models_dir = argv[++i];
-        else if (strcmp(a, "--stack") == 0 && has) p.stack = argv[++i];
-        else if (strcmp(a, "--gpus") == 0 && has) p.gpu_files = argv[++i];
-        else if (strcmp(a, "--rows-dir") == 0 && has) p.rows_dir = argv[++i];
-        else if (strcmp(a, "--config-dir") == 0 && has) config_dir = argv[++i];
-        else if ((strcmp(a, "--threads") == 0 || strcmp(a, "--max-evals") == 0) && has) {
-            char *end;
-            long v = strtol(argv[++i], &end, 10);
+    cli_getopt G;
+    cli_getopt_init(&G, argc - 1, argv + 1, "-:h", stacks_options);
+    G.no_equals = 1;
+    for (int c; (c = cli_getopt_next(&G)) != -1;) {
+        char *end;
+        long v;
+        switch (c) {
+        case OPT_DATA: p.data_dir = optarg; break;
+        case OPT_OWN_DATA: p.own_data_dir = optarg; break;
+        case OPT_MODELS: p.models_dir = optarg; break;
+        case OPT_STACK: p.stack = optarg; break;
+        case OPT_GPUS: p.gpu_files = optarg; break;
+        case OPT_ROWS_DIR: p.rows_dir = optarg; break;
+        case OPT_CONFIG_DIR: config_dir = optarg; break;
+        case OPT_THREADS:
+        case OPT_MAX_EVALS:
+            v = strtol(optarg, &end, 10);
             if (*end || v < 1 || v > 1000000) {
-                cli_error("calibrate fit-stacks: %s takes a whole number >= 1, not '%s'", a,
-                          argv[i]);
+                cli_error("calibrate fit-stacks: %s takes a whole number >= 1, not '%s'", G.word,
+                          optarg);
                 return EXIT_USAGE;
             }
-            if (a[2] == 't') p.threads = (int)v;
+            if (c == OPT_THREADS) p.threads = (int)v;
             else p.max_evals = (int)v;
-        } else if (strcmp(a, "--no-holdout") == 0) p.leave_one_out = 0;
-        else if (strcmp(a, "--families") == 0) p.leave_family_out = 1;
-        else if (strcmp(a, "--dry-run") == 0) p.dry_run = 1;
-        else if (strcmp(a, "--json") == 0) json = 1;
-        else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            fputs(usage, stdout);
-            return EXIT_OK_;
-        } else {
-            cli_error("calibrate fit-stacks: unknown or incomplete argument '%s'\n%s", a, usage);
+            break;
+        case OPT_NO_HOLDOUT: p.leave_one_out = 0; break;
+        case OPT_FAMILIES: p.leave_family_out = 1; break;
+        case OPT_DRY_RUN: p.dry_run = 1; break;
+        case OPT_JSON: json = 1; break;
+        case 'h': fputs(usage, stdout); return EXIT_OK_;
+        default: /* a positional or unknown word, or an option without its value */
+            cli_error("calibrate fit-stacks: unknown or incomplete argument '%s'\n%s", G.word,
+                      usage);
             return EXIT_USAGE;
         }
     }
@@ -177,21 +205,31 @@ static const char power_usage[] =
     "  --config-dir DIR  where artifacts/gpu-power.json is written\n"
     "  --json            the report as JSON\n";
 
+static const struct option power_options[] = {
+    {"data", required_argument, NULL, OPT_DATA},
+    {"config-dir", required_argument, NULL, OPT_CONFIG_DIR},
+    {"dry-run", no_argument, NULL, OPT_DRY_RUN},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0}
+};
+
 int cli_fit_power_main(int argc, char **argv)
 {
     const char *data = NULL, *config_dir = NULL;
     int json = 0, dry = 0;
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--data") == 0 && i + 1 < argc) data = argv[++i];
-        else if (strcmp(a, "--config-dir") == 0 && i + 1 < argc) config_dir = argv[++i];
-        else if (strcmp(a, "--dry-run") == 0) dry = 1;
-        else if (strcmp(a, "--json") == 0) json = 1;
-        else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            fputs(power_usage, stdout);
-            return EXIT_OK_;
-        } else {
-            cli_error("calibrate fit-power: unknown or incomplete argument '%s'\n%s", a,
+    cli_getopt G;
+    cli_getopt_init(&G, argc - 1, argv + 1, "-:h", power_options);
+    G.no_equals = 1;
+    for (int c; (c = cli_getopt_next(&G)) != -1;) {
+        switch (c) {
+        case OPT_DATA: data = optarg; break;
+        case OPT_CONFIG_DIR: config_dir = optarg; break;
+        case OPT_DRY_RUN: dry = 1; break;
+        case OPT_JSON: json = 1; break;
+        case 'h': fputs(power_usage, stdout); return EXIT_OK_;
+        default: /* a positional or unknown word, or an option without its value */
+            cli_error("calibrate fit-power: unknown or incomplete argument '%s'\n%s", G.word,
                       power_usage);
             return EXIT_USAGE;
         }

@@ -548,7 +548,7 @@ def run_model_chunk(out, cfg, name, budget_s=None):
             return run
         timer = timing.CudaEventTimer(torch) if dev == "cuda" else timing.CpuTimer()
         left = None if budget_s is None else max(0.0, budget_s - (time.monotonic() - t_start))
-        prog = timing.Progress(0, label=f"{name} {prec} ")
+        prog = timing.make_progress(0, label=f"{name} {prec} ")
         try:
             res = timing.run_interleaved([f"b{b}" for b in ok], build, store, protocol,
                                          timer=timer, budget_s=left, progress=prog,

@@ -232,7 +232,8 @@ def measure_rows(rows, out_path, *, torch, device_name, device="cpu", precision=
 
     if timer is None:
         timer = timing.CudaEventTimer(torch) if device == "cuda" else timing.CpuTimer()
-    prog = None if quiet else timing.Progress(0, label=f"{runner} ", stream=progress_stream)
+    prog = None if quiet else timing.make_progress(0, label=f"{runner} ",
+                                                   stream=progress_stream)
     try:
         res = timing.run_interleaved([r.key for r in rows], build, store, protocol, timer=timer,
                                      budget_s=budget_s, progress=prog,

@@ -152,7 +152,8 @@ def measure_networks(specs, batches, out_path, *, torch, device_name, device="cp
 
     if timer is None:
         timer = timing.CudaEventTimer(torch) if device == "cuda" else timing.CpuTimer()
-    prog = None if quiet else timing.Progress(0, label="network_runner ", stream=progress_stream)
+    prog = None if quiet else timing.make_progress(0, label="network_runner ",
+                                                   stream=progress_stream)
     try:
         res = timing.run_interleaved(list(table), build, store, protocol, timer=timer,
                                      budget_s=budget_s, progress=prog,

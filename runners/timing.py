@@ -21,6 +21,11 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+try:  # the progress bar is tqdm's where python3-tqdm is installed (make_progress)
+    from tqdm import tqdm as _tqdm
+except ImportError:  # a board without it: Progress's plain line
+    _tqdm = None
+
 
 # ----------------------------------------------------------------------------- statistics ----
 
@@ -347,7 +352,8 @@ def _fmt_secs(s):
 
 
 class Progress:
-    """A one-line progress bar with ETA on a text stream (\\r, no dependency), throttled."""
+    """A one-line progress bar with ETA on a text stream (\\r, no dependency), throttled: the
+    runners' bar where tqdm is not installed (make_progress)."""
     def __init__(self, total, label="", stream=None, clock=time.monotonic, width=28,
                  min_interval=0.25):
         self.total = max(0, total)
@@ -400,6 +406,56 @@ class Progress:
             self._draw(self.clock())
         self.stream.write("\n")
         self.stream.flush()
+
+
+class TqdmProgress:
+    """Progress's interface (total settable at any time, done, update(n, note), close) drawn by
+    tqdm: the bar, rate and ETA, the note as its postfix, the last state left on screen. Like
+    Progress it draws nothing before the total is known or the first update."""
+    def __init__(self, total, label="", stream=None, min_interval=0.25, tqdm=None):
+        self._tqdm = _tqdm if tqdm is None else tqdm
+        self._kw = dict(desc=label.rstrip() or None, unit="visit",
+                        file=sys.stderr if stream is None else stream,
+                        mininterval=min_interval, dynamic_ncols=True, leave=True)
+        self._total = max(0, total)
+        self._bar = None
+
+    def _shown(self):
+        if self._bar is None:
+            self._bar = self._tqdm(total=self._total, **self._kw)
+        return self._bar
+
+    @property
+    def total(self):
+        return self._total
+
+    @total.setter
+    def total(self, value):  # run_interleaved sets it once known and lowers it on errors
+        self._total = max(0, value)
+        bar = self._shown()
+        bar.total = self._total
+        bar.refresh()
+
+    @property
+    def done(self):
+        return self._bar.n if self._bar is not None else 0
+
+    def update(self, n=1, note=None):
+        bar = self._shown()
+        if note is not None:
+            bar.set_postfix_str(note, refresh=False)
+        bar.update(n)
+
+    def close(self):
+        self._shown().close()
+
+
+def make_progress(total, label="", stream=None):
+    """The runners' progress bar on stream (default stderr): tqdm's where python3-tqdm is
+    installed, else Progress's plain line, since runners also run on boards that lack tqdm."""
+    if _tqdm is None:
+        return Progress(total, label=label, stream=stream)
+    return TqdmProgress(total, label=label, stream=stream)
 
 
 # ------------------------------------------------------------------------------- scheduler ----

@@ -9,7 +9,7 @@ PERFPRED_PACKAGES=(
   libyaml-dev libxgboost-dev libopenblas-dev libcjson-dev libcsv-dev libcmocka-dev
   gnuplot-nox
   clang-14 libclang-rt-14-dev
-  python3 python3-torch python3-torchvision python3-onnx python3-numpy
+  python3 python3-torch python3-torchvision python3-onnx python3-numpy python3-tqdm
 )
 
 missing=()

@@ -341,6 +341,55 @@ class ProgressTest(unittest.TestCase):
         p.close()
         self.assertTrue(out.getvalue().endswith("\n"))
 
+    def test_runners_bar_should_be_plain_without_tqdm(self):
+        saved, timing._tqdm = timing._tqdm, None  # a board without python3-tqdm
+        try:
+            p = timing.make_progress(0, label="x ", stream=io.StringIO())
+        finally:
+            timing._tqdm = saved
+        self.assertIsInstance(p, timing.Progress)
+
+    def test_tqdm_bar_should_follow_the_protocol_counts(self):
+        class FakeTqdm:  # records what TqdmProgress asks of tqdm
+            def __init__(self, total, **kw):
+                self.total, self.kw, self.n, self.postfix, self.closed = total, kw, 0, "", False
+
+            def refresh(self):
+                pass
+
+            def set_postfix_str(self, s, refresh=True):
+                self.postfix = s
+
+            def update(self, n=1):
+                self.n += n
+
+            def close(self):
+                self.closed = True
+
+        out = io.StringIO()
+        p = timing.TqdmProgress(0, label="layer_runner ", stream=out, tqdm=FakeTqdm)
+        p.total = 6  # as run_interleaved: the total once known, lowered after an error
+        p.update(1, note="error on k")
+        p.total -= 2
+        p.update(1, note="round 1/7")
+        bar = p._bar
+        self.assertEqual((bar.total, bar.n, p.done, bar.postfix), (4, 2, 2, "round 1/7"))
+        self.assertEqual((bar.kw["desc"], bar.kw["file"]), ("layer_runner", out))
+        p.close()
+        self.assertTrue(bar.closed)
+
+    @unittest.skipIf(timing._tqdm is None, "python3-tqdm is not installed")
+    def test_tqdm_bar_should_draw_counts_and_note(self):
+        out = io.StringIO()
+        p = timing.make_progress(0, label="x ", stream=out)
+        self.assertIsInstance(p, timing.TqdmProgress)
+        p.total = 4
+        p.update(1, note="round 1/7")
+        p.close()
+        self.assertIn("1/4", out.getvalue())
+        self.assertIn("round 1/7", out.getvalue())
+        self.assertTrue(out.getvalue().endswith("\n"))
+
 
 class ParseTest(unittest.TestCase):
     def test_int_list_should_be_strict(self):
