@@ -5,6 +5,7 @@
 #include "graph/graph.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -188,12 +189,23 @@ static const op_rule rules[] = {
 
 static const op_rule default_rule = {"", PP_OPK_ELEMWISE, C_ELEM, 1};
 
+#define N_RULES (sizeof rules / sizeof rules[0])
+static const char *rule_names[N_RULES];
+static pp_name_index rule_index;
+static pthread_once_t rule_once = PTHREAD_ONCE_INIT;
+
+static void rule_index_build(void)
+{
+    for (size_t i = 0; i < N_RULES; i++) rule_names[i] = rules[i].op;
+    PP_ASSERT(pp_name_index_build(&rule_index, rule_names, (int)N_RULES) == 0);
+}
+
 static const op_rule *find_rule(const pp_node *n)
 {
     if (n->unknown_op) return &default_rule;
-    for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
-        if (strcmp(rules[i].op, n->op_type) == 0) return &rules[i];
-    return &default_rule;
+    pthread_once(&rule_once, rule_index_build);
+    int i = pp_name_index_find(&rule_index, n->op_type);
+    return i < 0 ? &default_rule : &rules[i];
 }
 
 /* Integer index/shape tensors (int32/int64/bool/uint32/uint64) are never parameters. */

@@ -4,6 +4,7 @@
 #include "graph/shape_internal.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -373,13 +374,32 @@ perfpred_status pp_sh_scalar_f(pp_sctx *c, const pp_node *n, int i, double *out)
 static const pp_op_entry *const all_tables[] = {pp_ops_elementwise, pp_ops_nn, pp_ops_tensor,
                                                 pp_ops_shape, pp_ops_reduce};
 
+/* The rule tables flattened in table order and indexed by op type, once per process: the first
+ * table that names an op type answers, as a scan of the tables in order would. */
+#define MAX_RULES (PP_NAME_SLOTS / 2)
+static const char *rule_names[MAX_RULES];
+static pp_op_rule rule_fns[MAX_RULES];
+static pp_name_index rule_index;
+static pthread_once_t rule_once = PTHREAD_ONCE_INIT;
+
+static void rule_index_build(void)
+{
+    int n = 0;
+    for (size_t k = 0; k < sizeof all_tables / sizeof all_tables[0]; k++)
+        for (const pp_op_entry *e = all_tables[k]; e->op_type; e++) {
+            PP_ASSERT(n < MAX_RULES);
+            rule_names[n] = e->op_type;
+            rule_fns[n++] = e->rule;
+        }
+    PP_ASSERT(pp_name_index_build(&rule_index, rule_names, n) == 0);
+}
+
 static pp_op_rule find_rule(const pp_node *n)
 {
     if (n->domain[0] && strcmp(n->domain, "ai.onnx") != 0) return NULL;
-    for (size_t k = 0; k < sizeof all_tables / sizeof all_tables[0]; k++)
-        for (const pp_op_entry *e = all_tables[k]; e->op_type; e++)
-            if (strcmp(e->op_type, n->op_type) == 0) return e->rule;
-    return NULL;
+    pthread_once(&rule_once, rule_index_build);
+    int i = pp_name_index_find(&rule_index, n->op_type);
+    return i < 0 ? NULL : rule_fns[i];
 }
 
 /* --allow-unknown: every output takes the dtype and shape of the largest input (by elements; the

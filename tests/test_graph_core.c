@@ -1,6 +1,7 @@
 /* tests/test_graph_core.c: IR building, name lookup, linking (dangling names, cycles, order). */
 #include "tests/helpers.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -171,9 +172,37 @@ static void parse_dims_should_be_strict(void **state)
     assert_rel_close(f, 1500.0, 1e-12);
 }
 
+/* The op-type index behind shape inference's and features' rule lookup (util.c). */
+static void name_index_should_find_each_name_and_the_first_of_equal_names(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"Conv", "Relu", "MatMul", "Relu", "Add", ""};
+    static pp_name_index x;
+    assert_int_equal(pp_name_index_build(&x, names, 6), 0);
+    assert_int_equal(pp_name_index_find(&x, "Conv"), 0);
+    assert_int_equal(pp_name_index_find(&x, "MatMul"), 2);
+    assert_int_equal(pp_name_index_find(&x, "Relu"), 1);  /* the first of the two */
+    assert_int_equal(pp_name_index_find(&x, "Add"), 4);
+    assert_int_equal(pp_name_index_find(&x, ""), 5);
+    assert_int_equal(pp_name_index_find(&x, "conv"), -1);
+    assert_int_equal(pp_name_index_find(&x, "ConvTranspose"), -1);
+    /* past half the slots the index refuses and finds nothing */
+    static const char *many[PP_NAME_SLOTS / 2 + 1];
+    static char text[PP_NAME_SLOTS / 2 + 1][8];
+    for (int i = 0; i <= PP_NAME_SLOTS / 2; i++) {
+        snprintf(text[i], sizeof text[i], "op%d", i);
+        many[i] = text[i];
+    }
+    assert_int_equal(pp_name_index_build(&x, many, PP_NAME_SLOTS / 2 + 1), -1);
+    assert_int_equal(pp_name_index_find(&x, "op0"), -1);
+    assert_int_equal(pp_name_index_build(&x, many, PP_NAME_SLOTS / 2), 0);
+    for (int i = 0; i < PP_NAME_SLOTS / 2; i++) assert_int_equal(pp_name_index_find(&x, many[i]), i);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(name_index_should_find_each_name_and_the_first_of_equal_names),
         cmocka_unit_test(link_should_sort_nodes_topologically),
         cmocka_unit_test(link_should_reject_dangling_input_naming_node),
         cmocka_unit_test(link_should_reject_cycles),

@@ -426,3 +426,41 @@ void pp_fmt_double(char *out, size_t n, double v)
         if (strtod(out, NULL) == v) return;
     }
 }
+
+/* ---- name index ---- */
+
+static uint32_t name_hash(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+int pp_name_index_build(pp_name_index *x, const char *const *names, int n)
+{
+    memset(x, 0, sizeof *x);
+    if (n < 0 || n > PP_NAME_SLOTS / 2) return -1;
+    x->names = names;
+    x->n = n;
+    for (int i = 0; i < n; i++) {
+        uint32_t k = name_hash(names[i]) & (PP_NAME_SLOTS - 1);
+        for (;; k = (k + 1) & (PP_NAME_SLOTS - 1)) {
+            if (!x->slot[k]) {
+                x->slot[k] = (short)(i + 1);
+                break;
+            }
+            if (strcmp(names[x->slot[k] - 1], names[i]) == 0) break;  /* keep the first */
+        }
+    }
+    return 0;
+}
+
+int pp_name_index_find(const pp_name_index *x, const char *name)
+{
+    if (!x->n) return -1;
+    for (uint32_t k = name_hash(name) & (PP_NAME_SLOTS - 1);; k = (k + 1) & (PP_NAME_SLOTS - 1)) {
+        int i = x->slot[k] - 1;
+        if (i < 0) return -1;
+        if (strcmp(x->names[i], name) == 0) return i;
+    }
+}

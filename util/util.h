@@ -87,4 +87,18 @@ void pp_strbuf_csv_field(pp_strbuf *b, const char *s);
 /* Shortest decimal text that strtod reads back to exactly v ("%.15g".."%.17g"). */
 void pp_fmt_double(char *out, size_t n, double v);
 
+/* A fixed set of names looked up by exact match (op types in the graph's rule tables): FNV-1a,
+ * open addressing in PP_NAME_SLOTS slots, built once; at most PP_NAME_SLOTS / 2 names. The names
+ * array must outlive the index. */
+#define PP_NAME_SLOTS 1024
+typedef struct pp_name_index {
+    const char *const *names;
+    int n;
+    short slot[PP_NAME_SLOTS];   /* name index + 1; 0 empty */
+} pp_name_index;
+/* 0, or -1 when there are too many names (the index then finds none). */
+int pp_name_index_build(pp_name_index *x, const char *const *names, int n);
+/* Index of name (the first of equal names), -1 when absent. */
+int pp_name_index_find(const pp_name_index *x, const char *name);
+
 #endif
