@@ -1,7 +1,7 @@
 /* cli/calibrate.c: `perfpred calibrate plan|import` and the dispatch of the calibrate steps, a
- * thin layer over the calibration API of include/perfpred_calibrate.h: parse options, call the library, print
- * a table (plain or markdown) or one JSON object (docs/calibration.md). The option parsing and
- * table helpers here (cli.h) serve cli/calibrate_fit.c (calibrate fit) and cli/eval.c too. */
+ * thin layer over include/perfpred_calibrate.h: parse options, call the library, print a table
+ * (plain or markdown) or one JSON object (docs/calibration.md). The table helpers here (cli.h)
+ * serve cli/calibrate_fit.c (calibrate fit) and cli/eval.c too; option reading is cli/options.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

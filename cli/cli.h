@@ -1,6 +1,6 @@
 /* cli/: the perfpred command line, a thin layer over include/perfpred.h and
- * include/perfpred_calibrate.h. Only the CLI prints and
- * chooses exit codes; they are documented in usage() and the README. */
+ * include/perfpred_calibrate.h. Only the CLI prints and chooses exit codes; they are documented in
+ * usage() and the README. */
 #ifndef PP_CLI_H
 #define PP_CLI_H
 
