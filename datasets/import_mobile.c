@@ -281,57 +281,100 @@ static int tflite_row(const char *op, const feat_dict *d, pp_layer_row *row, int
     return -1;
 }
 
+/* A Vulkan prepacked convolution: its groups from the weight's recorded size, and every recorded
+ * size checked against the shape; 0 ok, -1 not expressible (why). */
+static int torch_conv_row(const feat_dict *d, pp_layer_row *row, char *why, size_t why_n)
+{
+    int64_t C, H, F, O, K, S, P, G, v;
+    int64_t fsize, insz, outsz, flops;
+    if (dict_int(d, "input_channel", 1, &C, why, why_n) ||
+        dict_int(d, "input_shape", 1, &H, why, why_n) ||
+        dict_int(d, "output_channel", 1, &F, why, why_n) ||
+        dict_int(d, "output_shape", 1, &O, why, why_n) ||
+        dict_int(d, "kernel_size", 1, &K, why, why_n) ||
+        dict_int(d, "stride", 1, &S, why, why_n) || dict_int(d, "padding", 0, &P, why, why_n) ||
+        dict_int(d, "filter_size", 1, &fsize, why, why_n) ||
+        dict_int(d, "input_size", 1, &insz, why, why_n) ||
+        dict_int(d, "output_size", 1, &outsz, why, why_n) ||
+        dict_int(d, "flops", 1, &flops, why, why_n))
+        return -1;
+    /* groups from the weight's size (F x C/G x K x K); where recorded, they must agree */
+    if ((F * C * K * K) % fsize != 0) {
+        snprintf(why, why_n, "filter_size %lld does not divide %lld x %lld x %lld x %lld",
+                 (long long)fsize, (long long)F, (long long)C, (long long)K, (long long)K);
+        return -1;
+    }
+    G = F * C * K * K / fsize;
+    if (dict_get(d, "groups")) {
+        if (dict_int(d, "groups", 1, &v, why, why_n)) return -1;
+        if (v != G) {
+            snprintf(why, why_n, "groups %lld, but filter_size %lld says %lld", (long long)v,
+                     (long long)fsize, (long long)G);
+            return -1;
+        }
+    }
+    if (C % G || F % G) {
+        snprintf(why, why_n, "%lld groups do not divide %lld and %lld channels", (long long)G,
+                 (long long)C, (long long)F);
+        return -1;
+    }
+    if (H + 2 * P < K || O != (H + 2 * P - K) / S + 1 || insz != C * H * H ||
+        outsz != F * O * O || flops != O * O * F * (C / G) * K * K) {
+        snprintf(why, why_n, "sizes disagree: output %lld, input_size %lld, output_size %lld, "
+                 "flops %lld for %lldx%lld input, %lld channels, %lld filters %lldx%lld, "
+                 "stride %lld, padding %lld, %lld groups", (long long)O, (long long)insz,
+                 (long long)outsz, (long long)flops, (long long)H, (long long)H, (long long)C,
+                 (long long)F, (long long)K, (long long)K, (long long)S, (long long)P,
+                 (long long)G);
+        return -1;
+    }
+    conv_row(row, C, H, F, G, K, S, P, P); /* the prepacked context always holds a bias */
+    return 0;
+}
+
+/* aten::max_pool2d, or avg_pool2d where the kernel is recorded, its recorded sizes checked
+ * against the shape; 0 ok, -1 not expressible (why). */
+static int torch_pool_row(const char *op, const feat_dict *d, pp_layer_row *row, char *why,
+                          size_t why_n)
+{
+    int64_t C, H, O, K, S, P, insz, outsz;
+    if (dict_int(d, "input_channel", 1, &C, why, why_n) ||
+        dict_int(d, "input_shape", 1, &H, why, why_n) ||
+        dict_int(d, "output_shape", 1, &O, why, why_n) ||
+        dict_int(d, "kernel_size", 1, &K, why, why_n) ||
+        dict_int(d, "stride", 1, &S, why, why_n) || dict_int(d, "padding", 0, &P, why, why_n) ||
+        dict_int(d, "input_size", 1, &insz, why, why_n) ||
+        dict_int(d, "output_size", 1, &outsz, why, why_n))
+        return -1;
+    if (H + 2 * P < K || insz != C * H * H || outsz != C * O * O) {
+        snprintf(why, why_n, "input_size %lld / output_size %lld disagree with %lld channels "
+                 "%lldx%lld -> %lldx%lld", (long long)insz, (long long)outsz, (long long)C,
+                 (long long)H, (long long)H, (long long)O, (long long)O);
+        return -1;
+    }
+    /* the recorded output size tells floor from ceil mode */
+    int64_t fl = (H + 2 * P - K) / S + 1, ce = ceil_div(H + 2 * P - K, S) + 1;
+    int ceil_mode;
+    if (O == fl) ceil_mode = 0;
+    else if (O == ce) ceil_mode = 1;
+    else {
+        snprintf(why, why_n, "output size %lld is neither floor nor ceil mode of %lld by %lld "
+                 "at stride %lld, padding %lld", (long long)O, (long long)H, (long long)K,
+                 (long long)S, (long long)P);
+        return -1;
+    }
+    pool_row(row, op[5] == 'm' ? "MaxPool" : "AveragePool", C, H, K, S, P, P);
+    if (ceil_mode) pp_measure_row_add_attr(row, "ceil_mode", PP_ATTR_INT)->i = 1;
+    return 0;
+}
+
 /* Fills row's op from a PyTorch Mobile line; 0 ok, -1 not expressible (why). */
 static int torch_row(const char *op, const feat_dict *d, pp_layer_row *row, char *why,
                      size_t why_n)
 {
-    int64_t C, H, F, O, K, S, P, G, v;
-    if (strcmp(op, "vulkan_prepack::run_conv2d_context") == 0) {
-        int64_t fsize, insz, outsz, flops;
-        if (dict_int(d, "input_channel", 1, &C, why, why_n) ||
-            dict_int(d, "input_shape", 1, &H, why, why_n) ||
-            dict_int(d, "output_channel", 1, &F, why, why_n) ||
-            dict_int(d, "output_shape", 1, &O, why, why_n) ||
-            dict_int(d, "kernel_size", 1, &K, why, why_n) ||
-            dict_int(d, "stride", 1, &S, why, why_n) || dict_int(d, "padding", 0, &P, why, why_n) ||
-            dict_int(d, "filter_size", 1, &fsize, why, why_n) ||
-            dict_int(d, "input_size", 1, &insz, why, why_n) ||
-            dict_int(d, "output_size", 1, &outsz, why, why_n) ||
-            dict_int(d, "flops", 1, &flops, why, why_n))
-            return -1;
-        /* groups from the weight's size (F x C/G x K x K); where recorded, they must agree */
-        if ((F * C * K * K) % fsize != 0) {
-            snprintf(why, why_n, "filter_size %lld does not divide %lld x %lld x %lld x %lld",
-                     (long long)fsize, (long long)F, (long long)C, (long long)K, (long long)K);
-            return -1;
-        }
-        G = F * C * K * K / fsize;
-        if (dict_get(d, "groups")) {
-            if (dict_int(d, "groups", 1, &v, why, why_n)) return -1;
-            if (v != G) {
-                snprintf(why, why_n, "groups %lld, but filter_size %lld says %lld", (long long)v,
-                         (long long)fsize, (long long)G);
-                return -1;
-            }
-        }
-        if (C % G || F % G) {
-            snprintf(why, why_n, "%lld groups do not divide %lld and %lld channels", (long long)G,
-                     (long long)C, (long long)F);
-            return -1;
-        }
-        if (H + 2 * P < K || O != (H + 2 * P - K) / S + 1 || insz != C * H * H ||
-            outsz != F * O * O || flops != O * O * F * (C / G) * K * K) {
-            snprintf(why, why_n, "sizes disagree: output %lld, input_size %lld, output_size %lld, "
-                     "flops %lld for %lldx%lld input, %lld channels, %lld filters %lldx%lld, "
-                     "stride %lld, padding %lld, %lld groups", (long long)O, (long long)insz,
-                     (long long)outsz, (long long)flops, (long long)H, (long long)H, (long long)C,
-                     (long long)F, (long long)K, (long long)K, (long long)S, (long long)P,
-                     (long long)G);
-            return -1;
-        }
-        conv_row(row, C, H, F, G, K, S, P, P); /* the prepacked context always holds a bias */
-        return 0;
-    }
+    int64_t C, H, F;
+    if (strcmp(op, "vulkan_prepack::run_conv2d_context") == 0)
+        return torch_conv_row(d, row, why, why_n);
     if (strcmp(op, "vulkan_prepack::run_linear_context") == 0) {
         int64_t flops;
         if (dict_int(d, "input_shape", 1, &C, why, why_n) ||
@@ -347,37 +390,8 @@ static int torch_row(const char *op, const feat_dict *d, pp_layer_row *row, char
         return 0;
     }
     if (strcmp(op, "aten::max_pool2d") == 0 ||
-        (strcmp(op, "aten::avg_pool2d") == 0 && dict_get(d, "kernel_size"))) {
-        int64_t insz, outsz;
-        if (dict_int(d, "input_channel", 1, &C, why, why_n) ||
-            dict_int(d, "input_shape", 1, &H, why, why_n) ||
-            dict_int(d, "output_shape", 1, &O, why, why_n) ||
-            dict_int(d, "kernel_size", 1, &K, why, why_n) ||
-            dict_int(d, "stride", 1, &S, why, why_n) || dict_int(d, "padding", 0, &P, why, why_n) ||
-            dict_int(d, "input_size", 1, &insz, why, why_n) ||
-            dict_int(d, "output_size", 1, &outsz, why, why_n))
-            return -1;
-        if (H + 2 * P < K || insz != C * H * H || outsz != C * O * O) {
-            snprintf(why, why_n, "input_size %lld / output_size %lld disagree with %lld channels "
-                     "%lldx%lld -> %lldx%lld", (long long)insz, (long long)outsz, (long long)C,
-                     (long long)H, (long long)H, (long long)O, (long long)O);
-            return -1;
-        }
-        /* the recorded output size tells floor from ceil mode */
-        int64_t fl = (H + 2 * P - K) / S + 1, ce = ceil_div(H + 2 * P - K, S) + 1;
-        int ceil_mode;
-        if (O == fl) ceil_mode = 0;
-        else if (O == ce) ceil_mode = 1;
-        else {
-            snprintf(why, why_n, "output size %lld is neither floor nor ceil mode of %lld by %lld "
-                     "at stride %lld, padding %lld", (long long)O, (long long)H, (long long)K,
-                     (long long)S, (long long)P);
-            return -1;
-        }
-        pool_row(row, op[5] == 'm' ? "MaxPool" : "AveragePool", C, H, K, S, P, P);
-        if (ceil_mode) pp_measure_row_add_attr(row, "ceil_mode", PP_ATTR_INT)->i = 1;
-        return 0;
-    }
+        (strcmp(op, "aten::avg_pool2d") == 0 && dict_get(d, "kernel_size")))
+        return torch_pool_row(op, d, row, why, why_n);
     if (strcmp(op, "aten::avg_pool2d") == 0 || strcmp(op, "aten::adaptive_avg_pool2d") == 0) {
         snprintf(why, why_n, "%s: the feature records neither kernel nor output size", op);
         return -1;

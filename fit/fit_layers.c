@@ -354,40 +354,47 @@ typedef struct fit_ctx {
     pp_lm_rescale rescale[PERFPRED_MAX_RESCALED]; /* of each --rescale-layers file */
 } fit_ctx;
 
-/* Splits a kind's rows by configuration, trains, judges and (if writing) saves its model. */
-static perfpred_status fit_kind(fit_ctx *F, pp_op_kind k, pp_err *err)
+/* What one kind's fit works in, each array sized for every used row: the kind's rows (sel), their
+ * configurations (cfg), the training and held-out features and latencies, the held-out rows'
+ * predictions (pm: the model, pr: the roofline) and indices (te_sel), and the model. */
+typedef struct kind_bufs {
+    int *sel;
+    char **cfg;
+    pp_node_feat *ftr, *fte;
+    double *ytr, *yte, *pm, *pr;
+    int *te_sel;
+    pp_lm_model *model;
+} kind_bufs;
+
+static void kind_bufs_free(kind_bufs *B)
+{
+    pp_lm_model_free(B->model);
+    free(B->sel);
+    free(B->cfg);
+    free(B->ftr);
+    free(B->fte);
+    free(B->ytr);
+    free(B->yte);
+    free(B->pm);
+    free(B->pr);
+    free(B->te_sel);
+}
+
+/* How a kind's n rows (B->sel) were split: distinct configurations, how many held out, rows on
+ * each side. */
+typedef struct kind_split {
+    int n, n_cfg, n_hold, n_tr, n_te;
+} kind_split;
+
+/* Splits the kind's rows by configuration, so that repeats of one configuration stay on one side:
+ * the distinct configurations, sorted, then a seeded shuffle decides the held-out ones. */
+static void split_by_config(fit_ctx *F, pp_op_kind k, kind_bufs *B, kind_split *S)
 {
     const perfpred_fit_params *p = F->p;
-    int *sel = malloc((size_t)(F->n_u + 1) * sizeof *sel), n = 0;
-    char **cfg = malloc((size_t)(F->n_u + 1) * sizeof *cfg);
-    pp_node_feat *ftr = malloc((size_t)(F->n_u + 1) * sizeof *ftr);
-    pp_node_feat *fte = malloc((size_t)(F->n_u + 1) * sizeof *fte);
-    double *ytr = malloc((size_t)(F->n_u + 1) * sizeof *ytr);
-    double *yte = malloc((size_t)(F->n_u + 1) * sizeof *yte);
-    double *pm = malloc((size_t)(F->n_u + 1) * sizeof *pm);
-    double *pr = malloc((size_t)(F->n_u + 1) * sizeof *pr);
-    int *te_sel = malloc((size_t)(F->n_u + 1) * sizeof *te_sel);
-    pp_lm_model *model = NULL;
-    perfpred_status st = PERFPRED_OK;
-    perfpred_fit_kind *kr = &F->rep->kinds[F->rep->n_kinds];
-    memset(kr, 0, sizeof *kr);
-    kr->kind = pp_op_kind_name(k);
-    kr->model = kr->roofline = kr->train = no_metrics();
-    kr->spread_pct = NAN;
-    if (!sel || !cfg || !ftr || !fte || !ytr || !yte || !pm || !pr || !te_sel) {
-        st = pp_err_set(err, PERFPRED_ERR_NOMEM, "fit: out of memory");
-        goto done;
-    }
-    for (int i = 0; i < F->n_u; i++)
-        if (F->u[i].feat.kind == k) sel[n++] = i;
-    if (n < 2) {
-        snprintf(kr->note, sizeof kr->note, "%d row: not fitted", n);
-        F->rep->n_kinds++;
-        goto done;
-    }
-    /* distinct configurations, sorted, then a seeded shuffle decides the held-out ones */
+    char **cfg = B->cfg;
+    int n = S->n;
     int n_cfg = 0;
-    for (int i = 0; i < n; i++) cfg[n_cfg++] = F->u[sel[i]].config;
+    for (int i = 0; i < n; i++) cfg[n_cfg++] = F->u[B->sel[i]].config;
     qsort(cfg, (size_t)n_cfg, sizeof *cfg, cmp_str);
     int w = 0;
     for (int i = 0; i < n_cfg; i++)
@@ -408,26 +415,142 @@ static perfpred_status fit_kind(fit_ctx *F, pp_op_kind k, pp_err *err)
         /* the first n_hold of the shuffled configurations are held out; sort them for lookup */
         qsort(cfg, (size_t)n_hold, sizeof *cfg, cmp_str);
     }
-    int n_tr = 0, n_te = 0, worse = 0;
+    int n_tr = 0, n_te = 0;
     for (int i = 0; i < n; i++) {
-        used_row *ur = &F->u[sel[i]];
+        used_row *ur = &F->u[B->sel[i]];
         const char *key = ur->config;
         ur->heldout =
             n_hold > 0 && bsearch(&key, cfg, (size_t)n_hold, sizeof *cfg, cmp_str) != NULL;
         if (ur->heldout) {
-            te_sel[n_te] = sel[i];
-            fte[n_te] = ur->feat;
-            yte[n_te++] = ur->latency_ms;
+            B->te_sel[n_te] = B->sel[i];
+            B->fte[n_te] = ur->feat;
+            B->yte[n_te++] = ur->latency_ms;
         } else {
-            ftr[n_tr] = ur->feat;
-            ytr[n_tr++] = ur->latency_ms;
+            B->ftr[n_tr] = ur->feat;
+            B->ytr[n_tr++] = ur->latency_ms;
         }
     }
+    S->n_cfg = n_cfg;
+    S->n_hold = n_hold;
+    S->n_tr = n_tr;
+    S->n_te = n_te;
+}
+
+/* Judges the trained model on the held-out rows against the roofline and the rows' own spread,
+ * and adds them to the fit's overall figures (the roofline's prediction where the model is not
+ * shipped); *worse = 1 when the roofline is closer. */
+static perfpred_status judge_heldout(fit_ctx *F, kind_bufs *B, const pp_lm_base *base, int n_te,
+                                     perfpred_fit_kind *kr, int *worse, pp_err *err)
+{
+    double *pm = B->pm, *pr = B->pr;
+    pp_metrics m;
+    perfpred_status st;
+    if ((st = pp_lm_model_predict_many(B->model, B->fte, n_te, pm, err))) return st;
+    kr->n_heldout_roofline = pp_lm_model_gate(B->model, B->fte, n_te, pm);
+    if ((st = pp_measure_metrics(pm, B->yte, n_te, &m, err))) return st;
+    kr->model = pp_measure_metrics_public(&m);
+    for (int i = 0; i < n_te; i++) pr[i] = pp_lm_base_eval(base, PP_LM_LATENCY, &B->fte[i]);
+    if ((st = pp_measure_metrics(pr, B->yte, n_te, &m, err))) return st;
+    kr->roofline = pp_measure_metrics_public(&m);
+    kr->spread_pct = median_spread_pct(F->u, B->te_sel, n_te, &kr->n_spread);
+    /* a regressor that does worse than its own analytic base on rows it never saw is not
+     * shipped: the kind falls back to the roofline, and the overall figures say so */
+    *worse = kr->model.mape_pct > kr->roofline.mape_pct;
+    if (*worse)
+        snprintf(kr->note, sizeof kr->note,
+                 "not written: the roofline is closer on the held-out rows (%.1f %% vs %.1f "
+                 "%% MAPE); this kind uses the roofline",
+                 kr->roofline.mape_pct, kr->model.mape_pct);
+    for (int i = 0; i < n_te; i++) {
+        F->all_pm[F->n_all] = *worse ? pr[i] : pm[i];
+        F->all_pr[F->n_all] = pr[i];
+        F->all_y[F->n_all++] = B->yte[i];
+        const used_row *r = &F->u[B->te_sel[i]];
+        if (isfinite(r->spread_ms))
+            F->all_spread[F->n_all_spread++] = 100.0 * r->spread_ms / r->latency_ms;
+    }
+    return PERFPRED_OK;
+}
+
+/* The kind's model as a manifest entry (how it was held out and judged), and its file in the
+ * temporary folder when the fit writes. */
+static perfpred_status ship_kind_model(fit_ctx *F, pp_op_kind k, const kind_bufs *B,
+                                       const pp_lm_base *base, const kind_split *S,
+                                       const perfpred_fit_kind *kr, pp_err *err)
+{
+    const perfpred_fit_params *p = F->p;
+    pp_lm_entry *e = &F->man.entries[F->man.n_entries];
+    memset(e, 0, sizeof *e);
+    char file[64], held[256];
+    snprintf(file, sizeof file, "%s-latency.ubj", kr->kind);
+    if (S->n_hold > 0)
+        snprintf(held, sizeof held,
+                 "%d of %d configurations (%.0f %%), seeded split by configuration (seed %d); "
+                 "repeats of a configuration stay on one side",
+                 S->n_hold, S->n_cfg, 100.0 * p->heldout_frac, p->seed);
+    else
+        snprintf(held, sizeof held, "none: %d configurations", S->n_cfg);
+    e->kind = k;
+    e->target = PP_LM_LATENCY;
+    e->file = pp_arena_strdup(F->arena, file);
+    e->base = *base;
+    e->domain = *pp_lm_model_domain(B->model);
+    e->n_train = S->n_tr;
+    e->n_heldout = S->n_te;
+    e->heldout = pp_arena_strdup(F->arena, held);
+    e->heldout_mape_pct = kr->model.mape_pct;
+    e->roofline_mape_pct = kr->roofline.mape_pct;
+    e->note = kr->note[0] ? pp_arena_strdup(F->arena, kr->note) : NULL;
+    if (!e->file || !e->heldout) return pp_err_set(err, PERFPRED_ERR_NOMEM, "fit: out of memory");
+    F->man.n_entries++;
+    if (F->tmp) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", F->tmp, file);
+        return pp_lm_model_save(B->model, path, err);
+    }
+    return PERFPRED_OK;
+}
+
+/* Splits a kind's rows by configuration, trains, judges and (if writing) saves its model. */
+static perfpred_status fit_kind(fit_ctx *F, pp_op_kind k, pp_err *err)
+{
+    const perfpred_fit_params *p = F->p;
+    kind_bufs B;
+    B.sel = malloc((size_t)(F->n_u + 1) * sizeof *B.sel);
+    B.cfg = malloc((size_t)(F->n_u + 1) * sizeof *B.cfg);
+    B.ftr = malloc((size_t)(F->n_u + 1) * sizeof *B.ftr);
+    B.fte = malloc((size_t)(F->n_u + 1) * sizeof *B.fte);
+    B.ytr = malloc((size_t)(F->n_u + 1) * sizeof *B.ytr);
+    B.yte = malloc((size_t)(F->n_u + 1) * sizeof *B.yte);
+    B.pm = malloc((size_t)(F->n_u + 1) * sizeof *B.pm);
+    B.pr = malloc((size_t)(F->n_u + 1) * sizeof *B.pr);
+    B.te_sel = malloc((size_t)(F->n_u + 1) * sizeof *B.te_sel);
+    B.model = NULL;
+    perfpred_status st = PERFPRED_OK;
+    perfpred_fit_kind *kr = &F->rep->kinds[F->rep->n_kinds];
+    memset(kr, 0, sizeof *kr);
+    kr->kind = pp_op_kind_name(k);
+    kr->model = kr->roofline = kr->train = no_metrics();
+    kr->spread_pct = NAN;
+    if (!B.sel || !B.cfg || !B.ftr || !B.fte || !B.ytr || !B.yte || !B.pm || !B.pr || !B.te_sel) {
+        st = pp_err_set(err, PERFPRED_ERR_NOMEM, "fit: out of memory");
+        goto done;
+    }
+    kind_split S = {0, 0, 0, 0, 0};
+    for (int i = 0; i < F->n_u; i++)
+        if (F->u[i].feat.kind == k) B.sel[S.n++] = i;
+    if (S.n < 2) {
+        snprintf(kr->note, sizeof kr->note, "%d row: not fitted", S.n);
+        F->rep->n_kinds++;
+        goto done;
+    }
+    split_by_config(F, k, &B, &S);
+    int n_tr = S.n_tr, n_te = S.n_te, worse = 0;
     kr->n_train = n_tr;
     kr->n_heldout = n_te;
-    kr->n_heldout_configs = n_hold;
-    kr->n_train_configs = n_cfg - n_hold;
-    pp_lm_base base = kind_base(F->dev, k, F->u, sel, n);
+    kr->n_heldout_configs = S.n_hold;
+    kr->n_train_configs = S.n_cfg - S.n_hold;
+    pp_lm_base base = kind_base(F->dev, k, F->u, B.sel, S.n);
     kr->peak_tflops = base.peak_tflops;
     kr->bw_gbs = base.bw_gbs;
     kr->floor_ms = base.floor_ms;
@@ -436,91 +559,28 @@ static perfpred_status fit_kind(fit_ctx *F, pp_op_kind k, pp_err *err)
     lm.nthread = p->nthread;
     if (p->n_rounds > 0) lm.n_rounds = p->n_rounds;
     double t0 = pp_now_s();
-    if ((st = pp_lm_train(ftr, ytr, n_tr, k, PP_LM_LATENCY, &base, &lm, &model, err))) goto done;
+    if ((st = pp_lm_train(B.ftr, B.ytr, n_tr, k, PP_LM_LATENCY, &base, &lm, &B.model, err)))
+        goto done;
     kr->train_seconds = pp_now_s() - t0;
     pp_metrics m;
-    if ((st = pp_lm_model_predict_many(model, ftr, n_tr, pm, err)) ||
-        (st = pp_measure_metrics(pm, ytr, n_tr, &m, err)))
+    if ((st = pp_lm_model_predict_many(B.model, B.ftr, n_tr, B.pm, err)) ||
+        (st = pp_measure_metrics(B.pm, B.ytr, n_tr, &m, err)))
         goto done;
     kr->train = pp_measure_metrics_public(&m);
     if (n_te > 0) {
-        if ((st = pp_lm_model_predict_many(model, fte, n_te, pm, err))) goto done;
-        kr->n_heldout_roofline = pp_lm_model_gate(model, fte, n_te, pm);
-        if ((st = pp_measure_metrics(pm, yte, n_te, &m, err))) goto done;
-        kr->model = pp_measure_metrics_public(&m);
-        for (int i = 0; i < n_te; i++) pr[i] = pp_lm_base_eval(&base, PP_LM_LATENCY, &fte[i]);
-        if ((st = pp_measure_metrics(pr, yte, n_te, &m, err))) goto done;
-        kr->roofline = pp_measure_metrics_public(&m);
-        kr->spread_pct = median_spread_pct(F->u, te_sel, n_te, &kr->n_spread);
-        /* a regressor that does worse than its own analytic base on rows it never saw is not
-         * shipped: the kind falls back to the roofline, and the overall figures say so */
-        worse = kr->model.mape_pct > kr->roofline.mape_pct;
-        if (worse)
-            snprintf(kr->note, sizeof kr->note,
-                     "not written: the roofline is closer on the held-out rows (%.1f %% vs %.1f "
-                     "%% MAPE); this kind uses the roofline",
-                     kr->roofline.mape_pct, kr->model.mape_pct);
-        for (int i = 0; i < n_te; i++) {
-            F->all_pm[F->n_all] = worse ? pr[i] : pm[i];
-            F->all_pr[F->n_all] = pr[i];
-            F->all_y[F->n_all++] = yte[i];
-            const used_row *r = &F->u[te_sel[i]];
-            if (isfinite(r->spread_ms))
-                F->all_spread[F->n_all_spread++] = 100.0 * r->spread_ms / r->latency_ms;
-        }
+        if ((st = judge_heldout(F, &B, &base, n_te, kr, &worse, err))) goto done;
     } else {
         snprintf(kr->note, sizeof kr->note,
-                 "%d configurations: too few to hold any out (trained on all rows)", n_cfg);
+                 "%d configurations: too few to hold any out (trained on all rows)", S.n_cfg);
     }
     pp_log(&F->log, PERFPRED_LOG_INFO, "fit %s: %d training rows, %d held-out rows, %.1f s",
            kr->kind, n_tr, n_te, kr->train_seconds);
     F->rep->n_kinds++;
     if (worse) goto done;
     kr->written = 1;
-
-    pp_lm_entry *e = &F->man.entries[F->man.n_entries];
-    memset(e, 0, sizeof *e);
-    char file[64], held[256];
-    snprintf(file, sizeof file, "%s-latency.ubj", kr->kind);
-    if (n_hold > 0)
-        snprintf(held, sizeof held,
-                 "%d of %d configurations (%.0f %%), seeded split by configuration (seed %d); "
-                 "repeats of a configuration stay on one side",
-                 n_hold, n_cfg, 100.0 * p->heldout_frac, p->seed);
-    else
-        snprintf(held, sizeof held, "none: %d configurations", n_cfg);
-    e->kind = k;
-    e->target = PP_LM_LATENCY;
-    e->file = pp_arena_strdup(F->arena, file);
-    e->base = base;
-    e->domain = *pp_lm_model_domain(model);
-    e->n_train = n_tr;
-    e->n_heldout = n_te;
-    e->heldout = pp_arena_strdup(F->arena, held);
-    e->heldout_mape_pct = kr->model.mape_pct;
-    e->roofline_mape_pct = kr->roofline.mape_pct;
-    e->note = kr->note[0] ? pp_arena_strdup(F->arena, kr->note) : NULL;
-    if (!e->file || !e->heldout) {
-        st = pp_err_set(err, PERFPRED_ERR_NOMEM, "fit: out of memory");
-        goto done;
-    }
-    F->man.n_entries++;
-    if (F->tmp) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", F->tmp, file);
-        if ((st = pp_lm_model_save(model, path, err))) goto done;
-    }
+    st = ship_kind_model(F, k, &B, &base, &S, kr, err);
 done:
-    pp_lm_model_free(model);
-    free(sel);
-    free(cfg);
-    free(ftr);
-    free(fte);
-    free(ytr);
-    free(yte);
-    free(pm);
-    free(pr);
-    free(te_sel);
+    kind_bufs_free(&B);
     return st;
 }
 

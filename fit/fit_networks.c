@@ -395,110 +395,178 @@ static perfpred_status write_eval(const char *path, const char *device,
     return st;
 }
 
-perfpred_status pp_fit_networks(const char *device, const pp_net_row *rows, int n_rows,
-                                const pp_fit_net_params *params, const char *out_dir,
-                                pp_fit_net_report *report, pp_err *err)
+/* The working state of one pp_fit_networks call: the device's rows split three ways, the samples
+ * built from them (one cache entry per network) and the models trained on them; net_fit_free
+ * releases it all. */
+typedef struct net_fit {
+    int *split_idx[3], split_n[3]; /* row indices per split: 0 training, 1 validation, 2 held out */
+    int *chosen, n_chosen, *ent_of; /* the rows kept, in split order, and their cache entries */
+    pp_fit_netsample_cache c;
+    pp_gnn_graph *samples, *direct_s; /* per used row: the correction's and the direct GNN's */
+    double *base, *ebase, *meas[2], *fallback; /* layer sums (ebase: energy), measurements */
+    int *samp_of_ent, *ent_of_samp, *lists;
+    fit_set fs;                     /* the used rows' samples per split (into lists) */
+    int n_s, have_energy, any_calib_energy;
+    pp_gnn *corr, *dir;
+} net_fit;
+
+static void net_fit_free(net_fit *W)
 {
-    pp_fit_net_params p = params ? *params : pp_fit_net_default_params();
-    pp_fit_net_report rep_local, *rep = report ? report : &rep_local;
-    memset(rep, 0, sizeof *rep);
-    double t0 = pp_now_s();
+    pp_gnn_free(W->corr);
+    pp_gnn_free(W->dir);
+    free(W->samples);
+    free(W->direct_s);
+    free(W->base);
+    free(W->meas[0]);
+    free(W->meas[1]);
+    free(W->samp_of_ent);
+    free(W->ent_of_samp);
+    free(W->fallback);
+    free(W->lists);
+    free(W->chosen);
+    free(W->ent_of);
+    for (int s = 0; s < 3; s++) free(W->split_idx[s]);
+    pp_fit_netsample_cache_free(&W->c);
+}
+
+static perfpred_status net_oom(pp_err *err)
+{
+    return pp_err_set(err, PERFPRED_ERR_NOMEM, "fit networks: out of memory");
+}
+
+/* The arguments and parameters pp_fit_networks refuses, before it opens anything. */
+static perfpred_status check_net_params(const char *device, const pp_net_row *rows, int n_rows,
+                                        const pp_fit_net_params *p, pp_err *err)
+{
     if (!device || !rows || n_rows < 0)
         return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "fit networks: NULL device or rows");
-    if (p.heldout_pct < 1 || p.val_pct < 1 || p.heldout_pct + p.val_pct > 90)
+    if (p->heldout_pct < 1 || p->val_pct < 1 || p->heldout_pct + p->val_pct > 90)
         return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
                           "fit networks: heldout_pct %d and val_pct %d must be >= 1 and sum <= 90",
-                          p.heldout_pct, p.val_pct);
-    perfpred_status st = pp_gnn_check_params(&p.gnn, err);
+                          p->heldout_pct, p->val_pct);
+    perfpred_status st = pp_gnn_check_params(&p->gnn, err);
     if (st) return st;
-    if (p.ensemble < 1 || p.ensemble > PP_FIT_NET_MAX_ENSEMBLE)
+    if (p->ensemble < 1 || p->ensemble > PP_FIT_NET_MAX_ENSEMBLE)
         return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
-                          "fit networks: ensemble %d must be 1..%d", p.ensemble,
+                          "fit networks: ensemble %d must be 1..%d", p->ensemble,
                           PP_FIT_NET_MAX_ENSEMBLE);
-    perfpred_ctx *ctx;
-    if ((st = pp_fit_net_open_ctx(p.config_dir, &ctx, err))) return st;
-    perfpred_device_info info;
-    if (perfpred_device_find(ctx, device, &info)) {
-        perfpred_ctx_close(ctx);
-        return pp_err_set(err, PERFPRED_ERR_DEVICE, "fit networks: unknown device '%s'", device);
-    }
-    const char *dev = info.name;
+    return PERFPRED_OK;
+}
 
-    /* rows of the device, split by family bucket */
-    int *split_idx[3] = {NULL, NULL, NULL}, split_n[3] = {0, 0, 0};
-    int *chosen = NULL, n_chosen = 0, *ent_of = NULL, *samp_of_ent = NULL;
-    pp_gnn_graph *samples = NULL, *direct_s = NULL;
-    double *base = NULL, *meas[2] = {NULL, NULL}, *fallback = NULL;
-    pp_gnn *corr = NULL, *dir = NULL;
-    int *lists = NULL, *ent_of_samp = NULL;
-    pp_fit_netsample_cache c;
-    memset(&c, 0, sizeof c);
+/* rows of the device, split by family bucket (row_split), each split capped by a seeded pick */
+static perfpred_status split_device_rows(const perfpred_ctx *ctx, const char *dev,
+                                         const pp_net_row *rows, int n_rows,
+                                         const pp_fit_net_params *p, net_fit *W,
+                                         pp_fit_net_report *rep, pp_err *err)
+{
     for (int s = 0; s < 3; s++)
-        if (!(split_idx[s] = malloc(((size_t)n_rows + 1) * sizeof(int)))) goto oom;
+        if (!(W->split_idx[s] = malloc(((size_t)n_rows + 1) * sizeof(int)))) return net_oom(err);
     for (int i = 0; i < n_rows; i++) {
         perfpred_device_info ri;
         if (!rows[i].device || perfpred_device_find(ctx, rows[i].device, &ri) ||
             strcmp(ri.name, dev) != 0)
             continue;
         rep->n_rows++;
-        int s = row_split(&rows[i], &p);
-        split_idx[s][split_n[s]++] = i;
+        int s = row_split(&rows[i], p);
+        W->split_idx[s][W->split_n[s]++] = i;
     }
-    if (split_n[0] == 0 || split_n[2] == 0) {
-        st = pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
-                        "fit networks: device '%s' has %d training and %d held-out rows among %d "
-                        "given; need both",
-                        dev, split_n[0], split_n[2], n_rows);
-        goto done;
-    }
-    int caps[3] = {p.max_train, p.max_val, p.max_heldout};
+    if (W->split_n[0] == 0 || W->split_n[2] == 0)
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                          "fit networks: device '%s' has %d training and %d held-out rows among "
+                          "%d given; need both",
+                          dev, W->split_n[0], W->split_n[2], n_rows);
+    int caps[3] = {p->max_train, p->max_val, p->max_heldout};
     for (int s = 0; s < 3; s++) {
-        int m = pick(rows, split_idx[s], split_n[s], caps[s], p.gnn.seed + (uint64_t)s, split_idx[s]);
-        if (m < 0) goto oom;
-        split_n[s] = m;
+        int m = pick(rows, W->split_idx[s], W->split_n[s], caps[s], p->gnn.seed + (uint64_t)s,
+                     W->split_idx[s]);
+        if (m < 0) return net_oom(err);
+        W->split_n[s] = m;
     }
+    return PERFPRED_OK;
+}
 
-    /* samples, one per distinct network */
+/* samples, one per distinct network: each kept row's cache entry, built on the device */
+static perfpred_status build_net_samples(const perfpred_ctx *ctx, const char *dev,
+                                         const pp_net_row *rows, const pp_fit_net_params *p,
+                                         net_fit *W, pp_fit_net_report *rep, pp_err *err)
+{
     double ts0 = pp_now_s();
-    n_chosen = split_n[0] + split_n[1] + split_n[2];
-    chosen = malloc(((size_t)n_chosen + 1) * sizeof *chosen);
-    ent_of = malloc(((size_t)n_chosen + 1) * sizeof *ent_of);
-    if (!chosen || !ent_of) goto oom;
+    W->n_chosen = W->split_n[0] + W->split_n[1] + W->split_n[2];
+    W->chosen = malloc(((size_t)W->n_chosen + 1) * sizeof *W->chosen);
+    W->ent_of = malloc(((size_t)W->n_chosen + 1) * sizeof *W->ent_of);
+    if (!W->chosen || !W->ent_of) return net_oom(err);
     int k = 0;
     for (int s = 0; s < 3; s++)
-        for (int i = 0; i < split_n[s]; i++) chosen[k++] = split_idx[s][i];
-    for (int i = 0; i < n_chosen; i++) {
-        const pp_net_row *r = &rows[chosen[i]];
-        int e = pp_fit_netsample_cache_get(&c, r);
-        if (e < 0) goto oom;
-        ent_of[i] = e;
-        if ((st = pp_fit_netsample_build(ctx, &c.e[e], r, p.table_path, dev, rep->first_failure,
-                                         sizeof rep->first_failure, err)))
-            goto done;
+        for (int i = 0; i < W->split_n[s]; i++) W->chosen[k++] = W->split_idx[s][i];
+    for (int i = 0; i < W->n_chosen; i++) {
+        const pp_net_row *r = &rows[W->chosen[i]];
+        int e = pp_fit_netsample_cache_get(&W->c, r);
+        if (e < 0) return net_oom(err);
+        W->ent_of[i] = e;
+        perfpred_status st = pp_fit_netsample_build(ctx, &W->c.e[e], r, p->table_path, dev,
+                                                    rep->first_failure,
+                                                    sizeof rep->first_failure, err);
+        if (st) return st;
     }
     rep->seconds_samples = pp_now_s() - ts0;
-    /* per-row samples: shallow copies of the entry's arrays, with the row's targets */
-    samples = calloc((size_t)n_chosen + 1, sizeof *samples);
-    direct_s = calloc((size_t)n_chosen + 1, sizeof *direct_s);
-    base = calloc(((size_t)n_chosen + 1) * 2, sizeof *base);
-    meas[0] = calloc((size_t)n_chosen + 1, sizeof(double));
-    meas[1] = calloc((size_t)n_chosen + 1, sizeof(double));
-    samp_of_ent = malloc(((size_t)c.n + 1) * sizeof(int));
-    ent_of_samp = malloc(((size_t)n_chosen + 1) * sizeof(int));
-    if (!samples || !direct_s || !base || !meas[0] || !meas[1] || !samp_of_ent || !ent_of_samp)
-        goto oom;
-    double *ebase = base + n_chosen + 1; /* energy base in mJ */
-    int have_energy = 0, any_calib_energy = 0;
-    fit_set fs = {NULL, NULL, NULL, 0, 0, 0};
-    lists = malloc(((size_t)n_chosen + 1) * sizeof(int));
-    if (!lists) goto oom;
-    fs.train = lists;
+    return PERFPRED_OK;
+}
+
+/* Row r's sample at index at: a shallow copy of its entry's arrays (the cache owns them) with the
+ * row's targets, log(measured / layer sum) for the correction and log(measured) for the direct
+ * ablation, energy beside latency where the row measures it. */
+static void set_row_sample(net_fit *W, const pp_net_row *r, int ent, int at)
+{
+    const pp_fit_netsample *e = &W->c.e[ent];
+    pp_gnn_graph *g = &W->samples[at];
+    *g = e->s;
+    g->mem = NULL; /* the cache owns the arrays */
+    memset(g->mask, 0, sizeof g->mask);
+    W->base[at] = e->sum.layer_ms;
+    W->ent_of_samp[at] = ent;
+    g->y[0] = (float)log(r->latency_ms / e->sum.layer_ms);
+    g->mask[0] = 1;
+    W->meas[0][at] = r->latency_ms;
+    if (isfinite(r->energy_j) && r->energy_j > 0) {
+        double eb = energy_base(&e->sum);
+        W->any_calib_energy |= calibrated_energy(&e->sum);
+        W->ebase[at] = eb;
+        W->meas[1][at] = r->energy_j * 1e3;
+        g->y[1] = (float)log(r->energy_j * 1e3 / eb);
+        g->mask[1] = 1;
+        W->have_energy = 1;
+    }
+    W->direct_s[at] = *g;
+    W->direct_s[at].y[0] = (float)log(r->latency_ms);
+    if (g->mask[1]) W->direct_s[at].y[1] = (float)log(r->energy_j * 1e3);
+}
+
+/* per-row samples of the rows whose network built (constant and failed ones counted), in split
+ * order, and the training, validation and held-out lists over them; too few is an error */
+static perfpred_status form_samples(const char *dev, const pp_net_row *rows, net_fit *W,
+                                    pp_fit_net_report *rep, pp_err *err)
+{
+    size_t n_chosen = (size_t)W->n_chosen;
+    W->samples = calloc(n_chosen + 1, sizeof *W->samples);
+    W->direct_s = calloc(n_chosen + 1, sizeof *W->direct_s);
+    W->base = calloc((n_chosen + 1) * 2, sizeof *W->base);
+    W->meas[0] = calloc(n_chosen + 1, sizeof(double));
+    W->meas[1] = calloc(n_chosen + 1, sizeof(double));
+    W->samp_of_ent = malloc(((size_t)W->c.n + 1) * sizeof(int));
+    W->ent_of_samp = malloc((n_chosen + 1) * sizeof(int));
+    if (!W->samples || !W->direct_s || !W->base || !W->meas[0] || !W->meas[1] ||
+        !W->samp_of_ent || !W->ent_of_samp)
+        return net_oom(err);
+    W->ebase = W->base + n_chosen + 1; /* energy base in mJ */
+    fit_set *fs = &W->fs;
+    W->lists = malloc((n_chosen + 1) * sizeof(int));
+    if (!W->lists) return net_oom(err);
+    fs->train = W->lists;
     int n_s = 0, pos = 0;
     for (int s = 0; s < 3; s++) {
-        int *dst = lists + n_s, cnt = 0;
-        for (int i = 0; i < split_n[s]; i++, pos++) {
-            const pp_net_row *r = &rows[chosen[pos]];
-            pp_fit_netsample *e = &c.e[ent_of[pos]];
+        int *dst = W->lists + n_s, cnt = 0;
+        for (int i = 0; i < W->split_n[s]; i++, pos++) {
+            const pp_fit_netsample *e = &W->c.e[W->ent_of[pos]];
             if (e->state == PP_NS_CONSTANT) {
                 rep->n_constant++;
                 continue;
@@ -507,141 +575,151 @@ perfpred_status pp_fit_networks(const char *device, const pp_net_row *rows, int 
                 rep->n_failed++;
                 continue;
             }
-            pp_gnn_graph *g = &samples[n_s + cnt];
-            *g = e->s;
-            g->mem = NULL; /* the cache owns the arrays */
-            memset(g->mask, 0, sizeof g->mask);
-            base[n_s + cnt] = e->sum.layer_ms;
-            ent_of_samp[n_s + cnt] = ent_of[pos];
-            g->y[0] = (float)log(r->latency_ms / e->sum.layer_ms);
-            g->mask[0] = 1;
-            meas[0][n_s + cnt] = r->latency_ms;
-            if (isfinite(r->energy_j) && r->energy_j > 0) {
-                double eb = energy_base(&e->sum);
-                any_calib_energy |= calibrated_energy(&e->sum);
-                ebase[n_s + cnt] = eb;
-                meas[1][n_s + cnt] = r->energy_j * 1e3;
-                g->y[1] = (float)log(r->energy_j * 1e3 / eb);
-                g->mask[1] = 1;
-                have_energy = 1;
-            }
-            direct_s[n_s + cnt] = *g;
-            direct_s[n_s + cnt].y[0] = (float)log(r->latency_ms);
-            if (g->mask[1]) direct_s[n_s + cnt].y[1] = (float)log(r->energy_j * 1e3);
+            set_row_sample(W, &rows[W->chosen[pos]], W->ent_of[pos], n_s + cnt);
             cnt++;
         }
-        if (s == 0) fs.n_train = cnt;
+        if (s == 0) fs->n_train = cnt;
         if (s == 1) {
-            fs.val = dst;
-            fs.n_val = cnt;
+            fs->val = dst;
+            fs->n_val = cnt;
         }
         if (s == 2) {
-            fs.held = dst;
-            fs.n_held = cnt;
+            fs->held = dst;
+            fs->n_held = cnt;
         }
         for (int i = 0; i < cnt; i++) dst[i] = n_s + i;
         n_s += cnt;
     }
+    W->n_s = n_s;
     rep->n_used = n_s;
-    rep->energy_base = !have_energy ? NULL
-                       : any_calib_energy
+    rep->energy_base = !W->have_energy ? NULL
+                       : W->any_calib_energy
                            ? "the predictor's energy (descriptor power model)"
                            : "layer-sum latency x 1 W (the descriptor has no power model): the "
                              "correction carries the board's average power";
-    {
-        int seen_n = 0;
-        for (int i = 0; i < c.n; i++) samp_of_ent[i] = 0;
-        for (int i = 0; i < n_chosen; i++)
-            if (c.e[ent_of[i]].state == PP_NS_OK && !samp_of_ent[ent_of[i]]++) seen_n++;
-        rep->n_archs = seen_n;
-    }
-    if (fs.n_train < 2 || fs.n_held < 1) {
-        st = pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
-                        "fit networks: '%s': %d usable training and %d held-out rows (%d constant, "
-                        "%d failed%s%s)",
-                        dev, fs.n_train, fs.n_held, rep->n_constant, rep->n_failed,
-                        rep->first_failure[0] ? ": " : "", rep->first_failure);
-        goto done;
-    }
-    if ((st = fit_gated_fallback(ctx, &info, rows, n_rows, &p, &c, ent_of_samp, n_s,
-                                 &rep->target[0], &fallback, err)))
-        goto done;
-    int T = have_energy ? 2 : 1;
+    int seen_n = 0;
+    for (int i = 0; i < W->c.n; i++) W->samp_of_ent[i] = 0;
+    for (int i = 0; i < W->n_chosen; i++)
+        if (W->c.e[W->ent_of[i]].state == PP_NS_OK && !W->samp_of_ent[W->ent_of[i]]++) seen_n++;
+    rep->n_archs = seen_n;
+    if (fs->n_train < 2 || fs->n_held < 1)
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                          "fit networks: '%s': %d usable training and %d held-out rows (%d "
+                          "constant, %d failed%s%s)",
+                          dev, fs->n_train, fs->n_held, rep->n_constant, rep->n_failed,
+                          rep->first_failure[0] ? ": " : "", rep->first_failure);
+    return PERFPRED_OK;
+}
+
+/* Trains the correction (and the direct ablation) on the training rows, validation rows for early
+ * stopping and the ensemble's gate, and judges both on the held-out rows, gated rows taking what
+ * the predictor would answer for them. */
+static perfpred_status train_and_evaluate(const perfpred_ctx *ctx,
+                                          const perfpred_device_info *info,
+                                          const pp_net_row *rows, int n_rows,
+                                          const pp_fit_net_params *p, net_fit *W,
+                                          pp_fit_net_report *rep, pp_err *err)
+{
+    const fit_set *fs = &W->fs;
+    perfpred_status st;
+    if ((st = fit_gated_fallback(ctx, info, rows, n_rows, p, &W->c, W->ent_of_samp, W->n_s,
+                                 &rep->target[0], &W->fallback, err)))
+        return st;
+    int T = W->have_energy ? 2 : 1;
     double tt0 = pp_now_s();
-    st = train_ensemble(&p, T, samples, n_s, fs.train, fs.n_train, fs.val, fs.n_val, &corr,
-                        &rep->gnn, err);
-    if (!st) st = pp_gnn_set_spread_gate(corr, samples, fs.val, fs.n_val, err);
+    st = train_ensemble(p, T, W->samples, W->n_s, fs->train, fs->n_train, fs->val, fs->n_val,
+                        &W->corr, &rep->gnn, err);
+    if (!st) st = pp_gnn_set_spread_gate(W->corr, W->samples, fs->val, fs->n_val, err);
     rep->seconds_train = pp_now_s() - tt0;
-    if (!st && p.direct_ablation) {
+    if (!st && p->direct_ablation) {
         tt0 = pp_now_s();
-        st = train_ensemble(&p, T, direct_s, n_s, fs.train, fs.n_train, fs.val, fs.n_val, &dir,
-                            &rep->gnn_direct, err);
+        st = train_ensemble(p, T, W->direct_s, W->n_s, fs->train, fs->n_train, fs->val,
+                            fs->n_val, &W->dir, &rep->gnn_direct, err);
         rep->seconds_train_direct = pp_now_s() - tt0;
     }
     for (int t = 0; !st && t < T; t++) {
         pp_fit_net_target_report *tr = &rep->target[t];
         tr->present = 1;
-        tr->n_train = count_target(samples, fs.train, fs.n_train, t);
-        tr->n_val = count_target(samples, fs.val, fs.n_val, t);
-        resid_sink sink = {p.heldout, &c, ent_of_samp};
-        st = eval_heldout(corr, dir, samples, t == 0 ? base : ebase, t == 0 ? fallback : NULL,
-                          meas[t], fs.held, fs.n_held, t, &sink, tr, err);
+        tr->n_train = count_target(W->samples, fs->train, fs->n_train, t);
+        tr->n_val = count_target(W->samples, fs->val, fs->n_val, t);
+        resid_sink sink = {p->heldout, &W->c, W->ent_of_samp};
+        st = eval_heldout(W->corr, W->dir, W->samples, t == 0 ? W->base : W->ebase,
+                          t == 0 ? W->fallback : NULL, W->meas[t], fs->held, fs->n_held, t,
+                          &sink, tr, err);
     }
-    pp_log(&p.log, PERFPRED_LOG_INFO,
+    pp_log(&p->log, PERFPRED_LOG_INFO,
            "fit networks %s: %d rows, %d used (%d train, %d val, %d held out), %d constant, %d "
            "failed; samples %.1f s, training %.1f s + %.1f s",
-           dev, rep->n_rows, rep->n_used, fs.n_train, fs.n_val, fs.n_held, rep->n_constant,
-           rep->n_failed, rep->seconds_samples, rep->seconds_train, rep->seconds_train_direct);
-    if (!st && p.write_artifacts) {
-        if (!out_dir) {
-            st = pp_err_set(err, PERFPRED_ERR_IO, "fit networks: no artifacts folder");
-        } else if (!(st = pp_mkdir_p(out_dir, err))) {
-            char split[1024], evalp[1100];
-            if (p.heldout_families && p.heldout_families[0])
-                snprintf(split, sizeof split,
-                         "held-out families: %.400s (%d rows, never trained on); validation "
-                         "(early stopping): models of the other families whose name hashes below "
-                         "%d %% (%d rows); training: the rest (%d rows), at most %d",
-                         p.heldout_families, fs.n_held, p.val_pct, fs.n_val, fs.n_train,
-                         p.max_train);
-            else
-                snprintf(split, sizeof split,
-                         "held-out architectures: family hash buckets [0, %d) (%d rows, never "
-                         "trained on); validation (early stopping): buckets [%d, %d) (%d rows); "
-                         "training: the rest (%d rows), at most %d, chosen by seeded hash of the "
-                         "model ref",
-                         p.heldout_pct, fs.n_held, p.heldout_pct, p.heldout_pct + p.val_pct,
-                         fs.n_val, fs.n_train, p.max_train);
-            pp_gnn_provenance prov = {p.data_desc ? p.data_desc : "", split,
-                                      {"latency", have_energy ? "energy" : NULL, NULL}};
-            snprintf(rep->weights_path, sizeof rep->weights_path, "%s/gnn-latency.bin", out_dir);
-            snprintf(rep->manifest_path, sizeof rep->manifest_path, "%s/gnn-latency.json",
-                     out_dir);
-            snprintf(evalp, sizeof evalp, "%s/gnn-latency.eval.json", out_dir);
-            st = pp_gnn_save(corr, rep->weights_path, rep->manifest_path, &prov, err);
-            if (!st) st = write_eval(evalp, dev, &info, rep, &p, err);
-        }
+           info->name, rep->n_rows, rep->n_used, fs->n_train, fs->n_val, fs->n_held,
+           rep->n_constant, rep->n_failed, rep->seconds_samples, rep->seconds_train,
+           rep->seconds_train_direct);
+    return st;
+}
+
+/* out_dir/gnn-latency.{bin,json} with the provenance of the data and of the split, and the
+ * held-out ablation beside them (gnn-latency.eval.json). */
+static perfpred_status write_net_artifacts(const char *dev, const perfpred_device_info *info,
+                                           const pp_fit_net_params *p, const net_fit *W,
+                                           const char *out_dir, pp_fit_net_report *rep,
+                                           pp_err *err)
+{
+    if (!out_dir) return pp_err_set(err, PERFPRED_ERR_IO, "fit networks: no artifacts folder");
+    perfpred_status st = pp_mkdir_p(out_dir, err);
+    if (st) return st;
+    const fit_set *fs = &W->fs;
+    char split[1024], evalp[1100];
+    if (p->heldout_families && p->heldout_families[0])
+        snprintf(split, sizeof split,
+                 "held-out families: %.400s (%d rows, never trained on); validation "
+                 "(early stopping): models of the other families whose name hashes below "
+                 "%d %% (%d rows); training: the rest (%d rows), at most %d",
+                 p->heldout_families, fs->n_held, p->val_pct, fs->n_val, fs->n_train,
+                 p->max_train);
+    else
+        snprintf(split, sizeof split,
+                 "held-out architectures: family hash buckets [0, %d) (%d rows, never "
+                 "trained on); validation (early stopping): buckets [%d, %d) (%d rows); "
+                 "training: the rest (%d rows), at most %d, chosen by seeded hash of the "
+                 "model ref",
+                 p->heldout_pct, fs->n_held, p->heldout_pct, p->heldout_pct + p->val_pct,
+                 fs->n_val, fs->n_train, p->max_train);
+    pp_gnn_provenance prov = {p->data_desc ? p->data_desc : "", split,
+                              {"latency", W->have_energy ? "energy" : NULL, NULL}};
+    snprintf(rep->weights_path, sizeof rep->weights_path, "%s/gnn-latency.bin", out_dir);
+    snprintf(rep->manifest_path, sizeof rep->manifest_path, "%s/gnn-latency.json", out_dir);
+    snprintf(evalp, sizeof evalp, "%s/gnn-latency.eval.json", out_dir);
+    st = pp_gnn_save(W->corr, rep->weights_path, rep->manifest_path, &prov, err);
+    if (!st) st = write_eval(evalp, dev, info, rep, p, err);
+    return st;
+}
+
+perfpred_status pp_fit_networks(const char *device, const pp_net_row *rows, int n_rows,
+                                const pp_fit_net_params *params, const char *out_dir,
+                                pp_fit_net_report *report, pp_err *err)
+{
+    pp_fit_net_params p = params ? *params : pp_fit_net_default_params();
+    pp_fit_net_report rep_local, *rep = report ? report : &rep_local;
+    memset(rep, 0, sizeof *rep);
+    double t0 = pp_now_s();
+    perfpred_status st = check_net_params(device, rows, n_rows, &p, err);
+    if (st) return st;
+    perfpred_ctx *ctx;
+    if ((st = pp_fit_net_open_ctx(p.config_dir, &ctx, err))) return st;
+    perfpred_device_info info;
+    if (perfpred_device_find(ctx, device, &info)) {
+        perfpred_ctx_close(ctx);
+        return pp_err_set(err, PERFPRED_ERR_DEVICE, "fit networks: unknown device '%s'", device);
     }
-    goto done;
-oom:
-    st = pp_err_set(err, PERFPRED_ERR_NOMEM, "fit networks: out of memory");
-done:
+    const char *dev = info.name;
+    net_fit W;
+    memset(&W, 0, sizeof W);
+    st = split_device_rows(ctx, dev, rows, n_rows, &p, &W, rep, err);
+    if (!st) st = build_net_samples(ctx, dev, rows, &p, &W, rep, err);
+    if (!st) st = form_samples(dev, rows, &W, rep, err);
+    if (!st) st = train_and_evaluate(ctx, &info, rows, n_rows, &p, &W, rep, err);
+    if (!st && p.write_artifacts) st = write_net_artifacts(dev, &info, &p, &W, out_dir, rep, err);
     rep->seconds_total = pp_now_s() - t0;
-    pp_gnn_free(corr);
-    pp_gnn_free(dir);
-    free(samples);
-    free(direct_s);
-    free(base);
-    free(meas[0]);
-    free(meas[1]);
-    free(samp_of_ent);
-    free(ent_of_samp);
-    free(fallback);
-    free(lists);
-    free(chosen);
-    free(ent_of);
-    for (int s = 0; s < 3; s++) free(split_idx[s]);
-    pp_fit_netsample_cache_free(&c);
+    net_fit_free(&W);
     perfpred_ctx_close(ctx);
     return st;
 }

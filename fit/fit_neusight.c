@@ -250,126 +250,112 @@ done:
     return st;
 }
 
-static perfpred_status fit_group(fit_state *s, const kind_group *g, pp_err *err)
+/* What one group's fit works in: its row tables, their features and latencies, the seeded split
+ * of the training rows for the in-distribution check, and the model; freed by group_bufs_free. */
+typedef struct group_bufs {
+    pp_layer_table *train, *test;
+    pp_node_feat *ftr, *fte, *fa, *fb;
+    double *ytr, *yte, *ya, *yb;
+    int *perm;
+    pp_lm_model *model;
+} group_bufs;
+
+static void group_bufs_free(group_bufs *B)
+{
+    pp_lm_model_free(B->model);
+    pp_measure_layer_table_free(B->train);
+    pp_measure_layer_table_free(B->test);
+    free(B->ftr);
+    free(B->fte);
+    free(B->ytr);
+    free(B->yte);
+    free(B->fa);
+    free(B->fb);
+    free(B->ya);
+    free(B->yb);
+    free(B->perm);
+}
+
+/* The group's training and test rows from gpu's files (conv: a seeded share of its training rows
+ * held out, NeuSight has no conv test file), less the test rows whose shape training also has. */
+static perfpred_status load_group_rows(fit_state *s, const kind_group *g, const char *gpu,
+                                       int is_split, group_bufs *B, pp_fit_kind_report *kr,
+                                       pp_err *err)
 {
     const pp_fit_params *p = s->p;
-    const char *gpu = (g->kind == PP_OPK_CONV && p->conv_gpu) ? p->conv_gpu : s->gpu;
-    int is_split = g->kind == PP_OPK_CONV;
-    pp_fit_kind_report *kr = &s->rep->kinds[s->rep->n_kinds];
-    memset(kr, 0, sizeof *kr);
-    kr->kind = g->kind;
-    kr->heldout_is_split = is_split;
-    pp_layer_table *train = pp_measure_layer_table_new("NeuSight train");
-    pp_layer_table *test = pp_measure_layer_table_new("NeuSight test");
-    pp_node_feat *ftr = NULL, *fte = NULL, *fa = NULL, *fb = NULL;
-    double *ytr = NULL, *yte = NULL, *ya = NULL, *yb = NULL;
-    int *perm = NULL;
-    pp_lm_model *model = NULL;
-    perfpred_status st = PERFPRED_OK;
-    if (!train || !test) {
-        st = pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
-        goto done;
-    }
+    pp_layer_table *train = B->train, *test = B->test;
+    perfpred_status st;
     for (int i = 0; g->ops[i]; i++) {
         int n = 0;
         if ((st = pp_datasets_neusight_import(s->root, g->ops[i], gpu, PP_NEUSIGHT_TRAIN, train,
                                               &n, err)) ||
             (st = add_source(s, g->ops[i], gpu, PP_NEUSIGHT_TRAIN, n, err)))
-            goto done;
+            return st;
         if (is_split) continue;
         if ((st = pp_datasets_neusight_import(s->root, g->ops[i], gpu, PP_NEUSIGHT_TEST, test, &n,
                                               err)) ||
             (st = add_source(s, g->ops[i], gpu, PP_NEUSIGHT_TEST, n, err)))
-            goto done;
+            return st;
     }
     note_bad(s, train);
     note_bad(s, test);
     if (is_split &&
         (st = split_rows(train, test, p->conv_heldout_fraction, p->lm.seed, err)) != PERFPRED_OK)
-        goto done;
-    if (train->n < 2 || test->n < 1) {
-        st = pp_err_set(err, PERFPRED_ERR_PARSE, "NeuSight %s on %s: %d training and %d test rows",
-                        pp_op_kind_name(g->kind), gpu, train->n, test->n);
-        goto done;
-    }
+        return st;
+    if (train->n < 2 || test->n < 1)
+        return pp_err_set(err, PERFPRED_ERR_PARSE,
+                          "NeuSight %s on %s: %d training and %d test rows",
+                          pp_op_kind_name(g->kind), gpu, train->n, test->n);
     /* held-out rows whose shape also occurs in training are not a judgement: excluded, counted */
     int n_overlap = drop_overlap(train, test, err);
-    if (n_overlap < 0) {
-        st = err ? err->status : PERFPRED_ERR_NOMEM;
-        goto done;
-    }
+    if (n_overlap < 0) return err ? err->status : PERFPRED_ERR_NOMEM;
     kr->n_overlap = n_overlap;
-    if (test->n == 0) {
-        st = pp_err_set(err, PERFPRED_ERR_PARSE,
-                        "NeuSight %s: every held-out row is also a training row",
-                        pp_op_kind_name(g->kind));
-        goto done;
-    }
-    if ((st = table_features(train, &ftr, &ytr, err)) || (st = table_features(test, &fte, &yte, err)))
-        goto done;
-    double floor_ms = INFINITY;
-    for (int i = 0; i < train->n; i++)
-        if (ytr[i] < floor_ms) floor_ms = ytr[i];
-    pp_lm_base base = gpu_base(p, floor_ms);
-    kr->floor_ms = floor_ms;
-    kr->n_train = train->n;
-    kr->n_heldout = test->n;
-    pp_log(&p->log, PERFPRED_LOG_INFO, "fit %s: %d training rows (%s), %d held-out rows",
-           pp_op_kind_name(g->kind), train->n, gpu, test->n);
-    double t0 = pp_now_s();
-    if ((st = train_and_judge(ftr, ytr, train->n, fte, yte, test->n, g->kind, &base, &p->lm,
-                              &model, &kr->model, &kr->n_heldout_roofline, &kr->roofline,
-                              &kr->train, err)))
-        goto done;
-    kr->train_seconds = pp_now_s() - t0;
+    if (test->n == 0)
+        return pp_err_set(err, PERFPRED_ERR_PARSE,
+                          "NeuSight %s: every held-out row is also a training row",
+                          pp_op_kind_name(g->kind));
+    return PERFPRED_OK;
+}
 
-    /* in-distribution check: the same recipe on a seeded split of the training rows */
-    if (is_split) {
-        kr->in_dist = kr->model;
-    } else {
-        int n = train->n, n_out = (int)floor(p->conv_heldout_fraction * n);
-        perm = malloc((size_t)n * sizeof *perm);
-        fa = malloc((size_t)n * sizeof *fa);
-        fb = malloc((size_t)n * sizeof *fb);
-        ya = malloc((size_t)n * sizeof *ya);
-        yb = malloc((size_t)n * sizeof *yb);
-        if (!perm || !fa || !fb || !ya || !yb) {
-            st = pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
-            goto done;
+/* in-distribution check: the same recipe on a seeded split of the n training rows
+ * (conv_heldout_fraction held out), reported beside the error on NeuSight's test rows */
+static perfpred_status in_dist_check(const pp_fit_params *p, pp_op_kind kind, group_bufs *B,
+                                     int n, pp_metrics *in_dist, pp_err *err)
+{
+    int n_out = (int)floor(p->conv_heldout_fraction * n);
+    B->perm = malloc((size_t)n * sizeof *B->perm);
+    B->fa = malloc((size_t)n * sizeof *B->fa);
+    B->fb = malloc((size_t)n * sizeof *B->fb);
+    B->ya = malloc((size_t)n * sizeof *B->ya);
+    B->yb = malloc((size_t)n * sizeof *B->yb);
+    if (!B->perm || !B->fa || !B->fb || !B->ya || !B->yb)
+        return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+    seeded_perm(n, p->lm.seed, B->perm);
+    for (int i = 0; i < n; i++) {
+        int j = B->perm[i];
+        if (i < n_out) {
+            B->fb[i] = B->ftr[j];
+            B->yb[i] = B->ytr[j];
+        } else {
+            B->fa[i - n_out] = B->ftr[j];
+            B->ya[i - n_out] = B->ytr[j];
         }
-        seeded_perm(n, p->lm.seed, perm);
-        for (int i = 0; i < n; i++) {
-            int j = perm[i];
-            if (i < n_out) {
-                fb[i] = ftr[j];
-                yb[i] = ytr[j];
-            } else {
-                fa[i - n_out] = ftr[j];
-                ya[i - n_out] = ytr[j];
-            }
-        }
-        double fl = INFINITY;
-        for (int i = 0; i < n - n_out; i++)
-            if (ya[i] < fl) fl = ya[i];
-        pp_lm_base b2 = gpu_base(p, fl);
-        if ((st = train_and_judge(fa, ya, n - n_out, fb, yb, n_out, g->kind, &b2, &p->lm, NULL,
-                                  &kr->in_dist, NULL, NULL, NULL, err)))
-            goto done;
     }
-    pp_log(&p->log, PERFPRED_LOG_INFO,
-           "fit %s: held-out MAPE %.2f %% (roofline %.2f %%), in-distribution split %.2f %%, "
-           "train %.2f %%, %.1f s",
-           pp_op_kind_name(g->kind), kr->model.mape_pct, kr->roofline.mape_pct,
-           kr->in_dist.mape_pct, kr->train.mape_pct, kr->train_seconds);
+    double fl = INFINITY;
+    for (int i = 0; i < n - n_out; i++)
+        if (B->ya[i] < fl) fl = B->ya[i];
+    pp_lm_base b2 = gpu_base(p, fl);
+    return train_and_judge(B->fa, B->ya, n - n_out, B->fb, B->yb, n_out, kind, &b2, &p->lm, NULL,
+                           in_dist, NULL, NULL, NULL, err);
+}
 
-    /* as for measured layers (fit_layers.c): a model that loses to its own roofline on the rows
-     * it never saw is reported, not shipped (NeuSight's P4 linear sweep ran 3.5x slower than its
-     * test rows, lab/neusight_sweep_vs_test.py) */
-    if (kr->model.mape_pct > kr->roofline.mape_pct) {
-        s->rep->n_kinds++;
-        goto done;
-    }
-    kr->written = 1;
+/* The group's model as a manifest entry (how it was judged, and on whose rows where another
+ * GPU's stand in), and its file in out_dir unless this is a dry run. */
+static perfpred_status ship_model(fit_state *s, const kind_group *g, const char *gpu,
+                                  int is_split, const group_bufs *B, const pp_lm_base *base,
+                                  const pp_fit_kind_report *kr, pp_err *err)
+{
+    const pp_fit_params *p = s->p;
     pp_lm_entry *e = &s->man.entries[s->man.n_entries];
     memset(e, 0, sizeof *e);
     char file[64], heldout[256];
@@ -385,10 +371,10 @@ static perfpred_status fit_group(fit_state *s, const kind_group *g, pp_err *err)
     e->kind = g->kind;
     e->target = PP_LM_LATENCY;
     e->file = pp_arena_strdup(s->arena, file);
-    e->base = base;
-    e->domain = *pp_lm_model_domain(model);
-    e->n_train = train->n;
-    e->n_heldout = test->n;
+    e->base = *base;
+    e->domain = *pp_lm_model_domain(B->model);
+    e->n_train = B->train->n;
+    e->n_heldout = B->test->n;
     e->heldout = pp_arena_strdup(s->arena, heldout);
     e->heldout_mape_pct = kr->model.mape_pct;
     e->roofline_mape_pct = kr->roofline.mape_pct;
@@ -397,30 +383,80 @@ static perfpred_status fit_group(fit_state *s, const kind_group *g, pp_err *err)
         snprintf(note, sizeof note, "trained on %s rows (NeuSight measured conv only there)", gpu);
         e->note = pp_arena_strdup(s->arena, note);
     }
-    if (!e->file || !e->heldout || (strcmp(gpu, s->gpu) != 0 && !e->note)) {
-        st = pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
-        goto done;
-    }
+    if (!e->file || !e->heldout || (strcmp(gpu, s->gpu) != 0 && !e->note))
+        return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
     s->man.n_entries++;
     if (p->write_artifacts) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", s->out_dir, file);
-        if ((st = pp_lm_model_save(model, path, err))) goto done;
+        return pp_lm_model_save(B->model, path, err);
     }
+    return PERFPRED_OK;
+}
+
+/* One op group: its rows, a model trained and judged on them against the roofline, and the
+ * model shipped where it beats the roofline. */
+static perfpred_status fit_group(fit_state *s, const kind_group *g, pp_err *err)
+{
+    const pp_fit_params *p = s->p;
+    const char *gpu = (g->kind == PP_OPK_CONV && p->conv_gpu) ? p->conv_gpu : s->gpu;
+    int is_split = g->kind == PP_OPK_CONV;
+    pp_fit_kind_report *kr = &s->rep->kinds[s->rep->n_kinds];
+    memset(kr, 0, sizeof *kr);
+    kr->kind = g->kind;
+    kr->heldout_is_split = is_split;
+    group_bufs B;
+    memset(&B, 0, sizeof B);
+    B.train = pp_measure_layer_table_new("NeuSight train");
+    B.test = pp_measure_layer_table_new("NeuSight test");
+    perfpred_status st = PERFPRED_OK;
+    if (!B.train || !B.test) {
+        st = pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    if ((st = load_group_rows(s, g, gpu, is_split, &B, kr, err))) goto done;
+    pp_layer_table *train = B.train, *test = B.test;
+    if ((st = table_features(train, &B.ftr, &B.ytr, err)) ||
+        (st = table_features(test, &B.fte, &B.yte, err)))
+        goto done;
+    double floor_ms = INFINITY;
+    for (int i = 0; i < train->n; i++)
+        if (B.ytr[i] < floor_ms) floor_ms = B.ytr[i];
+    pp_lm_base base = gpu_base(p, floor_ms);
+    kr->floor_ms = floor_ms;
+    kr->n_train = train->n;
+    kr->n_heldout = test->n;
+    pp_log(&p->log, PERFPRED_LOG_INFO, "fit %s: %d training rows (%s), %d held-out rows",
+           pp_op_kind_name(g->kind), train->n, gpu, test->n);
+    double t0 = pp_now_s();
+    if ((st = train_and_judge(B.ftr, B.ytr, train->n, B.fte, B.yte, test->n, g->kind, &base,
+                              &p->lm, &B.model, &kr->model, &kr->n_heldout_roofline,
+                              &kr->roofline, &kr->train, err)))
+        goto done;
+    kr->train_seconds = pp_now_s() - t0;
+
+    if (is_split)
+        kr->in_dist = kr->model;
+    else if ((st = in_dist_check(p, g->kind, &B, train->n, &kr->in_dist, err)))
+        goto done;
+    pp_log(&p->log, PERFPRED_LOG_INFO,
+           "fit %s: held-out MAPE %.2f %% (roofline %.2f %%), in-distribution split %.2f %%, "
+           "train %.2f %%, %.1f s",
+           pp_op_kind_name(g->kind), kr->model.mape_pct, kr->roofline.mape_pct,
+           kr->in_dist.mape_pct, kr->train.mape_pct, kr->train_seconds);
+
+    /* as for measured layers (fit_layers.c): a model that loses to its own roofline on the rows
+     * it never saw is reported, not shipped (NeuSight's P4 linear sweep ran 3.5x slower than its
+     * test rows, lab/neusight_sweep_vs_test.py) */
+    if (kr->model.mape_pct > kr->roofline.mape_pct) {
+        s->rep->n_kinds++;
+        goto done;
+    }
+    kr->written = 1;
+    if ((st = ship_model(s, g, gpu, is_split, &B, &base, kr, err))) goto done;
     s->rep->n_kinds++;
 done:
-    pp_lm_model_free(model);
-    pp_measure_layer_table_free(train);
-    pp_measure_layer_table_free(test);
-    free(ftr);
-    free(fte);
-    free(ytr);
-    free(yte);
-    free(fa);
-    free(fb);
-    free(ya);
-    free(yb);
-    free(perm);
+    group_bufs_free(&B);
     return st;
 }
 

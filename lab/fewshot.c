@@ -93,6 +93,332 @@ static perfpred_status fs_metrics(const pp_gnn *g, const pp_gnn_graph *s, const 
     return st;
 }
 
+/* The working state of one lab_fewshot_fit call. Device 0 is the target, 1.. the pretraining
+ * devices; fr lists the rows of those devices at the target's batch, and the per-candidate arrays
+ * (ent, meas, base, use, smp) are indexed like fr. */
+typedef struct fewshot {
+    const pp_net_row *rows;
+    const pp_fit_net_params *p;
+    perfpred_ctx *ctx;
+    int nd, n_shots;
+    const char *dev[65];
+    perfpred_device_info info[65];
+    const char *ref_dev;      /* whose layer times every sample carries */
+    fs_row *fr;
+    int n_fr;
+    pp_fit_netsample_cache c;
+    int *ent;                 /* cache entry of a usable candidate, else -1 */
+    double *meas, *base;      /* measured latency and reference layer sum */
+    int *use;                 /* 1 pretraining or shot, 2 evaluation, 3 shot candidate */
+    uint64_t *shot_arch;
+    double (*shot_val)[65];   /* each shot's log-ratio on every device */
+    int *shots;
+    double offset[65];        /* each device's mean shot log-ratio */
+    pp_gnn_graph *smp;
+    float *glob;              /* the samples' globals with the hardware embedding */
+    int *pre, *val, *evalr, n_pre, n_val;
+    pp_gnn *g;
+} fewshot;
+
+/* Frees what the fit holds: use and shot_val first, as the fit drops them once the samples are
+ * formed, then the rest in the order the fit always freed it. */
+static void fewshot_free(fewshot *F)
+{
+    free(F->use);
+    free(F->shot_val);
+    pp_gnn_free(F->g);
+    free(F->fr);
+    free(F->shots);
+    free(F->evalr);
+    free(F->pre);
+    free(F->val);
+    free(F->ent);
+    free(F->smp);
+    free(F->glob);
+    free(F->base);
+    free(F->meas);
+    free(F->shot_arch);
+    pp_fit_netsample_cache_free(&F->c);
+}
+
+static perfpred_status fs_oom(pp_err *err)
+{
+    return pp_err_set(err, PERFPRED_ERR_NOMEM, "few-shot: out of memory");
+}
+
+/* The rows the study uses: those of the target and the pretraining devices at the target's batch
+ * (a device is one (descriptor, batch)), each with its device and architecture hash. */
+static void gather_rows(fewshot *F, int n_rows)
+{
+    const pp_net_row *rows = F->rows;
+    int64_t batch = -1;
+    for (int i = 0; i < n_rows && batch < 0; i++) {
+        perfpred_device_info ri;
+        if (rows[i].device && !perfpred_device_find(F->ctx, rows[i].device, &ri) &&
+            !strcmp(ri.name, F->dev[0]))
+            batch = rows[i].batch;
+    }
+    for (int i = 0; i < n_rows; i++) {
+        perfpred_device_info ri;
+        if (!rows[i].device || rows[i].batch != batch ||
+            perfpred_device_find(F->ctx, rows[i].device, &ri))
+            continue;
+        for (int d = 0; d < F->nd; d++)
+            if (!strcmp(ri.name, F->dev[d])) {
+                char key[600];
+                arch_key(rows[i].model, key, sizeof key);
+                F->fr[F->n_fr].row = i;
+                F->fr[F->n_fr].dev = d;
+                F->fr[F->n_fr].arch = pp_fit_net_hash(key, PP_FIT_NET_HASH0);
+                F->n_fr++;
+                break;
+            }
+    }
+}
+
+/* the reference device whose layer times every sample carries: the first (target, then the
+ * pretraining devices in order) whose first buildable row gets a layer sum */
+static perfpred_status pick_reference(fewshot *F, pp_err *err)
+{
+    for (int d = 0; d < F->nd && !F->ref_dev; d++) {
+        for (int k = 0; k < F->n_fr && !F->ref_dev; k++) {
+            if (F->fr[k].dev != d) continue;
+            const pp_net_row *r = &F->rows[F->fr[k].row];
+            int e = pp_fit_netsample_cache_get(&F->c, r);
+            if (e < 0) return fs_oom(err);
+            pp_err e2 = {0};
+            perfpred_status st = pp_fit_netsample_build(F->ctx, &F->c.e[e], r, F->p->table_path,
+                                                        F->dev[d], NULL, 0, &e2);
+            if (st == PERFPRED_ERR_DEVICE) break; /* this device has no layer sum */
+            if (st) {
+                *err = e2;
+                return st;
+            }
+            if (F->c.e[e].state == PP_NS_OK) F->ref_dev = F->dev[d];
+        }
+        /* entries built on another device's layer times */
+        if (!F->ref_dev) pp_fit_netsample_cache_free(&F->c);
+    }
+    if (F->ref_dev) return PERFPRED_OK;
+    return pp_err_set(err, PERFPRED_ERR_DEVICE,
+                      "few-shot: neither the target nor a pretraining device gives a layer sum");
+}
+
+/* What each row is for: the target's rows in held-out buckets evaluate, its others are shot
+ * candidates (built lazily); pretraining rows: per device, the first max_train / n_pretrain
+ * architectures by hash, outside the held-out buckets. */
+static perfpred_status assign_uses(fewshot *F, int n_pretrain, pp_err *err)
+{
+    const pp_fit_net_params *p = F->p;
+    int per_dev = p->max_train / n_pretrain > 8 ? p->max_train / n_pretrain : 8;
+    pp_fit_net_keyed *ord = malloc(((size_t)F->n_fr + 1) * sizeof *ord);
+    if (!ord) return fs_oom(err);
+    for (int k = 0; k < F->n_fr; k++) {
+        ord[k].key = F->fr[k].arch ^ (p->gnn.seed * 0x9e3779b97f4a7c15ull);
+        ord[k].idx = k;
+    }
+    qsort(ord, (size_t)F->n_fr, sizeof *ord, pp_fit_net_cmp_keyed);
+    int taken[65] = {0};
+    F->use = calloc((size_t)F->n_fr + 1, sizeof *F->use);
+    if (!F->use) {
+        free(ord);
+        return fs_oom(err);
+    }
+    for (int q = 0; q < F->n_fr; q++) {
+        int k = ord[q].idx, b = pp_fit_net_row_bucket(&F->rows[F->fr[k].row]);
+        if (F->fr[k].dev == 0) F->use[k] = b < p->heldout_pct ? 2 : 3; /* 3: shot candidate */
+        else if (b >= p->heldout_pct && taken[F->fr[k].dev] < per_dev) {
+            F->use[k] = 1;
+            taken[F->fr[k].dev]++;
+        }
+    }
+    free(ord);
+    return PERFPRED_OK;
+}
+
+/* Samples of the pretraining and evaluation rows on the reference device's layer times; a row
+ * without a usable log-ratio keeps ent -1. */
+static perfpred_status build_candidates(fewshot *F, pp_err *err)
+{
+    for (int k = 0; k < F->n_fr; k++) {
+        F->ent[k] = -1;
+        if (!F->use[k] || F->use[k] == 3) continue;
+        const pp_net_row *r = &F->rows[F->fr[k].row];
+        int e = pp_fit_netsample_cache_get(&F->c, r);
+        if (e < 0) return fs_oom(err);
+        perfpred_status st = pp_fit_netsample_build(F->ctx, &F->c.e[e], r, F->p->table_path,
+                                                    F->ref_dev, NULL, 0, err);
+        if (st) return st;
+        double lr = fs_ratio(&F->c, e, r);
+        if (!isfinite(lr)) continue;
+        F->ent[k] = e;
+        F->meas[k] = r->latency_ms;
+        F->base[k] = F->c.e[e].sum.layer_ms;
+    }
+    return PERFPRED_OK;
+}
+
+/* Target candidate k's log-ratio (its entry in *ek) and that of the same architecture on every
+ * pretraining device, in v[]; *ok = 0 where one is missing or unusable. */
+static perfpred_status shot_ratios(fewshot *F, int k, int *ek, double *v, int *ok, pp_err *err)
+{
+    const pp_net_row *rk = &F->rows[F->fr[k].row];
+    *ek = pp_fit_netsample_cache_get(&F->c, rk);
+    if (*ek < 0) return fs_oom(err);
+    perfpred_status st = pp_fit_netsample_build(F->ctx, &F->c.e[*ek], rk, F->p->table_path,
+                                                F->ref_dev, NULL, 0, err);
+    if (st) return st;
+    v[0] = fs_ratio(&F->c, *ek, rk);
+    *ok = isfinite(v[0]);
+    for (int d = 1; d < F->nd && *ok; d++) {
+        *ok = 0;
+        for (int j = 0; j < F->n_fr; j++)
+            if (F->fr[j].dev == d && F->fr[j].arch == F->fr[k].arch) {
+                const pp_net_row *r = &F->rows[F->fr[j].row];
+                int e = pp_fit_netsample_cache_get(&F->c, r);
+                if (e < 0) return fs_oom(err);
+                st = pp_fit_netsample_build(F->ctx, &F->c.e[e], r, F->p->table_path, F->ref_dev,
+                                            NULL, 0, err);
+                if (st) return st;
+                v[d] = fs_ratio(&F->c, e, r);
+                *ok = isfinite(v[d]);
+                break;
+            }
+    }
+    return PERFPRED_OK;
+}
+
+/* shots: the first n_shots target architectures (hash order) measured on every device */
+static perfpred_status pick_shots(fewshot *F, lab_fewshot_report *rep, pp_err *err)
+{
+    int n_shots = F->n_shots;
+    F->shot_arch = calloc((size_t)n_shots, sizeof *F->shot_arch);
+    F->shot_val = calloc((size_t)n_shots, sizeof *F->shot_val);
+    F->shots = malloc((size_t)n_shots * sizeof *F->shots);
+    if (!F->shot_arch || !F->shot_val || !F->shots) return fs_oom(err);
+    pp_fit_net_keyed *tk = malloc(((size_t)F->n_fr + 1) * sizeof *tk);
+    int nt = 0;
+    if (!tk) return fs_oom(err);
+    for (int k = 0; k < F->n_fr; k++)
+        if (F->fr[k].dev == 0 && F->use[k] == 3) {
+            tk[nt].key = F->fr[k].arch ^ (F->p->gnn.seed * 0xd1b54a32d192ed03ull);
+            tk[nt++].idx = k;
+        }
+    qsort(tk, (size_t)nt, sizeof *tk, pp_fit_net_cmp_keyed);
+    for (int q = 0; q < nt && rep->n_shots < n_shots; q++) {
+        int k = tk[q].idx, ek, ok = 1;
+        double v[65];
+        perfpred_status st = shot_ratios(F, k, &ek, v, &ok, err);
+        if (st) {
+            free(tk);
+            return st;
+        }
+        if (!ok) continue;
+        F->ent[k] = ek;
+        F->meas[k] = F->rows[F->fr[k].row].latency_ms;
+        F->base[k] = F->c.e[ek].sum.layer_ms;
+        F->use[k] = 1;
+        F->shots[rep->n_shots] = k;
+        F->shot_arch[rep->n_shots] = F->fr[k].arch;
+        for (int d = 0; d < F->nd; d++) F->shot_val[rep->n_shots][d] = v[d];
+        rep->n_shots++;
+    }
+    free(tk);
+    if (rep->n_shots < n_shots)
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                          "few-shot: only %d of %d shot architectures are measured on every device",
+                          rep->n_shots, n_shots);
+    return PERFPRED_OK;
+}
+
+/* The samples with their globals: the row's own device figures and the hardware embedding (each
+ * device's shot log-ratios, centred; offset = their mean), targets centred by the same offset;
+ * the target's held-out rows evaluate, one pretraining row in ten validates. */
+static perfpred_status embed_samples(fewshot *F, lab_fewshot_report *rep, pp_err *err)
+{
+    int n_shots = F->n_shots, n_fr = F->n_fr;
+    const int G = PP_FIT_NET_N_GLOBALS + n_shots;
+    for (int d = 0; d < F->nd; d++) {
+        double s = 0;
+        for (int q = 0; q < n_shots; q++) s += F->shot_val[q][d];
+        F->offset[d] = s / n_shots;
+    }
+    F->smp = calloc((size_t)n_fr + 1, sizeof *F->smp);
+    F->glob = malloc(((size_t)n_fr + 1) * (size_t)G * sizeof *F->glob);
+    F->pre = malloc(((size_t)n_fr + 1) * sizeof *F->pre);
+    F->val = malloc(((size_t)n_fr + 1) * sizeof *F->val);
+    F->evalr = malloc(((size_t)n_fr + 1) * sizeof *F->evalr);
+    if (!F->smp || !F->glob || !F->pre || !F->val || !F->evalr) return fs_oom(err);
+    int seen[65] = {0};
+    for (int k = 0; k < n_fr; k++) {
+        if (F->ent[k] < 0 || F->use[k] == 3) continue;
+        const pp_fit_netsample *e = &F->c.e[F->ent[k]];
+        int d = F->fr[k].dev;
+        pp_gnn_graph *s = &F->smp[k];
+        *s = e->s;
+        s->mem = NULL;
+        s->n_globals = G;
+        float *u = F->glob + (size_t)k * (size_t)G;
+        for (int j = 0; j < PP_FIT_NET_N_GLOBALS; j++) u[j] = e->s.globals[j];
+        /* the sample's own device figures, not the reference device's */
+        u[4] = F->info[d].peak_tflops > 0 ? (float)log(F->info[d].peak_tflops) : 0.0f;
+        u[5] = F->info[d].memory_bandwidth_gbs > 0 ? (float)log(F->info[d].memory_bandwidth_gbs)
+                                                   : 0.0f;
+        for (int q = 0; q < n_shots; q++)
+            u[PP_FIT_NET_N_GLOBALS + q] = (float)(F->shot_val[q][d] - F->offset[d]);
+        s->globals = u;
+        memset(s->mask, 0, sizeof s->mask);
+        s->y[0] = (float)(fs_ratio(&F->c, F->ent[k], &F->rows[F->fr[k].row]) - F->offset[d]);
+        s->mask[0] = 1;
+        if (d == 0) {
+            if (F->use[k] == 2) F->evalr[rep->n_eval++] = k;
+            continue;
+        }
+        if (!seen[d]++) rep->n_pretrain_devices++;
+        /* validation: one pretraining row in ten, by architecture hash */
+        if ((F->fr[k].arch >> 7) % 10 == 0) F->val[F->n_val++] = k;
+        else F->pre[F->n_pre++] = k;
+    }
+    return PERFPRED_OK;
+}
+
+/* Pretrains, judges on the evaluation rows, fine-tunes on the shots and judges again; the layer
+ * sum alone beside them where the target has its own. */
+static perfpred_status pretrain_and_adapt(fewshot *F, lab_fewshot_report *rep, pp_err *err)
+{
+    const pp_fit_net_params *p = F->p;
+    const int G = PP_FIT_NET_N_GLOBALS + F->n_shots;
+    perfpred_status st =
+        pp_gnn_new(PP_GNN_GRAPH_NODE_FEAT, PP_GNN_GRAPH_EDGE_FEAT, G, 1, &p->gnn, &F->g, err);
+    if (!st)
+        st = pp_gnn_train(F->g, F->smp, F->n_fr, F->pre, F->n_pre, F->val, F->n_val, NULL, err);
+    if (!st)
+        st = fs_metrics(F->g, F->smp, F->evalr, rep->n_eval, F->base, F->meas, F->offset[0],
+                        &rep->before, err);
+    if (!st) st = fine_tune(F->g, F->smp, F->shots, F->n_shots, 60, p->gnn.lr * 0.5, 1e-3, err);
+    if (!st)
+        st = fs_metrics(F->g, F->smp, F->evalr, rep->n_eval, F->base, F->meas, F->offset[0],
+                        &rep->after, err);
+    if (!st && !rep->direct) {
+        double *ones = malloc(((size_t)rep->n_eval + 1) * sizeof *ones);
+        double *ms = malloc(((size_t)rep->n_eval + 1) * sizeof *ms);
+        if (!ones || !ms) st = pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+        for (int i = 0; !st && i < rep->n_eval; i++) {
+            ones[i] = F->base[F->evalr[i]];
+            ms[i] = F->meas[F->evalr[i]];
+        }
+        if (!st) st = pp_measure_metrics(ones, ms, rep->n_eval, &rep->layer_sum, err);
+        free(ones);
+        free(ms);
+    }
+    pp_log(&p->log, PERFPRED_LOG_INFO,
+           "few-shot %s: reference layer times from %s, %d pretraining rows on %d devices, %d "
+           "shots, %d evaluation rows",
+           F->dev[0], F->ref_dev, rep->n_pretrain_rows, rep->n_pretrain_devices, F->n_shots,
+           rep->n_eval);
+    return st;
+}
+
 perfpred_status lab_fewshot_fit(const char *target_device, int n_shots,
                                 const char *const *pretrain_devices, int n_pretrain,
                                 const pp_net_row *rows, int n_rows,
@@ -109,312 +435,55 @@ perfpred_status lab_fewshot_fit(const char *target_device, int n_shots,
                           "few-shot: need a target, 2..256 shots and 1..64 pretraining devices");
     perfpred_status st = pp_gnn_check_params(&p.gnn, err);
     if (st) return st;
-    perfpred_ctx *ctx;
-    if ((st = pp_fit_net_open_ctx(p.config_dir, &ctx, err))) return st;
-    const int nd = n_pretrain + 1;
-    const char *dev[65];
-    perfpred_device_info info[65];
-    for (int d = 0; d < nd; d++) {
+    fewshot F;
+    memset(&F, 0, sizeof F);
+    F.rows = rows;
+    F.p = &p;
+    F.n_shots = n_shots;
+    if ((st = pp_fit_net_open_ctx(p.config_dir, &F.ctx, err))) return st;
+    F.nd = n_pretrain + 1;
+    for (int d = 0; d < F.nd; d++) {
         const char *name = d == 0 ? target_device : pretrain_devices[d - 1];
-        if (!name || perfpred_device_find(ctx, name, &info[d])) {
-            perfpred_ctx_close(ctx);
+        if (!name || perfpred_device_find(F.ctx, name, &F.info[d])) {
+            perfpred_ctx_close(F.ctx);
             return pp_err_set(err, PERFPRED_ERR_DEVICE, "few-shot: unknown device '%s'",
                               name ? name : "(null)");
         }
-        dev[d] = info[d].name;
+        F.dev[d] = F.info[d].name;
     }
-    fs_row *fr = malloc(((size_t)n_rows + 1) * sizeof *fr);
-    int n_fr = 0, *shots = NULL, *evalr = NULL, *pre = NULL, *val = NULL, *ent = NULL;
-    pp_gnn_graph *smp = NULL;
-    float *glob = NULL;
-    double *base = NULL, *meas = NULL, offset[65];
-    uint64_t *shot_arch = NULL;
-    pp_gnn *g = NULL;
-    pp_fit_netsample_cache c;
-    memset(&c, 0, sizeof c);
-    const char *ref_dev = NULL;
-    if (!fr) goto oom;
-    /* a device is one (descriptor, batch): every row must share the target's batch */
-    int64_t batch = -1;
-    for (int i = 0; i < n_rows && batch < 0; i++) {
-        perfpred_device_info ri;
-        if (rows[i].device && !perfpred_device_find(ctx, rows[i].device, &ri) &&
-            !strcmp(ri.name, dev[0]))
-            batch = rows[i].batch;
-    }
-    for (int i = 0; i < n_rows; i++) {
-        perfpred_device_info ri;
-        if (!rows[i].device || rows[i].batch != batch ||
-            perfpred_device_find(ctx, rows[i].device, &ri))
-            continue;
-        for (int d = 0; d < nd; d++)
-            if (!strcmp(ri.name, dev[d])) {
-                char key[600];
-                arch_key(rows[i].model, key, sizeof key);
-                fr[n_fr].row = i;
-                fr[n_fr].dev = d;
-                fr[n_fr].arch = pp_fit_net_hash(key, PP_FIT_NET_HASH0);
-                n_fr++;
-                break;
-            }
-    }
-    /* the reference device whose layer times every sample carries: the first (target, then the
-     * pretraining devices in order) whose first buildable row gets a layer sum */
-    for (int d = 0; d < nd && !ref_dev; d++) {
-        for (int k = 0; k < n_fr && !ref_dev; k++) {
-            if (fr[k].dev != d) continue;
-            int e = pp_fit_netsample_cache_get(&c, &rows[fr[k].row]);
-            if (e < 0) goto oom;
-            pp_err e2 = {0};
-            st = pp_fit_netsample_build(ctx, &c.e[e], &rows[fr[k].row], p.table_path, dev[d],
-                                        NULL, 0, &e2);
-            if (st == PERFPRED_ERR_DEVICE) {
-                st = PERFPRED_OK;
-                break; /* this device has no layer sum */
-            }
-            if (st) {
-                *err = e2;
-                goto done;
-            }
-            if (c.e[e].state == PP_NS_OK) ref_dev = dev[d];
-        }
-        /* entries built on another device's layer times */
-        if (!ref_dev) pp_fit_netsample_cache_free(&c);
-    }
-    if (!ref_dev) {
-        st = pp_err_set(err, PERFPRED_ERR_DEVICE,
-                        "few-shot: neither the target nor a pretraining device gives a layer sum");
+    F.fr = malloc(((size_t)n_rows + 1) * sizeof *F.fr);
+    if (!F.fr) {
+        st = fs_oom(err);
         goto done;
     }
-    rep->direct = strcmp(ref_dev, dev[0]) != 0;
+    gather_rows(&F, n_rows);
+    if ((st = pick_reference(&F, err))) goto done;
+    rep->direct = strcmp(F.ref_dev, F.dev[0]) != 0;
     /* samples for every candidate row (held-out buckets: target evaluation; others: pretraining) */
-    ent = malloc(((size_t)n_fr + 1) * sizeof *ent);
-    meas = malloc(((size_t)n_fr + 1) * sizeof *meas);
-    base = malloc(((size_t)n_fr + 1) * sizeof *base);
-    if (!ent || !meas || !base) goto oom;
-    /* pretraining rows: per device, the first max_train / n_pretrain architectures by hash */
-    int per_dev = p.max_train / n_pretrain > 8 ? p.max_train / n_pretrain : 8;
-    pp_fit_net_keyed *ord = malloc(((size_t)n_fr + 1) * sizeof *ord);
-    if (!ord) goto oom;
-    for (int k = 0; k < n_fr; k++) {
-        ord[k].key = fr[k].arch ^ (p.gnn.seed * 0x9e3779b97f4a7c15ull);
-        ord[k].idx = k;
-    }
-    qsort(ord, (size_t)n_fr, sizeof *ord, pp_fit_net_cmp_keyed);
-    int taken[65] = {0};
-    int *use = calloc((size_t)n_fr + 1, sizeof *use); /* 1 pretrain/shot candidate, 2 evaluation */
-    if (!use) {
-        free(ord);
-        goto oom;
-    }
-    for (int q = 0; q < n_fr; q++) {
-        int k = ord[q].idx, b = pp_fit_net_row_bucket(&rows[fr[k].row]);
-        if (fr[k].dev == 0) use[k] = b < p.heldout_pct ? 2 : 3; /* 3: shot candidate, lazily */
-        else if (b >= p.heldout_pct && taken[fr[k].dev] < per_dev) {
-            use[k] = 1;
-            taken[fr[k].dev]++;
-        }
-    }
-    free(ord);
-    for (int k = 0; k < n_fr; k++) {
-        ent[k] = -1;
-        if (!use[k] || use[k] == 3) continue;
-        const pp_net_row *r = &rows[fr[k].row];
-        int e = pp_fit_netsample_cache_get(&c, r);
-        if (e < 0) {
-            free(use);
-            goto oom;
-        }
-        if ((st = pp_fit_netsample_build(ctx, &c.e[e], r, p.table_path, ref_dev, NULL, 0, err))) {
-            free(use);
-            goto done;
-        }
-        double lr = fs_ratio(&c, e, r);
-        if (!isfinite(lr)) continue;
-        ent[k] = e;
-        meas[k] = r->latency_ms;
-        base[k] = c.e[e].sum.layer_ms;
-    }
-    /* shots: the first n_shots target architectures (hash order) measured on every device */
-    shot_arch = calloc((size_t)n_shots, sizeof *shot_arch);
-    double (*shot_val)[65] = calloc((size_t)n_shots, sizeof *shot_val);
-    shots = malloc((size_t)n_shots * sizeof *shots);
-    if (!shot_arch || !shot_val || !shots) {
-        free(use);
-        free(shot_val);
-        goto oom;
-    }
-    {
-        pp_fit_net_keyed *tk = malloc(((size_t)n_fr + 1) * sizeof *tk);
-        int nt = 0;
-        if (!tk) {
-            free(use);
-            free(shot_val);
-            goto oom;
-        }
-        for (int k = 0; k < n_fr; k++)
-            if (fr[k].dev == 0 && use[k] == 3) {
-                tk[nt].key = fr[k].arch ^ (p.gnn.seed * 0xd1b54a32d192ed03ull);
-                tk[nt++].idx = k;
-            }
-        qsort(tk, (size_t)nt, sizeof *tk, pp_fit_net_cmp_keyed);
-        for (int q = 0; q < nt && rep->n_shots < n_shots; q++) {
-            int k = tk[q].idx, ok = 1;
-            double v[65];
-            const pp_net_row *rk = &rows[fr[k].row];
-            int ek = pp_fit_netsample_cache_get(&c, rk);
-            if (ek < 0) {
-                free(tk);
-                free(use);
-                free(shot_val);
-                goto oom;
-            }
-            if ((st = pp_fit_netsample_build(ctx, &c.e[ek], rk, p.table_path, ref_dev, NULL, 0,
-                                             err))) {
-                free(tk);
-                free(use);
-                free(shot_val);
-                goto done;
-            }
-            v[0] = fs_ratio(&c, ek, rk);
-            ok = isfinite(v[0]);
-            for (int d = 1; d < nd && ok; d++) {
-                ok = 0;
-                for (int j = 0; j < n_fr; j++)
-                    if (fr[j].dev == d && fr[j].arch == fr[k].arch) {
-                        const pp_net_row *r = &rows[fr[j].row];
-                        int e = pp_fit_netsample_cache_get(&c, r);
-                        if (e < 0) {
-                            free(tk);
-                            free(use);
-                            free(shot_val);
-                            goto oom;
-                        }
-                        st = pp_fit_netsample_build(ctx, &c.e[e], r, p.table_path, ref_dev, NULL, 0,
-                                                    err);
-                        if (st) {
-                            free(tk);
-                            free(use);
-                            free(shot_val);
-                            goto done;
-                        }
-                        v[d] = fs_ratio(&c, e, r);
-                        ok = isfinite(v[d]);
-                        break;
-                    }
-            }
-            if (!ok) continue;
-            ent[k] = ek;
-            meas[k] = rk->latency_ms;
-            base[k] = c.e[ek].sum.layer_ms;
-            use[k] = 1;
-            shots[rep->n_shots] = k;
-            shot_arch[rep->n_shots] = fr[k].arch;
-            for (int d = 0; d < nd; d++) shot_val[rep->n_shots][d] = v[d];
-            rep->n_shots++;
-        }
-        free(tk);
-    }
-    if (rep->n_shots < n_shots) {
-        free(use);
-        free(shot_val);
-        st = pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
-                        "few-shot: only %d of %d shot architectures are measured on every device",
-                        rep->n_shots, n_shots);
+    F.ent = malloc(((size_t)F.n_fr + 1) * sizeof *F.ent);
+    F.meas = malloc(((size_t)F.n_fr + 1) * sizeof *F.meas);
+    F.base = malloc(((size_t)F.n_fr + 1) * sizeof *F.base);
+    if (!F.ent || !F.meas || !F.base) {
+        st = fs_oom(err);
         goto done;
     }
-    /* hardware embedding: each device's shot log-ratios, centred; offset = their mean */
-    const int G = PP_FIT_NET_N_GLOBALS + n_shots;
-    for (int d = 0; d < nd; d++) {
-        double s = 0;
-        for (int q = 0; q < n_shots; q++) s += shot_val[q][d];
-        offset[d] = s / n_shots;
-    }
-    smp = calloc((size_t)n_fr + 1, sizeof *smp);
-    glob = malloc(((size_t)n_fr + 1) * (size_t)G * sizeof *glob);
-    pre = malloc(((size_t)n_fr + 1) * sizeof *pre);
-    val = malloc(((size_t)n_fr + 1) * sizeof *val);
-    evalr = malloc(((size_t)n_fr + 1) * sizeof *evalr);
-    if (!smp || !glob || !pre || !val || !evalr) {
-        free(use);
-        free(shot_val);
-        goto oom;
-    }
-    int n_pre = 0, n_val = 0, seen[65] = {0};
-    for (int k = 0; k < n_fr; k++) {
-        if (ent[k] < 0 || use[k] == 3) continue;
-        const pp_fit_netsample *e = &c.e[ent[k]];
-        int d = fr[k].dev;
-        smp[k] = e->s;
-        smp[k].mem = NULL;
-        smp[k].n_globals = G;
-        float *u = glob + (size_t)k * (size_t)G;
-        for (int j = 0; j < PP_FIT_NET_N_GLOBALS; j++) u[j] = e->s.globals[j];
-        /* the sample's own device figures, not the reference device's */
-        u[4] = info[d].peak_tflops > 0 ? (float)log(info[d].peak_tflops) : 0.0f;
-        u[5] = info[d].memory_bandwidth_gbs > 0 ? (float)log(info[d].memory_bandwidth_gbs) : 0.0f;
-        for (int q = 0; q < n_shots; q++)
-            u[PP_FIT_NET_N_GLOBALS + q] = (float)(shot_val[q][d] - offset[d]);
-        smp[k].globals = u;
-        memset(smp[k].mask, 0, sizeof smp[k].mask);
-        smp[k].y[0] = (float)(fs_ratio(&c, ent[k], &rows[fr[k].row]) - offset[d]);
-        smp[k].mask[0] = 1;
-        if (d == 0) {
-            if (use[k] == 2) evalr[rep->n_eval++] = k;
-            continue;
-        }
-        if (!seen[d]++) rep->n_pretrain_devices++;
-        /* validation: one pretraining row in ten, by architecture hash */
-        if ((fr[k].arch >> 7) % 10 == 0) val[n_val++] = k;
-        else pre[n_pre++] = k;
-    }
-    free(use);
-    free(shot_val);
-    rep->n_pretrain_rows = n_pre + n_val;
-    if (n_pre < 2 || rep->n_eval < 2) {
+    if ((st = assign_uses(&F, n_pretrain, err)) || (st = build_candidates(&F, err)) ||
+        (st = pick_shots(&F, rep, err)) || (st = embed_samples(&F, rep, err)))
+        goto done;
+    free(F.use);
+    free(F.shot_val);
+    F.use = NULL;
+    F.shot_val = NULL;
+    rep->n_pretrain_rows = F.n_pre + F.n_val;
+    if (F.n_pre < 2 || rep->n_eval < 2) {
         st = pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
-                        "few-shot: %d pretraining and %d evaluation rows", n_pre, rep->n_eval);
+                        "few-shot: %d pretraining and %d evaluation rows", F.n_pre, rep->n_eval);
         goto done;
     }
-    st = pp_gnn_new(PP_GNN_GRAPH_NODE_FEAT, PP_GNN_GRAPH_EDGE_FEAT, G, 1, &p.gnn, &g, err);
-    if (!st) st = pp_gnn_train(g, smp, n_fr, pre, n_pre, val, n_val, NULL, err);
-    if (!st) st = fs_metrics(g, smp, evalr, rep->n_eval, base, meas, offset[0], &rep->before, err);
-    if (!st) st = fine_tune(g, smp, shots, n_shots, 60, p.gnn.lr * 0.5, 1e-3, err);
-    if (!st) st = fs_metrics(g, smp, evalr, rep->n_eval, base, meas, offset[0], &rep->after, err);
-    if (!st && !rep->direct) {
-        double *ones = malloc(((size_t)rep->n_eval + 1) * sizeof *ones);
-        double *ms = malloc(((size_t)rep->n_eval + 1) * sizeof *ms);
-        if (!ones || !ms) st = pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
-        for (int i = 0; !st && i < rep->n_eval; i++) {
-            ones[i] = base[evalr[i]];
-            ms[i] = meas[evalr[i]];
-        }
-        if (!st) st = pp_measure_metrics(ones, ms, rep->n_eval, &rep->layer_sum, err);
-        free(ones);
-        free(ms);
-    }
-    pp_log(&p.log, PERFPRED_LOG_INFO,
-           "few-shot %s: reference layer times from %s, %d pretraining rows on %d devices, %d "
-           "shots, %d evaluation rows",
-           dev[0], ref_dev, rep->n_pretrain_rows, rep->n_pretrain_devices, n_shots, rep->n_eval);
-    goto done;
-oom:
-    st = pp_err_set(err, PERFPRED_ERR_NOMEM, "few-shot: out of memory");
+    st = pretrain_and_adapt(&F, rep, err);
 done:
     rep->seconds_total = pp_now_s() - t0;
-    pp_gnn_free(g);
-    free(fr);
-    free(shots);
-    free(evalr);
-    free(pre);
-    free(val);
-    free(ent);
-    free(smp);
-    free(glob);
-    free(base);
-    free(meas);
-    free(shot_arch);
-    pp_fit_netsample_cache_free(&c);
-    perfpred_ctx_close(ctx);
+    fewshot_free(&F);
+    perfpred_ctx_close(F.ctx);
     return st;
 }

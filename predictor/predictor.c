@@ -619,214 +619,272 @@ static perfpred_status finish_prediction(const pp_device *d, perfpred_prediction
     return check_finite(d, out, err);
 }
 
-static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
-                                     const pp_device *d, const perfpred_predict_params *pp,
-                                     perfpred_prediction *out, pp_err *err)
-{
-    memset(out, 0, sizeof *out);
-    out->device = d->name;
-    out->batch = 1;
-    if (g->n_inputs > 0 && g->tensors[g->inputs[0]].rank > 0)
-        out->batch = g->tensors[g->inputs[0]].dims[0];
+/* What predict_graph settles before its kernel loop: the device whose layer models time the
+ * kernels (src) and whose figures they are scaled from (timed_on), the runtime stack, if any. */
+typedef struct predict_setup {
+    const perfpred_ctx *ctx;
+    const pp_graph *g;
+    const pp_device *d, *src, *timed_on;
+    const perfpred_predict_params *pp;
+    const pp_stack *stk;
+    const char *calib_src; /* what src's layer models were fitted on */
+    double bf;             /* bytes against fp32 (pp_precision_byte_factor) */
+    int stack_cal;         /* stk is the stack src's layer models were measured in */
+    int can_roof;          /* both devices have the figures a roofline needs */
+} predict_setup;
 
-    const char *calib_src = NULL;
-    const pp_device *src = pp_calib_source_device(ctx->calib, d, &calib_src);
+/* The graph-level correction of a layer sum: its outputs (log-ratios) and the ensemble's range;
+ * corrected = 0 where it was not applied (none, no layer sum, or the members disagree). */
+typedef struct gnn_corr {
+    const pp_gnn *gnn;
+    const char *src;
+    double v[PP_GNN_MAX_TARGETS], lo[PP_GNN_MAX_TARGETS], hi[PP_GNN_MAX_TARGETS];
+    int corrected;
+} gnn_corr;
+
+/* What the kernel loop sums, and where it puts each kernel: the stack's view of it (sk, and the
+ * pipeline's scratch beside it) and its time on its first node, which the GNN reads (node_ms). */
+typedef struct kernel_sums {
+    pp_stack_kernel *sk;
+    double *scratch, *node_ms;
+    int n_sk;
+    double roof_sum_ms, total_ms, energy_mj, total_bytes;
+    int nk, ncal, untimed;
+} kernel_sums;
+
+/* One kernel's time t on d as it is worked out, the layer models' own figure cal_ms, its
+ * roofline on d (mb: memory-bound), and whether a layer model timed it and as which operator. */
+typedef struct kernel_time {
+    double t, cal_ms, roof_d;
+    int mb, calibrated, as_eager;
+} kernel_time;
+
+/* The source device, the runtime stack and the GNN a prediction on d uses; errors where the
+ * calibration is broken or the stack asked for does not exist. */
+static perfpred_status predict_setup_of(const perfpred_ctx *ctx, const pp_graph *g,
+                                        const pp_device *d, const perfpred_predict_params *pp,
+                                        predict_setup *P, gnn_corr *gc, pp_err *err)
+{
+    memset(P, 0, sizeof *P);
+    memset(gc, 0, sizeof *gc);
+    P->ctx = ctx;
+    P->g = g;
+    P->d = d;
+    P->pp = pp;
+    const pp_device *src = pp_calib_source_device(ctx->calib, d, &P->calib_src);
+    P->src = src;
     perfpred_status rst = pp_calib_ready(ctx->calib, src, err);
     if (rst != PERFPRED_OK) return rst;
     /* kernels are timed on the device whose figures or models we trust most, then scaled */
     const pp_device *timed_on = src ? src : (d->is_mig && d->parent ? d->parent : d);
-    double bf = pp_precision_byte_factor(d);
+    P->timed_on = timed_on;
+    P->bf = pp_precision_byte_factor(d);
 
     const pp_stack *stk = NULL;
     if ((rst = pick_stack(ctx, d, pp, &stk, err))) return rst;
+    P->stk = stk;
     /* layer models answer under the stack they were measured in (NeuSight: PyTorch eager fp32) */
-    int stack_cal = stk && src && src->runtime_framework &&
-                    strcmp(stk->framework, src->runtime_framework) == 0 &&
-                    stk->precision == PP_PREC_FP32 &&
-                    (src->runtime_precision == PP_PREC_FP32 || src->runtime_precision == PP_PREC_TF32);
+    P->stack_cal = stk && src && src->runtime_framework &&
+                   strcmp(stk->framework, src->runtime_framework) == 0 &&
+                   stk->precision == PP_PREC_FP32 &&
+                   (src->runtime_precision == PP_PREC_FP32 ||
+                    src->runtime_precision == PP_PREC_TF32);
 
-    const char *gnn_src = NULL;
-    const pp_gnn *gnn = NULL;
-    if (!pp->layer_sum_only && (rst = pp_calib_gnn(ctx->calib, d, &gnn, &gnn_src, err)))
+    if (!pp->layer_sum_only && (rst = pp_calib_gnn(ctx->calib, d, &gc->gnn, &gc->src, err)))
         return rst;
-    pp_kernel_group *kernels = NULL;
-    int n_groups = 0;
-    perfpred_status kst = pp_graph_kernels(g, d, &kernels, &n_groups, err);
-    if (kst != PERFPRED_OK) return kst;
-    double *node_ms = gnn ? calloc((size_t)g->n_nodes + 1, sizeof *node_ms) : NULL;
-    /* the stack's view of each kernel (and of a BatchNorm pass after each conv that had one
-     * folded in), then 4 doubles of pipeline scratch per entry */
-    pp_stack_kernel *sk = stk ? malloc(((size_t)n_groups * 2 + 1) * sizeof *sk) : NULL;
-    double *scratch = stk ? malloc(((size_t)n_groups * 2 + 1) * 4 * sizeof *scratch) : NULL;
-    int n_sk = 0;
-    if ((gnn && !node_ms) || (stk && (!sk || !scratch))) {
-        free(kernels);
-        free(node_ms);
-        free(sk);
-        free(scratch);
-        return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
-    }
-    double roof_sum_ms = 0;
-    double total_ms = 0, energy_mj = 0, total_bytes = 0;
-    int nk = 0, ncal = 0, untimed = 0;
     /* a roofline needs both figures of the device the kernels are timed on */
-    int can_roof = timed_on->peak_tflops[PP_PREC_FP32] > 0 && timed_on->memory_bandwidth_gbs > 0 &&
-                   d->peak_tflops[PP_PREC_FP32] > 0 && d->memory_bandwidth_gbs > 0;
+    P->can_roof = timed_on->peak_tflops[PP_PREC_FP32] > 0 && timed_on->memory_bandwidth_gbs > 0 &&
+                  d->peak_tflops[PP_PREC_FP32] > 0 && d->memory_bandwidth_gbs > 0;
+    return PERFPRED_OK;
+}
+
+/* A kernel's time outside any stack: src's layer model where one answers (a composite first as
+ * the one operator the runtime runs), else timed_on's roofline; then scaled to d. */
+static void time_kernel(const predict_setup *P, const pp_kernel_group *G, const kernel_acc *k,
+                        kernel_sums *sums, kernel_time *kt)
+{
+    const pp_device *d = P->d, *timed_on = P->timed_on;
+    kt->mb = 0;
+    double roof_src = pp_roofline_ms(timed_on, k->kind, k->flops, k->bytes, &kt->mb);
+    kt->t = roof_src;
+    kt->cal_ms = 0;
+    kt->calibrated = kt->as_eager = 0;
+    if (P->src && eager_kernel_ms(P->ctx, P->src, P->g, G, &kt->cal_ms)) {
+        /* a composite op, timed as the one operator the runtime runs */
+        kt->t = kt->cal_ms;
+        kt->calibrated = kt->as_eager = 1;
+    } else if (P->src && pp_calib_node_ms(P->ctx->calib, P->src, &P->g->nodes[G->nodes[0]].feat,
+                                          &kt->cal_ms)) {
+        /* fused followers of a calibrated kernel ride along in its epilogue */
+        kt->t = kt->cal_ms;
+        kt->calibrated = 1;
+    }
+    if (!kt->calibrated && !P->can_roof) sums->untimed++;
+    if (timed_on != d) {
+        /* scale the kernel's work, not its launch: each device adds its own overhead */
+        double launch_src = timed_on->launch_overhead_us * 1e-3;
+        double work = kt->t > launch_src ? kt->t - launch_src : 0;
+        kt->t = pp_scale_kernel_time(work, timed_on, d, k->ai, k->blocks) +
+                d->launch_overhead_us * 1e-3;
+    }
+    kt->roof_d = pp_roofline_ms(d, k->kind, k->flops, k->bytes, &kt->mb);
+}
+
+/* Under a runtime stack: the stack's view of the kernel (and of a BatchNorm pass after it), and
+ * the kernel's time as the stack runs it, which replaces kt->t. */
+static void stack_time(const predict_setup *P, const pp_kernel_group *G, const kernel_acc *k,
+                       kernel_sums *sums, kernel_time *kt)
+{
+    const pp_graph *g = P->g;
+    const pp_device *d = P->d;
+    const pp_stack *stk = P->stk;
+    pp_stack_kernel *S = &sums->sk[sums->n_sk++];
+    stack_kernel_of(g, G, k, P->bf, S);
+    /* under the stack its layer models were measured in, a device keeps its calibrated
+     * kernel times and its roofline for memory-bound ops; uncovered conv and matmul
+     * kernels, and every kernel elsewhere, take the stack's fitted model (depthwise
+     * convolutions run far below any roofline) */
+    /* layer models timed on the fp32 lanes (the source's runtime precision) do not time
+     * a convolution the stack runs on TF32 tensor cores: the stack's model does */
+    int tf32_conv = P->stack_cal && (S->cls == PP_SK_CONV || S->cls == PP_SK_CONV3) &&
+                    P->src->runtime_precision == PP_PREC_FP32 &&
+                    pp_stack_peak_tflops(stk, d, S->cls) > d->peak_tflops[PP_PREC_FP32];
+    int keep = P->stack_cal && (kt->calibrated || S->cls == PP_SK_MEM) && !tf32_conv;
+    if (keep && kt->calibrated) {
+        /* an event-timed operator holds its host dispatch (the model's timing floor),
+         * which the pipeline charges to the host: the GPU runs the rest, at least the
+         * stack's shortest kernel */
+        pp_op_kind fk = kt->as_eager ? k->kind : g->nodes[G->nodes[0]].feat.kind;
+        double w = fmax(0, kt->cal_ms - pp_calib_floor_ms(P->ctx->calib, P->src, fk));
+        if (P->timed_on != d) w = pp_scale_kernel_time(w, P->timed_on, d, k->ai, k->blocks);
+        kt->t = w + stk->gpu_min_us * 1e-3;
+    }
+    S->cal_ms = keep ? kt->t : NAN;
+    if (!keep) {
+        kt->t = pp_stack_gpu_ms(stk, d, S->cls, S->flops,
+                                S->bytes * (stk->precision == PP_PREC_FP16 ? 0.5 : 1.0),
+                                S->blocks, S->red);
+        kt->calibrated = 0;
+    }
+    sums->roof_sum_ms += fmin(kt->roof_d, kt->t);
+    pp_stack_kernel *B = &sums->sk[sums->n_sk];
+    if (pp_stack_bn_pass(g, G->nodes[0], B)) {
+        /* memory-bound: a calibrated device keeps its roofline for it, as above */
+        int bmb;
+        double rb = pp_roofline_ms(d, PP_OPK_ELEMWISE, B->flops, B->bytes * P->bf, &bmb);
+        B->cal_ms = P->stack_cal ? rb : NAN;
+        if (stk->bn_kernel) sums->roof_sum_ms += rb;
+        sums->n_sk++;
+    }
+}
+
+/* The caller's entry for one kernel in the per-kernel breakdown (perfpred_predict_params). */
+static void record_kernel(const pp_graph *g, const pp_kernel_group *G, const kernel_acc *k,
+                          const kernel_time *kt, perfpred_kernel *K)
+{
+    memset(K, 0, sizeof *K);
+    K->first_node = G->nodes[0];
+    K->n_nodes = G->n;
+    size_t off = 0;
+    for (int s = 0; s < G->n && off < sizeof K->ops - 1; s++)
+        off += (size_t)snprintf(K->ops + off, sizeof K->ops - off, "%s%s", s ? "+" : "",
+                                g->nodes[G->nodes[s]].op_type);
+    if (kt->as_eager && off < sizeof K->ops - 1)
+        snprintf(K->ops + off, sizeof K->ops - off, "=%s", G->eager_op);
+    K->kind = pp_op_kind_name(k->kind);
+    K->latency_ms = kt->t;
+    K->flops = k->flops;
+    K->bytes = k->bytes;
+    K->memory_bound = kt->mb;
+    K->prov = kt->calibrated ? PERFPRED_PROV_CALIBRATED : PERFPRED_PROV_ESTIMATE;
+}
+
+/* Times every kernel group in order and sums time, energy and bytes over them. */
+static void run_kernels(const predict_setup *P, const pp_kernel_group *kernels, int n_groups,
+                        kernel_sums *sums)
+{
+    const pp_device *d = P->d;
+    const perfpred_predict_params *pp = P->pp;
     for (int gi = 0; gi < n_groups; gi++) {
         const pp_kernel_group *G = &kernels[gi];
-        const int *chain = G->nodes;
-        int len = G->n;
         kernel_acc k;
-        chain_figures(g, chain, len, bf, &k);
+        chain_figures(P->g, G->nodes, G->n, P->bf, &k);
+        kernel_time kt;
+        time_kernel(P, G, &k, sums, &kt);
+        if (sums->sk) stack_time(P, G, &k, sums, &kt);
+        sums->total_ms += kt.t;
+        sums->total_bytes += k.bytes;
+        if (sums->node_ms) sums->node_ms[G->nodes[0]] = kt.t;
+        if (d->max_power_w > 0) sums->energy_mj += kernel_energy_mj(d, kt.t, kt.roof_d);
+        if (pp->kernels && sums->nk < pp->kernels_cap)
+            record_kernel(P->g, G, &k, &kt, &pp->kernels[sums->nk]);
+        sums->nk++;
+        sums->ncal += kt.calibrated;
+    }
+}
 
-        int mb = 0;
-        double roof_src = pp_roofline_ms(timed_on, k.kind, k.flops, k.bytes, &mb);
-        double t = roof_src, cal_ms = 0;
-        int calibrated = 0, as_eager = 0;
-        if (src && eager_kernel_ms(ctx, src, g, G, &cal_ms)) {
-            /* a composite op, timed as the one operator the runtime runs */
-            t = cal_ms;
-            calibrated = as_eager = 1;
-        } else if (src && pp_calib_node_ms(ctx->calib, src, &g->nodes[chain[0]].feat, &cal_ms)) {
-            /* fused followers of a calibrated kernel ride along in its epilogue */
-            t = cal_ms;
-            calibrated = 1;
-        }
-        if (!calibrated && !can_roof) untimed++;
-        if (timed_on != d) {
-            /* scale the kernel's work, not its launch: each device adds its own overhead */
-            double launch_src = timed_on->launch_overhead_us * 1e-3;
-            double work = t > launch_src ? t - launch_src : 0;
-            t = pp_scale_kernel_time(work, timed_on, d, k.ai, k.blocks) +
-                d->launch_overhead_us * 1e-3;
-        }
-        double roof_d = pp_roofline_ms(d, k.kind, k.flops, k.bytes, &mb);
-        if (sk) {
-            pp_stack_kernel *S = &sk[n_sk++];
-            stack_kernel_of(g, G, &k, bf, S);
-            /* under the stack its layer models were measured in, a device keeps its calibrated
-             * kernel times and its roofline for memory-bound ops; uncovered conv and matmul
-             * kernels, and every kernel elsewhere, take the stack's fitted model (depthwise
-             * convolutions run far below any roofline) */
-            /* layer models timed on the fp32 lanes (the source's runtime precision) do not time
-             * a convolution the stack runs on TF32 tensor cores: the stack's model does */
-            int tf32_conv = stack_cal && (S->cls == PP_SK_CONV || S->cls == PP_SK_CONV3) &&
-                            src->runtime_precision == PP_PREC_FP32 &&
-                            pp_stack_peak_tflops(stk, d, S->cls) > d->peak_tflops[PP_PREC_FP32];
-            int keep = stack_cal && (calibrated || S->cls == PP_SK_MEM) && !tf32_conv;
-            if (keep && calibrated) {
-                /* an event-timed operator holds its host dispatch (the model's timing floor),
-                 * which the pipeline charges to the host: the GPU runs the rest, at least the
-                 * stack's shortest kernel */
-                pp_op_kind fk = as_eager ? k.kind : g->nodes[chain[0]].feat.kind;
-                double w = fmax(0, cal_ms - pp_calib_floor_ms(ctx->calib, src, fk));
-                if (timed_on != d) w = pp_scale_kernel_time(w, timed_on, d, k.ai, k.blocks);
-                t = w + stk->gpu_min_us * 1e-3;
-            }
-            S->cal_ms = keep ? t : NAN;
-            if (!keep) {
-                t = pp_stack_gpu_ms(stk, d, S->cls, S->flops,
-                                    S->bytes * (stk->precision == PP_PREC_FP16 ? 0.5 : 1.0),
-                                    S->blocks, S->red);
-                calibrated = 0;
-            }
-            roof_sum_ms += fmin(roof_d, t);
-            pp_stack_kernel *B = &sk[n_sk];
-            if (pp_stack_bn_pass(g, chain[0], B)) {
-                /* memory-bound: a calibrated device keeps its roofline for it, as above */
-                int bmb;
-                double rb = pp_roofline_ms(d, PP_OPK_ELEMWISE, B->flops, B->bytes * bf, &bmb);
-                B->cal_ms = stack_cal ? rb : NAN;
-                if (stk->bn_kernel) roof_sum_ms += rb;
-                n_sk++;
-            }
-        }
-        total_ms += t;
-        total_bytes += k.bytes;
-        if (node_ms) node_ms[chain[0]] = t;
-        if (d->max_power_w > 0) energy_mj += kernel_energy_mj(d, t, roof_d);
-        if (pp->kernels && nk < pp->kernels_cap) {
-            perfpred_kernel *K = &pp->kernels[nk];
-            memset(K, 0, sizeof *K);
-            K->first_node = chain[0];
-            K->n_nodes = len;
-            size_t off = 0;
-            for (int s = 0; s < len && off < sizeof K->ops - 1; s++)
-                off += (size_t)snprintf(K->ops + off, sizeof K->ops - off, "%s%s", s ? "+" : "",
-                                        g->nodes[chain[s]].op_type);
-            if (as_eager && off < sizeof K->ops - 1)
-                snprintf(K->ops + off, sizeof K->ops - off, "=%s", G->eager_op);
-            K->kind = pp_op_kind_name(k.kind);
-            K->latency_ms = t;
-            K->flops = k.flops;
-            K->bytes = k.bytes;
-            K->memory_bound = mb;
-            K->prov = calibrated ? PERFPRED_PROV_CALIBRATED : PERFPRED_PROV_ESTIMATE;
-        }
-        nk++;
-        ncal += calibrated;
-    }
-    free(kernels);
-    if (pp->n_kernels) *pp->n_kernels = nk;
-    if (stk) {
-        perfpred_status sst = stack_figures(g, d, stk, &ctx->power, n_groups, sk, n_sk, scratch,
-                                            roof_sum_ms, ncal, out, err);
-        free(sk);
-        free(scratch);
-        free(node_ms);
-        /* the stack's quantiles from rows of GPUs its fits did not see */
-        if (scaled_host(d) && d->host_dispatch_source == PP_HOST_ESTIMATE &&
-            out->latency_ms.prov != PERFPRED_PROV_CALIBRATED) /* not a GPU the stack saw */
-            pp_interval_none(&out->latency_interval,
-                             "no interval: the host's dispatch scale is an estimate, and no "
-                             "held-out rows judge estimated hosts");
-        else if (stk->latency_iv[out->batch >= 16].n > 0)
-            pp_interval_apply(&stk->latency_iv[out->batch >= 16], out->latency_ms.value, "stack",
-                              &out->latency_interval);
-        else
-            pp_interval_none(&out->latency_interval,
-                             "no interval: this runtime stack was fitted without held-out GPUs");
-        return sst ? sst : finish_prediction(d, out, err);
-    }
+/* A stack prediction's latency interval: the stack's quantiles from rows of GPUs its fits did
+ * not see, none where the host's dispatch scale is only an estimate. */
+static void stack_interval(const pp_device *d, const pp_stack *stk, perfpred_prediction *out)
+{
+    if (scaled_host(d) && d->host_dispatch_source == PP_HOST_ESTIMATE &&
+        out->latency_ms.prov != PERFPRED_PROV_CALIBRATED) /* not a GPU the stack saw */
+        pp_interval_none(&out->latency_interval,
+                         "no interval: the host's dispatch scale is an estimate, and no "
+                         "held-out rows judge estimated hosts");
+    else if (stk->latency_iv[out->batch >= 16].n > 0)
+        pp_interval_apply(&stk->latency_iv[out->batch >= 16], out->latency_ms.value, "stack",
+                          &out->latency_interval);
+    else
+        pp_interval_none(&out->latency_interval,
+                         "no interval: this runtime stack was fitted without held-out GPUs");
+}
 
-    /* graph-level correction: prediction = layer sum x exp(GNN output), trained on whole-network
-     * measurements of this device against this same layer sum */
-    double corr[PP_GNN_MAX_TARGETS], corr_lo[PP_GNN_MAX_TARGETS], corr_hi[PP_GNN_MAX_TARGETS];
-    int corrected = 0;
-    if (gnn && !untimed && total_ms > 0) {
-        pp_gnn_graph sample;
-        double tf = d->peak_tflops[d->runtime_precision];
-        if (!(tf > 0)) tf = d->peak_tflops[PP_PREC_FP32];
-        perfpred_status st = pp_gnn_sample_from(g, node_ms, total_ms, tf,
-                                                d->memory_bandwidth_gbs, &sample, err);
-        if (!st) st = pp_gnn_forward_fast(gnn, &sample, corr, corr_lo, corr_hi, err);
-        pp_gnn_graph_clear(&sample);
-        if (st) {
-            free(node_ms);
-            return st;
-        }
-        /* members that disagree past the ensemble's gate: the correction is extrapolating, the
-         * prediction is what answers without it */
-        corrected = pp_gnn_agrees_all(gnn, corr_lo, corr_hi);
-        out->correction_gated = !corrected;
-    }
-    free(node_ms);
+/* graph-level correction: prediction = layer sum x exp(GNN output), trained on whole-network
+ * measurements of this device against this same layer sum */
+static perfpred_status gnn_correct(const pp_graph *g, const pp_device *d, const kernel_sums *sums,
+                                   gnn_corr *gc, perfpred_prediction *out, pp_err *err)
+{
+    pp_gnn_graph sample;
+    double tf = d->peak_tflops[d->runtime_precision];
+    if (!(tf > 0)) tf = d->peak_tflops[PP_PREC_FP32];
+    perfpred_status st = pp_gnn_sample_from(g, sums->node_ms, sums->total_ms, tf,
+                                            d->memory_bandwidth_gbs, &sample, err);
+    if (!st) st = pp_gnn_forward_fast(gc->gnn, &sample, gc->v, gc->lo, gc->hi, err);
+    pp_gnn_graph_clear(&sample);
+    if (st) return st;
+    /* members that disagree past the ensemble's gate: the correction is extrapolating, the
+     * prediction is what answers without it */
+    gc->corrected = pp_gnn_agrees_all(gc->gnn, gc->lo, gc->hi);
+    out->correction_gated = !gc->corrected;
+    return PERFPRED_OK;
+}
+
+/* The latency outside a runtime stack: the layer sum, corrected by the GNN or else by the
+ * in-network overhead correction where the device has one; unavailable where no roofline timed
+ * a kernel. Returns the overhead correction's source, NULL where it did not answer. */
+static const char *layer_sum_latency(const predict_setup *P, const kernel_sums *sums,
+                                     const gnn_corr *gc, perfpred_prediction *out)
+{
+    const pp_device *d = P->d;
+    double total_ms = sums->total_ms;
+    int nk = sums->nk, ncal = sums->ncal, untimed = sums->untimed, corrected = gc->corrected;
     /* else the in-network overhead correction: scale x layer sum + a fixed time per kernel and per
      * megabyte moved, fitted on whole-network measurements of this device against this same sum */
     double ovh_scale = 1, ovh_kernel_ms = 0, ovh_mb_ms = 0;
     const char *ovh_src =
-        corrected || pp->layer_sum_only || untimed || ncal == 0
+        corrected || P->pp->layer_sum_only || untimed || ncal == 0
             ? NULL
-            : pp_calib_overhead(ctx->calib, d, &ovh_scale, &ovh_kernel_ms, &ovh_mb_ms);
+            : pp_calib_overhead(P->ctx->calib, d, &ovh_scale, &ovh_kernel_ms, &ovh_mb_ms);
 
     out->n_kernels = nk;
-    out->kernel_bytes = total_bytes;
+    out->kernel_bytes = sums->total_bytes;
     out->latency_members_lo_ms = out->latency_members_hi_ms = NAN;
     if (corrected || out->correction_gated) {
-        out->correction_members = pp_gnn_members(gnn);
+        out->correction_members = pp_gnn_members(gc->gnn);
         if (out->correction_members > 1) {
-            out->latency_members_lo_ms = total_ms * exp(corr_lo[0]);
-            out->latency_members_hi_ms = total_ms * exp(corr_hi[0]);
+            out->latency_members_lo_ms = total_ms * exp(gc->lo[0]);
+            out->latency_members_hi_ms = total_ms * exp(gc->hi[0]);
         }
     }
     out->n_calibrated_kernels = ncal;
@@ -837,12 +895,12 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
         out->latency_ms.source = "the device is not calibrated and its descriptor lacks "
                                  "peak_tflops.fp32 or memory_bandwidth_gbs for a roofline";
     } else if (corrected) {
-        out->latency_ms.value = total_ms * exp(corr[0]);
+        out->latency_ms.value = total_ms * exp(gc->v[0]);
         out->latency_ms.prov = PERFPRED_PROV_CALIBRATED;
-        out->latency_ms.source = gnn_src;
+        out->latency_ms.source = gc->src;
     } else if (ovh_src) {
         out->latency_ms.value = pp_overhead_latency_ms(ovh_scale, ovh_kernel_ms, ovh_mb_ms,
-                                                       total_ms, nk, total_bytes);
+                                                       total_ms, nk, sums->total_bytes);
         out->latency_ms.prov = ncal == nk ? PERFPRED_PROV_CALIBRATED : PERFPRED_PROV_MIXED;
         out->latency_ms.source = ovh_src;
     } else if (ncal == 0) {
@@ -850,29 +908,42 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
         out->latency_ms.source = "roofline estimate from the device descriptor (uncalibrated)";
     } else if (ncal == nk) {
         out->latency_ms.prov = PERFPRED_PROV_CALIBRATED;
-        out->latency_ms.source = calib_src;
+        out->latency_ms.source = P->calib_src;
     } else {
         out->latency_ms.prov = PERFPRED_PROV_MIXED;
-        out->latency_ms.source = calib_src;
+        out->latency_ms.source = P->calib_src;
     }
+    return ovh_src;
+}
 
-    if (corrected && gnn->n_targets > 1) {
+/* The energy outside a runtime stack: the GNN's where it corrects energy too, else the board
+ * power model summed over the kernels, else unavailable. */
+static void layer_sum_energy(const pp_device *d, const kernel_sums *sums, const gnn_corr *gc,
+                             perfpred_prediction *out)
+{
+    if (gc->corrected && gc->gnn->n_targets > 1) {
         /* the correction's energy base is the layer sum x 1 W: it carries the board's power */
-        out->energy_mj.value = total_ms * exp(corr[1]);
+        out->energy_mj.value = sums->total_ms * exp(gc->v[1]);
         out->energy_mj.prov = PERFPRED_PROV_CALIBRATED;
-        out->energy_mj.source = gnn_src;
-    } else if (d->max_power_w > 0 && !untimed) {
-        out->energy_mj.value = energy_mj;
+        out->energy_mj.source = gc->src;
+    } else if (d->max_power_w > 0 && !sums->untimed) {
+        out->energy_mj.value = sums->energy_mj;
         out->energy_mj.prov = PERFPRED_PROV_ESTIMATE;
         out->energy_mj.source = "board power model idle + (max - idle) x roofline utilisation "
                                 "(uncalibrated)";
     } else {
         out->energy_mj.value = NAN;
         out->energy_mj.prov = PERFPRED_PROV_UNAVAILABLE;
-        out->energy_mj.source = untimed ? "no latency to integrate power over"
-                                        : "the descriptor states no board power";
+        out->energy_mj.source = sums->untimed ? "no latency to integrate power over"
+                                              : "the descriptor states no board power";
     }
+}
 
+/* The peak memory outside a runtime stack: the descriptor's runtime figures on top of the
+ * graph's weights and peak live activations. */
+static void layer_sum_memory(const pp_graph *g, const pp_device *d, double bf,
+                             perfpred_prediction *out)
+{
     out->weights_bytes = (double)g->totals.param_bytes * bf;
     out->activations_bytes = (double)g->totals.peak_activation_bytes * bf;
     out->workspace_bytes = d->workspace_mb * 1048576.0;
@@ -882,8 +953,70 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
     out->peak_memory_bytes.prov = PERFPRED_PROV_ESTIMATE;
     out->peak_memory_bytes.source =
         "weights + peak live activations + runtime workspace and overhead (uncalibrated)";
-    pp_interval_attach(ctx->intervals, d, out->latency_ms.prov, corrected, out->correction_gated,
-                       ovh_src != NULL, out->latency_ms.value, &out->latency_interval);
+}
+
+/* A prediction of g on d: the kernels timed one by one, then a runtime stack's host/GPU pipeline
+ * over them, or else their sum with the device's correction; memory and energy beside. */
+static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
+                                     const pp_device *d, const perfpred_predict_params *pp,
+                                     perfpred_prediction *out, pp_err *err)
+{
+    memset(out, 0, sizeof *out);
+    out->device = d->name;
+    out->batch = 1;
+    if (g->n_inputs > 0 && g->tensors[g->inputs[0]].rank > 0)
+        out->batch = g->tensors[g->inputs[0]].dims[0];
+
+    predict_setup P;
+    gnn_corr gc;
+    perfpred_status rst = predict_setup_of(ctx, g, d, pp, &P, &gc, err);
+    if (rst != PERFPRED_OK) return rst;
+    const pp_stack *stk = P.stk;
+    pp_kernel_group *kernels = NULL;
+    int n_groups = 0;
+    perfpred_status kst = pp_graph_kernels(g, d, &kernels, &n_groups, err);
+    if (kst != PERFPRED_OK) return kst;
+    kernel_sums sums;
+    memset(&sums, 0, sizeof sums);
+    sums.node_ms = gc.gnn ? calloc((size_t)g->n_nodes + 1, sizeof *sums.node_ms) : NULL;
+    /* the stack's view of each kernel (and of a BatchNorm pass after each conv that had one
+     * folded in), then 4 doubles of pipeline scratch per entry */
+    sums.sk = stk ? malloc(((size_t)n_groups * 2 + 1) * sizeof *sums.sk) : NULL;
+    sums.scratch = stk ? malloc(((size_t)n_groups * 2 + 1) * 4 * sizeof *sums.scratch) : NULL;
+    if ((gc.gnn && !sums.node_ms) || (stk && (!sums.sk || !sums.scratch))) {
+        free(kernels);
+        free(sums.node_ms);
+        free(sums.sk);
+        free(sums.scratch);
+        return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+    }
+    run_kernels(&P, kernels, n_groups, &sums);
+    free(kernels);
+    if (pp->n_kernels) *pp->n_kernels = sums.nk;
+    if (stk) {
+        perfpred_status sst = stack_figures(g, d, stk, &ctx->power, n_groups, sums.sk, sums.n_sk,
+                                            sums.scratch, sums.roof_sum_ms, sums.ncal, out, err);
+        free(sums.sk);
+        free(sums.scratch);
+        free(sums.node_ms);
+        stack_interval(d, stk, out);
+        return sst ? sst : finish_prediction(d, out, err);
+    }
+
+    if (gc.gnn && !sums.untimed && sums.total_ms > 0) {
+        perfpred_status st = gnn_correct(g, d, &sums, &gc, out, err);
+        if (st) {
+            free(sums.node_ms);
+            return st;
+        }
+    }
+    free(sums.node_ms);
+    const char *ovh_src = layer_sum_latency(&P, &sums, &gc, out);
+    layer_sum_energy(d, &sums, &gc, out);
+    layer_sum_memory(g, d, P.bf, out);
+    pp_interval_attach(ctx->intervals, d, out->latency_ms.prov, gc.corrected,
+                       out->correction_gated, ovh_src != NULL, out->latency_ms.value,
+                       &out->latency_interval);
     return finish_prediction(d, out, err);
 }
 
