@@ -71,7 +71,5 @@ perfpred_status pp_power_load(const char *path, pp_power_set *out, pp_err *err);
 perfpred_status pp_power_set_load(const char *config_dir, pp_power_set *out, pp_err *err);
 perfpred_status pp_power_save(const pp_power_set *set, const char *path, const char *report_json,
                               pp_err *err);
-/* A context's power figures (predictor/predictor.c). */
-const pp_power_set *pp_ctx_power(const perfpred_ctx *ctx);
 
 #endif

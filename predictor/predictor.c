@@ -28,8 +28,6 @@ struct perfpred_ctx {
 };
 
 const pp_calib *pp_ctx_calib(const perfpred_ctx *ctx) { return ctx ? ctx->calib : NULL; }
-const pp_stack_set *pp_ctx_stacks(const perfpred_ctx *ctx) { return ctx ? &ctx->stacks : NULL; }
-const pp_power_set *pp_ctx_power(const perfpred_ctx *ctx) { return ctx ? &ctx->power : NULL; }
 const pp_device_db *pp_ctx_db(const perfpred_ctx *ctx) { return ctx ? ctx->db : NULL; }
 const char *pp_ctx_config_dir(const perfpred_ctx *ctx) { return ctx ? ctx->config_dir : NULL; }
 const pp_reuse *pp_ctx_reuse(const perfpred_ctx *ctx) { return ctx ? ctx->reuse : NULL; }

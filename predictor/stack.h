@@ -223,7 +223,5 @@ perfpred_status pp_stack_set_load(const char *config_dir, pp_stack_set *out, pp_
 void pp_stack_set_free(pp_stack_set *set);
 /* By framework + precision (tf32 finds the fp32 stack); NULL when absent. */
 const pp_stack *pp_stack_for(const pp_stack_set *set, const char *framework, pp_precision p);
-/* A context's stacks (predictor/predictor.c). */
-const pp_stack_set *pp_ctx_stacks(const perfpred_ctx *ctx);
 
 #endif
