@@ -51,14 +51,13 @@ perfpred_status pp_datasets_neusight_path(const char *op, const char *gpu, pp_ne
  * for test files, also rows of other ops). Bad rows are counted in t->bad with file:line.
  * *n_added (may be NULL) receives the number of rows appended. */
 perfpred_status pp_datasets_neusight_import(const char *root, const char *op, const char *gpu,
-                                            pp_neusight_split split, pp_layer_table *t, int *n_added,
-                                            pp_err *err);
+                                            pp_neusight_split split, pp_layer_table *t,
+                                            int *n_added, pp_err *err);
 /* Imports every operator NeuSight has for gpu (conv from conv_gpu when not NULL) and writes them as
  * one layer CSV at out_csv. *n_rows (may be NULL) receives the row count. */
 perfpred_status pp_datasets_neusight_export_csv(const char *root, const char *gpu,
-                                                const char *conv_gpu,
-                                                pp_neusight_split split, const char *out_csv, int *n_rows,
-                                                pp_err *err);
+                                                const char *conv_gpu, pp_neusight_split split,
+                                                const char *out_csv, int *n_rows, pp_err *err);
 
 /* ------------------------------------------------- DeepBench, mobile-ml-benchmark (import_*.c) ---- */
 
@@ -101,8 +100,7 @@ void pp_datasets_import_note(pp_import_report *r, const char *fmt,
                              ...) __attribute__((format(printf, 2, 3)));
 /* Records a bad row: t->bad (file:line: reason) and the device's count (device may be NULL). */
 void pp_datasets_import_bad(pp_import_report *r, pp_layer_table *t, const char *device,
-                            const char *name,
-                            const char *path, int line, const char *fmt, ...)
+                            const char *name, const char *path, int line, const char *fmt, ...)
     __attribute__((format(printf, 7, 8)));
 /* Rebuilds row as its single-node graph (graph/ must accept it and give it row->kind); 0 with *feat
  * filled, -1 with the reason in why. */
@@ -264,8 +262,7 @@ perfpred_status pp_datasets_netset_import(const char *dataset, const pp_netset_o
  * network-measurement CSV (docs/measurements.md, read by pp_measure_net_csv_read; opts and stats other
  * than n_rows then do not apply). */
 perfpred_status pp_datasets_net_rows_load(const char *source, const pp_netset_opts *opts,
-                                          pp_net_table **out,
-                                          pp_netset_stats *stats, pp_err *err);
+                                          pp_net_table **out, pp_netset_stats *stats, pp_err *err);
 
 /* Appends the rows of src to dst (strings copied into dst's arena; bad-row records merged). */
 perfpred_status pp_datasets_net_table_append(pp_net_table *dst, const pp_net_table *src,

@@ -41,8 +41,7 @@ void pp_datasets_import_note(pp_import_report *r, const char *fmt, ...)
 }
 
 void pp_datasets_import_bad(pp_import_report *r, pp_layer_table *t, const char *device,
-                            const char *name,
-                            const char *path, int line, const char *fmt, ...)
+                            const char *name, const char *path, int line, const char *fmt, ...)
 {
     char why[512];
     va_list ap;
@@ -149,15 +148,14 @@ static perfpred_status neusight_import(const char *root, const pp_import_filter 
         for (int o = 0; pp_datasets_neusight_ops[o]; o++) {
             char rel[1024], path[4096];
             perfpred_status st = pp_datasets_neusight_path(pp_datasets_neusight_ops[o],
-                                                           neusight_gpus[g],
-                                                           PP_NEUSIGHT_TRAIN, rel, sizeof rel, err);
+                                                           neusight_gpus[g], PP_NEUSIGHT_TRAIN, rel,
+                                                           sizeof rel, err);
             if (st != PERFPRED_OK) return st;
             snprintf(path, sizeof path, "%s/%s", root, rel);
             if (access(path, R_OK) != 0) continue; /* not every GPU ran every sweep */
             int before_bad = t->bad.n, before = t->n, n = 0;
             st = pp_datasets_neusight_import(root, pp_datasets_neusight_ops[o], neusight_gpus[g],
-                                             PP_NEUSIGHT_TRAIN,
-                                             t, &n, err);
+                                             PP_NEUSIGHT_TRAIN, t, &n, err);
             if (st != PERFPRED_OK) return st;
             rep->n_files++;
             pp_import_device *d = pp_datasets_import_device(rep, dev, neusight_gpus[g]);

@@ -607,8 +607,7 @@ static int mb_record(const pp_csv_record *rec, int is_header, void *user, pp_err
         if (!dv->device || !dv->keep) continue;
         if (bad) {
             pp_datasets_import_bad(r->rep, r->t, dv->device, dv->name, rec->path, rec->line,
-                                   "%s: %s",
-                                   dv->name, why);
+                                   "%s: %s", dv->name, why);
             continue;
         }
         const char *ls = rec->fields[dv->col_lat];

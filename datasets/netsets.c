@@ -704,8 +704,7 @@ static perfpred_status load_several(const char *source, const pp_netset_opts *op
 }
 
 perfpred_status pp_datasets_net_rows_load(const char *source, const pp_netset_opts *opts,
-                                          pp_net_table **out,
-                                          pp_netset_stats *stats, pp_err *err)
+                                          pp_net_table **out, pp_netset_stats *stats, pp_err *err)
 {
     if (!out) return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "net rows: NULL out");
     *out = NULL;

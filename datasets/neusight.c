@@ -294,8 +294,8 @@ static int ns_record(const pp_csv_record *rec, int is_header, void *user, pp_err
 }
 
 perfpred_status pp_datasets_neusight_import(const char *root, const char *op, const char *gpu,
-                                            pp_neusight_split split, pp_layer_table *t, int *n_added,
-                                            pp_err *err)
+                                            pp_neusight_split split, pp_layer_table *t,
+                                            int *n_added, pp_err *err)
 {
     if (n_added) *n_added = 0;
     ns_read r;
@@ -324,9 +324,8 @@ perfpred_status pp_datasets_neusight_import(const char *root, const char *op, co
 }
 
 perfpred_status pp_datasets_neusight_export_csv(const char *root, const char *gpu,
-                                                const char *conv_gpu,
-                                                pp_neusight_split split, const char *out_csv, int *n_rows,
-                                                pp_err *err)
+                                                const char *conv_gpu, pp_neusight_split split,
+                                                const char *out_csv, int *n_rows, pp_err *err)
 {
     if (n_rows) *n_rows = 0;
     pp_layer_table *t = pp_measure_layer_table_new("NeuSight import");

@@ -102,7 +102,6 @@ double pp_eval_scale_smclock(double t, const pp_device *from, const pp_device *t
 
 /* perfpred_scaling_check with the error record of the library. */
 perfpred_status pp_eval_scaling_check(const perfpred_scaling_params *p,
-                                      perfpred_scaling_report *out,
-                                      pp_err *err);
+                                      perfpred_scaling_report *out, pp_err *err);
 
 #endif

@@ -163,8 +163,7 @@ static perfpred_status import_gpu(sc_run *R, const char *gpu, pp_layer_table **o
     perfpred_status st = PERFPRED_OK;
     for (int i = 0; i < R->n_ops && st == PERFPRED_OK; i++)
         st = pp_datasets_neusight_import(R->p->neusight_root, R->ops[i], gpu, PP_NEUSIGHT_TEST, t,
-                                         NULL,
-                                         err);
+                                         NULL, err);
     if (st != PERFPRED_OK) {
         pp_measure_layer_table_free(t);
         return st;
@@ -429,8 +428,7 @@ static perfpred_status find_ops(sc_run *R, pp_err *err)
         char rel[1024], path[4096];
         pp_err e2 = {0};
         if (pp_datasets_neusight_path(pp_datasets_neusight_ops[i], ns_gpus[0], PP_NEUSIGHT_TEST,
-                                      rel, sizeof rel,
-                                      &e2) != PERFPRED_OK)
+                                      rel, sizeof rel, &e2) != PERFPRED_OK)
             continue;   /* conv: NeuSight has no test file */
         if (snprintf(path, sizeof path, "%s/%s", R->p->neusight_root, rel) >= (int)sizeof path)
             return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: path too long",
@@ -503,8 +501,7 @@ static perfpred_status pick_targets(sc_run *R, const pp_device **tg, const char 
 }
 
 perfpred_status pp_eval_scaling_check(const perfpred_scaling_params *p,
-                                      perfpred_scaling_report *out,
-                                      pp_err *err)
+                                      perfpred_scaling_report *out, pp_err *err)
 {
     if (!p || !out)
         return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "perfpred_scaling_check: NULL argument");

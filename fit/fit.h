@@ -77,9 +77,8 @@ typedef struct pp_fit_report {
  * softmax; conv from params->conv_gpu), evaluates model and roofline on NeuSight's test rows of the
  * same GPU (conv: a held-out split), and, when params->write_artifacts, writes <kind>-latency.ubj
  * files and manifest.json into out_dir (created if missing) atomically. */
-perfpred_status pp_fit_neusight(const char *neusight_root, const char *gpu,
-                                const char *out_dir, const pp_fit_params *params,
-                                pp_fit_report *report, pp_err *err);
+perfpred_status pp_fit_neusight(const char *neusight_root, const char *gpu, const char *out_dir,
+                                const pp_fit_params *params, pp_fit_report *report, pp_err *err);
 
 /* The in-network overhead correction's least squares (fit/fit_overhead.c): scale, per-kernel
  * ms and per-MB ms minimising sum_i (x_i . w - 1)^2 over the points with use[i] (use NULL: all),
@@ -143,9 +142,8 @@ int pp_fit_netsample_cache_get(pp_fit_netsample_cache *c, const pp_net_row *r);
  * the caller counts them, and the first one's message goes to fail[fail_n] when fail is empty
  * (fail may be NULL); only OOM and a device without latency stop the fit. */
 perfpred_status pp_fit_netsample_build(const perfpred_ctx *ctx, pp_fit_netsample *e,
-                                       const pp_net_row *r,
-                                       const char *table_path, const char *device, char *fail,
-                                       size_t fail_n, pp_err *err);
+                                       const pp_net_row *r, const char *table_path,
+                                       const char *device, char *fail, size_t fail_n, pp_err *err);
 
 /* FNV-1a of s continuing from h (PP_FIT_NET_HASH0 to start): the rows' stable hashes. */
 #define PP_FIT_NET_HASH0 1469598103934665603ull

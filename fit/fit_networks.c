@@ -79,8 +79,8 @@ perfpred_status pp_fit_net_sample(const perfpred_ctx *ctx, const perfpred_model 
     if (!per) return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", g->path);
     perfpred_status st = pp_fit_net_layer_times(ctx, m, device, per, sums, err);
     if (!st)
-        st = pp_gnn_sample_from(g, per, sums->layer_ms, info.peak_tflops,
-                                info.memory_bandwidth_gbs, out, err);
+        st = pp_gnn_sample_from(g, per, sums->layer_ms, info.peak_tflops, info.memory_bandwidth_gbs,
+                                out, err);
     free(per);
     return st;
 }
@@ -504,8 +504,8 @@ static perfpred_status build_net_samples(const perfpred_ctx *ctx, const char *de
         if (e < 0) return net_oom(err);
         W->ent_of[i] = e;
         perfpred_status st = pp_fit_netsample_build(ctx, &W->c.e[e], r, p->table_path, dev,
-                                                    rep->first_failure,
-                                                    sizeof rep->first_failure, err);
+                                                    rep->first_failure, sizeof rep->first_failure,
+                                                    err);
         if (st) return st;
     }
     rep->seconds_samples = pp_now_s() - ts0;

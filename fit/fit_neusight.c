@@ -287,8 +287,8 @@ static perfpred_status load_group_rows(fit_state *s, const kind_group *g, const 
     perfpred_status st;
     for (int i = 0; g->ops[i]; i++) {
         int n = 0;
-        if ((st = pp_datasets_neusight_import(s->root, g->ops[i], gpu, PP_NEUSIGHT_TRAIN, train,
-                                              &n, err)) ||
+        if ((st = pp_datasets_neusight_import(s->root, g->ops[i], gpu, PP_NEUSIGHT_TRAIN, train, &n,
+                                              err)) ||
             (st = add_source(s, g->ops[i], gpu, PP_NEUSIGHT_TRAIN, n, err)))
             return st;
         if (is_split) continue;
@@ -460,9 +460,8 @@ done:
     return st;
 }
 
-perfpred_status pp_fit_neusight(const char *neusight_root, const char *gpu,
-                                const char *out_dir, const pp_fit_params *params,
-                                pp_fit_report *report, pp_err *err)
+perfpred_status pp_fit_neusight(const char *neusight_root, const char *gpu, const char *out_dir,
+                                const pp_fit_params *params, pp_fit_report *report, pp_err *err)
 {
     memset(report, 0, sizeof *report);
     double t_start = pp_now_s();

@@ -36,7 +36,7 @@ perfpred_status perfpred_fit_check_params(const perfpred_fit_params *p, char *er
     if (p->n_rescaled_csvs > 0 && p->n_layers_csvs == 0)
         return pp_measure_bad_param(errbuf, n,
                                     "fit: %s need layers_csvs (the session they are rescaled to)",
-                           "rescaled_csvs");
+                                    "rescaled_csvs");
     if (p->rescale_by_class && p->n_rescaled_csvs == 0)
         return pp_measure_bad_param(errbuf, n, "fit: %s goes with rescaled_csvs",
                                     "rescale_by_class");

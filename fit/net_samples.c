@@ -78,9 +78,8 @@ static void copy_cut(char *out, size_t n, const char *s)
 /* Builds an entry's sample on device (once). Failures are recorded in the entry, not returned:
  * the caller counts them; only OOM and a device without latency stop the fit. */
 perfpred_status pp_fit_netsample_build(const perfpred_ctx *ctx, pp_fit_netsample *e,
-                                       const pp_net_row *r,
-                                       const char *table_path, const char *device, char *fail,
-                                       size_t fail_n, pp_err *err)
+                                       const pp_net_row *r, const char *table_path,
+                                       const char *device, char *fail, size_t fail_n, pp_err *err)
 {
     if (e->state != PP_NS_NEW) return PERFPRED_OK;
     pp_err e2 = {0};

@@ -204,8 +204,8 @@ static int64_t graph_batch(const pp_graph *g)
 }
 
 perfpred_status pp_gnn_sample_from(const pp_graph *g, const double *per_node_ms,
-                                   double layer_sum_ms, double peak_tflops,
-                                   double bandwidth_gbs, pp_gnn_graph *out, pp_err *err)
+                                   double layer_sum_ms, double peak_tflops, double bandwidth_gbs,
+                                   pp_gnn_graph *out, pp_err *err)
 {
     double glob[PP_FIT_NET_N_GLOBALS];
     pp_gnn_sample_globals(graph_batch(g), &g->totals, peak_tflops, bandwidth_gbs, layer_sum_ms,

@@ -113,8 +113,8 @@ void pp_gnn_sample_globals(int64_t batch, const pp_graph_totals *tot, double pea
  * as above, layer_sum_ms is the uncorrected sum, peak and bandwidth as perfpred_device_info gives
  * them (peak_tflops at the runtime's precision, else fp32). */
 perfpred_status pp_gnn_sample_from(const pp_graph *g, const double *per_node_ms,
-                                   double layer_sum_ms, double peak_tflops,
-                                   double bandwidth_gbs, pp_gnn_graph *out, pp_err *err);
+                                   double layer_sum_ms, double peak_tflops, double bandwidth_gbs,
+                                   pp_gnn_graph *out, pp_err *err);
 
 /* Structural check: sizes, CSR order and bounds, finite values. `what` names it in errors. */
 perfpred_status pp_gnn_graph_check(const pp_gnn_graph *s, const char *what, pp_err *err);

@@ -77,8 +77,7 @@ perfpred_status pp_measure_layer_csv_write(const char *path, const pp_layer_row 
                                            pp_err *err);
 /* The CSV text itself (malloc'd, NUL-terminated). */
 perfpred_status pp_measure_layer_csv_format(const pp_layer_row *rows, int n, char **out,
-                                            size_t *len,
-                                            pp_err *err);
+                                            size_t *len, pp_err *err);
 
 /* The inputs and attrs columns of a row, as the CSV writes them (docs/measurements.md). */
 void pp_measure_put_inputs(pp_strbuf *b, const pp_layer_row *r);
@@ -155,8 +154,8 @@ perfpred_status pp_measure_metrics(const double *pred, const double *meas, int n
                                    pp_err *err);
 /* Per group: group[i] in [0, n_groups); out[g].n == 0 for an empty group (other fields NaN). */
 perfpred_status pp_measure_metrics_by_group(const double *pred, const double *meas,
-                                            const int *group, int n,
-                                            int n_groups, pp_metrics *out, pp_err *err);
+                                            const int *group, int n, int n_groups, pp_metrics *out,
+                                            pp_err *err);
 /* Spearman's rho with averaged tie ranks; NaN when undefined. */
 double pp_measure_spearman(const double *a, const double *b, int n);
 /* The same figures as the public API's struct. */

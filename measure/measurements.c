@@ -473,8 +473,7 @@ pp_layer_attr *pp_measure_row_add_attr(pp_layer_row *row, const char *name, int 
 }
 
 perfpred_status pp_measure_layer_csv_format(const pp_layer_row *rows, int n, char **out,
-                                            size_t *len,
-                                            pp_err *err)
+                                            size_t *len, pp_err *err)
 {
     pp_strbuf b = {0};
     for (int c = 0; c < LC__COUNT; c++) {

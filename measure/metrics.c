@@ -101,8 +101,8 @@ perfpred_status pp_measure_metrics(const double *pred, const double *meas, int n
 }
 
 perfpred_status pp_measure_metrics_by_group(const double *pred, const double *meas,
-                                            const int *group, int n,
-                                            int n_groups, pp_metrics *out, pp_err *err)
+                                            const int *group, int n, int n_groups, pp_metrics *out,
+                                            pp_err *err)
 {
     if (n_groups < 1) return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "metrics: no groups");
     for (int i = 0; i < n; i++)

@@ -44,8 +44,7 @@ static void load_reference(ref_rows *rr)
     memset(rr, 0, sizeof *rr);
     pp_err err = {0};
     assert_int_equal(pp_measure_csv_read(pp_test_path("tests/fixtures/nas/reference.csv"),
-                                         ref_record, rr,
-                                         &err),
+                                         ref_record, rr, &err),
                      PERFPRED_OK);
     assert_true(rr->n >= 7);
 }

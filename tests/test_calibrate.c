@@ -461,8 +461,7 @@ static void neusight_import_should_map_linear_rows_to_gemm(void **state)
     pp_err err = {0};
     int n = 0;
     assert_int_equal(pp_datasets_neusight_import(NEUSIGHT_ROOT, "linear", A100_40,
-                                                 PP_NEUSIGHT_TRAIN, t, &n,
-                                                 &err),
+                                                 PP_NEUSIGHT_TRAIN, t, &n, &err),
                      PERFPRED_OK);
     /* 6,461 lines = header + 6,460 rows (SOURCE.md: ~6.4k per GPU) */
     assert_int_equal(n, 6460);
@@ -513,8 +512,7 @@ static void neusight_import_should_filter_test_rows_by_gpu_and_op(void **state)
                                                  t, &n, &err),
                      PERFPRED_ERR_UNSUPPORTED);
     assert_int_equal(pp_datasets_neusight_import(NEUSIGHT_ROOT, "linear", "NVIDIA Z9",
-                                                 PP_NEUSIGHT_TEST, t, &n,
-                                                 &err),
+                                                 PP_NEUSIGHT_TEST, t, &n, &err),
                      PERFPRED_ERR_INVALID_ARG);
     pp_measure_layer_table_free(t);
 }
@@ -550,9 +548,8 @@ static void neusight_export_should_write_a_readable_layer_csv(void **state)
     snprintf(out, sizeof out, "%s/pp_test_neusight_%ld.csv", PP_BINARY_DIR, (long)getpid());
     pp_err err = {0};
     int n = 0;
-    assert_int_equal(pp_datasets_neusight_export_csv(NEUSIGHT_ROOT, A100_40, NULL,
-                                                     PP_NEUSIGHT_TEST, out, &n,
-                                                     &err),
+    assert_int_equal(pp_datasets_neusight_export_csv(NEUSIGHT_ROOT, A100_40, NULL, PP_NEUSIGHT_TEST,
+                                                     out, &n, &err),
                      PERFPRED_OK);
     /* A100-PCIE-40GB test rows: bmm 2281 + linear 1040 + elementwise 708 + ln 79 + softmax 79 */
     assert_int_equal(n, 2281 + 1040 + 708 + 79 + 79);

@@ -355,19 +355,16 @@ static void label_and_config_should_parse_strictly(void **state)
     int64_t seq, batch;
     pp_err err = {0};
     assert_int_equal(pp_eval_neusight_label_parse("gpt2_large-inf-1024-4", model, sizeof model,
-                                                  &seq,
-                                                  &batch, &err),
+                                                  &seq, &batch, &err),
                      PERFPRED_OK);
     assert_string_equal(model, "gpt2_large");
     assert_int_equal(seq, 1024);
     assert_int_equal(batch, 4);
     assert_int_equal(pp_eval_neusight_label_parse("gpt2_large-train-1024-4", model, sizeof model,
-                                                  &seq,
-                                                  &batch, &err),
+                                                  &seq, &batch, &err),
                      PERFPRED_ERR_PARSE);
     assert_int_equal(pp_eval_neusight_label_parse("opt-inf-2048-x", model, sizeof model, &seq,
-                                                  &batch,
-                                                  &err),
+                                                  &batch, &err),
                      PERFPRED_ERR_PARSE);
     const char *cfg = "{\"vocab_size\": 50257, \"n_positions\": 1024, \"n_embd\": 1280}";
     char path[4096];

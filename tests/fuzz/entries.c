@@ -393,8 +393,7 @@ int pp_fuzz_neusight(const uint8_t *data, size_t len)
                     "6945927d9afcca2b9daf021f8395e53edc5b4eef (2025-06-23). Plain git blobs.\n");
     char rel[1024], p[2048];
     if (pp_datasets_neusight_path("linear", "NVIDIA A100-PCIE-40GB", PP_NEUSIGHT_TRAIN, rel,
-                                  sizeof rel,
-                                  NULL) != PERFPRED_OK)
+                                  sizeof rel, NULL) != PERFPRED_OK)
         abort();
     snprintf(p, sizeof p, "%s/%s", root, rel);
     char *slash = strrchr(p, '/');
@@ -405,8 +404,7 @@ int pp_fuzz_neusight(const uint8_t *data, size_t len)
     pp_layer_table *t = pp_measure_layer_table_new("neusight");
     if (t)
         (void)pp_datasets_neusight_import(root, "linear", "NVIDIA A100-PCIE-40GB",
-                                          PP_NEUSIGHT_TRAIN, t,
-                                          NULL, NULL);
+                                          PP_NEUSIGHT_TRAIN, t, NULL, NULL);
     pp_measure_layer_table_free(t);
     return 0;
 }
