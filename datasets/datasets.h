@@ -259,8 +259,8 @@ typedef struct pp_netset_stats {
 perfpred_status pp_datasets_netset_import(const char *dataset, const pp_netset_opts *opts,
                                           pp_net_table **out, pp_netset_stats *stats, pp_err *err);
 /* A dataset name above, several of them joined by ',' (their rows in one table), or the path of a
- * network-measurement CSV (docs/measurements.md, read by pp_measure_net_csv_read; opts and stats other
- * than n_rows then do not apply). */
+ * network-measurement CSV (docs/measurements.md, read by pp_measure_net_csv_read; opts and stats
+ * other than n_rows then do not apply). */
 perfpred_status pp_datasets_net_rows_load(const char *source, const pp_netset_opts *opts,
                                           pp_net_table **out, pp_netset_stats *stats, pp_err *err);
 

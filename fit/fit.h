@@ -115,8 +115,8 @@ perfpred_status pp_fit_net_sample(const perfpred_ctx *ctx, const perfpred_model 
 
 /* --------------------------------------------- built networks (net_samples.c) ---- */
 
-/* One built network, keyed by (model ref, batch, input shapes) and shared by every row naming it;
- * a cache of them grows by pp_fit_netsample_cache_get and is freed by pp_fit_netsample_cache_free (a
+/* One built network, keyed by (model ref, batch, input shapes) and shared by every row naming it; a
+ * cache of them grows by pp_fit_netsample_cache_get and is freed by pp_fit_netsample_cache_free (a
  * zeroed cache is empty). fit_networks.c and lab/fewshot.c build their samples through it. */
 typedef enum { PP_NS_NEW = 0, PP_NS_OK, PP_NS_CONSTANT, PP_NS_FAILED } pp_fit_netsample_state;
 

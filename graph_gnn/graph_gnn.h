@@ -107,8 +107,8 @@ void pp_gnn_graph_clear(pp_gnn_graph *s); /* frees s->mem and zeroes s; NULL is 
 #define PP_FIT_NET_N_GLOBALS 7
 void pp_gnn_sample_globals(int64_t batch, const pp_graph_totals *tot, double peak_tflops,
                            double bandwidth_gbs, double layer_sum_ms, double out[PP_FIT_NET_N_GLOBALS]);
-/* The sample a trained correction is applied to (fit/fit.h, pp_fit_net_sample, builds
- * it for training), from figures the caller already has (for a predictor that applies the correction
+/* The sample a trained correction is applied to (fit/fit.h, pp_fit_net_sample, builds it for
+ * training), from figures the caller already has (for a predictor that applies the correction
  * inside its own prediction and must not call perfpred_predict again): per_node_ms indexes g->nodes
  * as above, layer_sum_ms is the uncorrected sum, peak and bandwidth as perfpred_device_info gives
  * them (peak_tflops at the runtime's precision, else fp32). */

@@ -1,9 +1,10 @@
 /* measure/: the measurement schemas of docs/measurements.md and what judges predictions against
  * them. Reads and writes layer- and network-level measurement CSVs (libcsv, strict: bad rows are
  * counted with file:line, never guessed), builds rows for importers, and computes accuracy metrics
- * (MAPE, RMSPE, within +-10 %, Spearman) and robust lines. The lowest calibration module: datasets/,
- * plan/, eval/ and fit/ build on it (in that order); it includes nothing of theirs.
- * Ownership: a table owns its arena and rows (pp_measure_*_table_free); reports are plain structs. */
+ * (MAPE, RMSPE, within +-10 %, Spearman) and robust lines. The lowest calibration module:
+ * datasets/, plan/, eval/ and fit/ build on it (in that order); it includes nothing of theirs.
+ * Ownership: a table owns its arena and rows (pp_measure_*_table_free); reports are plain structs.
+ */
 #ifndef PP_MEASURE_H
 #define PP_MEASURE_H
 
@@ -19,8 +20,9 @@
 
 /* ------------------------------------------------------------ CSV reading (csvio.c) ---- */
 
-/* One record handed to a pp_measure_csv_read callback: fields are NUL-terminated, owned by the reader and
- * valid only during the call. line is the 1-based line the record starts on (header is line 1). */
+/* One record handed to a pp_measure_csv_read callback: fields are NUL-terminated, owned by the
+ * reader and valid only during the call. line is the 1-based line the record starts on (header is
+ * line 1). */
 typedef struct pp_csv_record {
     const char *path;
     int line;

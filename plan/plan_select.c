@@ -203,8 +203,8 @@ perfpred_status pp_plan_select_rows(plan *P, pp_err *err)
     }
     if (st == PERFPRED_OK && n_kinds > 0) {
         /* share of the budget: 70 % by the kind's weight (its share of zoo time; adaptive: see
-         * pp_plan_adapt_kind_weights), 30 % spread evenly, so that cheap but frequent kinds still get
-         * enough rows to train a regressor on */
+         * pp_plan_adapt_kind_weights), 30 % spread evenly, so that cheap but frequent kinds still
+         * get enough rows to train a regressor on */
         double share[PP_OPK__COUNT] = {0};
         int use[PP_OPK__COUNT] = {0};
         for (int k = 1; k < PP_OPK__COUNT; k++) {
