@@ -1,47 +1,22 @@
 /* graph_gnn/gnn_infer.c: the forward-only linear op that predictions use (pp_gnn_forward_fast):
  * weights transposed once per model so that a row of outputs is a sum of weight rows, four input
- * rows at a time, in plain loops the compiler vectorizes (AVX-512 / AVX2 clones, chosen at load).
+ * rows at a time, with accumulators kept in registers (AVX-512 / AVX2 kernels, chosen on first use).
  * Matrices here are ~100-200 rows x ~100 x 32: too small for BLAS's packing to pay. Built with
  * -ffp-contract=off, so every clone rounds alike: the same bits on every x86-64 machine (and
  * within float rounding of the BLAS reference, tests/test_gnn_fast.c). */
 #include "graph_gnn/graph_gnn.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__) && \
-    !defined(__SANITIZE_ADDRESS__)
-#define PP_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define PP_CLONES
-#endif
-
-/* y[i][0..32) = b + sum_c x[i][c] wt[c][0..32), for rows [0, m) */
-PP_CLONES static void linear32(int m, int k, const float *restrict x, int ldx,
-                               const float *restrict wt, const float *restrict b,
-                               float *restrict y, int ldy)
+/* y[i][0..32) = b + sum_c x[i][c] wt[c][0..32), for rows [0, m): the portable loop, the
+ * reference the vector kernels below match bit for bit (tests/test_gnn_fast.c). */
+static void linear32_plain(int m, int k, const float *restrict x, int ldx,
+                           const float *restrict wt, const float *restrict b, float *restrict y,
+                           int ldy)
 {
-    int i = 0;
-    for (; i + 4 <= m; i += 4) {
-        float a0[32], a1[32], a2[32], a3[32];
-        for (int j = 0; j < 32; j++) a0[j] = a1[j] = a2[j] = a3[j] = b ? b[j] : 0.0f;
-        const float *x0 = x + (size_t)i * ldx, *x1 = x0 + ldx, *x2 = x1 + ldx, *x3 = x2 + ldx;
-        for (int c = 0; c < k; c++) {
-            const float *w = wt + (size_t)c * 32;
-            float v0 = x0[c], v1 = x1[c], v2 = x2[c], v3 = x3[c];
-            for (int j = 0; j < 32; j++) {
-                a0[j] += v0 * w[j];
-                a1[j] += v1 * w[j];
-                a2[j] += v2 * w[j];
-                a3[j] += v3 * w[j];
-            }
-        }
-        memcpy(y + (size_t)i * ldy, a0, sizeof a0);
-        memcpy(y + (size_t)(i + 1) * ldy, a1, sizeof a1);
-        memcpy(y + (size_t)(i + 2) * ldy, a2, sizeof a2);
-        memcpy(y + (size_t)(i + 3) * ldy, a3, sizeof a3);
-    }
-    for (; i < m; i++) {
+    for (int i = 0; i < m; i++) {
         float a[32];
         for (int j = 0; j < 32; j++) a[j] = b ? b[j] : 0.0f;
         const float *xi = x + (size_t)i * ldx;
@@ -52,6 +27,99 @@ PP_CLONES static void linear32(int m, int k, const float *restrict x, int ldx,
         }
         memcpy(y + (size_t)i * ldy, a, sizeof a);
     }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__) && \
+    !defined(__SANITIZE_ADDRESS__)
+#define PP_VEC_KERNELS 1
+/* Register-blocked kernels: R rows x 32 outputs of accumulators stay in registers (V vectors of
+ * W floats a row) while c runs, each one still b + x0 w0 + x1 w1 + ... in that order with a
+ * separate multiply and add (-ffp-contract=off): the same bits as linear32_plain. The
+ * accumulators are arrays indexed by constants in fully unrolled loops, which GCC keeps in
+ * registers (at -O2 too, unlike the plain loop's a[32], which it leaves in memory). */
+#define LIN_BLOCK(VT, W, R, i0)                                                                   \
+    do {                                                                                          \
+        enum { V = 32 / (W) };                                                                    \
+        VT acc[R][V];                                                                             \
+        _Pragma("GCC unroll 8") for (int r = 0; r < (R); r++)                                     \
+            _Pragma("GCC unroll 4") for (int v = 0; v < V; v++)                                   \
+        {                                                                                         \
+            if (b) memcpy(&acc[r][v], b + v * (W), sizeof(VT));                                   \
+            else memset(&acc[r][v], 0, sizeof(VT));                                               \
+        }                                                                                         \
+        const float *xr = x + (size_t)(i0) * ldx;                                                 \
+        for (int c = 0; c < k; c++) {                                                             \
+            const float *w = wt + (size_t)c * 32;                                                 \
+            VT wv[V];                                                                             \
+            _Pragma("GCC unroll 4") for (int v = 0; v < V; v++)                                   \
+                memcpy(&wv[v], w + v * (W), sizeof(VT));                                          \
+            _Pragma("GCC unroll 8") for (int r = 0; r < (R); r++)                                 \
+            {                                                                                     \
+                float xs = xr[(size_t)r * ldx + c]; /* broadcast by the vector op */            \
+                _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) acc[r][v] += wv[v] * xs;     \
+            }                                                                                     \
+        }                                                                                         \
+        _Pragma("GCC unroll 8") for (int r = 0; r < (R); r++)                                     \
+            _Pragma("GCC unroll 4") for (int v = 0; v < V; v++)                                   \
+                memcpy(y + (size_t)((i0) + r) * ldy + v * (W), &acc[r][v], sizeof(VT));           \
+    } while (0)
+
+typedef float v16f __attribute__((vector_size(64)));
+typedef float v8f __attribute__((vector_size(32)));
+
+/* 32 zmm registers: 8 rows x 2 vectors of accumulators, 2 of weights, the broadcasts. */
+__attribute__((target("avx512f"))) static void linear32_avx512(int m, int k,
+                                                                 const float *restrict x, int ldx,
+                                                                 const float *restrict wt,
+                                                                 const float *restrict b,
+                                                                 float *restrict y, int ldy)
+{
+    int i = 0;
+    for (; i + 8 <= m; i += 8) LIN_BLOCK(v16f, 16, 8, i);
+    for (; i + 2 <= m; i += 2) LIN_BLOCK(v16f, 16, 2, i);
+    for (; i < m; i++) LIN_BLOCK(v16f, 16, 1, i);
+}
+
+/* 16 ymm registers: 3 rows x 4 vectors of accumulators, the weights read from memory. */
+__attribute__((target("avx2"))) static void linear32_avx2(int m, int k, const float *restrict x,
+                                                          int ldx, const float *restrict wt,
+                                                          const float *restrict b,
+                                                          float *restrict y, int ldy)
+{
+    int i = 0;
+    for (; i + 3 <= m; i += 3) LIN_BLOCK(v8f, 8, 3, i);
+    for (; i < m; i++) LIN_BLOCK(v8f, 8, 1, i);
+}
+
+typedef void linear32_fn(int, int, const float *restrict, int, const float *restrict,
+                         const float *restrict, float *restrict, int);
+
+static linear32_fn *linear32_pick(void)
+{
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return linear32_avx512;
+    if (__builtin_cpu_supports("avx2")) return linear32_avx2;
+    return linear32_plain;
+}
+#endif
+
+static atomic_int force_plain;
+void pp_gnn_infer_plain(int on) { atomic_store(&force_plain, on != 0); }
+
+static void linear32(int m, int k, const float *x, int ldx, const float *wt, const float *b,
+                     float *y, int ldy)
+{
+#ifdef PP_VEC_KERNELS
+    /* the pick is the same for every caller: a racing first store writes the same pointer */
+    static linear32_fn *_Atomic fn;
+    linear32_fn *f = fn;
+    if (!f) fn = f = linear32_pick();
+    if (!atomic_load_explicit(&force_plain, memory_order_relaxed)) {
+        f(m, k, x, ldx, wt, b, y, ldy);
+        return;
+    }
+#endif
+    linear32_plain(m, k, x, ldx, wt, b, y, ldy);
 }
 
 void pp_gnn_op_linear_t(int m, int k, int n, const float *x, int ldx, const float *wt,

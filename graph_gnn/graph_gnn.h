@@ -300,6 +300,9 @@ void pp_gnn_blas_threads(int n);
 /* Forward only, weights transposed: y[i][0..n) = b + sum_c x[i][c] wt[c][0..n) (gnn_infer.c). */
 void pp_gnn_op_linear_t(int m, int k, int n, const float *x, int ldx, const float *wt,
                         const float *b, float *y, int ldy);
+/* on != 0: the forward-only ops take their portable loops instead of the AVX-512 / AVX2 kernels
+ * (the same bits; for tests and benches that compare them). Process-wide. */
+void pp_gnn_infer_plain(int on);
 /* y = max(y, 0) in place; backward: dy *= [y > 0] in place (dL/dy becomes dL/dpre) */
 void pp_gnn_op_relu(int backward, int m, int n, float *y, float *dy, int ld);
 /* m_i = [mean_{s in slots(i)} (P[nb_s] + Q_s) ; max_s (P[nb_s] + Q_s)], 0 for a node without

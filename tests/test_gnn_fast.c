@@ -103,6 +103,82 @@ static void fast_forward_should_equal_reference_forward_on_shipped_gnns(void **s
     for (int i = 0; i < n_s; i++) pp_gnn_graph_clear(&s[i]);
 }
 
+/* The AVX-512 / AVX2 kernels against the portable loops, bit for bit: sizes around every block
+ * and vector width, leading dimensions wider than the rows, with and without a bias, and inputs
+ * that tell roundings and signed zeros apart (a fused multiply-add or a sum in another order
+ * would change some of these bits). Where the machine has neither, both runs take the loops. */
+static void linear_t_kernels_should_equal_plain_loops_bit_for_bit(void **state)
+{
+    (void)state;
+    enum { MAXM = 21, MAXK = 70, LDX = 73, LDY = 37 };
+    float *x = malloc(sizeof(float) * MAXM * LDX), *wt = malloc(sizeof(float) * MAXK * 32);
+    float *ya = malloc(sizeof(float) * MAXM * LDY), *yb = malloc(sizeof(float) * MAXM * LDY);
+    float b[32];
+    assert_true(x && wt && ya && yb);
+    pp_gnn_rng r;
+    pp_gnn_rng_seed(&r, 23);
+    static const float special[] = {-0.0f, 0.0f, 1e-39f, -3e-39f, 1e30f, -1e30f, 1.0f / 3.0f};
+    for (int i = 0; i < MAXM * LDX; i++)
+        x[i] = pp_gnn_rng_below(&r, 9) == 0 ? special[pp_gnn_rng_below(&r, 7)]
+                                            : (float)(pp_gnn_rng_uniform(&r) * 2.0 - 1.0);
+    for (int i = 0; i < MAXK * 32; i++)
+        wt[i] = pp_gnn_rng_below(&r, 11) == 0 ? -0.0f : (float)(pp_gnn_rng_uniform(&r) - 0.5);
+    for (int j = 0; j < 32; j++) b[j] = j % 5 == 0 ? -0.0f : (float)pp_gnn_rng_uniform(&r);
+    int n_cmp = 0, n_neg0 = 0;
+    for (int m = 0; m <= MAXM; m++)
+        for (int k = 0; k <= MAXK; k += (k < 10 ? 1 : 7))
+            for (int with_b = 0; with_b < 2; with_b++) {
+                /* unwritten padding must stay as it was: both buffers start equal */
+                for (int i = 0; i < MAXM * LDY; i++) ya[i] = yb[i] = (float)i;
+                pp_gnn_infer_plain(0);
+                pp_gnn_op_linear_t(m, k, 32, x, LDX, wt, with_b ? b : NULL, ya, LDY);
+                pp_gnn_infer_plain(1);
+                pp_gnn_op_linear_t(m, k, 32, x, LDX, wt, with_b ? b : NULL, yb, LDY);
+                pp_gnn_infer_plain(0);
+                assert_memory_equal(ya, yb, sizeof(float) * MAXM * LDY);
+                for (int i = 0; i < m * LDY; i++) n_neg0 += ya[i] == 0.0f && signbit(ya[i]);
+                n_cmp++;
+            }
+    print_message("linear kernels vs loops: %d cases bit for bit, %d negative zeros\n", n_cmp,
+                  n_neg0);
+    assert_true(n_neg0 > 0); /* the signed-zero cases were reached */
+    free(x);
+    free(wt);
+    free(ya);
+    free(yb);
+}
+
+/* The whole forward, kernels against loops, on the shipped GNNs: the same bits. */
+static void fast_forward_should_give_the_same_bits_with_plain_loops(void **state)
+{
+    (void)state;
+    pp_gnn_graph s[N_GRAPHS];
+    int n_s = 0, n_cmp = 0;
+    for (size_t i = 0; i < N_GRAPHS; i++)
+        if (build_sample(graphs[i], &s[n_s])) n_s++;
+    assert_true(n_s >= 3);
+    for (size_t d = 0; d < sizeof devices / sizeof devices[0]; d++) {
+        pp_gnn *g = load_gnn(devices[d]);
+        if (!g) continue;
+        for (int i = 0; i < n_s; i++) {
+            double a[PP_GNN_MAX_TARGETS], alo[PP_GNN_MAX_TARGETS], ahi[PP_GNN_MAX_TARGETS];
+            double b[PP_GNN_MAX_TARGETS], blo[PP_GNN_MAX_TARGETS], bhi[PP_GNN_MAX_TARGETS];
+            assert_int_equal(pp_gnn_forward_fast(g, &s[i], a, alo, ahi, NULL), PERFPRED_OK);
+            pp_gnn_infer_plain(1);
+            assert_int_equal(pp_gnn_forward_fast(g, &s[i], b, blo, bhi, NULL), PERFPRED_OK);
+            pp_gnn_infer_plain(0);
+            for (int t = 0; t < g->n_targets; t++, n_cmp++) {
+                assert_memory_equal(&a[t], &b[t], sizeof a[t]);
+                assert_memory_equal(&alo[t], &blo[t], sizeof a[t]);
+                assert_memory_equal(&ahi[t], &bhi[t], sizeof a[t]);
+            }
+        }
+        pp_gnn_free(g);
+    }
+    assert_true(n_cmp >= 6);
+    for (int i = 0; i < n_s; i++) pp_gnn_graph_clear(&s[i]);
+}
+
 typedef struct job {
     const pp_gnn *g;
     const pp_gnn_graph *s;
@@ -164,6 +240,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(fast_forward_should_equal_reference_forward_on_shipped_gnns),
         cmocka_unit_test(fast_forward_should_be_thread_safe),
+        cmocka_unit_test(linear_t_kernels_should_equal_plain_loops_bit_for_bit),
+        cmocka_unit_test(fast_forward_should_give_the_same_bits_with_plain_loops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
