@@ -404,8 +404,11 @@ static void gnn_forward_ws(const pp_gnn *m, gnn_ws *ws, const pp_gnn_graph *s)
         float *C = ws->C[l];
         fwd_linear(m, ws, N, din, H, C, kc, lo->we, ke, 0, NULL, ws->P, H);
         fwd_linear(m, ws, S, Fe + 1, H, ws->Z, Fe + 1, lo->we, ke, din, W + lo->be, ws->Q, H);
-        pp_gnn_op_aggregate(0, N, H, ws->slot_ptr, ws->slot_nb, ws->P, NULL, ws->Q, NULL, C + din,
-                            NULL, kc, fwd_only ? NULL : ws->am[l]);
+        if (fwd_only)
+            pp_gnn_aggregate_t(N, H, ws->slot_ptr, ws->slot_nb, ws->P, ws->Q, C + din, kc);
+        else
+            pp_gnn_op_aggregate(0, N, H, ws->slot_ptr, ws->slot_nb, ws->P, NULL, ws->Q, NULL,
+                                C + din, NULL, kc, ws->am[l]);
         float *out = l + 1 < L ? ws->C[l + 1] : ws->hL;
         int ldo = l + 1 < L ? kc_of(m, l + 1) : H;
         if (fwd_only) {
@@ -417,9 +420,13 @@ static void gnn_forward_ws(const pp_gnn *m, gnn_ws *ws, const pp_gnn_graph *s)
             pp_gnn_op_broadcast(0, N, dg, ws->cg[l], NULL, C + din + 2 * H, NULL, kc);
             fwd_linear(m, ws, N, kc, H, C, kc, lo->w, kc, 0, W + lo->b, out, ldo);
         }
-        pp_gnn_op_relu(0, N, H, out, NULL, ldo);
         float *cg = ws->cg[l];
-        pp_gnn_op_pool(0, N, H, out, NULL, ldo, cg + dg, NULL, fwd_only ? NULL : ws->pam[l]);
+        if (fwd_only) {
+            pp_gnn_relu_pool_t(N, H, out, ldo, cg + dg);
+        } else {
+            pp_gnn_op_relu(0, N, H, out, NULL, ldo);
+            pp_gnn_op_pool(0, N, H, out, NULL, ldo, cg + dg, NULL, ws->pam[l]);
+        }
         float *gnext = l + 1 < L ? ws->cg[l + 1] : ws->gL;
         fwd_linear(m, ws, 1, dg + 2 * H, H, cg, dg + 2 * H, lo->wg, dg + 2 * H, 0, W + lo->bg,
                    gnext, H);

@@ -142,6 +142,150 @@ void pp_gnn_op_linear_t(int m, int k, int n, const float *x, int ldx, const floa
     }
 }
 
+/* ---- aggregate, relu and pool of the forward-only pass, 32 channels wide ----
+ * The same operations as gnn_ops.c's loops, lane by lane, so the same bits: max(a, b) is MAXPS,
+ * which gives b unless a > b (NaN included), as `a > b ? a : b` does; relu is max(y, +0). */
+#ifdef PP_VEC_KERNELS
+#include <immintrin.h>
+
+/* VT: vector type, W: its floats; LD/ST unaligned load/store, ADD, MUL, MAX, SET1, ZERO */
+#define AGG_KERNEL(VT, W, LD, ST, ADD, MUL, MAX, SET1, ZERO)                                      \
+    for (int i = 0; i < n_nodes; i++) {                                                           \
+        enum { V = 32 / (W) };                                                                    \
+        int s0 = slot_ptr[i], s1 = slot_ptr[i + 1], deg = s1 - s0;                                \
+        float *mean = M + (size_t)i * ldm, *mx = mean + 32;                                       \
+        VT sum[V], top[V];                                                                        \
+        if (deg == 0) {                                                                           \
+            _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) {                                 \
+                ST(mean + v * (W), ZERO());                                                       \
+                ST(mx + v * (W), ZERO());                                                         \
+            }                                                                                     \
+            continue;                                                                             \
+        }                                                                                         \
+        const float *p = P + (size_t)slot_nb[s0] * 32, *q = Q + (size_t)s0 * 32;                  \
+        _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) {                                     \
+            VT m = ADD(LD(p + v * (W)), LD(q + v * (W)));                                         \
+            sum[v] = ADD(ZERO(), m);                                                              \
+            top[v] = m;                                                                           \
+        }                                                                                         \
+        for (int s = s0 + 1; s < s1; s++) {                                                       \
+            p = P + (size_t)slot_nb[s] * 32;                                                      \
+            q = Q + (size_t)s * 32;                                                               \
+            _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) {                                 \
+                VT m = ADD(LD(p + v * (W)), LD(q + v * (W)));                                     \
+                sum[v] = ADD(sum[v], m);                                                          \
+                top[v] = MAX(m, top[v]);                                                          \
+            }                                                                                     \
+        }                                                                                         \
+        VT inv = SET1(1.0f / (float)deg);                                                         \
+        _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) {                                     \
+            ST(mean + v * (W), MUL(sum[v], inv));                                                 \
+            ST(mx + v * (W), top[v]);                                                             \
+        }                                                                                         \
+    }
+
+#define RELU_POOL_KERNEL(VT, W, LD, ST, ADD, MUL, MAX, SET1, ZERO)                                \
+    do {                                                                                          \
+        enum { V = 32 / (W) };                                                                    \
+        VT sum[V], top[V];                                                                        \
+        _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) {                                     \
+            sum[v] = ZERO();                                                                      \
+            top[v] = MAX(LD(X + v * (W)), ZERO());                                                \
+        }                                                                                         \
+        for (int i = 0; i < n; i++) {                                                             \
+            float *xi = X + (size_t)i * ldx;                                                      \
+            _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) {                                 \
+                VT y = MAX(LD(xi + v * (W)), ZERO());                                             \
+                ST(xi + v * (W), y);                                                              \
+                sum[v] = ADD(sum[v], y);                                                          \
+                top[v] = MAX(y, top[v]);                                                          \
+            }                                                                                     \
+        }                                                                                         \
+        VT inv = SET1(1.0f / (float)n);                                                           \
+        _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) {                                     \
+            ST(out + v * (W), MUL(sum[v], inv));                                                  \
+            ST(out + 32 + v * (W), top[v]);                                                       \
+        }                                                                                         \
+    } while (0)
+
+#define AVX512_OPS __m512, 16, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_add_ps, _mm512_mul_ps, \
+                   _mm512_max_ps, _mm512_set1_ps, _mm512_setzero_ps
+#define AVX2_OPS __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_add_ps, _mm256_mul_ps, \
+                 _mm256_max_ps, _mm256_set1_ps, _mm256_setzero_ps
+#define EXPAND(m, ...) m(__VA_ARGS__)
+
+#define AGG_ARGS int n_nodes, const int *restrict slot_ptr, const int *restrict slot_nb, \
+                 const float *restrict P, const float *restrict Q, float *restrict M, int ldm
+__attribute__((target("avx512f"))) static void aggregate32_avx512(AGG_ARGS)
+{
+    EXPAND(AGG_KERNEL, AVX512_OPS)
+}
+__attribute__((target("avx2"))) static void aggregate32_avx2(AGG_ARGS)
+{
+    EXPAND(AGG_KERNEL, AVX2_OPS)
+}
+
+#define POOL_ARGS int n, float *restrict X, int ldx, float *restrict out
+__attribute__((target("avx512f"))) static void relu_pool32_avx512(POOL_ARGS)
+{
+    EXPAND(RELU_POOL_KERNEL, AVX512_OPS);
+}
+__attribute__((target("avx2"))) static void relu_pool32_avx2(POOL_ARGS)
+{
+    EXPAND(RELU_POOL_KERNEL, AVX2_OPS);
+}
+#endif
+
+/* 2 with AVX-512, 1 with AVX2, 0 for the portable loops (or when a test asks for them) */
+static int vec_level(void)
+{
+#ifdef PP_VEC_KERNELS
+    static _Atomic int level = -1;
+    int l = level;
+    if (l < 0) {
+        __builtin_cpu_init();
+        level = l = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
+    }
+    return atomic_load_explicit(&force_plain, memory_order_relaxed) ? 0 : l;
+#else
+    return 0;
+#endif
+}
+
+void pp_gnn_aggregate_t(int n_nodes, int h, const int *slot_ptr, const int *slot_nb,
+                        const float *P, const float *Q, float *M, int ldm)
+{
+#ifdef PP_VEC_KERNELS
+    int l = h == 32 ? vec_level() : 0;
+    if (l == 2) {
+        aggregate32_avx512(n_nodes, slot_ptr, slot_nb, P, Q, M, ldm);
+        return;
+    }
+    if (l == 1) {
+        aggregate32_avx2(n_nodes, slot_ptr, slot_nb, P, Q, M, ldm);
+        return;
+    }
+#endif
+    pp_gnn_op_aggregate(0, n_nodes, h, slot_ptr, slot_nb, P, NULL, Q, NULL, M, NULL, ldm, NULL);
+}
+
+void pp_gnn_relu_pool_t(int n, int h, float *X, int ldx, float *out)
+{
+#ifdef PP_VEC_KERNELS
+    int l = h == 32 && n > 0 ? vec_level() : 0;
+    if (l == 2) {
+        relu_pool32_avx512(n, X, ldx, out);
+        return;
+    }
+    if (l == 1) {
+        relu_pool32_avx2(n, X, ldx, out);
+        return;
+    }
+#endif
+    pp_gnn_op_relu(0, n, h, X, NULL, ldx);
+    pp_gnn_op_pool(0, n, h, X, NULL, ldx, out, NULL, NULL);
+}
+
 /* [rows][cols] at w + off -> [cols][rows] at t + off */
 static void transpose_block(const float *w, float *t, size_t off, int rows, int cols)
 {

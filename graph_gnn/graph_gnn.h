@@ -303,6 +303,12 @@ void pp_gnn_op_linear_t(int m, int k, int n, const float *x, int ldx, const floa
 /* on != 0: the forward-only ops take their portable loops instead of the AVX-512 / AVX2 kernels
  * (the same bits; for tests and benches that compare them). Process-wide. */
 void pp_gnn_infer_plain(int on);
+/* pp_gnn_op_aggregate's forward without argmax (the same bits), vector kernels where h = 32. */
+void pp_gnn_aggregate_t(int n_nodes, int h, const int *slot_ptr, const int *slot_nb,
+                        const float *P, const float *Q, float *M, int ldm);
+/* X = relu(X) in place, then out = [mean_i X[i] ; max_i X[i]]: pp_gnn_op_relu then pp_gnn_op_pool
+ * without argmax, in one pass (the same bits), vector kernels where h = 32. */
+void pp_gnn_relu_pool_t(int n, int h, float *X, int ldx, float *out);
 /* y = max(y, 0) in place; backward: dy *= [y > 0] in place (dL/dy becomes dL/dpre) */
 void pp_gnn_op_relu(int backward, int m, int n, float *y, float *dy, int ld);
 /* m_i = [mean_{s in slots(i)} (P[nb_s] + Q_s) ; max_s (P[nb_s] + Q_s)], 0 for a node without
