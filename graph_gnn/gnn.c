@@ -511,6 +511,9 @@ static void gnn_backward_ws(pp_gnn *m, gnn_ws *ws)
 
 /* --------------------------------------------------------------- sample checks ---- */
 
+static perfpred_status check_widths(const pp_gnn *m, const pp_gnn_graph *s, const char *what,
+                                    pp_err *err);
+
 static perfpred_status check_sample_dims(const pp_gnn *m, const pp_gnn_graph *s, int idx,
                                          pp_err *err)
 {
@@ -521,6 +524,12 @@ static perfpred_status check_sample_dims(const pp_gnn *m, const pp_gnn_graph *s,
         snprintf(what, sizeof what, "gnn sample");
     perfpred_status st = pp_gnn_graph_check(s, what, err);
     if (st) return st;
+    return check_widths(m, s, what, err);
+}
+
+static perfpred_status check_widths(const pp_gnn *m, const pp_gnn_graph *s, const char *what,
+                                    pp_err *err)
+{
     if (s->n_feat != m->n_feat || s->n_edge_feat != m->n_edge_feat || s->n_globals != m->n_globals)
         return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
                           "%s: widths F=%d Fe=%d G=%d, the model wants F=%d Fe=%d G=%d", what,
@@ -605,6 +614,14 @@ perfpred_status pp_gnn_fwd_run(const pp_gnn *m, pp_gnn_fwd *f, const pp_gnn_grap
                                pp_err *err)
 {
     perfpred_status st = check_sample_dims(m, s, -1, err);
+    if (st) return st;
+    return pp_gnn_fwd_run_checked(m, f, s, out, err);
+}
+
+perfpred_status pp_gnn_fwd_run_checked(const pp_gnn *m, pp_gnn_fwd *f, const pp_gnn_graph *s,
+                                       double *out, pp_err *err)
+{
+    perfpred_status st = check_widths(m, s, "gnn sample", err);
     if (st) return st;
     PP_ASSERT(pp_gnn_fwd_fits(f, s));
     ws_prepare(&f->ws, m, s);

@@ -211,6 +211,10 @@ int pp_gnn_fwd_fits(const pp_gnn_fwd *f, const pp_gnn_graph *s);
 /* out[t], t < m->n_targets, in target units; checks the sample's widths against m. */
 perfpred_status pp_gnn_fwd_run(const pp_gnn *m, pp_gnn_fwd *f, const pp_gnn_graph *s, double *out,
                                pp_err *err);
+/* The same for a sample that already passed pp_gnn_graph_check (another member of the ensemble
+ * ran it): checks only the widths against m. */
+perfpred_status pp_gnn_fwd_run_checked(const pp_gnn *m, pp_gnn_fwd *f, const pp_gnn_graph *s,
+                                       double *out, pp_err *err);
 void pp_gnn_fwd_free(pp_gnn_fwd *f);  /* NULL is a no-op */
 /* Makes f's later runs forward-only predictions over wt, m's weights as pp_gnn_weights_t gives
  * them (owned by the caller, alive as long as f): every linear op through pp_gnn_op_linear_t,
