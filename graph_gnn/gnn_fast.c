@@ -151,8 +151,9 @@ perfpred_status pp_gnn_forward_fast(const pp_gnn *m, const pp_gnn_graph *s, doub
                             q->n_targets, m->n_targets);
             break;
         }
-        /* the sample's arrays are checked once, by the first member; the others check widths */
-        st = n ? pp_gnn_fwd_run_checked(q, w->f[n], s, o, err)
+        /* the sample's arrays are checked once, by the first member; the others check widths
+         * and take the first's classes of equal rows */
+        st = n ? pp_gnn_fwd_run_member(q, w->f[n], w->f[0], s, o, err)
                : pp_gnn_fwd_run(q, w->f[n], s, out, err);
         if (st) break;
         for (int t = 0; t < m->n_targets; t++) {

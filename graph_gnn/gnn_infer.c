@@ -12,20 +12,21 @@
 
 /* y[i][0..32) = b + sum_c x[i][c] wt[c][0..32), for rows [0, m): the portable loop, the
  * reference the vector kernels below match bit for bit (tests/test_gnn_fast.c). */
-static void linear32_plain(int m, int k, const float *restrict x, int ldx,
+static void linear32_plain(int m, const int *rows, int k, const float *restrict x, int ldx,
                            const float *restrict wt, const float *restrict b, float *restrict y,
                            int ldy)
 {
-    for (int i = 0; i < m; i++) {
+    for (int t = 0; t < m; t++) {
+        size_t i = rows ? (size_t)rows[t] : (size_t)t;
         float a[32];
         for (int j = 0; j < 32; j++) a[j] = b ? b[j] : 0.0f;
-        const float *xi = x + (size_t)i * ldx;
+        const float *xi = x + i * ldx;
         for (int c = 0; c < k; c++) {
             const float *w = wt + (size_t)c * 32;
             float v = xi[c];
             for (int j = 0; j < 32; j++) a[j] += v * w[j];
         }
-        memcpy(y + (size_t)i * ldy, a, sizeof a);
+        memcpy(y + i * ldy, a, sizeof a);
     }
 }
 
@@ -37,17 +38,21 @@ static void linear32_plain(int m, int k, const float *restrict x, int ldx,
  * separate multiply and add (-ffp-contract=off): the same bits as linear32_plain. The
  * accumulators are arrays indexed by constants in fully unrolled loops, which GCC keeps in
  * registers (at -O2 too, unlike the plain loop's a[32], which it leaves in memory). */
+#define ROW(i) ((size_t)(rows ? rows[i] : (i)))
 #define LIN_BLOCK(VT, W, R, i0)                                                                   \
     do {                                                                                          \
         enum { V = 32 / (W) };                                                                    \
         VT acc[R][V];                                                                             \
+        const float *xp[R];                                                                       \
         _Pragma("GCC unroll 8") for (int r = 0; r < (R); r++)                                     \
-            _Pragma("GCC unroll 4") for (int v = 0; v < V; v++)                                   \
         {                                                                                         \
-            if (b) memcpy(&acc[r][v], b + v * (W), sizeof(VT));                                   \
-            else memset(&acc[r][v], 0, sizeof(VT));                                               \
+            xp[r] = x + ROW((i0) + r) * ldx;                                                      \
+            _Pragma("GCC unroll 4") for (int v = 0; v < V; v++)                                   \
+            {                                                                                     \
+                if (b) memcpy(&acc[r][v], b + v * (W), sizeof(VT));                               \
+                else memset(&acc[r][v], 0, sizeof(VT));                                           \
+            }                                                                                     \
         }                                                                                         \
-        const float *xr = x + (size_t)(i0) * ldx;                                                 \
         for (int c = 0; c < k; c++) {                                                             \
             const float *w = wt + (size_t)c * 32;                                                 \
             VT wv[V];                                                                             \
@@ -55,20 +60,20 @@ static void linear32_plain(int m, int k, const float *restrict x, int ldx,
                 memcpy(&wv[v], w + v * (W), sizeof(VT));                                          \
             _Pragma("GCC unroll 8") for (int r = 0; r < (R); r++)                                 \
             {                                                                                     \
-                float xs = xr[(size_t)r * ldx + c]; /* broadcast by the vector op */            \
+                float xs = xp[r][c]; /* broadcast by the vector op */                             \
                 _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) acc[r][v] += wv[v] * xs;     \
             }                                                                                     \
         }                                                                                         \
         _Pragma("GCC unroll 8") for (int r = 0; r < (R); r++)                                     \
             _Pragma("GCC unroll 4") for (int v = 0; v < V; v++)                                   \
-                memcpy(y + (size_t)((i0) + r) * ldy + v * (W), &acc[r][v], sizeof(VT));           \
+                memcpy(y + ROW((i0) + r) * ldy + v * (W), &acc[r][v], sizeof(VT));                \
     } while (0)
 
 typedef float v16f __attribute__((vector_size(64)));
 typedef float v8f __attribute__((vector_size(32)));
 
 /* 32 zmm registers: 8 rows x 2 vectors of accumulators, 2 of weights, the broadcasts. */
-__attribute__((target("avx512f"))) static void linear32_avx512(int m, int k,
+__attribute__((target("avx512f"))) static void linear32_avx512(int m, const int *rows, int k,
                                                                  const float *restrict x, int ldx,
                                                                  const float *restrict wt,
                                                                  const float *restrict b,
@@ -81,8 +86,9 @@ __attribute__((target("avx512f"))) static void linear32_avx512(int m, int k,
 }
 
 /* 16 ymm registers: 3 rows x 4 vectors of accumulators, the weights read from memory. */
-__attribute__((target("avx2"))) static void linear32_avx2(int m, int k, const float *restrict x,
-                                                          int ldx, const float *restrict wt,
+__attribute__((target("avx2"))) static void linear32_avx2(int m, const int *rows, int k,
+                                                          const float *restrict x, int ldx,
+                                                          const float *restrict wt,
                                                           const float *restrict b,
                                                           float *restrict y, int ldy)
 {
@@ -91,8 +97,8 @@ __attribute__((target("avx2"))) static void linear32_avx2(int m, int k, const fl
     for (; i < m; i++) LIN_BLOCK(v8f, 8, 1, i);
 }
 
-typedef void linear32_fn(int, int, const float *restrict, int, const float *restrict,
-                         const float *restrict, float *restrict, int);
+typedef void linear32_fn(int, const int *, int, const float *restrict, int,
+                         const float *restrict, const float *restrict, float *restrict, int);
 
 static linear32_fn *linear32_pick(void)
 {
@@ -106,8 +112,8 @@ static linear32_fn *linear32_pick(void)
 static atomic_int force_plain;
 void pp_gnn_infer_plain(int on) { atomic_store(&force_plain, on != 0); }
 
-static void linear32(int m, int k, const float *x, int ldx, const float *wt, const float *b,
-                     float *y, int ldy)
+static void linear32(int m, const int *rows, int k, const float *x, int ldx, const float *wt,
+                     const float *b, float *y, int ldy)
 {
 #ifdef PP_VEC_KERNELS
     /* the pick is the same for every caller: a racing first store writes the same pointer */
@@ -115,24 +121,25 @@ static void linear32(int m, int k, const float *x, int ldx, const float *wt, con
     linear32_fn *f = fn;
     if (!f) fn = f = linear32_pick();
     if (!atomic_load_explicit(&force_plain, memory_order_relaxed)) {
-        f(m, k, x, ldx, wt, b, y, ldy);
+        f(m, rows, k, x, ldx, wt, b, y, ldy);
         return;
     }
 #endif
-    linear32_plain(m, k, x, ldx, wt, b, y, ldy);
+    linear32_plain(m, rows, k, x, ldx, wt, b, y, ldy);
 }
 
-void pp_gnn_op_linear_t(int m, int k, int n, const float *x, int ldx, const float *wt,
-                        const float *b, float *y, int ldy)
+void pp_gnn_op_linear_rows_t(int m, const int *rows, int k, int n, const float *x, int ldx,
+                             const float *wt, const float *b, float *y, int ldy)
 {
     if (m <= 0 || n <= 0) return;
     if (n == 32) {
-        linear32(m, k, x, ldx, wt, b, y, ldy);
+        linear32(m, rows, k, x, ldx, wt, b, y, ldy);
         return;
     }
-    for (int i = 0; i < m; i++) {
-        float *yi = y + (size_t)i * ldy;
-        const float *xi = x + (size_t)i * ldx;
+    for (int t = 0; t < m; t++) {
+        size_t i = rows ? (size_t)rows[t] : (size_t)t;
+        float *yi = y + i * ldy;
+        const float *xi = x + i * ldx;
         for (int j = 0; j < n; j++) yi[j] = b ? b[j] : 0.0f;
         for (int c = 0; c < k; c++) {
             const float *w = wt + (size_t)c * n;
@@ -142,6 +149,14 @@ void pp_gnn_op_linear_t(int m, int k, int n, const float *x, int ldx, const floa
     }
 }
 
+void pp_gnn_op_linear_t(int m, int k, int n, const float *x, int ldx, const float *wt,
+                        const float *b, float *y, int ldy)
+{
+    pp_gnn_op_linear_rows_t(m, NULL, k, n, x, ldx, wt, b, y, ldy);
+}
+
+int pp_gnn_infer_is_plain(void) { return atomic_load_explicit(&force_plain, memory_order_relaxed); }
+
 /* ---- aggregate, relu and pool of the forward-only pass, 32 channels wide ----
  * The same operations as gnn_ops.c's loops, lane by lane, so the same bits: max(a, b) is MAXPS,
  * which gives b unless a > b (NaN included), as `a > b ? a : b` does; relu is max(y, +0). */
@@ -150,8 +165,9 @@ void pp_gnn_op_linear_t(int m, int k, int n, const float *x, int ldx, const floa
 
 /* VT: vector type, W: its floats; LD/ST unaligned load/store, ADD, MUL, MAX, SET1, ZERO */
 #define AGG_KERNEL(VT, W, LD, ST, ADD, MUL, MAX, SET1, ZERO)                                      \
-    for (int i = 0; i < n_nodes; i++) {                                                           \
+    for (int t = 0; t < n_nodes; t++) {                                                           \
         enum { V = 32 / (W) };                                                                    \
+        int i = nodes ? nodes[t] : t;                                                             \
         int s0 = slot_ptr[i], s1 = slot_ptr[i + 1], deg = s1 - s0;                                \
         float *mean = M + (size_t)i * ldm, *mx = mean + 32;                                       \
         VT sum[V], top[V];                                                                        \
@@ -214,7 +230,7 @@ void pp_gnn_op_linear_t(int m, int k, int n, const float *x, int ldx, const floa
                  _mm256_max_ps, _mm256_set1_ps, _mm256_setzero_ps
 #define EXPAND(m, ...) m(__VA_ARGS__)
 
-#define AGG_ARGS int n_nodes, const int *restrict slot_ptr, const int *restrict slot_nb, \
+#define AGG_ARGS int n_nodes, const int *restrict nodes, const int *restrict slot_ptr, const int *restrict slot_nb, \
                  const float *restrict P, const float *restrict Q, float *restrict M, int ldm
 __attribute__((target("avx512f"))) static void aggregate32_avx512(AGG_ARGS)
 {
@@ -252,21 +268,34 @@ static int vec_level(void)
 #endif
 }
 
-void pp_gnn_aggregate_t(int n_nodes, int h, const int *slot_ptr, const int *slot_nb,
-                        const float *P, const float *Q, float *M, int ldm)
+void pp_gnn_aggregate_rows_t(int n_nodes, const int *nodes, int h, const int *slot_ptr,
+                             const int *slot_nb, const float *P, const float *Q, float *M, int ldm)
 {
 #ifdef PP_VEC_KERNELS
     int l = h == 32 ? vec_level() : 0;
     if (l == 2) {
-        aggregate32_avx512(n_nodes, slot_ptr, slot_nb, P, Q, M, ldm);
+        aggregate32_avx512(n_nodes, nodes, slot_ptr, slot_nb, P, Q, M, ldm);
         return;
     }
     if (l == 1) {
-        aggregate32_avx2(n_nodes, slot_ptr, slot_nb, P, Q, M, ldm);
+        aggregate32_avx2(n_nodes, nodes, slot_ptr, slot_nb, P, Q, M, ldm);
         return;
     }
 #endif
-    pp_gnn_op_aggregate(0, n_nodes, h, slot_ptr, slot_nb, P, NULL, Q, NULL, M, NULL, ldm, NULL);
+    if (!nodes) {
+        pp_gnn_op_aggregate(0, n_nodes, h, slot_ptr, slot_nb, P, NULL, Q, NULL, M, NULL, ldm, NULL);
+        return;
+    }
+    /* one node at a time: its slots are absolute indices into slot_nb and Q */
+    for (int t = 0; t < n_nodes; t++)
+        pp_gnn_op_aggregate(0, 1, h, slot_ptr + nodes[t], slot_nb, P, NULL, Q, NULL,
+                            M + (size_t)nodes[t] * ldm, NULL, ldm, NULL);
+}
+
+void pp_gnn_aggregate_t(int n_nodes, int h, const int *slot_ptr, const int *slot_nb,
+                        const float *P, const float *Q, float *M, int ldm)
+{
+    pp_gnn_aggregate_rows_t(n_nodes, NULL, h, slot_ptr, slot_nb, P, Q, M, ldm);
 }
 
 void pp_gnn_relu_pool_t(int n, int h, float *X, int ldx, float *out)
