@@ -551,7 +551,8 @@ static void gnn_forward_cls(const pp_gnn *m, gnn_ws *ws, const gnn_ws *cw, const
                                     out, ldo);
             for (int i = 0; i < N; i++)
                 if (cn[i] != i)
-                    memcpy(out + (size_t)i * ldo, out + (size_t)cn[i] * ldo, (size_t)H * sizeof *out);
+                    memcpy(out + (size_t)i * ldo, out + (size_t)cn[i] * ldo,
+                           (size_t)H * sizeof *out);
             float *cg = ws->cg[l];
             pp_gnn_relu_pool_t(N, H, out, ldo, cg + dg);
             float *gnext = l + 1 < L ? ws->cg[l + 1] : ws->gL;

@@ -1,6 +1,7 @@
 /* graph_gnn/gnn_infer.c: the forward-only linear op that predictions use (pp_gnn_forward_fast):
  * weights transposed once per model so that a row of outputs is a sum of weight rows, four input
- * rows at a time, with accumulators kept in registers (AVX-512 / AVX2 kernels, chosen on first use).
+ * rows at a time, with accumulators kept in registers (AVX-512 / AVX2 kernels, picked on first
+ * use).
  * Matrices here are ~100-200 rows x ~100 x 32: too small for BLAS's packing to pay. Built with
  * -ffp-contract=off, so every clone rounds alike: the same bits on every x86-64 machine (and
  * within float rounding of the BLAS reference, tests/test_gnn_fast.c). */
@@ -230,8 +231,10 @@ int pp_gnn_infer_is_plain(void) { return atomic_load_explicit(&force_plain, memo
                  _mm256_max_ps, _mm256_set1_ps, _mm256_setzero_ps
 #define EXPAND(m, ...) m(__VA_ARGS__)
 
-#define AGG_ARGS int n_nodes, const int *restrict nodes, const int *restrict slot_ptr, const int *restrict slot_nb, \
-                 const float *restrict P, const float *restrict Q, float *restrict M, int ldm
+#define AGG_ARGS                                                                                  \
+    int n_nodes, const int *restrict nodes, const int *restrict slot_ptr,                         \
+        const int *restrict slot_nb, const float *restrict P, const float *restrict Q,            \
+        float *restrict M, int ldm
 __attribute__((target("avx512f"))) static void aggregate32_avx512(AGG_ARGS)
 {
     EXPAND(AGG_KERNEL, AVX512_OPS)

@@ -180,7 +180,8 @@ static void fast_forward_should_give_the_same_bits_with_plain_loops(void **state
 }
 
 /* Aggregate and relu+pool kernels against the portable loops, bit for bit: nodes without slots,
- * repeated neighbours, NaN, infinities and signed zeros (max and relu must pick as a branch does). */
+ * repeated neighbours, NaN, infinities and signed zeros (max and relu must pick as a branch
+ * does). */
 static void aggregate_and_pool_kernels_should_equal_plain_loops_bit_for_bit(void **state)
 {
     (void)state;
