@@ -262,8 +262,11 @@ pp_attr *pp_node_add_attr(pp_graph *g, int node, const char *name, int type)
 
 const pp_attr *pp_node_attr(const pp_node *n, const char *name)
 {
+    /* the first byte first: most names a lookup passes differ there (shape inference and
+     * features ask for each attribute of a node, a dozen calls a node) */
     for (int i = 0; i < n->n_attrs; i++)
-        if (strcmp(n->attrs[i].name, name) == 0) return &n->attrs[i];
+        if (n->attrs[i].name[0] == name[0] && strcmp(n->attrs[i].name, name) == 0)
+            return &n->attrs[i];
     return NULL;
 }
 
