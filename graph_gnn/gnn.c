@@ -258,7 +258,10 @@ typedef struct gnn_ws {
     int *reps;                           /* [L+1][n]: those first nodes, in node order */
     int n_reps[PP_GNN_MAX_LAYERS + 1];
     int *nb_rep;                         /* [S]: slot_nb through cls of the layer */
-    int *htab;                           /* [htab_cap] hash slots: node + 1, 0 when free */
+    int *htab;                           /* [htab_cap] hash slots: node or slot + 1, 0 when free */
+    int *slot_key;                       /* [S]: the first slot alike (direction, edge bits) */
+    int *qreps, n_qreps;                 /* those first slots */
+    unsigned char *slot_dir_of;          /* [S]: 0 in-edge, 1 out-edge */
     int cls_layers;                      /* layers the classes were computed for, -1: none */
     size_t htab_cap;
 } gnn_ws;
@@ -321,7 +324,11 @@ static perfpred_status ws_init(gnn_ws *ws, const pp_gnn *m, int cap_n, int cap_e
     if (!back) {
         size_t levels = (size_t)m->params.layers + 1;
         ws->htab_cap = 16;
-        while (ws->htab_cap < 2 * N) ws->htab_cap *= 2;
+        while (ws->htab_cap < 2 * (N > S ? N : S)) ws->htab_cap *= 2;
+        ws->slot_key = WS_I(S);
+        ws->qreps = WS_I(S);
+        ws->slot_dir_of = pp_arena_array(ws->arena, at_least_1(S), 1);
+        ok = ok && ws->slot_key && ws->qreps && ws->slot_dir_of;
         ws->cls = WS_I(levels * N);
         ws->reps = WS_I(levels * N);
         ws->nb_rep = WS_I(S);
@@ -392,10 +399,10 @@ static void ws_prepare(gnn_ws *ws, const pp_gnn *m, const pp_gnn_graph *s)
  * bits layer after layer; the forward computes each such row once and copies it. Classes are
  * exact, never a hash alone:
  *   level 0:   i ~ j  iff  x_i and x_j are the same bits (then so are their rows of C^0);
+ *   slots:     s ~ t  iff  the same direction and edge-feature bits (then Z, so Q, the same);
  *   level l+1: i ~ j  iff  i ~ j at level l (h^l the same), the same number of slots, and slot
- *              by slot the neighbours alike at level l (P the same), the same direction and edge
- *              features of the same bits (Z, so Q, the same): then m^l, summed in slot order, is
- *              the same bits, and so is h^{l+1}.
+ *              by slot the neighbours alike at level l (P the same) and the slots alike (Q the
+ *              same): then m^l, summed in slot order, is the same bits, and so is h^{l+1}.
  * cls[l][i] is the first node of i's class; reps[l] lists those first nodes. The classes depend
  * on the sample only: the members of an ensemble share them (pp_gnn_fwd_run_member). */
 static uint32_t mix32(uint32_t h, uint32_t v)
@@ -436,14 +443,13 @@ static int same_bits(const float *a, const float *b, int n)
     return 1;
 }
 
-static int same_next(const gnn_ws *ws, const pp_gnn_graph *s, const int *cl, int i, int j)
+static int same_next(const gnn_ws *ws, const int *cl, int i, int j)
 {
     int si = ws->slot_ptr[i], sj = ws->slot_ptr[j], deg = ws->slot_ptr[i + 1] - si;
     if (cl[i] != cl[j] || ws->slot_ptr[j + 1] - sj != deg) return 0;
     for (int k = 0; k < deg; k++)
         if (cl[ws->slot_nb[si + k]] != cl[ws->slot_nb[sj + k]] ||
-            slot_dir(ws, s, i, si + k) != slot_dir(ws, s, j, sj + k) ||
-            !same_bits(slot_feat(ws, s, si + k), slot_feat(ws, s, sj + k), s->n_edge_feat))
+            ws->slot_key[si + k] != ws->slot_key[sj + k])
             return 0;
     return 1;
 }
@@ -453,6 +459,28 @@ static void node_classes(gnn_ws *ws, const pp_gnn *m, const pp_gnn_graph *s)
 {
     int N = ws->n, L = m->params.layers, Fe = s->n_edge_feat;
     size_t mask = ws->htab_cap - 1;
+    /* slots alike for Q: the same direction and edge-feature bits, so the same row of Z */
+    memset(ws->htab, 0, ws->htab_cap * sizeof *ws->htab);
+    ws->n_qreps = 0;
+    for (int i = 0; i < N; i++)
+        for (int sl = ws->slot_ptr[i]; sl < ws->slot_ptr[i + 1]; sl++) {
+            int d = slot_dir(ws, s, i, sl);
+            const float *f = slot_feat(ws, s, sl);
+            size_t at = hash_words(mix32(0x811c9dc5u, (uint32_t)d), f, Fe) & mask;
+            ws->slot_key[sl] = sl;
+            for (; ws->htab[at]; at = (at + 1) & mask) {
+                int j = ws->htab[at] - 1;
+                if (ws->slot_dir_of[j] == d && same_bits(slot_feat(ws, s, j), f, Fe)) {
+                    ws->slot_key[sl] = j;
+                    break;
+                }
+            }
+            if (ws->slot_key[sl] == sl) {
+                ws->htab[at] = sl + 1;
+                ws->qreps[ws->n_qreps++] = sl;
+            }
+            ws->slot_dir_of[sl] = (unsigned char)d;
+        }
     for (int l = 0; l <= L; l++) {
         int *cls = ws->cls + (size_t)l * N, *reps = ws->reps + (size_t)l * N, nr = 0;
         const int *cl = l ? ws->cls + (size_t)(l - 1) * N : NULL;
@@ -464,15 +492,14 @@ static void node_classes(gnn_ws *ws, const pp_gnn *m, const pp_gnn_graph *s)
             } else {
                 h = mix32(0x811c9dc5u, (uint32_t)cl[i]);
                 for (int sl = ws->slot_ptr[i]; sl < ws->slot_ptr[i + 1]; sl++)
-                    h = hash_words(mix32(h, (uint32_t)cl[ws->slot_nb[sl]] * 2u +
-                                                (uint32_t)slot_dir(ws, s, i, sl)),
-                                   slot_feat(ws, s, sl), Fe);
+                    h = mix32(mix32(h, (uint32_t)cl[ws->slot_nb[sl]]),
+                              (uint32_t)ws->slot_key[sl]);
             }
             size_t at = h & mask;
             cls[i] = i;
             for (; ws->htab[at]; at = (at + 1) & mask) {
                 int j = ws->htab[at] - 1;
-                if (l ? same_next(ws, s, cl, i, j) : same_bits(s->x + (size_t)i * s->n_feat,
+                if (l ? same_next(ws, cl, i, j) : same_bits(s->x + (size_t)i * s->n_feat,
                                                                s->x + (size_t)j * s->n_feat,
                                                                s->n_feat)) {
                     cls[i] = j;
@@ -541,10 +568,12 @@ static void gnn_forward_cls(const pp_gnn *m, gnn_ws *ws, const gnn_ws *cw, const
             int nl = cw->n_reps[l], nn = cw->n_reps[l + 1];
             /* P for one node of each level-l class; messages read it through nb_rep */
             pp_gnn_op_linear_rows_t(nl, rl, din, H, C, kc, ws->wt + lo->we, NULL, ws->P, H);
-            fwd_linear(m, ws, S, Fe + 1, H, ws->Z, Fe + 1, lo->we, ke, din, W + lo->be, ws->Q, H);
+            /* Q for one slot of each kind; messages read it through slot_key */
+            pp_gnn_op_linear_rows_t(cw->n_qreps, cw->qreps, Fe + 1, H, ws->Z, Fe + 1,
+                                    ws->wt + lo->we + (size_t)din * H, W + lo->be, ws->Q, H);
             for (int sl = 0; sl < S; sl++) ws->nb_rep[sl] = cl[ws->slot_nb[sl]];
-            pp_gnn_aggregate_rows_t(nn, rn, H, ws->slot_ptr, ws->nb_rep, ws->P, ws->Q, C + din,
-                                    kc);
+            pp_gnn_aggregate_rows_t(nn, rn, H, ws->slot_ptr, ws->nb_rep, cw->slot_key, ws->P,
+                                    ws->Q, C + din, kc);
             fwd_linear(m, ws, 1, dg, H, ws->cg[l], dg, lo->w, kc, din + 2 * H, W + lo->b,
                        ws->bias_g, H);
             pp_gnn_op_linear_rows_t(nn, rn, din + 2 * H, H, C, kc, ws->wt + lo->w, ws->bias_g,

@@ -179,7 +179,8 @@ int pp_gnn_infer_is_plain(void) { return atomic_load_explicit(&force_plain, memo
             }                                                                                     \
             continue;                                                                             \
         }                                                                                         \
-        const float *p = P + (size_t)slot_nb[s0] * 32, *q = Q + (size_t)s0 * 32;                  \
+        const float *p = P + (size_t)slot_nb[s0] * 32;                                            \
+        const float *q = Q + (size_t)(slot_q ? slot_q[s0] : s0) * 32;                             \
         _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) {                                     \
             VT m = ADD(LD(p + v * (W)), LD(q + v * (W)));                                         \
             sum[v] = ADD(ZERO(), m);                                                              \
@@ -187,7 +188,7 @@ int pp_gnn_infer_is_plain(void) { return atomic_load_explicit(&force_plain, memo
         }                                                                                         \
         for (int s = s0 + 1; s < s1; s++) {                                                       \
             p = P + (size_t)slot_nb[s] * 32;                                                      \
-            q = Q + (size_t)s * 32;                                                               \
+            q = Q + (size_t)(slot_q ? slot_q[s] : s) * 32;                                        \
             _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) {                                 \
                 VT m = ADD(LD(p + v * (W)), LD(q + v * (W)));                                     \
                 sum[v] = ADD(sum[v], m);                                                          \
@@ -233,7 +234,8 @@ int pp_gnn_infer_is_plain(void) { return atomic_load_explicit(&force_plain, memo
 
 #define AGG_ARGS                                                                                  \
     int n_nodes, const int *restrict nodes, const int *restrict slot_ptr,                         \
-        const int *restrict slot_nb, const float *restrict P, const float *restrict Q,            \
+        const int *restrict slot_nb, const int *restrict slot_q, const float *restrict P,         \
+        const float *restrict Q,                                                                  \
         float *restrict M, int ldm
 __attribute__((target("avx512f"))) static void aggregate32_avx512(AGG_ARGS)
 {
@@ -272,33 +274,50 @@ static int vec_level(void)
 }
 
 void pp_gnn_aggregate_rows_t(int n_nodes, const int *nodes, int h, const int *slot_ptr,
-                             const int *slot_nb, const float *P, const float *Q, float *M, int ldm)
+                             const int *slot_nb, const int *slot_q, const float *P, const float *Q,
+                             float *M, int ldm)
 {
 #ifdef PP_VEC_KERNELS
     int l = h == 32 ? vec_level() : 0;
     if (l == 2) {
-        aggregate32_avx512(n_nodes, nodes, slot_ptr, slot_nb, P, Q, M, ldm);
+        aggregate32_avx512(n_nodes, nodes, slot_ptr, slot_nb, slot_q, P, Q, M, ldm);
         return;
     }
     if (l == 1) {
-        aggregate32_avx2(n_nodes, nodes, slot_ptr, slot_nb, P, Q, M, ldm);
+        aggregate32_avx2(n_nodes, nodes, slot_ptr, slot_nb, slot_q, P, Q, M, ldm);
         return;
     }
 #endif
-    if (!nodes) {
+    if (!nodes && !slot_q) {
         pp_gnn_op_aggregate(0, n_nodes, h, slot_ptr, slot_nb, P, NULL, Q, NULL, M, NULL, ldm, NULL);
         return;
     }
-    /* one node at a time: its slots are absolute indices into slot_nb and Q */
-    for (int t = 0; t < n_nodes; t++)
-        pp_gnn_op_aggregate(0, 1, h, slot_ptr + nodes[t], slot_nb, P, NULL, Q, NULL,
-                            M + (size_t)nodes[t] * ldm, NULL, ldm, NULL);
+    /* gnn_ops.c's forward, node by node, message s reading Q row slot_q[s] */
+    for (int t = 0; t < n_nodes; t++) {
+        int i = nodes ? nodes[t] : t, s0 = slot_ptr[i], s1 = slot_ptr[i + 1];
+        float *mean = M + (size_t)i * ldm, *mx = mean + h;
+        if (s0 == s1) {
+            memset(mean, 0, (size_t)2 * h * sizeof(float));
+            continue;
+        }
+        for (int s = s0; s < s1; s++) {
+            const float *p = P + (size_t)slot_nb[s] * h;
+            const float *q = Q + (size_t)(slot_q ? slot_q[s] : s) * h;
+            for (int c = 0; c < h; c++) {
+                float v = p[c] + q[c];
+                mean[c] = s == s0 ? 0.0f + v : mean[c] + v;
+                mx[c] = s == s0 ? v : (v > mx[c] ? v : mx[c]);
+            }
+        }
+        float inv = 1.0f / (float)(s1 - s0);
+        for (int c = 0; c < h; c++) mean[c] *= inv;
+    }
 }
 
 void pp_gnn_aggregate_t(int n_nodes, int h, const int *slot_ptr, const int *slot_nb,
                         const float *P, const float *Q, float *M, int ldm)
 {
-    pp_gnn_aggregate_rows_t(n_nodes, NULL, h, slot_ptr, slot_nb, P, Q, M, ldm);
+    pp_gnn_aggregate_rows_t(n_nodes, NULL, h, slot_ptr, slot_nb, NULL, P, Q, M, ldm);
 }
 
 void pp_gnn_relu_pool_t(int n, int h, float *X, int ldx, float *out)

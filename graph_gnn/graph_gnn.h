@@ -315,9 +315,11 @@ void pp_gnn_op_linear_rows_t(int m, const int *rows, int k, int n, const float *
 /* pp_gnn_op_aggregate's forward without argmax (the same bits), vector kernels where h = 32. */
 void pp_gnn_aggregate_t(int n_nodes, int h, const int *slot_ptr, const int *slot_nb,
                         const float *P, const float *Q, float *M, int ldm);
-/* The same for the nodes nodes[0..n_nodes) only (all of [0, n_nodes) for NULL). */
+/* The same for the nodes nodes[0..n_nodes) only (all of [0, n_nodes) for NULL), message s reading
+ * row slot_q[s] of Q (row s for NULL). */
 void pp_gnn_aggregate_rows_t(int n_nodes, const int *nodes, int h, const int *slot_ptr,
-                             const int *slot_nb, const float *P, const float *Q, float *M, int ldm);
+                             const int *slot_nb, const int *slot_q, const float *P, const float *Q,
+                             float *M, int ldm);
 /* X = relu(X) in place, then out = [mean_i X[i] ; max_i X[i]]: pp_gnn_op_relu then pp_gnn_op_pool
  * without argmax, in one pass (the same bits), vector kernels where h = 32. */
 void pp_gnn_relu_pool_t(int n, int h, float *X, int ldx, float *out);
