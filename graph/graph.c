@@ -249,11 +249,15 @@ int pp_graph_add_node_idx(pp_graph *g, const char *name, const char *op_type, co
 pp_attr *pp_node_add_attr(pp_graph *g, int node, const char *name, int type)
 {
     pp_node *n = &g->nodes[node];
-    pp_attr *na = pp_arena_array(g->arena, (size_t)n->n_attrs + 1, sizeof *na);
-    if (!na) return NULL;
-    if (n->n_attrs) memcpy(na, n->attrs, (size_t)n->n_attrs * sizeof *na);
-    n->attrs = na;
-    pp_attr *a = &na[n->n_attrs++];
+    if (n->n_attrs >= n->cap_attrs) { /* grown by doubling: a builder adds them one by one */
+        int cap = n->n_attrs < 4 ? 8 : 2 * n->n_attrs;
+        pp_attr *na = pp_arena_array(g->arena, (size_t)cap, sizeof *na);
+        if (!na) return NULL;
+        if (n->n_attrs) memcpy(na, n->attrs, (size_t)n->n_attrs * sizeof *na);
+        n->attrs = na;
+        n->cap_attrs = cap;
+    }
+    pp_attr *a = &n->attrs[n->n_attrs++];
     a->name = pp_arena_strdup(g->arena, name);
     a->type = type;
     a->t.n = -1;

@@ -133,6 +133,7 @@ typedef struct pp_node {
     int *inputs;             /* tensor indices; -1 for an omitted optional input ("") */
     int *outputs;
     int n_attrs;
+    int cap_attrs;           /* room in attrs that pp_node_add_attr made (0: exactly n_attrs) */
     pp_attr *attrs;
     int unknown_op;          /* treated as element-wise under allow_unknown */
     pp_node_feat feat;

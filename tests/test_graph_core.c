@@ -190,6 +190,49 @@ static void link_should_keep_a_sorted_graph_as_it_is(void **state)
     pp_graph_free(g);
 }
 
+/* Attributes added one by one (the array grows by doubling) keep every earlier one; a node whose
+ * array was sized exactly by its maker (cap_attrs 0, as the ONNX loader leaves it) is copied,
+ * never written past its end. */
+static void add_attr_should_keep_earlier_attributes_as_it_grows(void **state)
+{
+    pp_graph *g = pp_graph_new(NULL);
+    int x = pp_graph_tensor(g, "x"), y = pp_graph_tensor(g, "y");
+    int n = pp_graph_add_node_idx(g, "n", "Custom", "", &x, 1, &y, 1);
+    char name[16];
+    for (int i = 0; i < 20; i++) {
+        snprintf(name, sizeof name, "a%d", i);
+        pp_attr *a = pp_node_add_attr(g, n, name, PP_ATTR_INT);
+        assert_non_null(a);
+        a->i = 100 + i;
+        for (int j = 0; j <= i; j++) {
+            snprintf(name, sizeof name, "a%d", j);
+            assert_int_equal(pp_node_attr_i(&g->nodes[n], name, -1), 100 + j);
+        }
+    }
+    assert_true(g->nodes[n].cap_attrs >= 20);
+    /* an exact array of 2 made elsewhere, then one more through pp_node_add_attr */
+    int m = pp_graph_add_node_idx(g, "m", "Custom", "", &y, 1, NULL, 0);
+    pp_attr *exact = pp_arena_array(g->arena, 3, sizeof *exact); /* 3: a guard after 2 */
+    exact[0].name = "p";
+    exact[0].type = PP_ATTR_INT;
+    exact[0].i = 1;
+    exact[1].name = "q";
+    exact[1].type = PP_ATTR_INT;
+    exact[1].i = 2;
+    exact[2].name = "guard";
+    g->nodes[m].attrs = exact;
+    g->nodes[m].n_attrs = 2;
+    pp_attr *r = pp_node_add_attr(g, m, "r", PP_ATTR_INT);
+    assert_non_null(r);
+    r->i = 3;
+    assert_true(r != &exact[2]);
+    assert_string_equal(exact[2].name, "guard");
+    assert_int_equal(pp_node_attr_i(&g->nodes[m], "p", -1), 1);
+    assert_int_equal(pp_node_attr_i(&g->nodes[m], "q", -1), 2);
+    assert_int_equal(pp_node_attr_i(&g->nodes[m], "r", -1), 3);
+    pp_graph_free(g);
+}
+
 static void tensor_bytes_should_be_unknown_until_all_dims_are(void **state)
 {
     pp_graph *g = pp_graph_new(NULL);
@@ -311,6 +354,7 @@ int main(void)
         cmocka_unit_test(add_node_idx_should_build_what_add_node_builds),
         cmocka_unit_test(reserve_should_keep_tensors_and_nodes_in_place),
         cmocka_unit_test(link_should_keep_a_sorted_graph_as_it_is),
+        cmocka_unit_test(add_attr_should_keep_earlier_attributes_as_it_grows),
         cmocka_unit_test(tensor_bytes_should_be_unknown_until_all_dims_are),
         cmocka_unit_test(parse_dims_should_be_strict),
         cmocka_unit_test(list_items_should_walk_commas),
