@@ -257,10 +257,10 @@ __attribute__((target("avx2"))) static void relu_pool32_avx2(POOL_ARGS)
 }
 #endif
 
+#ifdef PP_VEC_KERNELS
 /* 2 with AVX-512, 1 with AVX2, 0 for the portable loops (or when a test asks for them) */
 static int vec_level(void)
 {
-#ifdef PP_VEC_KERNELS
     static _Atomic int level = -1;
     int l = level;
     if (l < 0) {
@@ -268,10 +268,8 @@ static int vec_level(void)
         level = l = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
     }
     return atomic_load_explicit(&force_plain, memory_order_relaxed) ? 0 : l;
-#else
-    return 0;
-#endif
 }
+#endif
 
 void pp_gnn_aggregate_rows_t(int n_nodes, const int *nodes, int h, const int *slot_ptr,
                              const int *slot_nb, const int *slot_q, const float *P, const float *Q,
