@@ -126,12 +126,9 @@ int pp_bld_ints(pp_bld *b, int n, const int64_t *v)
 int pp_bld_node(pp_bld *b, const char *op_type, const int *in, int n_in)
 {
     if (b->st) return -1;
-    const char *in_names[8];
     if (n_in < 1 || n_in > 8) return bld_fail(b, PERFPRED_ERR_INTERNAL, "bad input count");
-    for (int i = 0; i < n_in; i++) {
+    for (int i = 0; i < n_in; i++)
         if (in[i] < 0) return bld_fail(b, PERFPRED_ERR_INTERNAL, "missing input tensor");
-        in_names[i] = b->g->tensors[in[i]].name;
-    }
     int y = bld_new_tensor(b, "t");
     if (y < 0) return -1;
     char node_name[BLD_NAME];
@@ -140,8 +137,7 @@ int pp_bld_node(pp_bld *b, const char *op_type, const int *in, int n_in)
     off = cat_str(node_name, sizeof node_name, off, op_type);
     off = cat_str(node_name, sizeof node_name, off, "_");
     cat_uint(node_name, sizeof node_name, off, (unsigned)b->counter++);
-    const char *out_names[1] = {b->g->tensors[y].name};
-    if (pp_graph_add_node(b->g, node_name, op_type, "", in_names, n_in, out_names, 1) < 0)
+    if (pp_graph_add_node_idx(b->g, node_name, op_type, "", in, n_in, &y, 1) < 0)
         return bld_fail(b, PERFPRED_ERR_NOMEM, "out of memory");
     return y;
 }
@@ -514,6 +510,14 @@ perfpred_status pp_build_nb201(const pp_nb201_arch *a, const pp_nb201_opts *o, p
                           path);
     pp_bld b;
     int x = pp_bld_begin(&b, path, o->batch, o->in_channels, o->height, o->width, err);
+    /* room for the whole network up front, so that building it moves no array: at most 9
+     * tensors and 4 nodes an edge (Relu, Conv + weight, BN + 4 weights, Add), 40 and 16 a
+     * reduction block, 40 and 12 for the stem and head */
+    int n_cells = 3 * o->cells_per_stage;
+    if (x >= 0 && o->cells_per_stage <= 10000 &&
+        pp_graph_reserve(b.g, 1 + 40 + n_cells * PP_NB201_EDGES * 9 + 2 * 40,
+                         12 + n_cells * PP_NB201_EDGES * 4 + 2 * 16))
+        bld_fail(&b, PERFPRED_ERR_NOMEM, "out of memory");
     int64_t C = o->channels;
     b.scope = "stem";
     x = pp_bld_bn(&b, pp_bld_conv(&b, x, o->in_channels, C, 3, 1, 1, 1, 0), C);

@@ -812,13 +812,29 @@ uint32_t pp_op_code(const char *op_type)
     return h & 0xFFFFFFu;
 }
 
-static float lg1p(double x) { return x > 0 ? (float)log2(1.0 + x) : 0.0f; }
+/* log2(1 + v) for the small whole numbers most fields hold (channels, sizes, batch), computed once
+ * by the same expression: a table lookup instead of a log2 call, the same bits */
+#define LG1P_TABLE 4096
+static float lg1p_table[LG1P_TABLE];
+static pthread_once_t lg1p_once = PTHREAD_ONCE_INIT;
+
+static void lg1p_build(void)
+{
+    for (int v = 1; v < LG1P_TABLE; v++) lg1p_table[v] = (float)log2(1.0 + (double)v);
+}
+
+static float lg1p(double x)
+{
+    if (x > 0 && x < LG1P_TABLE && x == (double)(int)x) return lg1p_table[(int)x];
+    return x > 0 ? (float)log2(1.0 + x) : 0.0f;
+}
 
 /* Sizes enter as log2(1+x) so that one regressor spans tiny and huge layers; window attributes
  * enter raw (they are small integers); fields a kind does not use are 0. */
 int pp_feat_vector(const pp_node_feat *f, float out[PP_FEATVEC_LEN])
 {
     if (!f || !out) return -1;
+    pthread_once(&lg1p_once, lg1p_build);
     int i = 0;
     out[i++] = lg1p(f->macs);
     out[i++] = lg1p(f->flops);

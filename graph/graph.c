@@ -2,6 +2,8 @@
  * and linking: producers, dangling names, duplicate producers, cycles, topological order. */
 #include "graph/graph.h"
 
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -118,19 +120,47 @@ int pp_graph_find(const pp_graph *g, const char *name)
     return -1;
 }
 
-int pp_graph_tensor(pp_graph *g, const char *name)
+/* Room for n_tensors tensors (the index at most half full) and n_nodes nodes. */
+static int reserve(pp_graph *g, int n_tensors, int n_nodes)
 {
-    int i = pp_graph_find(g, name);
-    if (i >= 0) return i;
     name_index *ix = g->index;
-    if ((size_t)(g->n_tensors + 1) * 2 > ix->cap && index_grow(g)) return -1;
-    if (g->n_tensors == g->cap_tensors) {
-        int nc = g->cap_tensors ? g->cap_tensors * 2 : 64;
-        pp_tensor *nt = realloc(g->tensors, (size_t)nc * sizeof *nt);
+    while ((size_t)n_tensors * 2 > ix->cap)
+        if (index_grow(g)) return -1;
+    if (n_tensors > g->cap_tensors) {
+        pp_tensor *nt = realloc(g->tensors, (size_t)n_tensors * sizeof *nt);
         if (!nt) return -1;
         g->tensors = nt;
-        g->cap_tensors = nc;
+        g->cap_tensors = n_tensors;
     }
+    if (n_nodes > g->cap_nodes) {
+        pp_node *nn = realloc(g->nodes, (size_t)n_nodes * sizeof *nn);
+        if (!nn) return -1;
+        g->nodes = nn;
+        g->cap_nodes = n_nodes;
+    }
+    return 0;
+}
+
+int pp_graph_reserve(pp_graph *g, int n_tensors, int n_nodes)
+{
+    if (n_tensors < 0 || n_nodes < 0 || n_tensors > INT32_MAX / 2) return -1;
+    return reserve(g, n_tensors, n_nodes);
+}
+
+int pp_graph_tensor(pp_graph *g, const char *name)
+{
+    name_index *ix = g->index;
+    if ((size_t)(g->n_tensors + 1) * 2 > ix->cap && index_grow(g)) return -1;
+    /* one probe: the tensor called name, or the free slot where it goes */
+    size_t h = fnv1a(name) & (ix->cap - 1);
+    while (ix->slots[h]) {
+        int i = ix->slots[h] - 1;
+        if (strcmp(g->tensors[i].name, name) == 0) return i;
+        h = (h + 1) & (ix->cap - 1);
+    }
+    if (g->n_tensors == g->cap_tensors &&
+        reserve(g, g->cap_tensors ? g->cap_tensors * 2 : 64, g->cap_nodes))
+        return -1;
     pp_tensor *t = &g->tensors[g->n_tensors];
     memset(t, 0, sizeof *t);
     t->name = pp_arena_strdup(g->arena, name);
@@ -138,25 +168,19 @@ int pp_graph_tensor(pp_graph *g, const char *name)
     t->rank = -1;
     t->producer = -1;
     for (int d = 0; d < PP_MAX_RANK; d++) t->dims[d] = -1;
-    i = g->n_tensors++;
-    size_t h = fnv1a(name) & (ix->cap - 1);
-    while (ix->slots[h]) h = (h + 1) & (ix->cap - 1);
+    int i = g->n_tensors++;
     ix->slots[h] = i + 1;
     return i;
 }
 
-int pp_graph_add_node(pp_graph *g, const char *name, const char *op_type, const char *domain,
-                      const char *const *inputs, int n_inputs, const char *const *outputs,
-                      int n_outputs)
+/* A new node at the end with room for its inputs and outputs (not yet counted); -1 on OOM. */
+static int node_append(pp_graph *g, const char *name, const char *op_type, const char *domain,
+                       int n_inputs, int n_outputs)
 {
     if (n_inputs < 0 || n_outputs < 0) return -1;
-    if (g->n_nodes == g->cap_nodes) {
-        int nc = g->cap_nodes ? g->cap_nodes * 2 : 64;
-        pp_node *nn = realloc(g->nodes, (size_t)nc * sizeof *nn);
-        if (!nn) return -1;
-        g->nodes = nn;
-        g->cap_nodes = nc;
-    }
+    if (g->n_nodes == g->cap_nodes &&
+        reserve(g, g->cap_tensors, g->cap_nodes ? g->cap_nodes * 2 : 64))
+        return -1;
     int idx = g->n_nodes;
     pp_node *n = &g->nodes[idx];
     memset(n, 0, sizeof *n);
@@ -172,6 +196,16 @@ int pp_graph_add_node(pp_graph *g, const char *name, const char *op_type, const 
     n->inputs = pp_arena_array(g->arena, (size_t)n_inputs + 1, sizeof(int));
     n->outputs = pp_arena_array(g->arena, (size_t)n_outputs + 1, sizeof(int));
     if (!n->op_type || !n->domain || !n->name || !n->inputs || !n->outputs) return -1;
+    return idx;
+}
+
+int pp_graph_add_node(pp_graph *g, const char *name, const char *op_type, const char *domain,
+                      const char *const *inputs, int n_inputs, const char *const *outputs,
+                      int n_outputs)
+{
+    int idx = node_append(g, name, op_type, domain, n_inputs, n_outputs);
+    if (idx < 0) return -1;
+    pp_node *n = &g->nodes[idx];
     for (int i = 0; i < n_inputs; i++) {
         if (!inputs[i] || !inputs[i][0]) {
             n->inputs[i] = -1;
@@ -194,14 +228,36 @@ int pp_graph_add_node(pp_graph *g, const char *name, const char *op_type, const 
     return idx;
 }
 
+int pp_graph_add_node_idx(pp_graph *g, const char *name, const char *op_type, const char *domain,
+                          const int *inputs, int n_inputs, const int *outputs, int n_outputs)
+{
+    for (int i = 0; i < n_inputs; i++)
+        if (inputs[i] < -1 || inputs[i] >= g->n_tensors) return -1;
+    for (int i = 0; i < n_outputs; i++)
+        if (outputs[i] < -1 || outputs[i] >= g->n_tensors) return -1;
+    int idx = node_append(g, name, op_type, domain, n_inputs, n_outputs);
+    if (idx < 0) return -1;
+    pp_node *n = &g->nodes[idx];
+    if (n_inputs) memcpy(n->inputs, inputs, (size_t)n_inputs * sizeof *inputs);
+    if (n_outputs) memcpy(n->outputs, outputs, (size_t)n_outputs * sizeof *outputs);
+    n->n_inputs = n_inputs;
+    n->n_outputs = n_outputs;
+    g->n_nodes++;
+    return idx;
+}
+
 pp_attr *pp_node_add_attr(pp_graph *g, int node, const char *name, int type)
 {
     pp_node *n = &g->nodes[node];
-    pp_attr *na = pp_arena_array(g->arena, (size_t)n->n_attrs + 1, sizeof *na);
-    if (!na) return NULL;
-    if (n->n_attrs) memcpy(na, n->attrs, (size_t)n->n_attrs * sizeof *na);
-    n->attrs = na;
-    pp_attr *a = &na[n->n_attrs++];
+    if (n->n_attrs >= n->cap_attrs) { /* grown by doubling: a builder adds them one by one */
+        int cap = n->n_attrs < 4 ? 8 : 2 * n->n_attrs;
+        pp_attr *na = pp_arena_array(g->arena, (size_t)cap, sizeof *na);
+        if (!na) return NULL;
+        if (n->n_attrs) memcpy(na, n->attrs, (size_t)n->n_attrs * sizeof *na);
+        n->attrs = na;
+        n->cap_attrs = cap;
+    }
+    pp_attr *a = &n->attrs[n->n_attrs++];
     a->name = pp_arena_strdup(g->arena, name);
     a->type = type;
     a->t.n = -1;
@@ -210,8 +266,11 @@ pp_attr *pp_node_add_attr(pp_graph *g, int node, const char *name, int type)
 
 const pp_attr *pp_node_attr(const pp_node *n, const char *name)
 {
+    /* the first byte first: most names a lookup passes differ there (shape inference and
+     * features ask for each attribute of a node, a dozen calls a node) */
     for (int i = 0; i < n->n_attrs; i++)
-        if (strcmp(n->attrs[i].name, name) == 0) return &n->attrs[i];
+        if (n->attrs[i].name[0] == name[0] && strcmp(n->attrs[i].name, name) == 0)
+            return &n->attrs[i];
     return NULL;
 }
 
@@ -364,8 +423,11 @@ perfpred_status pp_graph_link(pp_graph *g, pp_err *err)
                         g->nodes[culprit].name, g->nodes[culprit].op_type);
         goto done;
     }
-    /* permute nodes into topological order and renumber producers */
-    {
+    /* permute nodes into topological order and renumber producers (builders' graphs and
+     * exported ones usually come sorted: nothing to move then) */
+    int sorted_already = 1;
+    for (int i = 0; i < nn && sorted_already; i++) sorted_already = order[i] == i;
+    if (!sorted_already) {
         pp_node *sorted = malloc(((size_t)nn + 1) * sizeof *sorted);
         if (!sorted) {
             st = pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory while sorting", g->path);

@@ -133,6 +133,7 @@ typedef struct pp_node {
     int *inputs;             /* tensor indices; -1 for an omitted optional input ("") */
     int *outputs;
     int n_attrs;
+    int cap_attrs;           /* room in attrs that pp_node_add_attr made (0: exactly n_attrs) */
     pp_attr *attrs;
     int unknown_op;          /* treated as element-wise under allow_unknown */
     pp_node_feat feat;
@@ -176,6 +177,13 @@ int pp_graph_find(const pp_graph *g, const char *name);  /* -1 if absent */
 int pp_graph_add_node(pp_graph *g, const char *name, const char *op_type, const char *domain,
                       const char *const *inputs, int n_inputs, const char *const *outputs,
                       int n_outputs);
+/* The same with tensor indices (-1 = omitted optional input) for builders that hold them; -1 on
+ * OOM or an index that names no tensor. */
+int pp_graph_add_node_idx(pp_graph *g, const char *name, const char *op_type, const char *domain,
+                          const int *inputs, int n_inputs, const int *outputs, int n_outputs);
+/* Room for n_tensors tensors and n_nodes nodes in all, so that building up to them moves nothing
+ * (a builder that knows its size saves the copies of growing). 0, or -1 on OOM. */
+int pp_graph_reserve(pp_graph *g, int n_tensors, int n_nodes);
 pp_attr *pp_node_add_attr(pp_graph *g, int node, const char *name, int type);
 const pp_attr *pp_node_attr(const pp_node *n, const char *name); /* NULL if absent */
 int64_t pp_node_attr_i(const pp_node *n, const char *name, int64_t dflt);

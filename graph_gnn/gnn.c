@@ -253,6 +253,17 @@ typedef struct gnn_ws {
     float *P, *dP, *Q, *dQ;              /* [n][H], [S][H] */
     const float *wt;                     /* forward-only predictions: transposed weights, else NULL */
     float *bias_g;                       /* [H] forward-only: b + g^l W[:, g block]^T */
+    /* forward-only: nodes whose rows are the same bits at level l (see node_classes) */
+    int *cls;                            /* [L+1][n]: the first node of i's class at level l */
+    int *reps;                           /* [L+1][n]: those first nodes, in node order */
+    int n_reps[PP_GNN_MAX_LAYERS + 1];
+    int *nb_rep;                         /* [S]: slot_nb through cls of the layer */
+    int *htab;                           /* [htab_cap] hash slots: node or slot + 1, 0 when free */
+    int *slot_key;                       /* [S]: the first slot alike (direction, edge bits) */
+    int *qreps, n_qreps;                 /* those first slots */
+    unsigned char *slot_dir_of;          /* [S]: 0 in-edge, 1 out-edge */
+    int cls_layers;                      /* layers the classes were computed for, -1: none */
+    size_t htab_cap;
 } gnn_ws;
 
 static void ws_free(gnn_ws *ws)
@@ -309,6 +320,21 @@ static perfpred_status ws_init(gnn_ws *ws, const pp_gnn *m, int cap_n, int cap_e
     ws->dQ = back ? WS_F(S * H) : NULL;
     ok = ok && ws->hL && ws->gL && ws->bias_g && ws->r && ws->P && ws->Q &&
          (!back || (ws->dhL && ws->dgL && ws->dr && ws->dP && ws->dQ));
+    ws->cls_layers = -1;
+    if (!back) {
+        size_t levels = (size_t)m->params.layers + 1;
+        ws->htab_cap = 16;
+        while (ws->htab_cap < 2 * (N > S ? N : S)) ws->htab_cap *= 2;
+        ws->slot_key = WS_I(S);
+        ws->qreps = WS_I(S);
+        ws->slot_dir_of = pp_arena_array(ws->arena, at_least_1(S), 1);
+        ok = ok && ws->slot_key && ws->qreps && ws->slot_dir_of;
+        ws->cls = WS_I(levels * N);
+        ws->reps = WS_I(levels * N);
+        ws->nb_rep = WS_I(S);
+        ws->htab = WS_I(ws->htab_cap);
+        ok = ok && ws->cls && ws->reps && ws->nb_rep && ws->htab;
+    }
     for (int t = 0; t < m->n_targets && ok; t++) {
         ws->a[t] = WS_F(H);
         ws->da[t] = back ? WS_F(H) : NULL;
@@ -368,6 +394,127 @@ static void ws_prepare(gnn_ws *ws, const pp_gnn *m, const pp_gnn_graph *s)
     }
 }
 
+/* ---- forward only: rows that are the same bits ----
+ * Repeated blocks (the cells of a stage, a ResNet's blocks) give nodes whose rows are the same
+ * bits layer after layer; the forward computes each such row once and copies it. Classes are
+ * exact, never a hash alone:
+ *   level 0:   i ~ j  iff  x_i and x_j are the same bits (then so are their rows of C^0);
+ *   slots:     s ~ t  iff  the same direction and edge-feature bits (then Z, so Q, the same);
+ *   level l+1: i ~ j  iff  i ~ j at level l (h^l the same), the same number of slots, and slot
+ *              by slot the neighbours alike at level l (P the same) and the slots alike (Q the
+ *              same): then m^l, summed in slot order, is the same bits, and so is h^{l+1}.
+ * cls[l][i] is the first node of i's class; reps[l] lists those first nodes. The classes depend
+ * on the sample only: the members of an ensemble share them (pp_gnn_fwd_run_member). */
+static uint32_t mix32(uint32_t h, uint32_t v)
+{
+    h = (h ^ v) * 0x9e3779b1u;
+    return h ^ (h >> 15);
+}
+
+static uint32_t hash_words(uint32_t h, const float *f, int n)
+{
+    for (int c = 0; c < n; c++) {
+        uint32_t v;
+        memcpy(&v, &f[c], sizeof v);
+        h = mix32(h, v);
+    }
+    return h;
+}
+
+/* slot sl's edge features as the sample has them, and its direction (0 in, 1 out) */
+static const float *slot_feat(const gnn_ws *ws, const pp_gnn_graph *s, int sl)
+{
+    return s->edge_feat + (size_t)ws->slot_edge[sl] * s->n_edge_feat;
+}
+
+static int slot_dir(const gnn_ws *ws, const pp_gnn_graph *s, int i, int sl)
+{
+    return sl >= ws->slot_ptr[i] + (s->row_ptr[i + 1] - s->row_ptr[i]);
+}
+
+static int same_bits(const float *a, const float *b, int n)
+{
+    for (int c = 0; c < n; c++) {
+        uint32_t u, v;
+        memcpy(&u, &a[c], sizeof u);
+        memcpy(&v, &b[c], sizeof v);
+        if (u != v) return 0;
+    }
+    return 1;
+}
+
+static int same_next(const gnn_ws *ws, const int *cl, int i, int j)
+{
+    int si = ws->slot_ptr[i], sj = ws->slot_ptr[j], deg = ws->slot_ptr[i + 1] - si;
+    if (cl[i] != cl[j] || ws->slot_ptr[j + 1] - sj != deg) return 0;
+    for (int k = 0; k < deg; k++)
+        if (cl[ws->slot_nb[si + k]] != cl[ws->slot_nb[sj + k]] ||
+            ws->slot_key[si + k] != ws->slot_key[sj + k])
+            return 0;
+    return 1;
+}
+
+/* From the sample alone (x, edge features, slot order): the same classes for every member. */
+static void node_classes(gnn_ws *ws, const pp_gnn *m, const pp_gnn_graph *s)
+{
+    int N = ws->n, L = m->params.layers, Fe = s->n_edge_feat;
+    size_t mask = ws->htab_cap - 1;
+    /* slots alike for Q: the same direction and edge-feature bits, so the same row of Z */
+    memset(ws->htab, 0, ws->htab_cap * sizeof *ws->htab);
+    ws->n_qreps = 0;
+    for (int i = 0; i < N; i++)
+        for (int sl = ws->slot_ptr[i]; sl < ws->slot_ptr[i + 1]; sl++) {
+            int d = slot_dir(ws, s, i, sl);
+            const float *f = slot_feat(ws, s, sl);
+            size_t at = hash_words(mix32(0x811c9dc5u, (uint32_t)d), f, Fe) & mask;
+            ws->slot_key[sl] = sl;
+            for (; ws->htab[at]; at = (at + 1) & mask) {
+                int j = ws->htab[at] - 1;
+                if (ws->slot_dir_of[j] == d && same_bits(slot_feat(ws, s, j), f, Fe)) {
+                    ws->slot_key[sl] = j;
+                    break;
+                }
+            }
+            if (ws->slot_key[sl] == sl) {
+                ws->htab[at] = sl + 1;
+                ws->qreps[ws->n_qreps++] = sl;
+            }
+            ws->slot_dir_of[sl] = (unsigned char)d;
+        }
+    for (int l = 0; l <= L; l++) {
+        int *cls = ws->cls + (size_t)l * N, *reps = ws->reps + (size_t)l * N, nr = 0;
+        const int *cl = l ? ws->cls + (size_t)(l - 1) * N : NULL;
+        memset(ws->htab, 0, ws->htab_cap * sizeof *ws->htab);
+        for (int i = 0; i < N; i++) {
+            uint32_t h;
+            if (!l) {
+                h = hash_words(0x811c9dc5u, s->x + (size_t)i * s->n_feat, s->n_feat);
+            } else {
+                h = mix32(0x811c9dc5u, (uint32_t)cl[i]);
+                for (int sl = ws->slot_ptr[i]; sl < ws->slot_ptr[i + 1]; sl++)
+                    h = mix32(mix32(h, (uint32_t)cl[ws->slot_nb[sl]]),
+                              (uint32_t)ws->slot_key[sl]);
+            }
+            size_t at = h & mask;
+            cls[i] = i;
+            for (; ws->htab[at]; at = (at + 1) & mask) {
+                int j = ws->htab[at] - 1;
+                if (l ? same_next(ws, cl, i, j) : same_bits(s->x + (size_t)i * s->n_feat,
+                                                               s->x + (size_t)j * s->n_feat,
+                                                               s->n_feat)) {
+                    cls[i] = j;
+                    break;
+                }
+            }
+            if (cls[i] == i) {
+                ws->htab[at] = i + 1;
+                reps[nr++] = i;
+            }
+        }
+        ws->n_reps[l] = nr;
+    }
+}
+
 /* Forward over one prepared graph; leaves the standardized outputs in ws->o.
  *   C^0[:, 0:F] = (X - x_mean) / x_std,  g^0 = (u - u_mean) / u_std
  *   per layer: P = h^l W_e[:, :din]^T,  Q = Z W_e[:, din:]^T + b_e,  m = aggregate(P, Q),
@@ -380,21 +527,32 @@ static void fwd_linear(const pp_gnn *m, const gnn_ws *ws, int rows, int k, int n
                        int ldx, size_t off, int ldw, int col0, const float *b, float *y, int ldy)
 {
     if (ws->wt)
-        pp_gnn_op_linear_t(rows, k, n, x, ldx, ws->wt + off + (size_t)col0 * n, b, y, ldy);
+        pp_gnn_op_linear_rows_t(rows, NULL, k, n, x, ldx, ws->wt + off + (size_t)col0 * n, b, y,
+                                ldy);
     else
         pp_gnn_op_linear(0, rows, k, n, x, NULL, ldx, m->w + off + col0, NULL, ldw, b, NULL, y,
                          NULL, ldy);
 }
 
-static void gnn_forward_ws(const pp_gnn *m, gnn_ws *ws, const pp_gnn_graph *s)
+/* cw: the workspace whose node classes a forward-only pass uses (ws itself: computed here). */
+static void gnn_forward_cls(const pp_gnn *m, gnn_ws *ws, const gnn_ws *cw, const pp_gnn_graph *s)
 {
     int N = ws->n, S = ws->S, H = m->params.hidden, L = m->params.layers, F = m->n_feat;
     int Fe = m->n_edge_feat, G = m->n_globals;
     const float *W = m->w;
     int kc0 = kc_of(m, 0), fwd_only = ws->wt != NULL;
+    /* forward only: rows computed once per class of equal rows (node_classes), then copied */
+    int dedup = fwd_only && !pp_gnn_infer_is_plain();
+    if (dedup && cw == ws) node_classes(ws, m, s);
+    if (cw == ws) ws->cls_layers = dedup ? L : -1;
+    const int *c0 = dedup ? cw->cls : NULL; /* rows of equal x: standardized once, copied */
     for (int i = 0; i < N; i++) {
         const float *xi = s->x + (size_t)i * F;
         float *ci = ws->C[0] + (size_t)i * kc0;
+        if (c0 && c0[i] != i) {
+            memcpy(ci, ws->C[0] + (size_t)c0[i] * kc0, (size_t)F * sizeof *ci);
+            continue;
+        }
         for (int c = 0; c < F; c++) ci[c] = (xi[c] - m->x_mean[c]) / m->x_std[c];
     }
     for (int c = 0; c < G; c++) ws->cg[0][c] = (s->globals[c] - m->u_mean[c]) / m->u_std[c];
@@ -402,12 +560,43 @@ static void gnn_forward_ws(const pp_gnn *m, gnn_ws *ws, const pp_gnn_graph *s)
         const pp_gnn_layer_off *lo = &m->layer[l];
         int din = lo->din, dg = lo->dg, kc = kc_of(m, l), ke = din + Fe + 1;
         float *C = ws->C[l];
-        fwd_linear(m, ws, N, din, H, C, kc, lo->we, ke, 0, NULL, ws->P, H);
-        fwd_linear(m, ws, S, Fe + 1, H, ws->Z, Fe + 1, lo->we, ke, din, W + lo->be, ws->Q, H);
-        pp_gnn_op_aggregate(0, N, H, ws->slot_ptr, ws->slot_nb, ws->P, NULL, ws->Q, NULL, C + din,
-                            NULL, kc, fwd_only ? NULL : ws->am[l]);
         float *out = l + 1 < L ? ws->C[l + 1] : ws->hL;
         int ldo = l + 1 < L ? kc_of(m, l + 1) : H;
+        if (dedup) {
+            const int *cl = cw->cls + (size_t)l * N, *cn = cw->cls + (size_t)(l + 1) * N;
+            const int *rl = cw->reps + (size_t)l * N, *rn = cw->reps + (size_t)(l + 1) * N;
+            int nl = cw->n_reps[l], nn = cw->n_reps[l + 1];
+            /* P for one node of each level-l class; messages read it through nb_rep */
+            pp_gnn_op_linear_rows_t(nl, rl, din, H, C, kc, ws->wt + lo->we, NULL, ws->P, H);
+            /* Q for one slot of each kind; messages read it through slot_key */
+            pp_gnn_op_linear_rows_t(cw->n_qreps, cw->qreps, Fe + 1, H, ws->Z, Fe + 1,
+                                    ws->wt + lo->we + (size_t)din * H, W + lo->be, ws->Q, H);
+            for (int sl = 0; sl < S; sl++) ws->nb_rep[sl] = cl[ws->slot_nb[sl]];
+            pp_gnn_aggregate_rows_t(nn, rn, H, ws->slot_ptr, ws->nb_rep, cw->slot_key, ws->P,
+                                    ws->Q, C + din, kc);
+            fwd_linear(m, ws, 1, dg, H, ws->cg[l], dg, lo->w, kc, din + 2 * H, W + lo->b,
+                       ws->bias_g, H);
+            pp_gnn_op_linear_rows_t(nn, rn, din + 2 * H, H, C, kc, ws->wt + lo->w, ws->bias_g,
+                                    out, ldo);
+            for (int i = 0; i < N; i++)
+                if (cn[i] != i)
+                    memcpy(out + (size_t)i * ldo, out + (size_t)cn[i] * ldo,
+                           (size_t)H * sizeof *out);
+            float *cg = ws->cg[l];
+            pp_gnn_relu_pool_t(N, H, out, ldo, cg + dg);
+            float *gnext = l + 1 < L ? ws->cg[l + 1] : ws->gL;
+            fwd_linear(m, ws, 1, dg + 2 * H, H, cg, dg + 2 * H, lo->wg, dg + 2 * H, 0, W + lo->bg,
+                       gnext, H);
+            pp_gnn_op_relu(0, 1, H, gnext, NULL, H);
+            continue;
+        }
+        fwd_linear(m, ws, N, din, H, C, kc, lo->we, ke, 0, NULL, ws->P, H);
+        fwd_linear(m, ws, S, Fe + 1, H, ws->Z, Fe + 1, lo->we, ke, din, W + lo->be, ws->Q, H);
+        if (fwd_only)
+            pp_gnn_aggregate_t(N, H, ws->slot_ptr, ws->slot_nb, ws->P, ws->Q, C + din, kc);
+        else
+            pp_gnn_op_aggregate(0, N, H, ws->slot_ptr, ws->slot_nb, ws->P, NULL, ws->Q, NULL,
+                                C + din, NULL, kc, ws->am[l]);
         if (fwd_only) {
             /* the g block is the same in every row: its product joins the bias once */
             fwd_linear(m, ws, 1, dg, H, ws->cg[l], dg, lo->w, kc, din + 2 * H, W + lo->b,
@@ -417,9 +606,13 @@ static void gnn_forward_ws(const pp_gnn *m, gnn_ws *ws, const pp_gnn_graph *s)
             pp_gnn_op_broadcast(0, N, dg, ws->cg[l], NULL, C + din + 2 * H, NULL, kc);
             fwd_linear(m, ws, N, kc, H, C, kc, lo->w, kc, 0, W + lo->b, out, ldo);
         }
-        pp_gnn_op_relu(0, N, H, out, NULL, ldo);
         float *cg = ws->cg[l];
-        pp_gnn_op_pool(0, N, H, out, NULL, ldo, cg + dg, NULL, fwd_only ? NULL : ws->pam[l]);
+        if (fwd_only) {
+            pp_gnn_relu_pool_t(N, H, out, ldo, cg + dg);
+        } else {
+            pp_gnn_op_relu(0, N, H, out, NULL, ldo);
+            pp_gnn_op_pool(0, N, H, out, NULL, ldo, cg + dg, NULL, ws->pam[l]);
+        }
         float *gnext = l + 1 < L ? ws->cg[l + 1] : ws->gL;
         fwd_linear(m, ws, 1, dg + 2 * H, H, cg, dg + 2 * H, lo->wg, dg + 2 * H, 0, W + lo->bg,
                    gnext, H);
@@ -434,6 +627,11 @@ static void gnn_forward_ws(const pp_gnn *m, gnn_ws *ws, const pp_gnn_graph *s)
         pp_gnn_op_relu(0, 1, H, ws->a[t], NULL, H);
         fwd_linear(m, ws, 1, H, 1, ws->a[t], H, ho->w2, H, 0, W + ho->b2, &ws->o[t], 1);
     }
+}
+
+static void gnn_forward_ws(const pp_gnn *m, gnn_ws *ws, const pp_gnn_graph *s)
+{
+    gnn_forward_cls(m, ws, ws, s);
 }
 
 /* Backward of gnn_forward_ws for dL/do = ws->d_o, accumulating into m->grad, in reverse order:
@@ -504,6 +702,9 @@ static void gnn_backward_ws(pp_gnn *m, gnn_ws *ws)
 
 /* --------------------------------------------------------------- sample checks ---- */
 
+static perfpred_status check_widths(const pp_gnn *m, const pp_gnn_graph *s, const char *what,
+                                    pp_err *err);
+
 static perfpred_status check_sample_dims(const pp_gnn *m, const pp_gnn_graph *s, int idx,
                                          pp_err *err)
 {
@@ -514,6 +715,12 @@ static perfpred_status check_sample_dims(const pp_gnn *m, const pp_gnn_graph *s,
         snprintf(what, sizeof what, "gnn sample");
     perfpred_status st = pp_gnn_graph_check(s, what, err);
     if (st) return st;
+    return check_widths(m, s, what, err);
+}
+
+static perfpred_status check_widths(const pp_gnn *m, const pp_gnn_graph *s, const char *what,
+                                    pp_err *err)
+{
     if (s->n_feat != m->n_feat || s->n_edge_feat != m->n_edge_feat || s->n_globals != m->n_globals)
         return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
                           "%s: widths F=%d Fe=%d G=%d, the model wants F=%d Fe=%d G=%d", what,
@@ -599,9 +806,22 @@ perfpred_status pp_gnn_fwd_run(const pp_gnn *m, pp_gnn_fwd *f, const pp_gnn_grap
 {
     perfpred_status st = check_sample_dims(m, s, -1, err);
     if (st) return st;
+    return pp_gnn_fwd_run_member(m, f, NULL, s, out, err);
+}
+
+perfpred_status pp_gnn_fwd_run_member(const pp_gnn *m, pp_gnn_fwd *f, const pp_gnn_fwd *first,
+                                      const pp_gnn_graph *s, double *out, pp_err *err)
+{
+    perfpred_status st = check_widths(m, s, "gnn sample", err);
+    if (st) return st;
     PP_ASSERT(pp_gnn_fwd_fits(f, s));
     ws_prepare(&f->ws, m, s);
-    gnn_forward_ws(m, &f->ws, s);
+    /* the first member's classes, when it ran on s with as many layers and kept them */
+    const gnn_ws *cw = &f->ws;
+    if (first && first != f && first->ws.wt && f->ws.wt && first->ws.n == s->n_nodes &&
+        first->ws.cls_layers == m->params.layers)
+        cw = &first->ws;
+    gnn_forward_cls(m, &f->ws, cw, s);
     for (int t = 0; t < m->n_targets; t++)
         out[t] = (double)m->y_mean[t] + (double)m->y_std[t] * (double)f->ws.o[t];
     return PERFPRED_OK;

@@ -151,7 +151,11 @@ perfpred_status pp_gnn_forward_fast(const pp_gnn *m, const pp_gnn_graph *s, doub
                             q->n_targets, m->n_targets);
             break;
         }
-        if ((st = pp_gnn_fwd_run(q, w->f[n], s, n ? o : out, err))) break;
+        /* the sample's arrays are checked once, by the first member; the others check widths
+         * and take the first's classes of equal rows */
+        st = n ? pp_gnn_fwd_run_member(q, w->f[n], w->f[0], s, o, err)
+               : pp_gnn_fwd_run(q, w->f[n], s, out, err);
+        if (st) break;
         for (int t = 0; t < m->n_targets; t++) {
             if (!n) {
                 if (lo) lo[t] = out[t];

@@ -1,70 +1,146 @@
 /* graph_gnn/gnn_infer.c: the forward-only linear op that predictions use (pp_gnn_forward_fast):
  * weights transposed once per model so that a row of outputs is a sum of weight rows, four input
- * rows at a time, in plain loops the compiler vectorizes (AVX-512 / AVX2 clones, chosen at load).
+ * rows at a time, with accumulators kept in registers (AVX-512 / AVX2 kernels, picked on first
+ * use).
  * Matrices here are ~100-200 rows x ~100 x 32: too small for BLAS's packing to pay. Built with
  * -ffp-contract=off, so every clone rounds alike: the same bits on every x86-64 machine (and
  * within float rounding of the BLAS reference, tests/test_gnn_fast.c). */
 #include "graph_gnn/graph_gnn.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__) && \
-    !defined(__SANITIZE_ADDRESS__)
-#define PP_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define PP_CLONES
-#endif
-
-/* y[i][0..32) = b + sum_c x[i][c] wt[c][0..32), for rows [0, m) */
-PP_CLONES static void linear32(int m, int k, const float *restrict x, int ldx,
-                               const float *restrict wt, const float *restrict b,
-                               float *restrict y, int ldy)
+/* y[i][0..32) = b + sum_c x[i][c] wt[c][0..32), for rows [0, m): the portable loop, the
+ * reference the vector kernels below match bit for bit (tests/test_gnn_fast.c). */
+static void linear32_plain(int m, const int *rows, int k, const float *restrict x, int ldx,
+                           const float *restrict wt, const float *restrict b, float *restrict y,
+                           int ldy)
 {
-    int i = 0;
-    for (; i + 4 <= m; i += 4) {
-        float a0[32], a1[32], a2[32], a3[32];
-        for (int j = 0; j < 32; j++) a0[j] = a1[j] = a2[j] = a3[j] = b ? b[j] : 0.0f;
-        const float *x0 = x + (size_t)i * ldx, *x1 = x0 + ldx, *x2 = x1 + ldx, *x3 = x2 + ldx;
-        for (int c = 0; c < k; c++) {
-            const float *w = wt + (size_t)c * 32;
-            float v0 = x0[c], v1 = x1[c], v2 = x2[c], v3 = x3[c];
-            for (int j = 0; j < 32; j++) {
-                a0[j] += v0 * w[j];
-                a1[j] += v1 * w[j];
-                a2[j] += v2 * w[j];
-                a3[j] += v3 * w[j];
-            }
-        }
-        memcpy(y + (size_t)i * ldy, a0, sizeof a0);
-        memcpy(y + (size_t)(i + 1) * ldy, a1, sizeof a1);
-        memcpy(y + (size_t)(i + 2) * ldy, a2, sizeof a2);
-        memcpy(y + (size_t)(i + 3) * ldy, a3, sizeof a3);
-    }
-    for (; i < m; i++) {
+    for (int t = 0; t < m; t++) {
+        size_t i = rows ? (size_t)rows[t] : (size_t)t;
         float a[32];
         for (int j = 0; j < 32; j++) a[j] = b ? b[j] : 0.0f;
-        const float *xi = x + (size_t)i * ldx;
+        const float *xi = x + i * ldx;
         for (int c = 0; c < k; c++) {
             const float *w = wt + (size_t)c * 32;
             float v = xi[c];
             for (int j = 0; j < 32; j++) a[j] += v * w[j];
         }
-        memcpy(y + (size_t)i * ldy, a, sizeof a);
+        memcpy(y + i * ldy, a, sizeof a);
     }
 }
 
-void pp_gnn_op_linear_t(int m, int k, int n, const float *x, int ldx, const float *wt,
-                        const float *b, float *y, int ldy)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__) && \
+    !defined(__SANITIZE_ADDRESS__)
+#define PP_VEC_KERNELS 1
+/* Register-blocked kernels: R rows x 32 outputs of accumulators stay in registers (V vectors of
+ * W floats a row) while c runs, each one still b + x0 w0 + x1 w1 + ... in that order with a
+ * separate multiply and add (-ffp-contract=off): the same bits as linear32_plain. The
+ * accumulators are arrays indexed by constants in fully unrolled loops, which GCC keeps in
+ * registers (at -O2 too, unlike the plain loop's a[32], which it leaves in memory). */
+#define ROW(i) ((size_t)(rows ? rows[i] : (i)))
+#define LIN_BLOCK(VT, W, R, i0)                                                                   \
+    do {                                                                                          \
+        enum { V = 32 / (W) };                                                                    \
+        VT acc[R][V];                                                                             \
+        const float *xp[R];                                                                       \
+        _Pragma("GCC unroll 8") for (int r = 0; r < (R); r++)                                     \
+        {                                                                                         \
+            xp[r] = x + ROW((i0) + r) * ldx;                                                      \
+            _Pragma("GCC unroll 4") for (int v = 0; v < V; v++)                                   \
+            {                                                                                     \
+                if (b) memcpy(&acc[r][v], b + v * (W), sizeof(VT));                               \
+                else memset(&acc[r][v], 0, sizeof(VT));                                           \
+            }                                                                                     \
+        }                                                                                         \
+        for (int c = 0; c < k; c++) {                                                             \
+            const float *w = wt + (size_t)c * 32;                                                 \
+            VT wv[V];                                                                             \
+            _Pragma("GCC unroll 4") for (int v = 0; v < V; v++)                                   \
+                memcpy(&wv[v], w + v * (W), sizeof(VT));                                          \
+            _Pragma("GCC unroll 8") for (int r = 0; r < (R); r++)                                 \
+            {                                                                                     \
+                float xs = xp[r][c]; /* broadcast by the vector op */                             \
+                _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) acc[r][v] += wv[v] * xs;     \
+            }                                                                                     \
+        }                                                                                         \
+        _Pragma("GCC unroll 8") for (int r = 0; r < (R); r++)                                     \
+            _Pragma("GCC unroll 4") for (int v = 0; v < V; v++)                                   \
+                memcpy(y + ROW((i0) + r) * ldy + v * (W), &acc[r][v], sizeof(VT));                \
+    } while (0)
+
+typedef float v16f __attribute__((vector_size(64)));
+typedef float v8f __attribute__((vector_size(32)));
+
+/* 32 zmm registers: 8 rows x 2 vectors of accumulators, 2 of weights, the broadcasts. */
+__attribute__((target("avx512f"))) static void linear32_avx512(int m, const int *rows, int k,
+                                                                 const float *restrict x, int ldx,
+                                                                 const float *restrict wt,
+                                                                 const float *restrict b,
+                                                                 float *restrict y, int ldy)
+{
+    int i = 0;
+    for (; i + 8 <= m; i += 8) LIN_BLOCK(v16f, 16, 8, i);
+    for (; i + 2 <= m; i += 2) LIN_BLOCK(v16f, 16, 2, i);
+    for (; i < m; i++) LIN_BLOCK(v16f, 16, 1, i);
+}
+
+/* 16 ymm registers: 3 rows x 4 vectors of accumulators, the weights read from memory. */
+__attribute__((target("avx2"))) static void linear32_avx2(int m, const int *rows, int k,
+                                                          const float *restrict x, int ldx,
+                                                          const float *restrict wt,
+                                                          const float *restrict b,
+                                                          float *restrict y, int ldy)
+{
+    int i = 0;
+    for (; i + 3 <= m; i += 3) LIN_BLOCK(v8f, 8, 3, i);
+    for (; i < m; i++) LIN_BLOCK(v8f, 8, 1, i);
+}
+
+typedef void linear32_fn(int, const int *, int, const float *restrict, int,
+                         const float *restrict, const float *restrict, float *restrict, int);
+
+static linear32_fn *linear32_pick(void)
+{
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return linear32_avx512;
+    if (__builtin_cpu_supports("avx2")) return linear32_avx2;
+    return linear32_plain;
+}
+#endif
+
+static atomic_int force_plain;
+void pp_gnn_infer_plain(int on) { atomic_store(&force_plain, on != 0); }
+
+static void linear32(int m, const int *rows, int k, const float *x, int ldx, const float *wt,
+                     const float *b, float *y, int ldy)
+{
+#ifdef PP_VEC_KERNELS
+    /* the pick is the same for every caller: a racing first store writes the same pointer */
+    static linear32_fn *_Atomic fn;
+    linear32_fn *f = fn;
+    if (!f) fn = f = linear32_pick();
+    if (!atomic_load_explicit(&force_plain, memory_order_relaxed)) {
+        f(m, rows, k, x, ldx, wt, b, y, ldy);
+        return;
+    }
+#endif
+    linear32_plain(m, rows, k, x, ldx, wt, b, y, ldy);
+}
+
+void pp_gnn_op_linear_rows_t(int m, const int *rows, int k, int n, const float *x, int ldx,
+                             const float *wt, const float *b, float *y, int ldy)
 {
     if (m <= 0 || n <= 0) return;
     if (n == 32) {
-        linear32(m, k, x, ldx, wt, b, y, ldy);
+        linear32(m, rows, k, x, ldx, wt, b, y, ldy);
         return;
     }
-    for (int i = 0; i < m; i++) {
-        float *yi = y + (size_t)i * ldy;
-        const float *xi = x + (size_t)i * ldx;
+    for (int t = 0; t < m; t++) {
+        size_t i = rows ? (size_t)rows[t] : (size_t)t;
+        float *yi = y + i * ldy;
+        const float *xi = x + i * ldx;
         for (int j = 0; j < n; j++) yi[j] = b ? b[j] : 0.0f;
         for (int c = 0; c < k; c++) {
             const float *w = wt + (size_t)c * n;
@@ -72,6 +148,191 @@ void pp_gnn_op_linear_t(int m, int k, int n, const float *x, int ldx, const floa
             for (int j = 0; j < n; j++) yi[j] += v * w[j];
         }
     }
+}
+
+void pp_gnn_op_linear_t(int m, int k, int n, const float *x, int ldx, const float *wt,
+                        const float *b, float *y, int ldy)
+{
+    pp_gnn_op_linear_rows_t(m, NULL, k, n, x, ldx, wt, b, y, ldy);
+}
+
+int pp_gnn_infer_is_plain(void) { return atomic_load_explicit(&force_plain, memory_order_relaxed); }
+
+/* ---- aggregate, relu and pool of the forward-only pass, 32 channels wide ----
+ * The same operations as gnn_ops.c's loops, lane by lane, so the same bits: max(a, b) is MAXPS,
+ * which gives b unless a > b (NaN included), as `a > b ? a : b` does; relu is max(y, +0). */
+#ifdef PP_VEC_KERNELS
+#include <immintrin.h>
+
+/* VT: vector type, W: its floats; LD/ST unaligned load/store, ADD, MUL, MAX, SET1, ZERO */
+#define AGG_KERNEL(VT, W, LD, ST, ADD, MUL, MAX, SET1, ZERO)                                      \
+    for (int t = 0; t < n_nodes; t++) {                                                           \
+        enum { V = 32 / (W) };                                                                    \
+        int i = nodes ? nodes[t] : t;                                                             \
+        int s0 = slot_ptr[i], s1 = slot_ptr[i + 1], deg = s1 - s0;                                \
+        float *mean = M + (size_t)i * ldm, *mx = mean + 32;                                       \
+        VT sum[V], top[V];                                                                        \
+        if (deg == 0) {                                                                           \
+            _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) {                                 \
+                ST(mean + v * (W), ZERO());                                                       \
+                ST(mx + v * (W), ZERO());                                                         \
+            }                                                                                     \
+            continue;                                                                             \
+        }                                                                                         \
+        const float *p = P + (size_t)slot_nb[s0] * 32;                                            \
+        const float *q = Q + (size_t)(slot_q ? slot_q[s0] : s0) * 32;                             \
+        _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) {                                     \
+            VT m = ADD(LD(p + v * (W)), LD(q + v * (W)));                                         \
+            sum[v] = ADD(ZERO(), m);                                                              \
+            top[v] = m;                                                                           \
+        }                                                                                         \
+        for (int s = s0 + 1; s < s1; s++) {                                                       \
+            p = P + (size_t)slot_nb[s] * 32;                                                      \
+            q = Q + (size_t)(slot_q ? slot_q[s] : s) * 32;                                        \
+            _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) {                                 \
+                VT m = ADD(LD(p + v * (W)), LD(q + v * (W)));                                     \
+                sum[v] = ADD(sum[v], m);                                                          \
+                top[v] = MAX(m, top[v]);                                                          \
+            }                                                                                     \
+        }                                                                                         \
+        VT inv = SET1(1.0f / (float)deg);                                                         \
+        _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) {                                     \
+            ST(mean + v * (W), MUL(sum[v], inv));                                                 \
+            ST(mx + v * (W), top[v]);                                                             \
+        }                                                                                         \
+    }
+
+#define RELU_POOL_KERNEL(VT, W, LD, ST, ADD, MUL, MAX, SET1, ZERO)                                \
+    do {                                                                                          \
+        enum { V = 32 / (W) };                                                                    \
+        VT sum[V], top[V];                                                                        \
+        _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) {                                     \
+            sum[v] = ZERO();                                                                      \
+            top[v] = MAX(LD(X + v * (W)), ZERO());                                                \
+        }                                                                                         \
+        for (int i = 0; i < n; i++) {                                                             \
+            float *xi = X + (size_t)i * ldx;                                                      \
+            _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) {                                 \
+                VT y = MAX(LD(xi + v * (W)), ZERO());                                             \
+                ST(xi + v * (W), y);                                                              \
+                sum[v] = ADD(sum[v], y);                                                          \
+                top[v] = MAX(y, top[v]);                                                          \
+            }                                                                                     \
+        }                                                                                         \
+        VT inv = SET1(1.0f / (float)n);                                                           \
+        _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) {                                     \
+            ST(out + v * (W), MUL(sum[v], inv));                                                  \
+            ST(out + 32 + v * (W), top[v]);                                                       \
+        }                                                                                         \
+    } while (0)
+
+#define AVX512_OPS __m512, 16, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_add_ps, _mm512_mul_ps, \
+                   _mm512_max_ps, _mm512_set1_ps, _mm512_setzero_ps
+#define AVX2_OPS __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_add_ps, _mm256_mul_ps, \
+                 _mm256_max_ps, _mm256_set1_ps, _mm256_setzero_ps
+#define EXPAND(m, ...) m(__VA_ARGS__)
+
+#define AGG_ARGS                                                                                  \
+    int n_nodes, const int *restrict nodes, const int *restrict slot_ptr,                         \
+        const int *restrict slot_nb, const int *restrict slot_q, const float *restrict P,         \
+        const float *restrict Q,                                                                  \
+        float *restrict M, int ldm
+__attribute__((target("avx512f"))) static void aggregate32_avx512(AGG_ARGS)
+{
+    EXPAND(AGG_KERNEL, AVX512_OPS)
+}
+__attribute__((target("avx2"))) static void aggregate32_avx2(AGG_ARGS)
+{
+    EXPAND(AGG_KERNEL, AVX2_OPS)
+}
+
+#define POOL_ARGS int n, float *restrict X, int ldx, float *restrict out
+__attribute__((target("avx512f"))) static void relu_pool32_avx512(POOL_ARGS)
+{
+    EXPAND(RELU_POOL_KERNEL, AVX512_OPS);
+}
+__attribute__((target("avx2"))) static void relu_pool32_avx2(POOL_ARGS)
+{
+    EXPAND(RELU_POOL_KERNEL, AVX2_OPS);
+}
+#endif
+
+#ifdef PP_VEC_KERNELS
+/* 2 with AVX-512, 1 with AVX2, 0 for the portable loops (or when a test asks for them) */
+static int vec_level(void)
+{
+    static _Atomic int level = -1;
+    int l = level;
+    if (l < 0) {
+        __builtin_cpu_init();
+        level = l = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
+    }
+    return atomic_load_explicit(&force_plain, memory_order_relaxed) ? 0 : l;
+}
+#endif
+
+void pp_gnn_aggregate_rows_t(int n_nodes, const int *nodes, int h, const int *slot_ptr,
+                             const int *slot_nb, const int *slot_q, const float *P, const float *Q,
+                             float *M, int ldm)
+{
+#ifdef PP_VEC_KERNELS
+    int l = h == 32 ? vec_level() : 0;
+    if (l == 2) {
+        aggregate32_avx512(n_nodes, nodes, slot_ptr, slot_nb, slot_q, P, Q, M, ldm);
+        return;
+    }
+    if (l == 1) {
+        aggregate32_avx2(n_nodes, nodes, slot_ptr, slot_nb, slot_q, P, Q, M, ldm);
+        return;
+    }
+#endif
+    if (!nodes && !slot_q) {
+        pp_gnn_op_aggregate(0, n_nodes, h, slot_ptr, slot_nb, P, NULL, Q, NULL, M, NULL, ldm, NULL);
+        return;
+    }
+    /* gnn_ops.c's forward, node by node, message s reading Q row slot_q[s] */
+    for (int t = 0; t < n_nodes; t++) {
+        int i = nodes ? nodes[t] : t, s0 = slot_ptr[i], s1 = slot_ptr[i + 1];
+        float *mean = M + (size_t)i * ldm, *mx = mean + h;
+        if (s0 == s1) {
+            memset(mean, 0, (size_t)2 * h * sizeof(float));
+            continue;
+        }
+        for (int s = s0; s < s1; s++) {
+            const float *p = P + (size_t)slot_nb[s] * h;
+            const float *q = Q + (size_t)(slot_q ? slot_q[s] : s) * h;
+            for (int c = 0; c < h; c++) {
+                float v = p[c] + q[c];
+                mean[c] = s == s0 ? 0.0f + v : mean[c] + v;
+                mx[c] = s == s0 ? v : (v > mx[c] ? v : mx[c]);
+            }
+        }
+        float inv = 1.0f / (float)(s1 - s0);
+        for (int c = 0; c < h; c++) mean[c] *= inv;
+    }
+}
+
+void pp_gnn_aggregate_t(int n_nodes, int h, const int *slot_ptr, const int *slot_nb,
+                        const float *P, const float *Q, float *M, int ldm)
+{
+    pp_gnn_aggregate_rows_t(n_nodes, NULL, h, slot_ptr, slot_nb, NULL, P, Q, M, ldm);
+}
+
+void pp_gnn_relu_pool_t(int n, int h, float *X, int ldx, float *out)
+{
+#ifdef PP_VEC_KERNELS
+    int l = h == 32 && n > 0 ? vec_level() : 0;
+    if (l == 2) {
+        relu_pool32_avx512(n, X, ldx, out);
+        return;
+    }
+    if (l == 1) {
+        relu_pool32_avx2(n, X, ldx, out);
+        return;
+    }
+#endif
+    pp_gnn_op_relu(0, n, h, X, NULL, ldx);
+    pp_gnn_op_pool(0, n, h, X, NULL, ldx, out, NULL, NULL);
 }
 
 /* [rows][cols] at w + off -> [cols][rows] at t + off */

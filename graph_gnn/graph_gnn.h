@@ -211,6 +211,11 @@ int pp_gnn_fwd_fits(const pp_gnn_fwd *f, const pp_gnn_graph *s);
 /* out[t], t < m->n_targets, in target units; checks the sample's widths against m. */
 perfpred_status pp_gnn_fwd_run(const pp_gnn *m, pp_gnn_fwd *f, const pp_gnn_graph *s, double *out,
                                pp_err *err);
+/* The same for a sample that already passed pp_gnn_graph_check: checks only the widths against
+ * m. first (NULL: none) is the ensemble's first member's workspace, which ran on this same s just
+ * before: its classes of equal rows (which depend on s alone) are taken instead of recomputed. */
+perfpred_status pp_gnn_fwd_run_member(const pp_gnn *m, pp_gnn_fwd *f, const pp_gnn_fwd *first,
+                                      const pp_gnn_graph *s, double *out, pp_err *err);
 void pp_gnn_fwd_free(pp_gnn_fwd *f);  /* NULL is a no-op */
 /* Makes f's later runs forward-only predictions over wt, m's weights as pp_gnn_weights_t gives
  * them (owned by the caller, alive as long as f): every linear op through pp_gnn_op_linear_t,
@@ -300,6 +305,24 @@ void pp_gnn_blas_threads(int n);
 /* Forward only, weights transposed: y[i][0..n) = b + sum_c x[i][c] wt[c][0..n) (gnn_infer.c). */
 void pp_gnn_op_linear_t(int m, int k, int n, const float *x, int ldx, const float *wt,
                         const float *b, float *y, int ldy);
+/* on != 0: the forward-only ops take their portable loops instead of the AVX-512 / AVX2 kernels
+ * (the same bits; for tests and benches that compare them). Process-wide. */
+void pp_gnn_infer_plain(int on);
+int pp_gnn_infer_is_plain(void);
+/* pp_gnn_op_linear_t over the rows rows[0..m) of x and y only (all of [0, m) for NULL). */
+void pp_gnn_op_linear_rows_t(int m, const int *rows, int k, int n, const float *x, int ldx,
+                             const float *wt, const float *b, float *y, int ldy);
+/* pp_gnn_op_aggregate's forward without argmax (the same bits), vector kernels where h = 32. */
+void pp_gnn_aggregate_t(int n_nodes, int h, const int *slot_ptr, const int *slot_nb,
+                        const float *P, const float *Q, float *M, int ldm);
+/* The same for the nodes nodes[0..n_nodes) only (all of [0, n_nodes) for NULL), message s reading
+ * row slot_q[s] of Q (row s for NULL). */
+void pp_gnn_aggregate_rows_t(int n_nodes, const int *nodes, int h, const int *slot_ptr,
+                             const int *slot_nb, const int *slot_q, const float *P, const float *Q,
+                             float *M, int ldm);
+/* X = relu(X) in place, then out = [mean_i X[i] ; max_i X[i]]: pp_gnn_op_relu then pp_gnn_op_pool
+ * without argmax, in one pass (the same bits), vector kernels where h = 32. */
+void pp_gnn_relu_pool_t(int n, int h, float *X, int ldx, float *out);
 /* y = max(y, 0) in place; backward: dy *= [y > 0] in place (dL/dy becomes dL/dpre) */
 void pp_gnn_op_relu(int backward, int m, int n, float *y, float *dy, int ld);
 /* m_i = [mean_{s in slots(i)} (P[nb_s] + Q_s) ; max_s (P[nb_s] + Q_s)], 0 for a node without

@@ -1066,10 +1066,35 @@ static void model_load_should_check_params_before_reading(void **state)
     assert_null(perfpred_model_layer(NULL, 0).name);
     assert_null(perfpred_model_input(NULL, 0, NULL, NULL));
 }
+/* The feature vector's log2(1 + v), table or call, is (float)log2(1 + v) bit for bit: whole
+ * numbers below, at and above the table's end, fractions, zero and negatives. */
+static void feat_vector_should_give_log2_1p_bit_for_bit(void **state)
+{
+    (void)state;
+    static const double extra[] = {0.0, -3.0, 0.5, 4095.5, 1e-300, 1e15, 123456789.0};
+    int n_cases = 0;
+    for (int v = -2; v < 4200 + (int)(sizeof extra / sizeof extra[0]); v++) {
+        int from_extra = v >= 4200;
+        double d = from_extra ? extra[v - 4200] : (double)v;
+        pp_node_feat f;
+        memset(&f, 0, sizeof f);
+        f.macs = d;
+        f.cin = from_extra ? (int64_t)d : v;
+        float out[PP_FEATVEC_LEN];
+        assert_int_equal(pp_feat_vector(&f, out), PP_FEATVEC_LEN);
+        float want_d = d > 0 ? (float)log2(1.0 + d) : 0.0f;
+        float want_i = f.cin > 0 ? (float)log2(1.0 + (double)f.cin) : 0.0f;
+        assert_memory_equal(&out[0], &want_d, sizeof want_d);  /* log2_macs */
+        assert_memory_equal(&out[14], &want_i, sizeof want_i); /* log2_cin */
+        n_cases++;
+    }
+    assert_true(n_cases > 4200);
+}
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(feat_vector_should_give_log2_1p_bit_for_bit),
         cmocka_unit_test(features_should_count_grouped_conv_with_bias),
         cmocka_unit_test(features_should_detect_depthwise_with_multiplier),
         cmocka_unit_test(features_should_count_dilated_and_same_padded_conv),

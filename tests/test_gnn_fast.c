@@ -103,6 +103,193 @@ static void fast_forward_should_equal_reference_forward_on_shipped_gnns(void **s
     for (int i = 0; i < n_s; i++) pp_gnn_graph_clear(&s[i]);
 }
 
+/* The AVX-512 / AVX2 kernels against the portable loops, bit for bit: sizes around every block
+ * and vector width, leading dimensions wider than the rows, with and without a bias, and inputs
+ * that tell roundings and signed zeros apart (a fused multiply-add or a sum in another order
+ * would change some of these bits). Where the machine has neither, both runs take the loops. */
+static void linear_t_kernels_should_equal_plain_loops_bit_for_bit(void **state)
+{
+    (void)state;
+    enum { MAXM = 21, MAXK = 70, LDX = 73, LDY = 37 };
+    float *x = malloc(sizeof(float) * MAXM * LDX), *wt = malloc(sizeof(float) * MAXK * 32);
+    float *ya = malloc(sizeof(float) * MAXM * LDY), *yb = malloc(sizeof(float) * MAXM * LDY);
+    float b[32];
+    assert_true(x && wt && ya && yb);
+    pp_gnn_rng r;
+    pp_gnn_rng_seed(&r, 23);
+    static const float special[] = {-0.0f, 0.0f, 1e-39f, -3e-39f, 1e30f, -1e30f, 1.0f / 3.0f};
+    for (int i = 0; i < MAXM * LDX; i++)
+        x[i] = pp_gnn_rng_below(&r, 9) == 0 ? special[pp_gnn_rng_below(&r, 7)]
+                                            : (float)(pp_gnn_rng_uniform(&r) * 2.0 - 1.0);
+    for (int i = 0; i < MAXK * 32; i++)
+        wt[i] = pp_gnn_rng_below(&r, 11) == 0 ? -0.0f : (float)(pp_gnn_rng_uniform(&r) - 0.5);
+    for (int j = 0; j < 32; j++) b[j] = j % 5 == 0 ? -0.0f : (float)pp_gnn_rng_uniform(&r);
+    int n_cmp = 0, n_neg0 = 0;
+    for (int m = 0; m <= MAXM; m++)
+        for (int k = 0; k <= MAXK; k += (k < 10 ? 1 : 7))
+            for (int with_b = 0; with_b < 2; with_b++) {
+                /* unwritten padding must stay as it was: both buffers start equal */
+                for (int i = 0; i < MAXM * LDY; i++) ya[i] = yb[i] = (float)i;
+                pp_gnn_infer_plain(0);
+                pp_gnn_op_linear_t(m, k, 32, x, LDX, wt, with_b ? b : NULL, ya, LDY);
+                pp_gnn_infer_plain(1);
+                pp_gnn_op_linear_t(m, k, 32, x, LDX, wt, with_b ? b : NULL, yb, LDY);
+                pp_gnn_infer_plain(0);
+                assert_memory_equal(ya, yb, sizeof(float) * MAXM * LDY);
+                for (int i = 0; i < m * LDY; i++) n_neg0 += ya[i] == 0.0f && signbit(ya[i]);
+                n_cmp++;
+            }
+    print_message("linear kernels vs loops: %d cases bit for bit, %d negative zeros\n", n_cmp,
+                  n_neg0);
+    assert_true(n_neg0 > 0); /* the signed-zero cases were reached */
+    free(x);
+    free(wt);
+    free(ya);
+    free(yb);
+}
+
+/* The whole forward, kernels against loops, on the shipped GNNs: the same bits. */
+static void fast_forward_should_give_the_same_bits_with_plain_loops(void **state)
+{
+    (void)state;
+    pp_gnn_graph s[N_GRAPHS];
+    int n_s = 0, n_cmp = 0;
+    for (size_t i = 0; i < N_GRAPHS; i++)
+        if (build_sample(graphs[i], &s[n_s])) n_s++;
+    assert_true(n_s >= 3);
+    for (size_t d = 0; d < sizeof devices / sizeof devices[0]; d++) {
+        pp_gnn *g = load_gnn(devices[d]);
+        if (!g) continue;
+        for (int i = 0; i < n_s; i++) {
+            double a[PP_GNN_MAX_TARGETS], alo[PP_GNN_MAX_TARGETS], ahi[PP_GNN_MAX_TARGETS];
+            double b[PP_GNN_MAX_TARGETS], blo[PP_GNN_MAX_TARGETS], bhi[PP_GNN_MAX_TARGETS];
+            assert_int_equal(pp_gnn_forward_fast(g, &s[i], a, alo, ahi, NULL), PERFPRED_OK);
+            pp_gnn_infer_plain(1);
+            assert_int_equal(pp_gnn_forward_fast(g, &s[i], b, blo, bhi, NULL), PERFPRED_OK);
+            pp_gnn_infer_plain(0);
+            for (int t = 0; t < g->n_targets; t++, n_cmp++) {
+                assert_memory_equal(&a[t], &b[t], sizeof a[t]);
+                assert_memory_equal(&alo[t], &blo[t], sizeof a[t]);
+                assert_memory_equal(&ahi[t], &bhi[t], sizeof a[t]);
+            }
+        }
+        pp_gnn_free(g);
+    }
+    assert_true(n_cmp >= 6);
+    for (int i = 0; i < n_s; i++) pp_gnn_graph_clear(&s[i]);
+}
+
+/* Aggregate and relu+pool kernels against the portable loops, bit for bit: nodes without slots,
+ * repeated neighbours, NaN, infinities and signed zeros (max and relu must pick as a branch
+ * does). */
+static void aggregate_and_pool_kernels_should_equal_plain_loops_bit_for_bit(void **state)
+{
+    (void)state;
+    enum { NN = 37, H = 32, LDM = 101, LDX = 45 };
+    int slot_ptr[NN + 1], slot_nb[8 * NN];
+    pp_gnn_rng r;
+    pp_gnn_rng_seed(&r, 201);
+    slot_ptr[0] = 0;
+    for (int i = 0; i < NN; i++) {
+        int deg = i % 6 == 0 ? 0 : pp_gnn_rng_below(&r, 8);
+        for (int k = 0; k < deg; k++) slot_nb[slot_ptr[i] + k] = pp_gnn_rng_below(&r, NN);
+        slot_ptr[i + 1] = slot_ptr[i] + deg;
+    }
+    int S = slot_ptr[NN];
+    float *P = malloc(sizeof(float) * NN * H), *Q = malloc(sizeof(float) * (size_t)(S + 1) * H);
+    float *Ma = malloc(sizeof(float) * NN * LDM), *Mb = malloc(sizeof(float) * NN * LDM);
+    float *Xa = malloc(sizeof(float) * NN * LDX), *Xb = malloc(sizeof(float) * NN * LDX);
+    assert_true(P && Q && Ma && Mb && Xa && Xb);
+    static const float special[] = {-0.0f, 0.0f, NAN, -NAN, INFINITY, -INFINITY, 1e-40f};
+#define DRAW() (pp_gnn_rng_below(&r, 6) == 0 ? special[pp_gnn_rng_below(&r, 7)] \
+                                              : (float)(pp_gnn_rng_uniform(&r) * 2.0 - 1.0))
+    for (int i = 0; i < NN * H; i++) P[i] = DRAW();
+    for (int i = 0; i < S * H; i++) Q[i] = DRAW();
+    for (int i = 0; i < NN * LDX; i++) Xa[i] = Xb[i] = DRAW();
+#undef DRAW
+    for (int i = 0; i < NN * LDM; i++) Ma[i] = Mb[i] = (float)i;
+    float pa[2 * H], pb[2 * H];
+    pp_gnn_aggregate_t(NN, H, slot_ptr, slot_nb, P, Q, Ma, LDM);
+    pp_gnn_relu_pool_t(NN, H, Xa, LDX, pa);
+    pp_gnn_infer_plain(1);
+    pp_gnn_aggregate_t(NN, H, slot_ptr, slot_nb, P, Q, Mb, LDM);
+    pp_gnn_relu_pool_t(NN, H, Xb, LDX, pb);
+    pp_gnn_infer_plain(0);
+    assert_memory_equal(Ma, Mb, sizeof(float) * NN * LDM);
+    assert_memory_equal(Xa, Xb, sizeof(float) * NN * LDX);
+    assert_memory_equal(pa, pb, sizeof pa);
+    /* the cases were reached: a zero row for a node without slots, a NaN mean beside a max */
+    int zero_rows = 0, nan_mean = 0;
+    for (int i = 0; i < NN; i++) {
+        zero_rows += slot_ptr[i] == slot_ptr[i + 1] && Ma[(size_t)i * LDM] == 0.0f;
+        for (int c = 0; c < H; c++) nan_mean += isnan(Ma[(size_t)i * LDM + c]);
+    }
+    assert_true(zero_rows > 0 && nan_mean > 0);
+    free(P);
+    free(Q);
+    free(Ma);
+    free(Mb);
+    free(Xa);
+    free(Xb);
+}
+
+/* Rows computed once per class of equal rows must be the rows the full forward computes. A
+ * chain of look-alike nodes (the same features) with skip edges, two odd nodes, and edges alike
+ * but for their feature or direction: a class too coarse at any level (ignoring a neighbour's
+ * class, the slot order, an edge feature or the direction) would copy a row that differs. */
+static void fast_forward_should_copy_only_rows_that_are_equal(void **state)
+{
+    (void)state;
+    enum { N = 40, F = PP_GNN_GRAPH_NODE_FEAT, MAXE = 3 * N };
+    static float x[N * F], ef[MAXE];
+    static int row_ptr[N + 1], col_idx[MAXE];
+    float globals[7]; /* the shipped GNNs read 7 globals */
+    for (int i = 0; i < N; i++)
+        for (int c = 0; c < F; c++) x[i * F + c] = (float)((c * 7) % 5) * 0.5f;
+    x[3 * F + 2] = 4.0f;  /* odd nodes: the classes must tell their neighbourhoods apart */
+    x[21 * F + 5] = -1.0f;
+    int e = 0;
+    for (int i = 0; i < N; i++) { /* in-edges of i: from i-1, and from i-3 where i % 4 == 0 */
+        row_ptr[i] = e;
+        if (i >= 1) {
+            col_idx[e] = i - 1;
+            ef[e++] = i == 30 ? 7.0f : 10.0f; /* one edge alike but for its feature */
+        }
+        if (i >= 3 && i % 4 == 0) {
+            col_idx[e] = i - 3;
+            ef[e++] = 10.0f;
+        }
+    }
+    row_ptr[N] = e;
+    for (int c = 0; c < 7; c++) globals[c] = 0.25f * (float)c;
+    pp_gnn_graph s = {.n_nodes = N, .n_feat = F, .n_edges = e, .n_edge_feat = 1,
+                      .n_globals = 7, .x = x, .row_ptr = row_ptr,
+                      .col_idx = col_idx, .edge_feat = ef, .globals = globals};
+    int n_models = 0;
+    for (size_t d = 0; d < sizeof devices / sizeof devices[0]; d++) {
+        pp_gnn *g = load_gnn(devices[d]);
+        if (!g) continue;
+        if (g->n_feat != F || g->n_edge_feat != 1 || g->n_globals != 7) {
+            pp_gnn_free(g);
+            continue;
+        }
+        double a[PP_GNN_MAX_TARGETS], b[PP_GNN_MAX_TARGETS], lo[PP_GNN_MAX_TARGETS],
+            hi[PP_GNN_MAX_TARGETS], blo[PP_GNN_MAX_TARGETS], bhi[PP_GNN_MAX_TARGETS];
+        assert_int_equal(pp_gnn_forward_fast(g, &s, a, lo, hi, NULL), PERFPRED_OK);
+        pp_gnn_infer_plain(1);
+        assert_int_equal(pp_gnn_forward_fast(g, &s, b, blo, bhi, NULL), PERFPRED_OK);
+        pp_gnn_infer_plain(0);
+        for (int t = 0; t < g->n_targets; t++) {
+            assert_memory_equal(&a[t], &b[t], sizeof a[t]);
+            assert_memory_equal(&lo[t], &blo[t], sizeof a[t]);
+            assert_memory_equal(&hi[t], &bhi[t], sizeof a[t]);
+        }
+        n_models++;
+        pp_gnn_free(g);
+    }
+    assert_true(n_models >= 2);
+}
+
 typedef struct job {
     const pp_gnn *g;
     const pp_gnn_graph *s;
@@ -164,6 +351,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(fast_forward_should_equal_reference_forward_on_shipped_gnns),
         cmocka_unit_test(fast_forward_should_be_thread_safe),
+        cmocka_unit_test(linear_t_kernels_should_equal_plain_loops_bit_for_bit),
+        cmocka_unit_test(fast_forward_should_give_the_same_bits_with_plain_loops),
+        cmocka_unit_test(aggregate_and_pool_kernels_should_equal_plain_loops_bit_for_bit),
+        cmocka_unit_test(fast_forward_should_copy_only_rows_that_are_equal),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -91,6 +91,148 @@ static void tensor_lookup_should_survive_many_names(void **state)
     pp_graph_free(g);
 }
 
+/* pp_graph_tensor finds and inserts in one probe: asking again for an earlier name, right as the
+ * index grows (256 slots, then doubling) and among the collisions of thousands of names, must
+ * give its index back and create nothing. */
+static void tensor_should_return_the_existing_index_across_growth(void **state)
+{
+    pp_graph *g = pp_graph_new(NULL);
+    char name[32];
+    for (int i = 0; i < 3000; i++) {
+        snprintf(name, sizeof name, "n%d", i);
+        assert_int_equal(pp_graph_tensor(g, name), i);
+        snprintf(name, sizeof name, "n%d", i / 2);
+        assert_int_equal(pp_graph_tensor(g, name), i / 2);
+        assert_int_equal(g->n_tensors, i + 1);
+    }
+    for (int i = 0; i < 3000; i += 7) {
+        snprintf(name, sizeof name, "n%d", (i * 1237) % 3000);
+        assert_int_equal(pp_graph_tensor(g, name), (i * 1237) % 3000);
+    }
+    assert_int_equal(g->n_tensors, 3000);
+    pp_graph_free(g);
+}
+
+/* Nodes by tensor index: the same graph as by names; an index that names no tensor is refused. */
+static void add_node_idx_should_build_what_add_node_builds(void **state)
+{
+    pp_graph *g = pp_graph_new("idx.onnx");
+    int x = pp_graph_tensor(g, "x"), a = pp_graph_tensor(g, "a_out");
+    int b = pp_graph_tensor(g, "b_out"), c = pp_graph_tensor(g, "c_out");
+    g->tensors[x].flags |= PP_T_GRAPH_INPUT;
+    int bad = 99, omitted[2] = {b, -1};
+    assert_int_equal(pp_graph_add_node_idx(g, "c", "Relu", "", &b, 1, &c, 1), 0);
+    assert_int_equal(pp_graph_add_node_idx(g, "b", "Relu", "", &a, 1, &b, 1), 1);
+    assert_int_equal(pp_graph_add_node_idx(g, "a", "Relu", "", &x, 1, &a, 1), 2);
+    assert_int_equal(pp_graph_add_node_idx(g, "z", "Relu", "", &bad, 1, &c, 1), -1);
+    assert_int_equal(g->n_nodes, 3);
+    pp_err err = {0};
+    assert_int_equal(pp_graph_link(g, &err), PERFPRED_OK);
+    pp_graph *h = chain();
+    assert_int_equal(pp_graph_link(h, &err), PERFPRED_OK);
+    for (int i = 0; i < 3; i++) {
+        assert_string_equal(g->nodes[i].name, h->nodes[i].name);
+        assert_string_equal(g->nodes[i].op_type, h->nodes[i].op_type);
+        assert_string_equal(g->tensors[g->nodes[i].inputs[0]].name,
+                            h->tensors[h->nodes[i].inputs[0]].name);
+        assert_string_equal(g->tensors[g->nodes[i].outputs[0]].name,
+                            h->tensors[h->nodes[i].outputs[0]].name);
+    }
+    /* an omitted optional input stays -1 */
+    int n = pp_graph_add_node_idx(g, "opt", "Clip", "", omitted, 2, NULL, 0);
+    assert_true(n >= 0);
+    assert_int_equal(g->nodes[n].inputs[1], -1);
+    pp_graph_free(g);
+    pp_graph_free(h);
+}
+
+/* After pp_graph_reserve, building up to the reserved counts moves neither array. */
+static void reserve_should_keep_tensors_and_nodes_in_place(void **state)
+{
+    pp_graph *g = pp_graph_new(NULL);
+    assert_int_equal(pp_graph_reserve(g, 1000, 400), 0);
+    const pp_tensor *t0 = g->tensors;
+    const pp_node *n0 = g->nodes;
+    char name[32];
+    int prev = pp_graph_tensor(g, "in");
+    for (int i = 1; i + 1 < 1000; i += 2) {
+        snprintf(name, sizeof name, "t%d", i);
+        int t = pp_graph_tensor(g, name);
+        assert_int_equal(t, i);
+        if (g->n_nodes < 400)
+            assert_true(pp_graph_add_node_idx(g, NULL, "Relu", "", &prev, 1, &t, 1) >= 0);
+        snprintf(name, sizeof name, "u%d", i);
+        prev = pp_graph_tensor(g, name);
+    }
+    assert_int_equal(g->n_tensors, 999);
+    assert_ptr_equal(g->tensors, t0);
+    assert_ptr_equal(g->nodes, n0);
+    assert_int_equal(pp_graph_reserve(g, -1, 0), -1);
+    pp_graph_free(g);
+}
+
+/* A graph built in order keeps its order, producers and consumers. */
+static void link_should_keep_a_sorted_graph_as_it_is(void **state)
+{
+    pp_graph *g = pp_graph_new("sorted.onnx");
+    int x = pp_graph_tensor(g, "x");
+    g->tensors[x].flags |= PP_T_GRAPH_INPUT;
+    const char *ai[] = {"x"}, *ao[] = {"a_out"}, *bi[] = {"a_out", "x"}, *bo[] = {"b_out"};
+    pp_graph_add_node(g, "a", "Relu", "", ai, 1, ao, 1);
+    pp_graph_add_node(g, "b", "Add", "", bi, 2, bo, 1);
+    pp_err err = {0};
+    assert_int_equal(pp_graph_link(g, &err), PERFPRED_OK);
+    assert_string_equal(g->nodes[0].name, "a");
+    assert_string_equal(g->nodes[1].name, "b");
+    assert_int_equal(g->tensors[pp_graph_find(g, "a_out")].producer, 0);
+    assert_int_equal(g->tensors[pp_graph_find(g, "b_out")].producer, 1);
+    assert_int_equal(g->tensors[x].n_consumers, 2);
+    pp_graph_free(g);
+}
+
+/* Attributes added one by one (the array grows by doubling) keep every earlier one; a node whose
+ * array was sized exactly by its maker (cap_attrs 0, as the ONNX loader leaves it) is copied,
+ * never written past its end. */
+static void add_attr_should_keep_earlier_attributes_as_it_grows(void **state)
+{
+    pp_graph *g = pp_graph_new(NULL);
+    int x = pp_graph_tensor(g, "x"), y = pp_graph_tensor(g, "y");
+    int n = pp_graph_add_node_idx(g, "n", "Custom", "", &x, 1, &y, 1);
+    char name[16];
+    for (int i = 0; i < 20; i++) {
+        snprintf(name, sizeof name, "a%d", i);
+        pp_attr *a = pp_node_add_attr(g, n, name, PP_ATTR_INT);
+        assert_non_null(a);
+        a->i = 100 + i;
+        for (int j = 0; j <= i; j++) {
+            snprintf(name, sizeof name, "a%d", j);
+            assert_int_equal(pp_node_attr_i(&g->nodes[n], name, -1), 100 + j);
+        }
+    }
+    assert_true(g->nodes[n].cap_attrs >= 20);
+    /* an exact array of 2 made elsewhere, then one more through pp_node_add_attr */
+    int m = pp_graph_add_node_idx(g, "m", "Custom", "", &y, 1, NULL, 0);
+    pp_attr *exact = pp_arena_array(g->arena, 3, sizeof *exact); /* 3: a guard after 2 */
+    exact[0].name = "p";
+    exact[0].type = PP_ATTR_INT;
+    exact[0].i = 1;
+    exact[1].name = "q";
+    exact[1].type = PP_ATTR_INT;
+    exact[1].i = 2;
+    exact[2].name = "guard";
+    g->nodes[m].attrs = exact;
+    g->nodes[m].n_attrs = 2;
+    pp_attr *r = pp_node_add_attr(g, m, "r", PP_ATTR_INT);
+    assert_non_null(r);
+    r->i = 3;
+    assert_true(r != &exact[2]);
+    assert_string_equal(exact[2].name, "guard");
+    assert_int_equal(pp_node_attr_i(&g->nodes[m], "p", -1), 1);
+    assert_int_equal(pp_node_attr_i(&g->nodes[m], "q", -1), 2);
+    assert_int_equal(pp_node_attr_i(&g->nodes[m], "r", -1), 3);
+    pp_graph_free(g);
+}
+
 static void tensor_bytes_should_be_unknown_until_all_dims_are(void **state)
 {
     pp_graph *g = pp_graph_new(NULL);
@@ -208,6 +350,11 @@ int main(void)
         cmocka_unit_test(link_should_reject_cycles),
         cmocka_unit_test(link_should_reject_two_producers),
         cmocka_unit_test(tensor_lookup_should_survive_many_names),
+        cmocka_unit_test(tensor_should_return_the_existing_index_across_growth),
+        cmocka_unit_test(add_node_idx_should_build_what_add_node_builds),
+        cmocka_unit_test(reserve_should_keep_tensors_and_nodes_in_place),
+        cmocka_unit_test(link_should_keep_a_sorted_graph_as_it_is),
+        cmocka_unit_test(add_attr_should_keep_earlier_attributes_as_it_grows),
         cmocka_unit_test(tensor_bytes_should_be_unknown_until_all_dims_are),
         cmocka_unit_test(parse_dims_should_be_strict),
         cmocka_unit_test(list_items_should_walk_commas),

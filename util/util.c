@@ -42,7 +42,8 @@ void pp_arena_free(pp_arena *a)
     free(a);
 }
 
-void *pp_arena_alloc(pp_arena *a, size_t n)
+/* n bytes (rounded up to 16) from the arena, not zeroed; NULL on OOM */
+static void *arena_take(pp_arena *a, size_t n)
 {
     if (!a) return NULL;
     if (n == 0) n = 1;
@@ -69,7 +70,13 @@ void *pp_arena_alloc(pp_arena *a, size_t n)
     void *p = c->data + c->used;
     c->used += n;
     a->total += n;
-    memset(p, 0, n);
+    return p;
+}
+
+void *pp_arena_alloc(pp_arena *a, size_t n)
+{
+    void *p = arena_take(a, n);
+    if (p) memset(p, 0, n ? n : 1);
     return p;
 }
 
@@ -82,7 +89,8 @@ void *pp_arena_array(pp_arena *a, size_t n, size_t sz)
 char *pp_arena_strndup(pp_arena *a, const char *s, size_t n)
 {
     if (!s) return NULL;
-    char *d = pp_arena_alloc(a, n + 1);
+    if (n == SIZE_MAX) return NULL;
+    char *d = arena_take(a, n + 1); /* every byte the string uses is written below */
     if (!d) return NULL;
     memcpy(d, s, n);
     d[n] = '\0';
@@ -188,11 +196,6 @@ int pp_parse_dims(const char *s, int64_t *dims, int max_rank)
         p = end + 1;
     }
     return rank;
-}
-
-int pp_mul_overflow_i64(int64_t a, int64_t b, int64_t *out)
-{
-    return __builtin_mul_overflow(a, b, out);
 }
 
 /* ---- files ---- */

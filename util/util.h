@@ -48,7 +48,11 @@ int pp_parse_dims(const char *s, int64_t *dims, int max_rank);
 const char *pp_list_item(const char **cursor, size_t *len);
 
 /* ---- checked size arithmetic ---- */
-int pp_mul_overflow_i64(int64_t a, int64_t b, int64_t *out); /* 1 if overflow */
+/* 1 if overflow; inline: shape and feature code calls it per dimension */
+static inline int pp_mul_overflow_i64(int64_t a, int64_t b, int64_t *out)
+{
+    return __builtin_mul_overflow(a, b, out);
+}
 
 /* ---- files ---- */
 /* Reads a whole file into a malloc'd buffer (caller frees). */
