@@ -68,7 +68,7 @@ static const char *ELEM_CSV = NS_HEAD "B,H\n"
 typedef struct toy {
     char dir[4096];
     char root[4200], cfg[4200];
-    char files[8][4400];
+    char files[8][4500];
     int n_files;
     char dirs[8][4400];
     int n_dirs;
