@@ -200,13 +200,6 @@ typedef struct name_index {
     int *vals;
 } name_index;
 
-static uint32_t hash_str(const char *s)
-{
-    uint32_t h = 2166136261u;
-    for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
-    return h;
-}
-
 static int index_put(name_index *ix, const char *key, int val)
 {
     if (2 * (ix->n + 1) > ix->cap) {
@@ -220,7 +213,7 @@ static int index_put(name_index *ix, const char *key, int val)
         }
         for (int i = 0; i < ix->cap; i++) {
             if (!ix->keys[i]) continue;
-            uint32_t h = hash_str(ix->keys[i]) & (uint32_t)(cap - 1);
+            uint32_t h = pp_fnv1a32(ix->keys[i], PP_FNV32_BASIS) & (uint32_t)(cap - 1);
             while (k2[h]) h = (h + 1) & (uint32_t)(cap - 1);
             k2[h] = ix->keys[i];
             v2[h] = ix->vals[i];
@@ -231,7 +224,7 @@ static int index_put(name_index *ix, const char *key, int val)
         ix->vals = v2;
         ix->cap = cap;
     }
-    uint32_t h = hash_str(key) & (uint32_t)(ix->cap - 1);
+    uint32_t h = pp_fnv1a32(key, PP_FNV32_BASIS) & (uint32_t)(ix->cap - 1);
     while (ix->keys[h]) h = (h + 1) & (uint32_t)(ix->cap - 1);
     ix->keys[h] = key;
     ix->vals[h] = val;
@@ -242,7 +235,7 @@ static int index_put(name_index *ix, const char *key, int val)
 static int index_get(const name_index *ix, const char *key)
 {
     if (!ix || !ix->cap || !key) return -1;
-    uint32_t h = hash_str(key) & (uint32_t)(ix->cap - 1);
+    uint32_t h = pp_fnv1a32(key, PP_FNV32_BASIS) & (uint32_t)(ix->cap - 1);
     while (ix->keys[h]) {
         if (!strcmp(ix->keys[h], key)) return ix->vals[h];
         h = (h + 1) & (uint32_t)(ix->cap - 1);

@@ -145,9 +145,6 @@ perfpred_status pp_fit_netsample_build(const perfpred_ctx *ctx, pp_fit_netsample
                                        const pp_net_row *r, const char *table_path,
                                        const char *device, char *fail, size_t fail_n, pp_err *err);
 
-/* FNV-1a of s continuing from h (PP_FIT_NET_HASH0 to start): the rows' stable hashes. */
-#define PP_FIT_NET_HASH0 1469598103934665603ull
-uint64_t pp_fit_net_hash(const char *s, uint64_t h);
 /* Bucket 0..99 of a row: its family's hash bucket, else a hash of the family name. */
 int pp_fit_net_row_bucket(const pp_net_row *r);
 /* A row index under a sort key; pp_fit_net_cmp_keyed orders by key, then index (for qsort). */

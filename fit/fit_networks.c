@@ -147,7 +147,7 @@ static int row_split(const pp_net_row *r, const pp_fit_net_params *p)
 {
     if (p->heldout_families && p->heldout_families[0]) {
         if (pp_measure_family_listed(p->heldout_families, r->family)) return 2;
-        uint64_t h = pp_fit_net_hash(r->model ? r->model : "", PP_FIT_NET_HASH0);
+        uint64_t h = pp_fnv1a64(r->model ? r->model : "", PP_FNV64_BASIS);
         return (int)(h % 100) < p->val_pct ? 1 : 0;
     }
     int b = pp_fit_net_row_bucket(r);
@@ -160,8 +160,8 @@ static int pick(const pp_net_row *rows, const int *idx, int n, int max, uint64_t
     pp_fit_net_keyed *k = malloc(((size_t)n + 1) * sizeof *k);
     if (!k) return -1;
     for (int i = 0; i < n; i++) {
-        k[i].key = pp_fit_net_hash(rows[idx[i]].model,
-                                   PP_FIT_NET_HASH0 ^ (seed * 0x9e3779b97f4a7c15ull));
+        k[i].key = pp_fnv1a64(rows[idx[i]].model,
+                                   PP_FNV64_BASIS ^ (seed * 0x9e3779b97f4a7c15ull));
         k[i].idx = idx[i];
     }
     qsort(k, (size_t)n, sizeof *k, pp_fit_net_cmp_keyed);

@@ -29,8 +29,7 @@ void perfpred_heldout_free(perfpred_heldout *h)
 /* FNV-1a of the model name, mixed so that its low bit splits models evenly */
 static unsigned model_key(const char *s)
 {
-    uint64_t x = 1469598103934665603ull;
-    for (; s && *s; s++) x = (x ^ (unsigned char)*s) * 1099511628211ull;
+    uint64_t x = pp_fnv1a64(s ? s : "", PP_FNV64_BASIS);
     x ^= x >> 33;
     x *= 0xff51afd7ed558ccdull;
     x ^= x >> 33;

@@ -6,15 +6,9 @@
 
 #include "fit/fit.h"
 
-uint64_t pp_fit_net_hash(const char *s, uint64_t h)
-{
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
 static uint64_t sample_hash(const char *model, const char *shapes, int64_t batch)
 {
-    uint64_t h = pp_fit_net_hash(shapes ? shapes : "", pp_fit_net_hash(model, PP_FIT_NET_HASH0));
+    uint64_t h = pp_fnv1a64(shapes ? shapes : "", pp_fnv1a64(model, PP_FNV64_BASIS));
     return (h ^ (uint64_t)batch) * 1099511628211ull;
 }
 
@@ -118,7 +112,7 @@ perfpred_status pp_fit_netsample_build(const perfpred_ctx *ctx, pp_fit_netsample
 int pp_fit_net_row_bucket(const pp_net_row *r)
 {
     int b = pp_datasets_family_bucket(r->family);
-    return b >= 0 ? b : (int)(pp_fit_net_hash(r->family ? r->family : "", PP_FIT_NET_HASH0) % 100);
+    return b >= 0 ? b : (int)(pp_fnv1a64(r->family ? r->family : "", PP_FNV64_BASIS) % 100);
 }
 
 int pp_fit_net_cmp_keyed(const void *a, const void *b)

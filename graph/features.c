@@ -806,10 +806,7 @@ const char *pp_feat_vector_name(int i)
 
 uint32_t pp_op_code(const char *op_type)
 {
-    uint32_t h = 2166136261u;
-    for (const unsigned char *p = (const unsigned char *)(op_type ? op_type : ""); *p; p++)
-        h = (h ^ *p) * 16777619u;
-    return h & 0xFFFFFFu;
+    return pp_fnv1a32(op_type ? op_type : "", PP_FNV32_BASIS) & 0xFFFFFFu;
 }
 
 /* log2(1 + v) for the small whole numbers most fields hold (channels, sizes, batch), computed once

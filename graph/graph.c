@@ -56,13 +56,6 @@ typedef struct name_index {
     size_t cap;     /* power of two */
 } name_index;
 
-static uint64_t fnv1a(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
 static int index_grow(pp_graph *g)
 {
     name_index *ix = g->index;
@@ -70,7 +63,7 @@ static int index_grow(pp_graph *g)
     int *ns = calloc(ncap, sizeof *ns);
     if (!ns) return -1;
     for (int i = 0; i < g->n_tensors; i++) {
-        size_t h = fnv1a(g->tensors[i].name) & (ncap - 1);
+        size_t h = pp_fnv1a64(g->tensors[i].name, PP_FNV64_BASIS) & (ncap - 1);
         while (ns[h]) h = (h + 1) & (ncap - 1);
         ns[h] = i + 1;
     }
@@ -111,7 +104,7 @@ int pp_graph_find(const pp_graph *g, const char *name)
 {
     const name_index *ix = g->index;
     if (!name || !ix->cap) return -1;
-    size_t h = fnv1a(name) & (ix->cap - 1);
+    size_t h = pp_fnv1a64(name, PP_FNV64_BASIS) & (ix->cap - 1);
     while (ix->slots[h]) {
         int i = ix->slots[h] - 1;
         if (strcmp(g->tensors[i].name, name) == 0) return i;
@@ -152,7 +145,7 @@ int pp_graph_tensor(pp_graph *g, const char *name)
     name_index *ix = g->index;
     if ((size_t)(g->n_tensors + 1) * 2 > ix->cap && index_grow(g)) return -1;
     /* one probe: the tensor called name, or the free slot where it goes */
-    size_t h = fnv1a(name) & (ix->cap - 1);
+    size_t h = pp_fnv1a64(name, PP_FNV64_BASIS) & (ix->cap - 1);
     while (ix->slots[h]) {
         int i = ix->slots[h] - 1;
         if (strcmp(g->tensors[i].name, name) == 0) return i;

@@ -169,7 +169,7 @@ static void gather_rows(fewshot *F, int n_rows)
                 arch_key(rows[i].model, key, sizeof key);
                 F->fr[F->n_fr].row = i;
                 F->fr[F->n_fr].dev = d;
-                F->fr[F->n_fr].arch = pp_fit_net_hash(key, PP_FIT_NET_HASH0);
+                F->fr[F->n_fr].arch = pp_fnv1a64(key, PP_FNV64_BASIS);
                 F->n_fr++;
                 break;
             }

@@ -432,13 +432,6 @@ void pp_fmt_double(char *out, size_t n, double v)
 
 /* ---- name index ---- */
 
-static uint32_t name_hash(const char *s)
-{
-    uint32_t h = 2166136261u;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
-    return h;
-}
-
 int pp_name_index_build(pp_name_index *x, const char *const *names, int n)
 {
     memset(x, 0, sizeof *x);
@@ -446,7 +439,7 @@ int pp_name_index_build(pp_name_index *x, const char *const *names, int n)
     x->names = names;
     x->n = n;
     for (int i = 0; i < n; i++) {
-        uint32_t k = name_hash(names[i]) & (PP_NAME_SLOTS - 1);
+        uint32_t k = pp_fnv1a32(names[i], PP_FNV32_BASIS) & (PP_NAME_SLOTS - 1);
         for (;; k = (k + 1) & (PP_NAME_SLOTS - 1)) {
             if (!x->slot[k]) {
                 x->slot[k] = (short)(i + 1);
@@ -461,7 +454,7 @@ int pp_name_index_build(pp_name_index *x, const char *const *names, int n)
 int pp_name_index_find(const pp_name_index *x, const char *name)
 {
     if (!x->n) return -1;
-    for (uint32_t k = name_hash(name) & (PP_NAME_SLOTS - 1);; k = (k + 1) & (PP_NAME_SLOTS - 1)) {
+    for (uint32_t k = pp_fnv1a32(name, PP_FNV32_BASIS) & (PP_NAME_SLOTS - 1);; k = (k + 1) & (PP_NAME_SLOTS - 1)) {
         int i = x->slot[k] - 1;
         if (i < 0) return -1;
         if (strcmp(x->names[i], name) == 0) return i;

@@ -54,6 +54,22 @@ static inline int pp_mul_overflow_i64(int64_t a, int64_t b, int64_t *out)
     return __builtin_mul_overflow(a, b, out);
 }
 
+/* ---- hashing ---- */
+/* FNV-1a of the NUL-terminated s, continuing from h: start from PP_FNV32_BASIS / PP_FNV64_BASIS, or
+ * from an earlier result to hash several strings as one. Inline: name lookups call it per probe. */
+#define PP_FNV32_BASIS 2166136261u
+#define PP_FNV64_BASIS 1469598103934665603ull
+static inline uint32_t pp_fnv1a32(const char *s, uint32_t h)
+{
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+static inline uint64_t pp_fnv1a64(const char *s, uint64_t h)
+{
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
 /* ---- files ---- */
 /* Reads a whole file into a malloc'd buffer (caller frees). */
 /* The whole file in *buf (malloc'd, caller frees), *len bytes, always followed by a NUL byte so
