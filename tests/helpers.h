@@ -14,6 +14,23 @@
     "device,runtime,runtime_version,precision,op_kind,op_type,batch,inputs,attrs,latency_ms,"     \
     "latency_spread_ms,repetitions,energy_j,memory_bytes,source,date\n"
 
+/* A toy CPU whose roofline is easy to do by hand: 1 TFLOP/s, 1 GB/s, no launch cost. */
+#define PP_TEST_TOY_ROOFLINE_YAML                                                                 \
+    "name: toy-roofline\n"                                                                       \
+    "description: Toy device for the calibration tests (1 TFLOP/s, 1 GB/s, no launch cost)\n"    \
+    "vendor: Test\n"                                                                             \
+    "kind: cpu\n"                                                                                \
+    "hardware:\n"                                                                                \
+    "  peak_tflops:\n"                                                                           \
+    "    fp32: 1.0\n"                                                                            \
+    "  memory_bandwidth_gbs: 1.0\n"                                                              \
+    "  memory_gb: 1\n"                                                                           \
+    "  compute_units: 1\n"                                                                       \
+    "runtime:\n"                                                                                 \
+    "  framework: pytorch-eager\n"                                                               \
+    "  precision: fp32\n"                                                                        \
+    "  launch_overhead_us: 0\n"
+
 /* |a - b| <= rel * max(|a|, |b|) (or both tiny); fails the test with both values printed. */
 #define assert_rel_close(a, b, rel) pp_test_assert_rel_close((a), (b), (rel), __FILE__, __LINE__)
 void pp_test_assert_rel_close(double a, double b, double rel, const char *file, int line);

@@ -21,21 +21,7 @@ static perfpred_plan_report g_plain_rep;
 
 static const char *const zoo[] = {MODELS "/alexnet.onnx", MODELS "/mobilenet_v3_small.onnx"};
 
-static const char TOY_YAML[] =
-    "name: toy-roofline\n"
-    "description: Toy device for the adaptive-plan tests (1 TFLOP/s, 1 GB/s, no launch cost)\n"
-    "vendor: Test\n"
-    "kind: cpu\n"
-    "hardware:\n"
-    "  peak_tflops:\n"
-    "    fp32: 1.0\n"
-    "  memory_bandwidth_gbs: 1.0\n"
-    "  memory_gb: 1\n"
-    "  compute_units: 1\n"
-    "runtime:\n"
-    "  framework: pytorch-eager\n"
-    "  precision: fp32\n"
-    "  launch_overhead_us: 0\n";
+static const char TOY_YAML[] = PP_TEST_TOY_ROOFLINE_YAML;
 
 static const char LAYER_HEADER[] = PP_TEST_LAYER_HEADER;
 
