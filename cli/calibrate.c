@@ -10,7 +10,10 @@
 #include "cli/cli.h"
 
 static const char calibrate_usage[] =
-    "usage: perfpred calibrate plan --device DEV -o PLAN.csv [options]\n"
+    "usage: perfpred calibrate run --device NAME [--budget-min 30] [--resume] [options]\n"
+    "         (this CPU in one command: figures, descriptor, layers, networks, fit, judgement;\n"
+    "          calibrate run --help)\n"
+    "       perfpred calibrate plan --device DEV -o PLAN.csv [options]\n"
     "       perfpred calibrate fit --device DEV --layers MEASURED.csv [options]\n"
     "       perfpred calibrate fit --device DEV --neusight DIR [options]\n"
     "       perfpred calibrate fit --device DEV --networks SOURCE [--datasets DIR] [options]\n"
@@ -516,6 +519,14 @@ static int cmd_import(int argc, char **argv)
 
 int cli_calibrate_main(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "run") == 0) {
+        for (int i = 2; i < argc; i++)
+            if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+                fputs(cli_calibrate_run_usage, stdout);
+                return EXIT_OK_;
+            }
+        return cli_calibrate_run(argc, argv);
+    }
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             fputs(calibrate_usage, stdout);
@@ -530,7 +541,7 @@ int cli_calibrate_main(int argc, char **argv)
     if (strcmp(argv[1], "import") == 0) return cmd_import(argc, argv);
     if (strcmp(argv[1], "fit-stacks") == 0) return cli_fit_stacks_main(argc, argv);
     if (strcmp(argv[1], "fit-power") == 0) return cli_fit_power_main(argc, argv);
-    cli_error("calibrate: unknown step '%s' (plan, fit, fit-stacks, fit-power or import; perfpred calibrate "
+    cli_error("calibrate: unknown step '%s' (run, plan, fit, fit-stacks, fit-power or import; perfpred calibrate "
               "--help)",
               argv[1]);
     return EXIT_USAGE;

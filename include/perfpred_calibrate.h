@@ -686,6 +686,62 @@ perfpred_status perfpred_calibrate_fit_overhead(const perfpred_overhead_params *
                                                 perfpred_overhead_report *out, char *errbuf,
                                                 size_t errbuf_len);
 
+/* One command that calibrates a CPU (`perfpred calibrate run`, run/): the machine's figures and a
+ * descriptor written from them (each figure with its source), a layer plan that covers every op
+ * kind of the zoo and of random architectures (runners/random_arch.py), the layer and network
+ * runners, the layer models and the in-network overhead correction, and a judgement on random
+ * architectures of a seed no stage saw, beside the measurements' own spread. State lives in
+ * work_dir: a run killed at any point continues with resume; the device's previous artifacts stay
+ * in force until the new ones are complete (they replace them by a rename). plan_only_dir writes a
+ * bundle for a board without a perfpred build (plan, runners, one command); measurements_dir takes
+ * that bundle's results back (probe, measurement and runner stages then read them). */
+typedef struct perfpred_run_params {
+    const char *device;           /* required: the device's name (new, or a known CPU) */
+    const char *config_dir;       /* NULL: as perfpred_ctx_open */
+    const char *work_dir;         /* NULL: ./perfpred-calibration-<device> */
+    double budget_min;            /* 30: minutes the measuring stages may take in all */
+    int resume;                   /* 1: continue from work_dir's state (parameters must match) */
+    int threads;                  /* runner threads (torch.set_num_threads), default 1 */
+    const char *python;           /* NULL: /usr/bin/python3 */
+    const char *plan_only_dir;    /* write a bundle there and stop */
+    const char *measurements_dir; /* a bundle's results (its measurements/ folder) */
+    uint64_t seed;                /* 1: the plan's and the random architectures' seed */
+    perfpred_log_fn log;
+    void *log_user;
+} perfpred_run_params;
+
+typedef struct perfpred_run_judge {
+    char name[32];                /* "random CNNs", "random transformers", "torchvision", "all" */
+    perfpred_metrics layer_sum;   /* the layer models alone */
+    perfpred_metrics calibrated;  /* with the in-network correction where one was written */
+    perfpred_metrics before;      /* what the device answered before this run (report's
+                                     before_what: the nearest calibrated CPU's models,
+                                     transferred, for a new device) */
+    double spread_pct;            /* median of the rows' run-to-run spread / latency */
+} perfpred_run_judge;
+
+#define PERFPRED_RUN_MAX_JUDGE 4
+typedef struct perfpred_run_report {
+    char device[64];
+    char descriptor_path[1024];
+    int descriptor_written;       /* 1: this run wrote it; 0: the device was known */
+    char borrowed_from[64];       /* nearest calibrated CPU ("" none) */
+    char before_what[160];        /* what perfpred_run_judge.before is, in words */
+    double core_gflops, triad_gbs, launch_overhead_us;
+    int n_plan_rows, n_layer_rows, n_network_rows, n_judge_rows;
+    double layer_heldout_mape_pct;/* the layer fit's held-out rows, pooled */
+    int correction_written;       /* the in-network correction beat the layer sum on its folds */
+    int n_judge;
+    perfpred_run_judge judge[PERFPRED_RUN_MAX_JUDGE];
+    double minutes;               /* wall time of this invocation */
+    char artifacts_dir[1024], report_path[1024], plot_path[1024];
+    int bundle_written;           /* plan_only: the bundle is complete */
+} perfpred_run_report;
+
+perfpred_run_params perfpred_run_default_params(void);
+perfpred_status perfpred_calibrate_run(const perfpred_run_params *p, perfpred_run_report *out,
+                                       char *errbuf, size_t errbuf_len);
+
 #ifdef __cplusplus
 }
 #endif

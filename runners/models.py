@@ -1,8 +1,9 @@
 """models.py: the whole networks the runners measure, each tied to the ONNX graph it is predicted from.
 
 A ModelSpec names a model, its family, its input (name, shape at batch 1, dtype), how to rebuild it
-in PyTorch (torchvision by name with weights=None, timm where installed, or the builders of
-tools/export_models.py for the fixtures that are not plain torchvision), and the ONNX file.
+in PyTorch (torchvision by name with weights=None, timm where installed, the builders of
+tools/export_models.py for the fixtures that are not plain torchvision, or random_arch.py for the
+names randcnn_s<seed>_i<index> and randtf_s<seed>_i<index>), and the ONNX file.
 """
 
 import csv
@@ -121,7 +122,11 @@ def timm_resolution(name):
 
 
 def spec_for_name(name, graphs_dir, source="auto"):
-    """A spec for a torchvision (or, when source allows, timm) model name; None if unknown."""
+    """A spec for a torchvision (or, when source allows, timm) model name, or a random-architecture
+    name (random_arch.py); None if unknown. A malformed randcnn_*/randtf_* name: ValueError."""
+    ra = _random_arch()
+    if ra.is_random_name(name):
+        return ra.spec(name, graphs_dir)
     b = torchvision_builder(name) if source in ("auto", "torchvision") else None
     src = "torchvision"
     res = _RESOLUTION.get(name, 224)
@@ -135,6 +140,15 @@ def spec_for_name(name, graphs_dir, source="auto"):
     return ModelSpec(name=name, family=family_of(name), input_name="input", shape=(1, 3, res, res),
                      dtype="float32", onnx_path=os.path.join(graphs_dir, prefix + name + ".onnx"),
                      source=src, builder=b)
+
+
+def _random_arch():
+    """runners/random_arch.py, imported from this file's folder whatever sys.path holds."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    import random_arch
+    return random_arch
 
 
 def _export_models_module():
@@ -162,7 +176,10 @@ def specs_from_reference(path, only=None):
     for need in ("file", "model", "family", "input_name", "input_shape", "input_dtype"):
         if rows and need not in rows[0]:
             raise ValueError(f"{path}: missing column {need!r}")
-    em = _export_models_module()
+    ra = _random_arch()
+    # tools/export_models.py (torchvision and all) only where a row needs it
+    em = (_export_models_module() if any(not ra.is_random_name(r["model"]) for r in rows)
+          else None)
     em_build = {}
     if em is not None and hasattr(em, "specs"):
         for s in em.specs():
@@ -173,8 +190,18 @@ def specs_from_reference(path, only=None):
         if only and stem not in only and r["model"] not in only:
             continue
         shape = tuple(int(d) for d in r["input_shape"].split("x"))
-        builder = em_build.get(r["file"])
-        src = "export_models"
+        if ra.is_random_name(r["model"]):
+            try:
+                s = ra.spec(r["model"], base)
+            except ValueError as e:
+                raise ValueError(f"{path}:{i}: {e}") from None
+            if s.shape != shape:
+                raise ValueError(f"{path}:{i}: input_shape {r['input_shape']} is not the "
+                                 f"{'x'.join(map(str, s.shape))} that {r['model']} takes")
+            builder, src = s.builder, s.source
+        else:
+            builder = em_build.get(r["file"])
+            src = "export_models"
         if builder is None:
             builder = torchvision_builder(r["model"])
             src = "torchvision"

@@ -62,12 +62,14 @@ def config_key(spec, batch, resolution=None):
     return key
 
 
-def read_configs(path, graphs_dir, source="auto"):
+def read_configs(path, graphs_dir, source="auto", known=None):
     """--configs CSV: columns model, batch[, resolution] (empty resolution: the model's own).
-    Returns [(spec, batch, resolution or None)]; errors name the file and line."""
+    A model is known's spec of that name (the rows of a --reference CSV, whose graphs lie beside
+    it) where known has one, else a model name of models.spec_for_name with its graph in
+    graphs_dir. Returns [(spec, batch, resolution or None)]; errors name the file and line."""
     import csv
     out = []
-    specs = {}
+    specs = dict(known or {})
     with open(path, newline="", encoding="utf-8") as f:
         rd = csv.DictReader(f)
         if rd.fieldnames is None or "model" not in rd.fieldnames or "batch" not in rd.fieldnames:
@@ -83,7 +85,10 @@ def read_configs(path, graphs_dir, source="auto"):
             if len(b) != 1 or len(res) != 1:
                 raise ValueError(f"{path}: line {i}: one batch and one resolution per line")
             if name not in specs:
-                specs[name] = model_specs.spec_for_name(name, graphs_dir, source)
+                try:
+                    specs[name] = model_specs.spec_for_name(name, graphs_dir, source)
+                except ValueError as e:
+                    raise ValueError(f"{path}: line {i}: {e}") from None
             s = specs[name]
             if s is None:
                 raise ValueError(f"{path}: line {i}: unknown model {name!r}")
@@ -202,7 +207,9 @@ def main(argv=None):
                     "network measurement CSV (docs/measurements.md).",
         epilog="Models: --models names torchvision (or timm) models, rebuilt with weights=None; "
                "their graph is <graphs-dir>/<name>.onnx, exported (export_params=False) when "
-               "missing. Without --models, every row of --reference is measured. Peak memory is "
+               "missing. Without --models, every row of --reference is measured. Random "
+               "architectures (randcnn_s<seed>_i<index>, randtf_s<seed>_i<index>) are rebuilt "
+               "from their names by random_arch.py. Peak memory is "
                "left empty on CPU (no trustworthy per-process peak is available there). Exit "
                "status: 0 complete; 1 failure; 2 usage error; 3 stopped by --budget-min (rerun to "
                "continue); 4 some configurations failed (listed on stderr).")
@@ -210,9 +217,11 @@ def main(argv=None):
     ap.add_argument("--device-name", required=True, help="perfpred device name (e.g. host-cpu)")
     ap.add_argument("--models", default="",
                     help="comma-separated torchvision/timm model names (e.g. resnet18,mobilenet_v2)")
-    ap.add_argument("--reference", default=model_specs.DEFAULT_REFERENCE,
-                    help="reference CSV of the exported fixtures, used when --models is empty "
-                         "(default tests/fixtures/models/reference.csv)")
+    ap.add_argument("--reference", default=None,
+                    help="reference CSV of exported graphs (file, model, family, input_name, "
+                         "input_shape, input_dtype), used when --models is empty (default "
+                         "tests/fixtures/models/reference.csv); with --configs, its models are "
+                         "looked up there first (e.g. random_arch.py's DIR/reference.csv)")
     ap.add_argument("--graphs-dir", default=os.path.join(model_specs.REPO, "tests", "fixtures",
                                                          "models"),
                     help="where --models graphs live or are exported to")
@@ -265,10 +274,15 @@ def main(argv=None):
         if a.configs:
             if a.models or a.resolution:
                 raise ValueError("--configs replaces --models and --resolution")
-            configs = read_configs(a.configs, a.graphs_dir)
+            known = {}
+            if a.reference:  # named explicitly: its rows (and graphs) come first
+                for s in model_specs.specs_from_reference(a.reference):
+                    known.setdefault(s.name, s)
+            configs = read_configs(a.configs, a.graphs_dir, known=known)
             specs = list({c[0].key(): c[0] for c in configs}.values())
         else:
-            specs = resolve_specs(a.models, a.reference, a.graphs_dir)
+            specs = resolve_specs(a.models, a.reference or model_specs.DEFAULT_REFERENCE,
+                                  a.graphs_dir)
             if resolutions and not all(s.is_image() for s in specs):
                 raise ValueError("--resolution: every model must take an image input")
         for s in specs:

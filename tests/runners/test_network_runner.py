@@ -193,6 +193,49 @@ class NetworkRunnerTest(unittest.TestCase):
                 network_runner.read_configs(path, self.tmp.name)
             self.assertIn(f"{path}: {where}", str(cm.exception))
 
+    def test_configs_should_take_random_models_from_the_reference(self):
+        ref_dir = os.path.join(self.tmp.name, "rand")
+        os.makedirs(ref_dir)
+        ref = os.path.join(ref_dir, "reference.csv")
+        with open(ref, "w", encoding="utf-8") as f:
+            f.write("file,model,family,input_name,input_shape,input_dtype\n"
+                    "randcnn_s7_i9.onnx,randcnn_s7_i9,randcnn,input,1x3x96x96,float32\n")
+        path = os.path.join(self.tmp.name, "configs.csv")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("model,batch\nrandcnn_s7_i9,2\nrandtf_s7_i7,1\nresnet18,1\n")
+        known = {s.name: s for s in models.specs_from_reference(ref)}
+        got = network_runner.read_configs(path, self.tmp.name, known=known)
+        self.assertEqual([(s.name, s.family, b) for s, b, _ in got],
+                         [("randcnn_s7_i9", "randcnn", 2), ("randtf_s7_i7", "randtf", 1),
+                          ("resnet18", "resnet", 1)])
+        # from the reference: its graph beside it; by name alone: in graphs_dir
+        self.assertEqual(got[0][0].onnx_path, os.path.join(ref_dir, "randcnn_s7_i9.onnx"))
+        self.assertEqual(got[1][0].onnx_path, os.path.join(self.tmp.name, "randtf_s7_i7.onnx"))
+        self.assertEqual(got[1][0].shape, (1, 3, 72, 72))
+        x = got[0][0].make_input(torch, 2)
+        with torch.inference_mode():
+            self.assertEqual(tuple(got[0][0].build()(x).shape), (2, 1000))
+
+    def test_random_names_that_do_not_parse_should_be_refused_with_their_place(self):
+        path = os.path.join(self.tmp.name, "configs.csv")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("model,batch\nrandcnn_s7_i9,2\nrandcnn_sX_i1,1\n")
+        with self.assertRaises(ValueError) as cm:
+            network_runner.read_configs(path, self.tmp.name)
+        self.assertIn(f"{path}: line 3", str(cm.exception))
+        self.assertIn("'randcnn_sX_i1'", str(cm.exception))
+        ref = os.path.join(self.tmp.name, "reference.csv")
+        for row, what in (("randcnn_s7_i9.onnx,randcnn_s7_i9,randcnn,input,1x3x224x224,float32",
+                           "1x3x96x96"),
+                          ("randtf_sX_i1.onnx,randtf_sX_i1,randtf,input,1x3x64x64,float32",
+                           "'randtf_sX_i1'")):
+            with open(ref, "w", encoding="utf-8") as f:
+                f.write("file,model,family,input_name,input_shape,input_dtype\n" + row + "\n")
+            with self.assertRaises(ValueError) as cm:
+                models.specs_from_reference(ref)
+            self.assertIn(f"{ref}:2", str(cm.exception))
+            self.assertIn(what, str(cm.exception))
+
     def test_rerun_should_resume(self):
         self.measure(stop_after_visits=1)
         res, n = self.measure()

@@ -1,0 +1,318 @@
+/* run/judge.c: the stages of `calibrate run` from the fit on: the new artifacts are written beside
+ * the device's current ones (artifacts/.<device>.new) and judged through a staging config dir that
+ * sees them in place of the current ones; install then renames them into place. */
+#define _GNU_SOURCE /* nftw's FTW_DEPTH and FTW_PHYS */
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "measure/measure.h"
+#include "run/run.h"
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+/* Removes a folder and what it holds (symbolic links themselves, not their targets). */
+static int rm_tree(const char *path)
+{
+    struct stat sb;
+    if (lstat(path, &sb) != 0) return errno == ENOENT ? 0 : -1;
+    return nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Symbolic links in dst to every entry of src but `skip` and dot entries. */
+static perfpred_status link_entries(pp_run *R, const char *src, const char *dst, const char *skip)
+{
+    DIR *d = opendir(src);
+    if (!d) return pp_run_fail(R, PERFPRED_ERR_IO, "%s: cannot list: %s", src, strerror(errno));
+    struct dirent *de;
+    perfpred_status st = PERFPRED_OK;
+    while (st == PERFPRED_OK && (de = readdir(d))) {
+        if (de->d_name[0] == '.' || (skip && strcmp(de->d_name, skip) == 0)) continue;
+        char from[PP_RUN_PATH * 2], to[PP_RUN_PATH * 2];
+        snprintf(from, sizeof from, "%s/%s", src, de->d_name);
+        snprintf(to, sizeof to, "%s/%s", dst, de->d_name);
+        if (symlink(from, to) != 0 && errno != EEXIST)
+            st = pp_run_fail(R, PERFPRED_ERR_IO, "%s: cannot link: %s", to, strerror(errno));
+    }
+    closedir(d);
+    return st;
+}
+
+/* work/cfg: the config dir as predictions see it, but artifacts/<device> is the new folder. */
+static perfpred_status staging_config(pp_run *R)
+{
+    char arts[PP_RUN_PATH], sarts[PP_RUN_PATH + 16], dev[PP_RUN_PATH * 2];
+    if (rm_tree(R->stage_cfg) != 0)
+        return pp_run_fail(R, PERFPRED_ERR_IO, "%s: cannot remove", R->stage_cfg);
+    snprintf(arts, sizeof arts, "%s/artifacts", R->cfg);
+    snprintf(sarts, sizeof sarts, "%s/artifacts", R->stage_cfg);
+    pp_err e = {0};
+    if (pp_mkdir_p(sarts, &e) != PERFPRED_OK) return pp_run_fail(R, PERFPRED_ERR_IO, "%s", e.msg);
+    perfpred_status st = link_entries(R, R->cfg, R->stage_cfg, "artifacts");
+    if (st == PERFPRED_OK) st = link_entries(R, arts, sarts, R->device);
+    snprintf(dev, sizeof dev, "%s/%s", sarts, R->device);
+    if (st == PERFPRED_OK && symlink(R->newart, dev) != 0)
+        st = pp_run_fail(R, PERFPRED_ERR_IO, "%s: cannot link: %s", dev, strerror(errno));
+    return st;
+}
+
+static void fit_log(perfpred_log_level lvl, const char *msg, void *user)
+{
+    pp_run *R = user;
+    if (lvl >= PERFPRED_LOG_WARN) pp_log(&R->lg, lvl, "  fit: %s", msg);
+}
+
+/* Families of the training networks, one fold each for the random sets and two for the zoo. */
+#define TRAIN_FOLDS "randcnn;randtf;resnet,mobilenet_v2,efficientnet;convnext,vit,densenet"
+
+perfpred_status pp_run_stage_fit(pp_run *R)
+{
+    if (rm_tree(R->newart) != 0)
+        return pp_run_fail(R, PERFPRED_ERR_IO, "%s: cannot remove", R->newart);
+    pp_err e = {0};
+    if (pp_mkdir_p(R->newart, &e) != PERFPRED_OK)
+        return pp_run_fail(R, PERFPRED_ERR_IO, "%s", e.msg);
+    perfpred_status st = staging_config(R);
+    if (st != PERFPRED_OK) return st;
+    char layers[PP_RUN_PATH], nets[PP_RUN_PATH], eb[512];
+    pp_run_path(R, layers, sizeof layers, "measurements/layers.csv");
+    pp_run_path(R, nets, sizeof nets, "measurements/networks.csv");
+    const char *lc[1] = {layers};
+    perfpred_fit_params fp = perfpred_fit_default_params();
+    fp.device = R->device;
+    fp.layers_csvs = lc;
+    fp.n_layers_csvs = 1;
+    fp.out_dir = R->newart;
+    fp.config_dir = R->stage_cfg;
+    fp.nthread = 2;
+    fp.log = fit_log;
+    fp.log_user = R;
+    perfpred_fit_report *fr = calloc(1, sizeof *fr);
+    if (!fr) return pp_run_fail(R, PERFPRED_ERR_NOMEM, "out of memory");
+    st = perfpred_calibrate_fit(&fp, fr, eb, sizeof eb);
+    if (st != PERFPRED_OK) {
+        free(fr);
+        return pp_run_fail(R, st, "fit: %s", eb);
+    }
+    R->out->n_layer_rows = fr->n_rows_read;
+    R->out->layer_heldout_mape_pct = fr->model.mape_pct;
+    pp_log(&R->lg, PERFPRED_LOG_INFO,
+           "  layer models: %d rows, %d kinds; held-out layers MAPE %.1f %% (roofline %.1f %%)",
+           fr->n_rows_read, fr->n_kinds, fr->model.mape_pct, fr->roofline.mape_pct);
+    free(fr);
+
+    perfpred_overhead_params op = perfpred_overhead_default_params();
+    op.device = R->device;
+    op.networks_csv = nets;
+    op.folds = TRAIN_FOLDS;
+    op.config_dir = R->stage_cfg;
+    op.out_dir = R->newart;
+    perfpred_heldout *h = perfpred_heldout_new();
+    op.heldout = h;
+    perfpred_overhead_report *orep = calloc(1, sizeof *orep);
+    if (!h || !orep) {
+        perfpred_heldout_free(h);
+        free(orep);
+        return pp_run_fail(R, PERFPRED_ERR_NOMEM, "out of memory");
+    }
+    st = perfpred_calibrate_fit_overhead(&op, orep, eb, sizeof eb);
+    if (st == PERFPRED_OK) {
+        R->out->correction_written = orep->written;
+        R->out->n_network_rows = orep->n_used;
+        pp_log(&R->lg, PERFPRED_LOG_INFO,
+               "  in-network correction on %d networks: held-out folds %.1f %% (layer sum %.1f "
+               "%%): %s",
+               orep->n_used, orep->pooled_corrected_mape_pct, orep->pooled_layer_sum_mape_pct,
+               orep->written ? "written" : "not written (it does not beat the layer sum)");
+        char data[256];
+        snprintf(data, sizeof data,
+                 "calibrate run: %s, held-out folds " TRAIN_FOLDS " of measurements/networks.csv",
+                 R->device);
+        st = perfpred_heldout_write(h, R->device, R->newart, R->stage_cfg, data, NULL, eb,
+                                    sizeof eb);
+    }
+    if (st != PERFPRED_OK) pp_run_fail(R, st, "in-network correction: %s", eb);
+    perfpred_heldout_free(h);
+    free(orep);
+    return st;
+}
+
+/* ---- judge ---- */
+
+static const char *const JUDGE_NAMES[PERFPRED_RUN_MAX_JUDGE] = {
+    "random CNNs", "random transformers", "torchvision, held out", "all"};
+
+static int judge_group(const char *family)
+{
+    if (strcmp(family, "randcnn") == 0) return 0;
+    if (strcmp(family, "randtf") == 0) return 1;
+    return 2;
+}
+
+static perfpred_status eval_judge(pp_run *R, const char *cfg, int layer_sum_only,
+                                  perfpred_eval_report *rep)
+{
+    char nets[PP_RUN_PATH], eb[512];
+    perfpred_eval_params ep = perfpred_eval_default_params();
+    ep.device = R->device;
+    ep.networks_csv = pp_run_path(R, nets, sizeof nets, "measurements/judge.csv");
+    ep.config_dir = cfg;
+    ep.layer_sum_only = layer_sum_only;
+    perfpred_status st = perfpred_eval(&ep, rep, eb, sizeof eb);
+    if (st != PERFPRED_OK) return pp_run_fail(R, st, "judge: %s", eb);
+    return PERFPRED_OK;
+}
+
+/* Metrics of rep's points in judge group g (3: all) into m; spreads (percent) into sp. */
+static void group_metrics(pp_run *R, const perfpred_eval_report *rep, int g, perfpred_metrics *m,
+                          double *spread_pct)
+{
+    int n = 0;
+    double *pred = malloc(sizeof(double) * (size_t)(rep->n_points + 1));
+    double *meas = malloc(sizeof(double) * (size_t)(rep->n_points + 1));
+    double *sp = malloc(sizeof(double) * (size_t)(rep->n_points + 1));
+    int n_sp = 0;
+    memset(m, 0, sizeof *m);
+    m->mape_pct = m->rmspe_pct = m->within10_pct = m->spearman = NAN;
+    if (spread_pct) *spread_pct = NAN;
+    if (!pred || !meas || !sp) goto out;
+    for (int i = 0; i < rep->n_points; i++) {
+        const perfpred_eval_point *pt = &rep->points[i];
+        if (g != 3 && judge_group(pt->group) != g) continue;
+        pred[n] = pt->predicted_ms;
+        meas[n] = pt->measured_ms;
+        n++;
+        if (isfinite(pt->spread_ms) && pt->measured_ms > 0)
+            sp[n_sp++] = 100.0 * pt->spread_ms / pt->measured_ms;
+    }
+    pp_metrics pm;
+    pp_err e = {0};
+    if (n > 0 && pp_measure_metrics(pred, meas, n, &pm, &e) == PERFPRED_OK)
+        *m = pp_measure_metrics_public(&pm);
+    else if (n > 0)
+        pp_log(&R->lg, PERFPRED_LOG_WARN, "  judge: %s", e.msg);
+    if (spread_pct && n_sp > 0) *spread_pct = pp_measure_median(sp, n_sp);
+out:
+    free(pred);
+    free(meas);
+    free(sp);
+}
+
+static void before_what(pp_run *R, char *out, size_t n)
+{
+    char man[PP_RUN_PATH * 2];
+    snprintf(man, sizeof man, "%s/manifest.json", R->art);
+    if (access(man, F_OK) == 0) snprintf(out, n, "the device's previous calibration");
+    else if (R->out->borrowed_from[0])
+        snprintf(out, n, "transferred: %s's models, scaled by the two descriptors' figures",
+                 R->out->borrowed_from);
+    else snprintf(out, n, "the descriptor's roofline (an estimate)");
+}
+
+static void write_report(pp_run *R)
+{
+    const perfpred_run_report *o = R->out;
+    pp_strbuf b = {0};
+    pp_strbuf_printf(&b, "calibrate run: %s\n", o->device);
+    pp_strbuf_printf(&b, "judged on measurements/judge.csv: networks of families and seeds no "
+                         "stage trained on\n");
+    pp_strbuf_printf(&b, "%-24s %5s %9s %9s %9s %9s %9s %22s\n", "set", "rows", "spread %",
+                     "layers %", "calib. %", "<=10 %", "Spearman", "before this run %");
+    for (int g = 0; g < o->n_judge; g++) {
+        const perfpred_run_judge *J = &o->judge[g];
+        pp_strbuf_printf(&b, "%-24s %5d %9.1f %9.1f %9.1f %9.1f %9.3f %22.1f\n", J->name,
+                         J->calibrated.n, J->spread_pct, J->layer_sum.mape_pct,
+                         J->calibrated.mape_pct, J->calibrated.within10_pct,
+                         J->calibrated.spearman, J->before.mape_pct);
+    }
+    pp_strbuf_printf(&b, "before this run: %s\n", o->before_what);
+    char path[PP_RUN_PATH];
+    pp_err e = {0};
+    if (!b.oom && pp_write_file_atomic(pp_run_path(R, path, sizeof path, "report.txt"), b.data,
+                                       b.len, &e) != PERFPRED_OK)
+        pp_log(&R->lg, PERFPRED_LOG_WARN, "  %s", e.msg);
+    free(b.data);
+}
+
+perfpred_status pp_run_stage_judge(pp_run *R)
+{
+    pp_run_load_probe(R);
+    perfpred_eval_report cal = {0}, sum = {0}, bef = {0};
+    perfpred_status st = eval_judge(R, R->stage_cfg, 0, &cal);
+    if (st == PERFPRED_OK) st = eval_judge(R, R->stage_cfg, 1, &sum);
+    int have_before = st == PERFPRED_OK && eval_judge(R, R->cfg, 0, &bef) == PERFPRED_OK;
+    if (!have_before) R->errbuf[0] = 0;
+    if (st == PERFPRED_OK) {
+        perfpred_run_report *o = R->out;
+        before_what(R, o->before_what, sizeof o->before_what);
+        o->n_judge = 0;
+        for (int g = 0; g < PERFPRED_RUN_MAX_JUDGE; g++) {
+            perfpred_run_judge J;
+            memset(&J, 0, sizeof J);
+            snprintf(J.name, sizeof J.name, "%s", JUDGE_NAMES[g]);
+            group_metrics(R, &cal, g, &J.calibrated, &J.spread_pct);
+            if (J.calibrated.n == 0) continue;
+            group_metrics(R, &sum, g, &J.layer_sum, NULL);
+            if (have_before) group_metrics(R, &bef, g, &J.before, NULL);
+            else J.before.mape_pct = NAN;
+            o->judge[o->n_judge++] = J;
+        }
+        o->n_judge_rows = cal.n_points;
+        pp_run_path(R, o->report_path, sizeof o->report_path, "report.txt");
+        pp_run_path(R, o->plot_path, sizeof o->plot_path, "judge.png");
+        char eb[512], title[256];
+        snprintf(title, sizeof title, "%s: networks no stage trained on", R->device);
+        if (perfpred_eval_plot(&cal, o->plot_path, title, eb, sizeof eb) != PERFPRED_OK) {
+            pp_log(&R->lg, PERFPRED_LOG_WARN, "  plot: %s", eb);
+            o->plot_path[0] = 0;
+        }
+        write_report(R);
+    }
+    perfpred_eval_report_free(&cal);
+    perfpred_eval_report_free(&sum);
+    perfpred_eval_report_free(&bef);
+    return st;
+}
+
+/* ---- install ---- */
+
+perfpred_status pp_run_stage_install(pp_run *R)
+{
+    char old[PP_RUN_PATH + 128];
+    snprintf(old, sizeof old, "%s/artifacts/.%s.old", R->cfg, R->device);
+    struct stat sb;
+    int have_new = stat(R->newart, &sb) == 0;
+    if (have_new) {
+        /* a run killed between the two renames has moved the current folder aside already */
+        if (stat(R->art, &sb) == 0) {
+            if (rm_tree(old) != 0 || rename(R->art, old) != 0)
+                return pp_run_fail(R, PERFPRED_ERR_IO, "%s: cannot move aside: %s", R->art,
+                                   strerror(errno));
+        }
+        if (rename(R->newart, R->art) != 0)
+            return pp_run_fail(R, PERFPRED_ERR_IO, "%s: cannot move into place: %s", R->art,
+                               strerror(errno));
+    } else if (stat(R->art, &sb) != 0) {
+        return pp_run_fail(R, PERFPRED_ERR_IO,
+                           "%s: the new artifacts are gone and none are in place; run again "
+                           "without --resume",
+                           R->newart);
+    }
+    rm_tree(old);
+    rm_tree(R->stage_cfg);
+    snprintf(R->out->artifacts_dir, sizeof R->out->artifacts_dir, "%s", R->art);
+    pp_log(&R->lg, PERFPRED_LOG_INFO, "  in force: %s", R->art);
+    return PERFPRED_OK;
+}

@@ -1,0 +1,140 @@
+/* run/run.h: `perfpred calibrate run`, one command that calibrates the CPU it runs on (or, from a
+ * bundle's measurements, a remote board): the machine's figures and its descriptor (probe.c), the
+ * stages of a calibration with their state on disk so that a killed run resumes (run.c), the
+ * runner subprocesses (spawn.c), and the bundle for a board without a perfpred build (bundle.c).
+ *
+ * Layering: above fit/ (it plans, fits and judges through plan/, fit/ and eval/), below cli/.
+ * Prefix pp_run_. The public entry point is perfpred_calibrate_run (include/perfpred_calibrate.h).
+ */
+#ifndef PP_RUN_H
+#define PP_RUN_H
+
+#include <stddef.h>
+
+#include "perfpred_calibrate.h"
+#include "predictor/calib.h"
+#include "util/util.h"
+
+/* ---- the machine (probe.c) ---- */
+
+/* What Linux says about the CPU: /proc/cpuinfo, sysfs caches, /proc/meminfo. Absent figures are 0
+ * and empty strings. */
+typedef struct pp_run_cpu {
+    char model_name[128];   /* "model name" (x86) or "Hardware"/"CPU part" text (ARM) */
+    char vendor[64];        /* vendor_id (GenuineIntel, AuthenticAMD) or "ARM" */
+    int family, model;      /* x86 cpu family and model; -1 when absent */
+    int logical_cpus;       /* online logical CPUs */
+    double mhz;             /* "cpu MHz" of the first CPU (what the guest reports); 0 absent */
+    double l1d_kib, l2_kib, l3_kib; /* per cpu0's view: its L1d, its L2, the last level */
+    double mem_gib;         /* MemTotal */
+    int simd_lanes;         /* fp32 lanes of the widest vector FMA it has: 16 avx512f, 8 avx2+fma,
+                               4 neon/asimd or sse; 0 unknown */
+    char isa[32];           /* "avx512f", "avx2+fma", "asimd", "sse2" */
+    int hypervisor;         /* flags list "hypervisor" */
+} pp_run_cpu;
+
+/* Reads /proc/cpuinfo, /proc/meminfo and /sys/devices/system/cpu/cpu0/cache under root ("" or NULL:
+ * the real ones; tests pass a fake tree). Never fails: what it cannot read stays 0. */
+void pp_run_cpu_read(const char *root, pp_run_cpu *out);
+
+/* Micro-benchmarks (the same as tools/cpu_figures.c, with pthreads): a STREAM triad
+ * a[i] = b[i] + s c[i] over three arrays of `mib` MiB each on `threads` threads, best of `trials`,
+ * 12 bytes per element counted; and one core's fp32 FMA rate with the widest vector unit the CPU
+ * has (independent accumulators), best of `trials`. Return GB/s and GFLOP/s; 0 on failure. */
+double pp_run_triad_gbs(int threads, double mib, int trials);
+double pp_run_fma_gflops(int trials, const char **isa_used);
+
+/* The figures a descriptor needs, each with where it came from (the text goes into the YAML
+ * comment beside it). */
+typedef struct pp_run_figures {
+    pp_run_cpu cpu;
+    double core_gflops, triad_gbs;
+    int triad_threads;
+    double launch_overhead_us;     /* the framework's per-op cost on 1-element tensors */
+    double runtime_memory_mb;      /* resident set after import torch and one conv forward */
+    char framework_version[64];    /* "torch 1.13.0" */
+    char date[32];                 /* UTC, ISO 8601 */
+    char src_flops[256], src_bw[256], src_launch[256], src_mem[256];
+} pp_run_figures;
+
+/* The nearest calibrated CPU descriptor to these figures (same SIMD width first, then the
+ * closest per-core FLOP/s and bandwidth in log space), or NULL when no CPU has layer models. */
+const char *pp_run_nearest_cpu(const perfpred_ctx *ctx, const pp_run_figures *f);
+
+/* The YAML text of a descriptor named `name` from f: every figure with its source in a comment,
+ * calibration_from naming `borrow` when not NULL (the prediction is then "transferred" until the
+ * device has its own models). */
+void pp_run_descriptor_yaml(pp_strbuf *b, const char *name, const pp_run_figures *f,
+                            const char *borrow);
+
+/* ---- subprocesses (spawn.c) ---- */
+
+/* Runs argv (argv[0] a path) with stdin from /dev/null and stdout/stderr inherited, or stdout into
+ * out_path when not NULL; waits. Returns the exit status, 128 + signal when killed, -1 when it
+ * could not start (errbuf says why). */
+int pp_run_spawn(char *const argv[], const char *out_path, char *errbuf, size_t errbuf_len);
+
+/* ---- the run: its paths, its state on disk, and the stages (run.c, stages.c, judge.c) ---- */
+
+#define PP_RUN_PATH 1024
+#define PP_RUN_BASE 512 /* the config and work folders: room for what is joined to them */
+#define PP_RUN_MAX_STAGES 16
+
+/* Torchvision families the plan leaves out, so that their networks judge a calibration on
+ * families no layer row came from; and the models of them that are judged (batch 1). */
+#define PP_RUN_HELD_FAMILIES "googlenet,mnasnet,regnet,shufflenet,squeezenet"
+/* The zoo models whose whole networks train the in-network correction (batch 1). */
+#define PP_RUN_TRAIN_ZOO "resnet18,mobilenet_v2,efficientnet_b0,convnext_tiny,vit_b_32,densenet121"
+#define PP_RUN_JUDGE_ZOO "googlenet,mnasnet0_5,regnet_x_400mf,shufflenet_v2_x1_0,squeezenet1_0"
+
+typedef struct pp_run {
+    const perfpred_run_params *p;
+    perfpred_run_report *out;
+    pp_logger lg;
+    char device[64];          /* canonical name where the device is known, else as given */
+    int known;                /* the device has a descriptor */
+    int remote;               /* measurements come from a bundle */
+    char cfg[PP_RUN_BASE];    /* the config dir predictions use */
+    char work[PP_RUN_BASE];   /* the work dir (a bundle's layout) */
+    char stage_cfg[PP_RUN_PATH]; /* work/cfg: cfg, but the device's artifacts are the new ones */
+    char newart[PP_RUN_PATH]; /* cfg/artifacts/.<device>.new: where the fits write */
+    char art[PP_RUN_PATH];    /* cfg/artifacts/<device> */
+    char src_root[PP_RUN_BASE]; /* the source tree: runners/, tests/fixtures/models */
+    const char *python;
+    double budget_min;        /* the run's parameters (a bundle's, when importing one) */
+    unsigned long long seed;
+    int threads;
+    double budget_layers, budget_train, budget_judge; /* minutes */
+    int n_done;
+    char done[PP_RUN_MAX_STAGES][16];
+    double t0;
+    char *errbuf;
+    size_t errlen;
+} pp_run;
+
+/* work/<rel> into buf. */
+const char *pp_run_path(const pp_run *R, char *buf, size_t n, const char *rel);
+int pp_run_stage_done(const pp_run *R, const char *stage);
+/* Records the stage in work/state.json (atomically). */
+perfpred_status pp_run_mark(pp_run *R, const char *stage);
+perfpred_status pp_run_fail(pp_run *R, perfpred_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Runs python with the arguments (NULL-terminated); nonzero exit is an error naming the step. */
+perfpred_status pp_run_python(pp_run *R, const char *what, const char *out_path, ...);
+perfpred_status pp_run_copy_file(pp_run *R, const char *from, const char *to);
+
+/* The stages, in order (stages.c, judge.c). */
+perfpred_status pp_run_stage_probe(pp_run *R);
+perfpred_status pp_run_stage_zoo(pp_run *R);
+perfpred_status pp_run_stage_plan(pp_run *R);
+perfpred_status pp_run_stage_layers(pp_run *R);
+perfpred_status pp_run_stage_networks(pp_run *R);
+perfpred_status pp_run_stage_judgenets(pp_run *R);
+perfpred_status pp_run_stage_fit(pp_run *R);
+perfpred_status pp_run_stage_judge(pp_run *R);
+perfpred_status pp_run_stage_install(pp_run *R);
+perfpred_status pp_run_write_bundle(pp_run *R);
+/* Fills the report's figures from work/probe.json (written by the probe stage). */
+void pp_run_load_probe(pp_run *R);
+
+#endif
