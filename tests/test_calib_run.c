@@ -1,0 +1,379 @@
+/* tests/test_calib_run.c: `calibrate run` (run/): what it reads of the machine, the descriptor it
+ * writes, and its stages with a stand-in Python (tests/fixtures/calib_run/fake_python.sh) that
+ * answers each runner from canned real rows: an interrupted run resumes where it stopped, the
+ * previous artifacts stay in force until the new ones are complete, and a bundle holds what a board
+ * needs. */
+#define _GNU_SOURCE
+#include "helpers.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "run/run.h"
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void mkdirs(const char *path)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", path);
+    assert_int_equal(system(cmd), 0);
+}
+
+static char *tmpdir(void)
+{
+    char *d = strdup("/tmp/pp_calib_run_XXXXXX");
+    assert_non_null(mkdtemp(d));
+    return d;
+}
+
+static void rmdir_all(const char *d)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", d);
+}
+
+/* A fake /proc and /sys of a 2-CPU Zen 3 guest, and of an ARM board. */
+static void test_cpu_read_x86(void **state)
+{
+    (void)state;
+    char *root = tmpdir(), p[1024];
+    snprintf(p, sizeof p, "%s/proc", root);
+    mkdirs(p);
+    snprintf(p, sizeof p, "%s/proc/cpuinfo", root);
+    write_text(p, "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\n"
+                  "model name\t: AMD EPYC 7B13\ncpu MHz\t\t: 2445.404\n"
+                  "flags\t\t: fpu sse2 avx fma avx2 hypervisor\n\n"
+                  "processor\t: 1\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\n"
+                  "model name\t: AMD EPYC 7B13\ncpu MHz\t\t: 2445.404\n"
+                  "flags\t\t: fpu sse2 avx fma avx2 avx512f hypervisor\n\n");
+    snprintf(p, sizeof p, "%s/proc/meminfo", root);
+    write_text(p, "MemTotal:       8388608 kB\nMemFree:         1000 kB\n");
+    const char *lv[4] = {"1", "1", "2", "3"}, *ty[4] = {"Data", "Instruction", "Unified", "Unified"},
+               *sz[4] = {"32K", "32K", "512K", "32768K"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(p, sizeof p, "%s/sys/devices/system/cpu/cpu0/cache/index%d", root, i);
+        mkdirs(p);
+        char f[1100], v[64];
+        snprintf(f, sizeof f, "%s/level", p);
+        snprintf(v, sizeof v, "%s\n", lv[i]);
+        write_text(f, v);
+        snprintf(f, sizeof f, "%s/type", p);
+        snprintf(v, sizeof v, "%s\n", ty[i]);
+        write_text(f, v);
+        snprintf(f, sizeof f, "%s/size", p);
+        snprintf(v, sizeof v, "%s\n", sz[i]);
+        write_text(f, v);
+    }
+    pp_run_cpu c;
+    pp_run_cpu_read(root, &c);
+    assert_string_equal(c.model_name, "AMD EPYC 7B13");
+    assert_string_equal(c.vendor, "AuthenticAMD");
+    assert_int_equal(c.family, 25);
+    assert_int_equal(c.model, 1);
+    assert_int_equal(c.logical_cpus, 2);
+    assert_true(fabs(c.mhz - 2445.404) < 1e-9);
+    /* the first CPU's flags: avx2 and fma, not the second's avx512f */
+    assert_int_equal(c.simd_lanes, 8);
+    assert_string_equal(c.isa, "avx2+fma");
+    assert_int_equal(c.hypervisor, 1);
+    assert_true(c.l1d_kib == 32 && c.l2_kib == 512 && c.l3_kib == 32768);
+    assert_true(fabs(c.mem_gib - 8.0) < 1e-12);
+    rmdir_all(root);
+    free(root);
+}
+
+static void test_cpu_read_arm(void **state)
+{
+    (void)state;
+    char *root = tmpdir(), p[1024];
+    snprintf(p, sizeof p, "%s/proc", root);
+    mkdirs(p);
+    snprintf(p, sizeof p, "%s/proc/cpuinfo", root);
+    write_text(p, "processor\t: 0\nBogoMIPS\t: 108.00\nFeatures\t: fp asimd evtstrm crc32 cpuid\n"
+                  "CPU implementer\t: 0x41\nCPU part\t: 0xd08\n\n"
+                  "processor\t: 1\nFeatures\t: fp asimd\nCPU part\t: 0xd08\n\n"
+                  "processor\t: 2\nFeatures\t: fp asimd\nCPU part\t: 0xd08\n\n"
+                  "processor\t: 3\nFeatures\t: fp asimd\nCPU part\t: 0xd08\n\n");
+    pp_run_cpu c;
+    pp_run_cpu_read(root, &c);
+    assert_int_equal(c.logical_cpus, 4);
+    assert_int_equal(c.simd_lanes, 4);
+    assert_string_equal(c.isa, "asimd");
+    assert_string_equal(c.vendor, "ARM");
+    assert_string_equal(c.model_name, "ARM CPU part 0xd08");
+    assert_int_equal(c.family, -1);
+    assert_true(c.mem_gib == 0 && c.l2_kib == 0); /* absent: 0, never guessed */
+    rmdir_all(root);
+    free(root);
+}
+
+/* The micro-benchmarks give figures, and refuse what they cannot measure. */
+static void test_microbenchmarks(void **state)
+{
+    (void)state;
+    const char *isa = NULL;
+    double g = pp_run_fma_gflops(1, &isa);
+    assert_non_null(isa);
+    assert_true(g > 0.1 && g < 1e5);
+    double bw = pp_run_triad_gbs(2, 16, 2);
+    assert_true(bw > 0.05 && bw < 1e5);
+    assert_true(pp_run_triad_gbs(0, 16, 2) == 0);
+    assert_true(pp_run_triad_gbs(1, 0, 2) == 0);
+}
+
+/* The descriptor the probe writes loads under the strict parser with the figures it was given. */
+static void test_descriptor_loads(void **state)
+{
+    (void)state;
+    pp_run_figures f;
+    memset(&f, 0, sizeof f);
+    f.cpu.logical_cpus = 4;
+    f.cpu.mem_gib = 7.6;
+    f.cpu.l3_kib = 16384;
+    f.cpu.mhz = 3000;
+    snprintf(f.cpu.model_name, sizeof f.cpu.model_name, "Test CPU");
+    snprintf(f.cpu.vendor, sizeof f.cpu.vendor, "GenuineIntel");
+    snprintf(f.cpu.isa, sizeof f.cpu.isa, "avx2+fma");
+    f.core_gflops = 100;
+    f.triad_gbs = 30;
+    f.launch_overhead_us = 1.5;
+    f.runtime_memory_mb = 240;
+    snprintf(f.src_flops, sizeof f.src_flops, "a test figure");
+    snprintf(f.src_bw, sizeof f.src_bw, "a test figure");
+    pp_strbuf b = {0};
+    pp_run_descriptor_yaml(&b, "new-cpu", &f, "epyc-kvm-2vcpu");
+    assert_false(b.oom);
+    assert_non_null(strstr(b.data, "# measured: a test figure"));
+
+    char *cfg = tmpdir(), p[1024], cmd[3000];
+    snprintf(p, sizeof p, "%s/devices", cfg);
+    mkdirs(p);
+    snprintf(cmd, sizeof cmd, "cp '%s/configs/devices/epyc-kvm-2vcpu.yaml' '%s/devices/'",
+             PP_SOURCE_DIR, cfg);
+    assert_int_equal(system(cmd), 0);
+    snprintf(p, sizeof p, "%s/devices/new-cpu.yaml", cfg);
+    write_text(p, b.data);
+    free(b.data);
+    perfpred_ctx_params cp = perfpred_ctx_default_params();
+    cp.config_dir = cfg;
+    perfpred_status st;
+    char eb[512] = "";
+    perfpred_ctx *ctx = perfpred_ctx_open(&cp, &st, eb, sizeof eb);
+    if (!ctx) fail_msg("%s", eb);
+    const pp_device *d = pp_devices_find(pp_ctx_db(ctx), "new-cpu");
+    assert_non_null(d);
+    assert_true(fabs(d->peak_tflops[PP_PREC_FP32] - 0.4) < 1e-9); /* 4 x 100 GFLOP/s */
+    assert_true(fabs(d->memory_bandwidth_gbs - 30) < 1e-9);
+    assert_true(fabs(d->launch_overhead_us - 1.5) < 1e-9);
+    assert_int_equal(d->compute_units, 4);
+    assert_true(fabs(d->l2_mb - 16) < 1e-9);
+    assert_string_equal(d->calibration_from, "epyc-kvm-2vcpu");
+    perfpred_ctx_close(ctx);
+    rmdir_all(cfg);
+    free(cfg);
+}
+
+/* ---- the stages, with the stand-in Python ---- */
+
+typedef struct run_env {
+    char *root;
+    char cfg[600], work[600], log[700], mark[700], fake[600];
+} run_env;
+
+/* A config folder with the shipped epyc-kvm-2vcpu (its descriptor and models: the nearest
+ * calibrated CPU) and nothing else. */
+static void env_setup(run_env *E)
+{
+    E->root = tmpdir();
+    snprintf(E->cfg, sizeof E->cfg, "%s/configs", E->root);
+    snprintf(E->work, sizeof E->work, "%s/work", E->root);
+    snprintf(E->log, sizeof E->log, "%s/calls.log", E->root);
+    snprintf(E->mark, sizeof E->mark, "%s/failed-once", E->root);
+    snprintf(E->fake, sizeof E->fake, "%s/tests/fixtures/calib_run/fake_python.sh", PP_SOURCE_DIR);
+    char cmd[4000];
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p '%s/devices' '%s/artifacts' && cp '%s/configs/devices/epyc-kvm-2vcpu.yaml' "
+             "'%s/devices/' && cp -r '%s/configs/artifacts/epyc-kvm-2vcpu' '%s/artifacts/'",
+             E->cfg, E->cfg, PP_SOURCE_DIR, E->cfg, PP_SOURCE_DIR, E->cfg);
+    assert_int_equal(system(cmd), 0);
+    setenv("PP_FAKE_SRC", PP_SOURCE_DIR, 1);
+    setenv("PP_FAKE_LOG", E->log, 1);
+    setenv("PP_FAKE_MARK", E->mark, 1);
+}
+
+static perfpred_run_params env_params(const run_env *E, const char *device)
+{
+    perfpred_run_params p = perfpred_run_default_params();
+    p.device = device;
+    p.config_dir = E->cfg;
+    p.work_dir = E->work;
+    p.python = E->fake;
+    p.budget_min = 10;
+    return p;
+}
+
+/* How many times the log holds the runner's name. */
+static int calls(const run_env *E, const char *runner)
+{
+    FILE *f = fopen(E->log, "r");
+    if (!f) return 0;
+    char line[256];
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        n += strcmp(line, runner) == 0;
+    }
+    fclose(f);
+    return n;
+}
+
+static int exists(const char *dir, const char *rel)
+{
+    char p[1400];
+    snprintf(p, sizeof p, "%s/%s", dir, rel);
+    return access(p, F_OK) == 0;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    char *buf = calloc(1, 1 << 20);
+    size_t n = fread(buf, 1, (1 << 20) - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    return buf;
+}
+
+static void test_run_resume_and_install(void **state)
+{
+    (void)state;
+    run_env E;
+    env_setup(&E);
+    perfpred_run_params p = env_params(&E, "new-cpu");
+    perfpred_run_report *r = calloc(1, sizeof *r);
+    char eb[1024] = "";
+
+    /* the training networks' runner dies: the stages before it are recorded, nothing installed */
+    setenv("PP_FAKE_FAIL", "network_runner.py", 1);
+    perfpred_status st = perfpred_calibrate_run(&p, r, eb, sizeof eb);
+    assert_int_equal(st, PERFPRED_ERR_IO);
+    assert_non_null(strstr(eb, "network_runner"));
+    assert_true(exists(E.cfg, "devices/new-cpu.yaml"));
+    assert_false(exists(E.cfg, "artifacts/new-cpu"));
+    char state_path[700];
+    snprintf(state_path, sizeof state_path, "%s/state.json", E.work);
+    char *s = slurp(state_path);
+    assert_non_null(s);
+    assert_non_null(strstr(s, "\"layers\""));
+    assert_null(strstr(s, "\"networks\""));
+    free(s);
+
+    /* again without --resume: refused, nothing lost */
+    eb[0] = 0;
+    assert_int_equal(perfpred_calibrate_run(&p, r, eb, sizeof eb), PERFPRED_ERR_INVALID_ARG);
+    assert_non_null(strstr(eb, "--resume"));
+    /* resumed with another budget: refused, naming the run's own */
+    p.resume = 1;
+    p.budget_min = 20;
+    assert_int_equal(perfpred_calibrate_run(&p, r, eb, sizeof eb), PERFPRED_ERR_INVALID_ARG);
+    assert_non_null(strstr(eb, "--budget-min 10"));
+
+    /* resumed: only what was left runs */
+    p.budget_min = 10;
+    st = perfpred_calibrate_run(&p, r, eb, sizeof eb);
+    if (st != PERFPRED_OK) fail_msg("%s", eb);
+    assert_int_equal(calls(&E, "host_probe.py"), 1);
+    assert_int_equal(calls(&E, "random_arch.py"), 2);
+    assert_int_equal(calls(&E, "layer_runner.py"), 1);
+    assert_int_equal(calls(&E, "network_runner.py"), 3); /* failed, train, judge */
+    assert_true(exists(E.cfg, "artifacts/new-cpu/manifest.json"));
+    assert_false(exists(E.cfg, "artifacts/.new-cpu.new"));
+    assert_string_equal(r->borrowed_from, "epyc-kvm-2vcpu");
+    assert_non_null(strstr(r->before_what, "transferred"));
+    assert_true(r->n_judge >= 1);
+    assert_string_equal(r->judge[r->n_judge - 1].name, "all");
+    assert_int_equal(r->judge[r->n_judge - 1].calibrated.n, 24); /* the judging rows */
+    assert_int_equal(r->judge[r->n_judge - 1].before.n, 24);
+    assert_true(r->n_layer_rows > 200);
+    assert_true(exists(E.work, "report.txt"));
+
+    /* a second calibration that dies before its fit leaves the first one in force, unchanged */
+    char man[700];
+    snprintf(man, sizeof man, "%s/artifacts/new-cpu/manifest.json", E.cfg);
+    char *before = slurp(man);
+    assert_non_null(before);
+    unlink(E.mark);
+    snprintf(E.work, sizeof E.work, "%s/work2", E.root);
+    p = env_params(&E, "new-cpu");
+    assert_int_equal(perfpred_calibrate_run(&p, r, eb, sizeof eb), PERFPRED_ERR_IO);
+    char *after = slurp(man);
+    assert_non_null(after);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+
+    /* a bundle for a known device: the plan, the graphs, the runners and one command */
+    unsetenv("PP_FAKE_FAIL");
+    snprintf(E.work, sizeof E.work, "%s/bundle", E.root);
+    p = env_params(&E, "new-cpu");
+    p.work_dir = NULL;
+    p.plan_only_dir = E.work;
+    st = perfpred_calibrate_run(&p, r, eb, sizeof eb);
+    if (st != PERFPRED_OK) fail_msg("%s", eb);
+    assert_int_equal(r->bundle_written, 1);
+    assert_true(exists(E.work, "run.sh") && exists(E.work, "plan.csv") &&
+                exists(E.work, "runners/layer_runner.py") &&
+                exists(E.work, "tools/export_models.py") &&
+                exists(E.work, "graphs/judge-configs.csv") && exists(E.work, "state.json"));
+    /* and for a device no descriptor names: refused (its plan needs figures) */
+    p.device = "unknown-board";
+    snprintf(E.work, sizeof E.work, "%s/bundle2", E.root);
+    p.plan_only_dir = E.work;
+    assert_int_equal(perfpred_calibrate_run(&p, r, eb, sizeof eb), PERFPRED_ERR_INVALID_ARG);
+    assert_non_null(strstr(eb, "unknown-board"));
+
+    free(r);
+    rmdir_all(E.root);
+    free(E.root);
+}
+
+static void test_bad_params(void **state)
+{
+    (void)state;
+    perfpred_run_report r;
+    char eb[256];
+    perfpred_run_params p = perfpred_run_default_params();
+    assert_int_equal(perfpred_calibrate_run(&p, &r, eb, sizeof eb), PERFPRED_ERR_INVALID_ARG);
+    assert_non_null(strstr(eb, "--device"));
+    p.device = "x";
+    p.budget_min = 2;
+    assert_int_equal(perfpred_calibrate_run(&p, &r, eb, sizeof eb), PERFPRED_ERR_INVALID_ARG);
+    assert_non_null(strstr(eb, "--budget-min"));
+    p.budget_min = 30;
+    p.device = "rtx-3090";
+    assert_int_equal(perfpred_calibrate_run(&p, &r, eb, sizeof eb), PERFPRED_ERR_INVALID_ARG);
+    assert_non_null(strstr(eb, "CPUs"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cpu_read_x86),       cmocka_unit_test(test_cpu_read_arm),
+        cmocka_unit_test(test_microbenchmarks),    cmocka_unit_test(test_descriptor_loads),
+        cmocka_unit_test(test_run_resume_and_install), cmocka_unit_test(test_bad_params),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
