@@ -106,7 +106,7 @@ static void print_json(const perfpred_run_report *r)
         const perfpred_run_judge *J = &r->judge[g];
         cJSON *j = cJSON_CreateObject();
         cJSON_AddStringToObject(j, "set", J->name);
-        if (isfinite(J->spread_pct)) cJSON_AddNumberToObject(j, "spread_pct", J->spread_pct);
+        if (isfinite(J->repeat_pct)) cJSON_AddNumberToObject(j, "repeat_pct", J->repeat_pct);
         cJSON_AddItemToObject(j, "layer_sum", metrics_json(&J->layer_sum));
         cJSON_AddItemToObject(j, "calibrated", metrics_json(&J->calibrated));
         cJSON_AddItemToObject(j, "before", metrics_json(&J->before));
@@ -129,14 +129,14 @@ static void print_text(const perfpred_run_params *p, const perfpred_run_report *
     }
     printf("\n%s calibrated in %.1f min: %s\n", r->device, r->minutes, r->artifacts_dir);
     if (r->n_judge > 0) {
-        printf("judged on networks of families and seeds no stage trained on (MAPE %%; spread: "
-               "the rows' own run-to-run spread)\n");
-        printf("  %-22s %5s %9s %11s %11s %9s %9s %12s\n", "set", "rows", "spread", "layer sum",
+        printf("judged on networks of families and seeds no stage trained on (MAPE %%; repeat: "
+               "the measurements' own\ndisagreement, two half-runs of each row)\n");
+        printf("  %-22s %5s %9s %11s %11s %9s %9s %12s\n", "set", "rows", "repeat", "layer sum",
                "calibrated", "<=10 %", "Spearman", "before run");
         for (int g = 0; g < r->n_judge; g++) {
             const perfpred_run_judge *J = &r->judge[g];
             printf("  %-22s %5d %8.1f%% %10.1f%% %10.1f%% %8.0f%% %9.3f %11.1f%%\n", J->name,
-                   J->calibrated.n, J->spread_pct, J->layer_sum.mape_pct, J->calibrated.mape_pct,
+                   J->calibrated.n, J->repeat_pct, J->layer_sum.mape_pct, J->calibrated.mape_pct,
                    J->calibrated.within10_pct, J->calibrated.spearman, J->before.mape_pct);
         }
         printf("  before this run: %s\n", r->before_what);

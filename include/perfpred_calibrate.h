@@ -717,7 +717,11 @@ typedef struct perfpred_run_judge {
     perfpred_metrics before;      /* what the device answered before this run (report's
                                      before_what: the nearest calibrated CPU's models,
                                      transferred, for a new device) */
-    double spread_pct;            /* median of the rows' run-to-run spread / latency */
+    double repeat_pct;            /* the measurements' disagreement with themselves: each row
+                                     timed as two half-runs (even and odd rounds, the median of
+                                     their per-visit minima), the mean |A - B| / ((A + B) / 2) in
+                                     percent: what a MAPE cannot go below; NaN when unknown */
+    int n_repeat;                 /* rows with both halves */
 } perfpred_run_judge;
 
 #define PERFPRED_RUN_MAX_JUDGE 4

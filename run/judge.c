@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "measure/measure.h"
 #include "run/run.h"
 
@@ -247,27 +249,21 @@ static perfpred_status eval_judge(pp_run *R, const char *cfg, int layer_sum_only
     return PERFPRED_OK;
 }
 
-/* Metrics of rep's points in judge group g (3: all) into m; spreads (percent) into sp. */
-static void group_metrics(pp_run *R, const perfpred_eval_report *rep, int g, perfpred_metrics *m,
-                          double *spread_pct)
+/* Metrics of rep's points in judge group g (3: all) into m. */
+static void group_metrics(pp_run *R, const perfpred_eval_report *rep, int g, perfpred_metrics *m)
 {
     int n = 0;
     double *pred = malloc(sizeof(double) * (size_t)(rep->n_points + 1));
     double *meas = malloc(sizeof(double) * (size_t)(rep->n_points + 1));
-    double *sp = malloc(sizeof(double) * (size_t)(rep->n_points + 1));
-    int n_sp = 0;
     memset(m, 0, sizeof *m);
     m->mape_pct = m->rmspe_pct = m->within10_pct = m->spearman = NAN;
-    if (spread_pct) *spread_pct = NAN;
-    if (!pred || !meas || !sp) goto out;
+    if (!pred || !meas) goto out;
     for (int i = 0; i < rep->n_points; i++) {
         const perfpred_eval_point *pt = &rep->points[i];
         if (g != 3 && judge_group(pt->group) != g) continue;
         pred[n] = pt->predicted_ms;
         meas[n] = pt->measured_ms;
         n++;
-        if (isfinite(pt->spread_ms) && pt->measured_ms > 0)
-            sp[n_sp++] = 100.0 * pt->spread_ms / pt->measured_ms;
     }
     pp_metrics pm;
     pp_err e = {0};
@@ -275,11 +271,90 @@ static void group_metrics(pp_run *R, const perfpred_eval_report *rep, int g, per
         *m = pp_measure_metrics_public(&pm);
     else if (n > 0)
         pp_log(&R->lg, PERFPRED_LOG_WARN, "  judge: %s", e.msg);
-    if (spread_pct && n_sp > 0) *spread_pct = pp_measure_median(sp, n_sp);
 out:
     free(pred);
     free(meas);
-    free(sp);
+}
+
+/* ---- the measurements' own repeat ---- */
+
+/* One configuration of a runner journal: the minimum of each visit's samples, by round. */
+typedef struct jkey {
+    char key[256];
+    int group;
+    int n[2];
+    double v[2][64]; /* [even, odd round][visit] */
+} jkey;
+
+/* Reads a runner journal (`<csv>.partial.jsonl`: one JSON object per line, visits with key,
+ * round and samples_ns) and gives, per judge group, the mean disagreement of each configuration's
+ * two half-runs; NaN where a group has no configuration with both halves. */
+static void journal_repeat(const char *path, double pct[PERFPRED_RUN_MAX_JUDGE],
+                           int count[PERFPRED_RUN_MAX_JUDGE])
+{
+    for (int g = 0; g < PERFPRED_RUN_MAX_JUDGE; g++) {
+        pct[g] = NAN;
+        count[g] = 0;
+    }
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    int cap = 0, n = 0;
+    jkey *keys = NULL;
+    char *line = NULL;
+    size_t lcap = 0;
+    while (getline(&line, &lcap, f) > 0) {
+        cJSON *j = cJSON_Parse(line);
+        const cJSON *ty = j ? cJSON_GetObjectItemCaseSensitive(j, "type") : NULL;
+        const cJSON *k = j ? cJSON_GetObjectItemCaseSensitive(j, "key") : NULL;
+        const cJSON *rd = j ? cJSON_GetObjectItemCaseSensitive(j, "round") : NULL;
+        const cJSON *sm = j ? cJSON_GetObjectItemCaseSensitive(j, "samples_ns") : NULL;
+        if (cJSON_IsString(ty) && strcmp(ty->valuestring, "visit") == 0 && cJSON_IsString(k) &&
+            cJSON_IsNumber(rd) && cJSON_IsArray(sm) && cJSON_GetArraySize(sm) > 0) {
+            double lo = INFINITY;
+            const cJSON *it;
+            cJSON_ArrayForEach(it, sm) if (cJSON_IsNumber(it) && it->valuedouble < lo) lo =
+                it->valuedouble;
+            int i = 0;
+            while (i < n && strcmp(keys[i].key, k->valuestring) != 0) i++;
+            if (i == n) {
+                if (n == cap) {
+                    jkey *nk = realloc(keys, sizeof *keys * (size_t)(cap ? 2 * cap : 64));
+                    if (!nk) {
+                        cJSON_Delete(j);
+                        break;
+                    }
+                    keys = nk;
+                    cap = cap ? 2 * cap : 64;
+                }
+                memset(&keys[n], 0, sizeof keys[n]);
+                snprintf(keys[n].key, sizeof keys[n].key, "%s", k->valuestring);
+                keys[n].group = judge_group(strncmp(k->valuestring, "randcnn_", 8) == 0 ? "randcnn"
+                                            : strncmp(k->valuestring, "randtf_", 7) == 0
+                                                ? "randtf"
+                                                : "");
+                n++;
+            }
+            int h = rd->valueint & 1;
+            if (isfinite(lo) && lo > 0 && keys[i].n[h] < 64) keys[i].v[h][keys[i].n[h]++] = lo;
+        }
+        cJSON_Delete(j);
+    }
+    free(line);
+    fclose(f);
+    double sum[PERFPRED_RUN_MAX_JUDGE] = {0};
+    for (int i = 0; i < n; i++) {
+        if (keys[i].n[0] == 0 || keys[i].n[1] == 0) continue;
+        double a = pp_measure_median(keys[i].v[0], keys[i].n[0]);
+        double b = pp_measure_median(keys[i].v[1], keys[i].n[1]);
+        double d = fabs(a - b) / ((a + b) / 2);
+        sum[keys[i].group] += d;
+        count[keys[i].group]++;
+        sum[3] += d;
+        count[3]++;
+    }
+    for (int g = 0; g < PERFPRED_RUN_MAX_JUDGE; g++)
+        if (count[g] > 0) pct[g] = 100 * sum[g] / count[g];
+    free(keys);
 }
 
 static void before_what(pp_run *R, char *out, size_t n)
@@ -300,16 +375,18 @@ static void write_report(pp_run *R)
     pp_strbuf_printf(&b, "calibrate run: %s\n", o->device);
     pp_strbuf_printf(&b, "judged on measurements/judge.csv: networks of families and seeds no "
                          "stage trained on\n");
-    pp_strbuf_printf(&b, "%-24s %5s %9s %9s %9s %9s %9s %22s\n", "set", "rows", "spread %",
+    pp_strbuf_printf(&b, "%-24s %5s %9s %9s %9s %9s %9s %22s\n", "set", "rows", "repeat %",
                      "layers %", "calib. %", "<=10 %", "Spearman", "before this run %");
     for (int g = 0; g < o->n_judge; g++) {
         const perfpred_run_judge *J = &o->judge[g];
         pp_strbuf_printf(&b, "%-24s %5d %9.1f %9.1f %9.1f %9.1f %9.3f %22.1f\n", J->name,
-                         J->calibrated.n, J->spread_pct, J->layer_sum.mape_pct,
+                         J->calibrated.n, J->repeat_pct, J->layer_sum.mape_pct,
                          J->calibrated.mape_pct, J->calibrated.within10_pct,
                          J->calibrated.spearman, J->before.mape_pct);
     }
     pp_strbuf_printf(&b, "before this run: %s\n", o->before_what);
+    pp_strbuf_printf(&b, "repeat: each row timed as two half-runs (even and odd rounds), their mean "
+                         "disagreement: what a MAPE cannot go below\n");
     char path[PP_RUN_PATH];
     pp_err e = {0};
     if (!b.oom && pp_write_file_atomic(pp_run_path(R, path, sizeof path, "report.txt"), b.data,
@@ -330,15 +407,23 @@ perfpred_status pp_run_stage_judge(pp_run *R)
         perfpred_run_report *o = R->out;
         before_what(R, o->before_what, sizeof o->before_what);
         o->n_judge = 0;
+        double rep_pct[PERFPRED_RUN_MAX_JUDGE];
+        int rep_n[PERFPRED_RUN_MAX_JUDGE];
+        char journal[PP_RUN_PATH];
+        journal_repeat(pp_run_path(R, journal, sizeof journal,
+                                   "measurements/judge.csv.partial.jsonl"),
+                       rep_pct, rep_n);
         for (int g = 0; g < PERFPRED_RUN_MAX_JUDGE; g++) {
             perfpred_run_judge J;
             memset(&J, 0, sizeof J);
             snprintf(J.name, sizeof J.name, "%s", JUDGE_NAMES[g]);
-            group_metrics(R, &cal, g, &J.calibrated, &J.spread_pct);
+            group_metrics(R, &cal, g, &J.calibrated);
             if (J.calibrated.n == 0) continue;
-            group_metrics(R, &sum, g, &J.layer_sum, NULL);
-            if (have_before) group_metrics(R, &bef, g, &J.before, NULL);
+            group_metrics(R, &sum, g, &J.layer_sum);
+            if (have_before) group_metrics(R, &bef, g, &J.before);
             else J.before.mape_pct = NAN;
+            J.repeat_pct = rep_pct[g];
+            J.n_repeat = rep_n[g];
             o->judge[o->n_judge++] = J;
         }
         o->n_judge_rows = cal.n_points;

@@ -307,6 +307,10 @@ static void test_run_resume_and_install(void **state)
     assert_string_equal(r->judge[r->n_judge - 1].name, "all");
     assert_int_equal(r->judge[r->n_judge - 1].calibrated.n, 24); /* the judging rows */
     assert_int_equal(r->judge[r->n_judge - 1].before.n, 24);
+    /* the repeat from the stand-in's journal (fake_python.sh works out these figures) */
+    const perfpred_run_judge *all = &r->judge[r->n_judge - 1];
+    assert_int_equal(all->n_repeat, 2);
+    assert_true(fabs(all->repeat_pct - 100 * (1 / 10.5 + 2 / 21.0) / 2) < 1e-9);
     assert_true(r->n_layer_rows > 200);
     assert_true(exists(E.work, "report.txt"));
 
