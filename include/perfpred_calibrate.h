@@ -737,7 +737,8 @@ typedef struct perfpred_run_report {
     int correction_written;       /* the in-network correction beat the layer sum on its folds */
     int n_judge;
     perfpred_run_judge judge[PERFPRED_RUN_MAX_JUDGE];
-    double minutes;               /* wall time of this invocation */
+    double minutes;               /* wall time of the run, its earlier (interrupted) invocations
+                                     included */
     char artifacts_dir[1024], report_path[1024], plot_path[1024];
     int bundle_written;           /* plan_only: the bundle is complete */
 } perfpred_run_report;

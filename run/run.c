@@ -62,6 +62,7 @@ static perfpred_status write_state(pp_run *R)
     cJSON_AddNumberToObject(j, "seed", (double)R->seed);
     cJSON_AddNumberToObject(j, "threads", R->threads);
     cJSON_AddBoolToObject(j, "bundle", R->remote || R->p->plan_only_dir != NULL);
+    cJSON_AddNumberToObject(j, "minutes", R->minutes_before + (pp_now_s() - R->t0) / 60.0);
     for (int i = 0; i < R->n_done; i++) cJSON_AddItemToArray(done, cJSON_CreateString(R->done[i]));
     cJSON_AddItemToObject(j, "done", done);
     char *text = cJSON_Print(j);
@@ -103,6 +104,7 @@ static perfpred_status read_state(pp_run *R, int *exists)
     const cJSON *seed = j ? cJSON_GetObjectItemCaseSensitive(j, "seed") : NULL;
     const cJSON *thr = j ? cJSON_GetObjectItemCaseSensitive(j, "threads") : NULL;
     const cJSON *done = j ? cJSON_GetObjectItemCaseSensitive(j, "done") : NULL;
+    const cJSON *mins = j ? cJSON_GetObjectItemCaseSensitive(j, "minutes") : NULL;
     perfpred_status st = PERFPRED_OK;
     if (!cJSON_IsString(dev) || !cJSON_IsNumber(bud) || !cJSON_IsNumber(seed) ||
         !cJSON_IsNumber(thr) || !cJSON_IsArray(done))
@@ -124,6 +126,9 @@ static perfpred_status read_state(pp_run *R, int *exists)
         R->budget_min = bud->valuedouble;
         R->seed = (unsigned long long)seed->valuedouble;
         R->threads = thr->valueint;
+        /* a bundle's minutes were the board's; a resumed run adds to its own */
+        if (!R->remote && cJSON_IsNumber(mins) && mins->valuedouble >= 0)
+            R->minutes_before = mins->valuedouble;
         const cJSON *it;
         cJSON_ArrayForEach(it, done)
         {
@@ -392,7 +397,7 @@ perfpred_status perfpred_calibrate_run(const perfpred_run_params *p, perfpred_ru
     }
     st = run_stages(R);
 done:
-    out->minutes = (pp_now_s() - R->t0) / 60.0;
+    out->minutes = R->minutes_before + (pp_now_s() - R->t0) / 60.0;
     free(R);
     return st;
 }

@@ -108,6 +108,7 @@ typedef struct pp_run {
     int n_done;
     char done[PP_RUN_MAX_STAGES][16];
     double t0;
+    double minutes_before;    /* what earlier invocations of this run took (state.json) */
     char *errbuf;
     size_t errlen;
 } pp_run;
