@@ -192,6 +192,18 @@ static perfpred_status setup(pp_run *R)
     const pp_device *d = pp_devices_find(pp_ctx_db(ctx), p->device);
     R->known = d != NULL;
     snprintf(R->device, sizeof R->device, "%s", d ? d->name : p->device);
+    if (d && d->kind == PP_DEV_CPU &&
+        (!d->runtime_framework || strcmp(d->runtime_framework, "pytorch-eager") != 0)) {
+        const char *fw = d->runtime_framework ? d->runtime_framework : "none";
+        char name[64];
+        snprintf(name, sizeof name, "%s", d->name);
+        perfpred_ctx_close(ctx);
+        return pp_run_fail(R, PERFPRED_ERR_INVALID_ARG,
+                           "--device %s: its runtime is %s, and calibrate run measures PyTorch "
+                           "eager: calibrate a descriptor whose runtime.framework is pytorch-eager "
+                           "(base: %s; e.g. rpi4-pytorch for rpi4)",
+                           name, fw, name);
+    }
     if (d && (d->kind != PP_DEV_CPU || d->is_mig)) {
         perfpred_ctx_close(ctx);
         return pp_run_fail(R, PERFPRED_ERR_INVALID_ARG,

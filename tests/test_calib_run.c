@@ -367,6 +367,9 @@ static void test_bad_params(void **state)
     assert_int_equal(perfpred_calibrate_run(&p, &r, eb, sizeof eb), PERFPRED_ERR_INVALID_ARG);
     assert_non_null(strstr(eb, "--budget-min"));
     p.budget_min = 30;
+    p.device = "rpi4"; /* a CPU whose runtime is TFLite */
+    assert_int_equal(perfpred_calibrate_run(&p, &r, eb, sizeof eb), PERFPRED_ERR_INVALID_ARG);
+    assert_non_null(strstr(eb, "tflite"));
     p.device = "rtx-3090";
     assert_int_equal(perfpred_calibrate_run(&p, &r, eb, sizeof eb), PERFPRED_ERR_INVALID_ARG);
     assert_non_null(strstr(eb, "CPUs"));
