@@ -114,6 +114,7 @@ static void copy_field(pp_device *dst, const pp_device *src, int f)
     case PP_F_HOSTSCALE: dst->host_dispatch_scale = src->host_dispatch_scale; break;
     case PP_F_HOSTSRC: dst->host_dispatch_source = src->host_dispatch_source; break;
     case PP_F_MEMTYPE: dst->memory_type = src->memory_type; break;
+    case PP_F_GEMM: dst->gemm_gflops = src->gemm_gflops; break;
     case PP_F_FUSION:
         dst->n_fusion = src->n_fusion;
         memcpy(dst->fusion, src->fusion, sizeof dst->fusion);

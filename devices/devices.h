@@ -101,6 +101,10 @@ typedef struct pp_device {
     const char *runtime_framework;     /* "pytorch-eager", "tensorrt", "onnxruntime", "tflite" */
     pp_precision runtime_precision;
     double launch_overhead_us;         /* per kernel */
+    double gemm_gflops;                /* CPUs: the fp32 GEMM rate the runtime reaches on one
+                                          thread (a large product), GFLOP/s; 0 unknown. What a
+                                          CPU-to-CPU transfer scales compute by (the FMA peak
+                                          is not what PyTorch's kernels reach) */
     double runtime_memory_overhead_mb; /* context, allocator, libraries */
     double workspace_mb;               /* cuDNN/cuBLAS workspace held during inference */
     double host_dispatch_scale;        /* the host CPU's time per dispatched op against the x86

@@ -36,6 +36,7 @@ enum {
     PP_F_HOSTSCALE,
     PP_F_HOSTSRC,
     PP_F_MEMTYPE,
+    PP_F_GEMM,
     PP_F__COUNT
 };
 

@@ -722,7 +722,7 @@ static void time_kernel(const predict_setup *P, const pp_kernel_group *G, const 
         /* scale the kernel's work, not its launch: each device adds its own overhead */
         double launch_src = timed_on->launch_overhead_us * 1e-3;
         double work = kt->t > launch_src ? kt->t - launch_src : 0;
-        kt->t = pp_scale_kernel_time(work, timed_on, d, k->ai, k->blocks) +
+        kt->t = pp_scale_kernel_time_kind(work, timed_on, d, k->ai, k->blocks, k->kind) +
                 d->launch_overhead_us * 1e-3;
     }
     kt->roof_d = pp_roofline_ms(d, k->kind, k->flops, k->bytes, &kt->mb);
@@ -754,7 +754,8 @@ static void stack_time(const predict_setup *P, const pp_kernel_group *G, const k
          * stack's shortest kernel */
         pp_op_kind fk = kt->as_eager ? k->kind : g->nodes[G->nodes[0]].feat.kind;
         double w = fmax(0, kt->cal_ms - pp_calib_floor_ms(P->ctx->calib, P->src, fk));
-        if (P->timed_on != d) w = pp_scale_kernel_time(w, P->timed_on, d, k->ai, k->blocks);
+        if (P->timed_on != d)
+            w = pp_scale_kernel_time_kind(w, P->timed_on, d, k->ai, k->blocks, k->kind);
         kt->t = w + stk->gpu_min_us * 1e-3;
     }
     S->cal_ms = keep ? kt->t : NAN;

@@ -67,6 +67,24 @@ double pp_kernel_blocks(const pp_node_feat *f)
     }
 }
 
+double pp_scale_kernel_time_kind(double t, const pp_device *from, const pp_device *to, double ai,
+                                 double blocks, pp_op_kind kind)
+{
+    /* GEMM calls of the runtime's BLAS (nn.Linear, matmul). Convolutions stay on the FMA ratio:
+     * on xeon-kvm-2vcpu, where the BLAS reaches 33 of 118 GFLOP/s, zoo convolutions ran 2.4-2.8x
+     * their epyc and host-cpu times but whole random CNNs far less, and neither ratio describes
+     * both (docs/calibration.md, "Transfer") */
+    int blas = kind == PP_OPK_LINEAR || kind == PP_OPK_BMM;
+    if (!blas || !(from->gemm_gflops > 0) || !(to->gemm_gflops > 0))
+        return pp_scale_kernel_time(t, from, to, ai, blocks);
+    double pf = from->peak_tflops[PP_PREC_FP32], bw = from->memory_bandwidth_gbs * 1e9;
+    double g = pp_memory_boundness(ai, bw > 0 && pf > 0 ? pf * 1e12 / bw : 0);
+    double bw_ratio = (to->memory_bandwidth_gbs > 0 && from->memory_bandwidth_gbs > 0)
+                          ? from->memory_bandwidth_gbs / to->memory_bandwidth_gbs
+                          : 1.0;
+    return t * pow(bw_ratio, g) * pow(from->gemm_gflops / to->gemm_gflops, 1.0 - g);
+}
+
 double pp_scale_kernel_time(double t, const pp_device *from, const pp_device *to, double ai,
                             double blocks)
 {

@@ -377,8 +377,14 @@ const char *pp_run_nearest_cpu(const perfpred_ctx *ctx, const pp_run_figures *f)
             continue;
         int n = d->compute_units > 0 ? d->compute_units : 1;
         double core = d->peak_tflops[PP_PREC_FP32] * 1e3 / n, bw = d->memory_bandwidth_gbs / n;
-        if (core <= 0 || bw <= 0 || my_core <= 0 || my_bw <= 0) continue;
-        double dist = fabs(log(core / my_core)) + fabs(log(bw / my_bw));
+        double mine = my_core;
+        /* compute as the runtime reaches it where both sides measured it */
+        if (d->gemm_gflops > 0 && f->gemm_gflops > 0) {
+            core = d->gemm_gflops;
+            mine = f->gemm_gflops;
+        }
+        if (core <= 0 || bw <= 0 || mine <= 0 || my_bw <= 0) continue;
+        double dist = fabs(log(core / mine)) + fabs(log(bw / my_bw));
         if (dist < best_d) {
             best_d = dist;
             best = d->name;
@@ -439,6 +445,8 @@ void pp_run_descriptor_yaml(pp_strbuf *b, const char *name, const pp_run_figures
     if (f->launch_overhead_us > 0)
         pp_strbuf_printf(b, "  # measured: %s\n  launch_overhead_us: %.3g\n", f->src_launch,
                          f->launch_overhead_us);
+    if (f->gemm_gflops > 0)
+        pp_strbuf_printf(b, "  # measured: %s\n  gemm_gflops: %.3g\n", f->src_gemm, f->gemm_gflops);
     if (f->runtime_memory_mb > 0)
         pp_strbuf_printf(b, "  # measured: %s\n  runtime_memory_overhead_mb: %.0f\n", f->src_mem,
                          f->runtime_memory_mb);

@@ -146,6 +146,11 @@ perfpred_status pp_run_stage_probe(pp_run *R)
     if ((st = read_host_figures(R, figs, &f, &mm, &py_triad)) != PERFPRED_OK) return st;
     pp_run_path(R, root, sizeof root, "measurements/sys");
     pp_run_cpu_read(R->remote ? root : NULL, &f.cpu);
+    f.gemm_gflops = mm;
+    snprintf(f.src_gemm, sizeof f.src_gemm,
+             "torch.mm 1024x1024 fp32 on one thread, best of 5: %.1f GFLOP/s "
+             "(runners/host_probe.py, %s)",
+             mm, f.date);
     if (R->remote) {
         f.core_gflops = mm;
         snprintf(f.src_flops, sizeof f.src_flops,

@@ -149,9 +149,11 @@ static void test_descriptor_loads(void **state)
     f.core_gflops = 100;
     f.triad_gbs = 30;
     f.launch_overhead_us = 1.5;
+    f.gemm_gflops = 40;
     f.runtime_memory_mb = 240;
     snprintf(f.src_flops, sizeof f.src_flops, "a test figure");
     snprintf(f.src_bw, sizeof f.src_bw, "a test figure");
+    snprintf(f.src_gemm, sizeof f.src_gemm, "a test figure");
     pp_strbuf b = {0};
     pp_run_descriptor_yaml(&b, "new-cpu", &f, "epyc-kvm-2vcpu");
     assert_false(b.oom);
@@ -177,6 +179,7 @@ static void test_descriptor_loads(void **state)
     assert_true(fabs(d->peak_tflops[PP_PREC_FP32] - 0.4) < 1e-9); /* 4 x 100 GFLOP/s */
     assert_true(fabs(d->memory_bandwidth_gbs - 30) < 1e-9);
     assert_true(fabs(d->launch_overhead_us - 1.5) < 1e-9);
+    assert_true(fabs(d->gemm_gflops - 40) < 1e-9);
     assert_int_equal(d->compute_units, 4);
     assert_true(fabs(d->l2_mb - 16) < 1e-9);
     assert_string_equal(d->calibration_from, "epyc-kvm-2vcpu");

@@ -429,6 +429,28 @@ static void habitat_scaling_should_follow_bandwidth_and_sms(void **state)
     wide.peak_tflops[PP_PREC_FP32] = 20;
     assert_rel_close(pp_scale_kernel_time(1.0, &big, &wide, 1e12, 7e5), 0.5, 1e-9);
 
+    /* two CPUs with measured GEMM rates: a GEMM kernel's compute follows them (95 vs 33 GFLOP/s:
+     * 95 / 33 slower on the second), a convolution the FMA peaks (equal here: 1), and without a
+     * GEMM figure on either side the GEMM kernel falls back to the peaks */
+    pp_device cpu_a = {0}, cpu_b = {0};
+    cpu_a.kind = cpu_b.kind = PP_DEV_CPU;
+    cpu_a.peak_tflops[PP_PREC_FP32] = cpu_b.peak_tflops[PP_PREC_FP32] = 0.2;
+    cpu_a.memory_bandwidth_gbs = cpu_b.memory_bandwidth_gbs = 25;
+    cpu_a.gemm_gflops = 95;
+    cpu_b.gemm_gflops = 33;
+    assert_rel_close(pp_scale_kernel_time_kind(1.0, &cpu_a, &cpu_b, 1e12, 0, PP_OPK_LINEAR),
+                     95.0 / 33.0, 1e-9);
+    assert_rel_close(pp_scale_kernel_time_kind(1.0, &cpu_a, &cpu_b, 1e12, 0, PP_OPK_BMM),
+                     95.0 / 33.0, 1e-9);
+    assert_rel_close(pp_scale_kernel_time_kind(1.0, &cpu_a, &cpu_b, 1e12, 0, PP_OPK_CONV), 1.0,
+                     1e-9);
+    /* ai = 0: g = 1, the bandwidth ratio alone (1) whatever the GEMM rates */
+    assert_rel_close(pp_scale_kernel_time_kind(1.0, &cpu_a, &cpu_b, 0.0, 0, PP_OPK_LINEAR), 1.0,
+                     1e-12);
+    cpu_b.gemm_gflops = 0;
+    assert_rel_close(pp_scale_kernel_time_kind(1.0, &cpu_a, &cpu_b, 1e12, 0, PP_OPK_LINEAR), 1.0,
+                     1e-9);
+
     /* memory-boundness at the ridge is one half, and falls with intensity */
     assert_rel_close(pp_memory_boundness(10, 10), 0.5, 1e-12);
     assert_true(pp_memory_boundness(100, 10) < pp_memory_boundness(1, 10));
