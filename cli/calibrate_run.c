@@ -29,9 +29,12 @@ const char cli_calibrate_run_usage[] =
     "  --plan-only DIR         for a board without a perfpred build (a known descriptor):\n"
     "                          write DIR with the plan, graphs, runners and run.sh, and stop\n"
     "  --measurements DIR      that folder back from the board, with its measurements/\n"
+    "  --install-anyway        install even where the previous calibration is closer on the\n"
+    "                          judging networks (by default it stays, and the new one waits)\n"
     "  --json                  the report as JSON\n"
     "\n"
-    "The device's previous artifacts stay in force until the new ones are complete.\n";
+    "The device's previous artifacts stay in force until the new ones are complete, and\n"
+    "after, where they are closer on the judging networks than the new ones.\n";
 
 enum {
     OPT_DEVICE = 256,
@@ -44,7 +47,8 @@ enum {
     OPT_CONFIG_DIR,
     OPT_PLAN_ONLY,
     OPT_MEASUREMENTS,
-    OPT_JSON
+    OPT_JSON,
+    OPT_INSTALL_ANYWAY
 };
 
 static const struct option run_options[] = {
@@ -59,6 +63,7 @@ static const struct option run_options[] = {
     {"plan-only", required_argument, NULL, OPT_PLAN_ONLY},
     {"measurements", required_argument, NULL, OPT_MEASUREMENTS},
     {"json", no_argument, NULL, OPT_JSON},
+    {"install-anyway", no_argument, NULL, OPT_INSTALL_ANYWAY},
     {NULL, 0, NULL, 0}};
 
 static void run_log(perfpred_log_level lvl, const char *msg, void *user)
@@ -100,6 +105,7 @@ static void print_json(const perfpred_run_report *r)
         cJSON_AddNumberToObject(o, "layer_heldout_mape_pct", r->layer_heldout_mape_pct);
     cJSON_AddNumberToObject(o, "network_rows", r->n_network_rows);
     cJSON_AddBoolToObject(o, "correction_written", r->correction_written);
+    cJSON_AddBoolToObject(o, "kept_previous", r->kept_previous);
     cJSON_AddStringToObject(o, "before_this_run", r->before_what);
     cJSON *js = cJSON_AddArrayToObject(o, "judge");
     for (int g = 0; g < r->n_judge; g++) {
@@ -127,7 +133,12 @@ static void print_text(const perfpred_run_params *p, const perfpred_run_report *
                p->plan_only_dir, p->plan_only_dir, r->device, p->plan_only_dir);
         return;
     }
-    printf("\n%s calibrated in %.1f min: %s\n", r->device, r->minutes, r->artifacts_dir);
+    if (r->kept_previous)
+        printf("\n%s measured and fitted in %.1f min; the previous calibration stays in force "
+               "(closer on the judging networks); the new one: %s\n",
+               r->device, r->minutes, r->artifacts_dir);
+    else
+        printf("\n%s calibrated in %.1f min: %s\n", r->device, r->minutes, r->artifacts_dir);
     if (r->n_judge > 0) {
         printf("judged on networks of families and seeds no stage trained on (MAPE %%; repeat: "
                "the measurements' own\ndisagreement, two half-runs of each row)\n");
@@ -172,6 +183,7 @@ int cli_calibrate_run(int argc, char **argv)
         case OPT_PLAN_ONLY: p.plan_only_dir = optarg; break;
         case OPT_MEASUREMENTS: p.measurements_dir = optarg; break;
         case OPT_JSON: json = 1; break;
+        case OPT_INSTALL_ANYWAY: p.install_anyway = 1; break;
         case ':': cli_error("%s needs a value", G.word); return EXIT_USAGE;
         default:
             cli_error("calibrate run: unknown argument '%s' (perfpred calibrate run --help)",

@@ -706,6 +706,9 @@ typedef struct perfpred_run_params {
     const char *plan_only_dir;    /* write a bundle there and stop */
     const char *measurements_dir; /* a bundle's results (its measurements/ folder) */
     uint64_t seed;                /* 1: the plan's and the random architectures' seed */
+    int install_anyway;           /* 1: install the new calibration even where the device's
+                                     previous one is closer on the judging networks (by default
+                                     the previous one stays, and the new one waits beside it) */
     perfpred_log_fn log;
     void *log_user;
 } perfpred_run_params;
@@ -741,6 +744,8 @@ typedef struct perfpred_run_report {
                                      included */
     char artifacts_dir[1024], report_path[1024], plot_path[1024];
     int bundle_written;           /* plan_only: the bundle is complete */
+    int kept_previous;            /* 1: the previous calibration was closer on the judging
+                                     networks and stays in force (the new one: artifacts_dir) */
 } perfpred_run_report;
 
 perfpred_run_params perfpred_run_default_params(void);

@@ -427,6 +427,17 @@ perfpred_status pp_run_stage_judge(pp_run *R)
             o->judge[o->n_judge++] = J;
         }
         o->n_judge_rows = cal.n_points;
+        /* the previous calibration stays where it is closer on these networks */
+        const perfpred_run_judge *all = o->n_judge ? &o->judge[o->n_judge - 1] : NULL;
+        int keep = all && have_before && strstr(o->before_what, "previous calibration") &&
+                   all->before.mape_pct < all->calibrated.mape_pct && !R->p->install_anyway;
+        char dpath[PP_RUN_PATH], text[160];
+        snprintf(text, sizeof text, "%s %.6g %.6g\n", keep ? "keep" : "install",
+                 all ? all->before.mape_pct : NAN, all ? all->calibrated.mape_pct : NAN);
+        pp_err e = {0};
+        if (pp_write_file_atomic(pp_run_path(R, dpath, sizeof dpath, "install.txt"), text,
+                                 strlen(text), &e) != PERFPRED_OK)
+            st = pp_run_fail(R, PERFPRED_ERR_IO, "%s", e.msg);
         pp_run_path(R, o->report_path, sizeof o->report_path, "report.txt");
         pp_run_path(R, o->plot_path, sizeof o->plot_path, "judge.png");
         char eb[512], title[256];
@@ -447,10 +458,26 @@ perfpred_status pp_run_stage_judge(pp_run *R)
 
 perfpred_status pp_run_stage_install(pp_run *R)
 {
-    char old[PP_RUN_PATH + 128];
+    char old[PP_RUN_PATH + 128], dpath[PP_RUN_PATH], what[16] = "";
+    double prev = NAN, mine = NAN;
     snprintf(old, sizeof old, "%s/artifacts/.%s.old", R->cfg, R->device);
     struct stat sb;
     int have_new = stat(R->newart, &sb) == 0;
+    FILE *df = fopen(pp_run_path(R, dpath, sizeof dpath, "install.txt"), "r");
+    if (df) {
+        if (fscanf(df, "%15s %lf %lf", what, &prev, &mine) < 1) what[0] = 0;
+        fclose(df);
+    }
+    if (have_new && strcmp(what, "keep") == 0 && !R->p->install_anyway) {
+        R->out->kept_previous = 1;
+        snprintf(R->out->artifacts_dir, sizeof R->out->artifacts_dir, "%s", R->newart);
+        pp_log(&R->lg, PERFPRED_LOG_WARN,
+               "  kept the previous calibration: on the judging networks it is %.1f %% off, the "
+               "new one %.1f %%; the new one waits in %s (--resume --install-anyway puts it in "
+               "force)",
+               prev, mine, R->newart);
+        return PERFPRED_OK;
+    }
     if (have_new) {
         /* a run killed between the two renames has moved the current folder aside already */
         if (stat(R->art, &sb) == 0) {

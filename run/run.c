@@ -340,6 +340,7 @@ static perfpred_status run_stages(pp_run *R)
                N_STAGES, S->name, S->what, minutes_left(R, i));
         perfpred_status st = S->fn(R);
         if (st != PERFPRED_OK) return st;
+        if (R->out->kept_previous) continue; /* install waits for --install-anyway */
         if ((st = pp_run_mark(R, S->name)) != PERFPRED_OK) return st;
     }
     if (R->p->plan_only_dir) return pp_run_write_bundle(R);

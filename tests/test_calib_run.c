@@ -329,8 +329,37 @@ static void test_run_resume_and_install(void **state)
     char *after = slurp(man);
     assert_non_null(after);
     assert_string_equal(before, after);
+    free(after);
+
+    /* a complete second calibration from a tenth of the layer rows: the first is closer on the
+     * judging networks, so it stays and the new one waits beside it ... */
+    unsetenv("PP_FAKE_FAIL");
+    setenv("PP_FAKE_LAYER_ROWS", "31", 1);
+    snprintf(E.work, sizeof E.work, "%s/work3", E.root);
+    p = env_params(&E, "new-cpu");
+    st = perfpred_calibrate_run(&p, r, eb, sizeof eb);
+    if (st != PERFPRED_OK) fail_msg("%s", eb);
+    assert_int_equal(r->kept_previous, 1);
+    const perfpred_run_judge *all3 = &r->judge[r->n_judge - 1];
+    assert_true(all3->before.mape_pct < all3->calibrated.mape_pct);
+    after = slurp(man);
+    assert_non_null(after);
+    assert_string_equal(before, after);
+    free(after);
+    assert_true(exists(E.cfg, "artifacts/.new-cpu.new/manifest.json"));
+    /* ... until asked: the install stage runs again on --resume --install-anyway */
+    p.resume = 1;
+    p.install_anyway = 1;
+    st = perfpred_calibrate_run(&p, r, eb, sizeof eb);
+    if (st != PERFPRED_OK) fail_msg("%s", eb);
+    assert_int_equal(r->kept_previous, 0);
+    after = slurp(man);
+    assert_non_null(after);
+    assert_true(strcmp(before, after) != 0);
+    assert_false(exists(E.cfg, "artifacts/.new-cpu.new"));
     free(before);
     free(after);
+    unsetenv("PP_FAKE_LAYER_ROWS");
 
     /* a bundle for a known device: the plan, the graphs, the runners and one command */
     unsetenv("PP_FAKE_FAIL");
