@@ -650,7 +650,7 @@ static int copy_features(pp_graph *g, int ni, int src)
             memcmp(A->dims, B->dims, (size_t)A->rank * sizeof A->dims[0]) != 0)
             return 0;
     }
-    n->feat = S->feat;
+    memcpy(&n->feat, &S->feat, sizeof n->feat); /* padding too: users compare with memcmp */
     return 1;
 }
 

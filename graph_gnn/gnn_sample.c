@@ -132,10 +132,17 @@ perfpred_status pp_gnn_sample_from_graph(const pp_graph *g, const double *per_no
             break;
         }
         float *xi = x + (size_t)ic * F;
-        pp_feat_vector(&n->feat, xi);
-        if ((int)n->feat.kind >= 0 && n->feat.kind < PP_OPK__COUNT)
-            xi[PP_FEATVEC_LEN + n->feat.kind] = 1.0f;
-        xi[PP_FEATVEC_LEN + PP_OPK__COUNT] = (float)log1p(1000.0 * ms);
+        int src = n->copy_of - 1; /* a copy with the same features and time: the same row */
+        if (src >= 0 && src < c && id[src] >= 0 &&
+            memcmp(&per_node_pred_ms[src], &ms, sizeof ms) == 0 &&
+            memcmp(&g->nodes[src].feat, &n->feat, sizeof n->feat) == 0) {
+            memcpy(xi, x + (size_t)id[src] * F, (size_t)F * sizeof *xi);
+        } else {
+            pp_feat_vector(&n->feat, xi);
+            if ((int)n->feat.kind >= 0 && n->feat.kind < PP_OPK__COUNT)
+                xi[PP_FEATVEC_LEN + n->feat.kind] = 1.0f;
+            xi[PP_FEATVEC_LEN + PP_OPK__COUNT] = (float)log1p(1000.0 * ms);
+        }
         row_ptr[ic] = k;
         for (int i = 0; i < n->n_inputs; i++) {
             int t = n->inputs[i], dup = 0;
