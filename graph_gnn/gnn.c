@@ -411,14 +411,24 @@ static uint32_t mix32(uint32_t h, uint32_t v)
     return h ^ (h >> 15);
 }
 
+/* Four lanes: one chain of multiplies over a row of ~40 words was the forward's slowest loop.
+ * The hash only picks where a row is looked for; classes come from comparing bits. */
 static uint32_t hash_words(uint32_t h, const float *f, int n)
 {
-    for (int c = 0; c < n; c++) {
+    uint32_t a[4] = {h, h ^ 0x85ebca6bu, h ^ 0xc2b2ae35u, h ^ 0x27d4eb2fu};
+    int c = 0;
+    for (; c + 4 <= n; c += 4)
+        for (int j = 0; j < 4; j++) {
+            uint32_t v;
+            memcpy(&v, &f[c + j], sizeof v);
+            a[j] = mix32(a[j], v);
+        }
+    for (; c < n; c++) {
         uint32_t v;
         memcpy(&v, &f[c], sizeof v);
-        h = mix32(h, v);
+        a[0] = mix32(a[0], v);
     }
-    return h;
+    return mix32(mix32(mix32(a[0], a[1]), a[2]), a[3]);
 }
 
 /* slot sl's edge features as the sample has them, and its direction (0 in, 1 out) */
@@ -434,13 +444,7 @@ static int slot_dir(const gnn_ws *ws, const pp_gnn_graph *s, int i, int sl)
 
 static int same_bits(const float *a, const float *b, int n)
 {
-    for (int c = 0; c < n; c++) {
-        uint32_t u, v;
-        memcpy(&u, &a[c], sizeof u);
-        memcpy(&v, &b[c], sizeof v);
-        if (u != v) return 0;
-    }
-    return 1;
+    return memcmp(a, b, (size_t)n * sizeof *a) == 0; /* bytes, not values: -0 != 0, NaN == NaN */
 }
 
 static int same_next(const gnn_ws *ws, const int *cl, int i, int j)
@@ -545,12 +549,14 @@ static void gnn_forward_cls(const pp_gnn *m, gnn_ws *ws, const gnn_ws *cw, const
     int dedup = fwd_only && !pp_gnn_infer_is_plain();
     if (dedup && cw == ws) node_classes(ws, m, s);
     if (cw == ws) ws->cls_layers = dedup ? L : -1;
-    const int *c0 = dedup ? cw->cls : NULL; /* rows of equal x: standardized once, copied */
+    /* rows of equal x: standardized once, copied where the first layer's linear op reads them
+     * (a node first of its class at level 1); nothing else reads C^0 in this pass */
+    const int *c0 = dedup ? cw->cls : NULL, *c1 = dedup ? cw->cls + N : NULL;
     for (int i = 0; i < N; i++) {
         const float *xi = s->x + (size_t)i * F;
         float *ci = ws->C[0] + (size_t)i * kc0;
         if (c0 && c0[i] != i) {
-            memcpy(ci, ws->C[0] + (size_t)c0[i] * kc0, (size_t)F * sizeof *ci);
+            if (c1[i] == i) memcpy(ci, ws->C[0] + (size_t)c0[i] * kc0, (size_t)F * sizeof *ci);
             continue;
         }
         for (int c = 0; c < F; c++) ci[c] = (xi[c] - m->x_mean[c]) / m->x_std[c];
@@ -578,12 +584,15 @@ static void gnn_forward_cls(const pp_gnn *m, gnn_ws *ws, const gnn_ws *cw, const
                        ws->bias_g, H);
             pp_gnn_op_linear_rows_t(nn, rn, din + 2 * H, H, C, kc, ws->wt + lo->w, ws->bias_g,
                                     out, ldo);
-            for (int i = 0; i < N; i++)
-                if (cn[i] != i)
+            float *cg = ws->cg[l];
+            /* the pool reads each row through its class; a copy is made only of a row the next
+             * layer's linear op reads (a node first of its class one level further down) */
+            pp_gnn_relu_pool_rows_t(N, cn, H, out, ldo, cg + dg);
+            const int *c2 = l + 1 < L ? cw->cls + (size_t)(l + 2) * N : NULL;
+            for (int i = 0; c2 && i < N; i++)
+                if (cn[i] != i && c2[i] == i)
                     memcpy(out + (size_t)i * ldo, out + (size_t)cn[i] * ldo,
                            (size_t)H * sizeof *out);
-            float *cg = ws->cg[l];
-            pp_gnn_relu_pool_t(N, H, out, ldo, cg + dg);
             float *gnext = l + 1 < L ? ws->cg[l + 1] : ws->gL;
             fwd_linear(m, ws, 1, dg + 2 * H, H, cg, dg + 2 * H, lo->wg, dg + 2 * H, 0, W + lo->bg,
                        gnext, H);

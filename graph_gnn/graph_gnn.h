@@ -323,6 +323,10 @@ void pp_gnn_aggregate_rows_t(int n_nodes, const int *nodes, int h, const int *sl
 /* X = relu(X) in place, then out = [mean_i X[i] ; max_i X[i]]: pp_gnn_op_relu then pp_gnn_op_pool
  * without argmax, in one pass (the same bits), vector kernels where h = 32. */
 void pp_gnn_relu_pool_t(int n, int h, float *X, int ldx, float *out);
+/* The same over the rows rows[0..n) of X (a row may be named more than once; NULL: 0..n-1), in
+ * that order: relu in place on each row named, the same mean and max as over a matrix that held
+ * a copy of row rows[i] at i. */
+void pp_gnn_relu_pool_rows_t(int n, const int *rows, int h, float *X, int ldx, float *out);
 /* y = max(y, 0) in place; backward: dy *= [y > 0] in place (dL/dy becomes dL/dpre) */
 void pp_gnn_op_relu(int backward, int m, int n, float *y, float *dy, int ld);
 /* m_i = [mean_{s in slots(i)} (P[nb_s] + Q_s) ; max_s (P[nb_s] + Q_s)], 0 for a node without

@@ -182,6 +182,36 @@ static void fast_forward_should_give_the_same_bits_with_plain_loops(void **state
 /* Aggregate and relu+pool kernels against the portable loops, bit for bit: nodes without slots,
  * repeated neighbours, NaN, infinities and signed zeros (max and relu must pick as a branch
  * does). */
+/* pp_gnn_relu_pool_rows_t over rows named by their class gives the mean and max of a matrix that
+ * holds each row's copy, with the vector kernels, the plain loops, and widths other than 32 */
+static void pool_over_class_rows_should_equal_pool_over_copies(void **state)
+{
+    (void)state;
+    enum { NN = 41, LDX = 37 };
+    static const float special[] = {-0.0f, 0.0f, NAN, -NAN, INFINITY, -INFINITY, 1e-40f};
+    pp_gnn_rng r;
+    pp_gnn_rng_seed(&r, 77);
+    int rows[NN];
+    for (int i = 0; i < NN; i++) /* a row's class: itself, or a row before it that is its own */
+        rows[i] = i && pp_gnn_rng_below(&r, 3) ? rows[pp_gnn_rng_below(&r, i)] : i;
+    for (int plain = 0; plain < 2; plain++)
+        for (int h = 20; h <= 32; h += 12) {
+            float X[NN * LDX], C[NN * LDX], pa[64], pb[64];
+            for (int i = 0; i < NN * LDX; i++)
+                X[i] = pp_gnn_rng_below(&r, 6) == 0 ? special[pp_gnn_rng_below(&r, 7)]
+                                                    : (float)(pp_gnn_rng_uniform(&r) * 2.0 - 1.0);
+            for (int i = 0; i < NN; i++)
+                memcpy(C + i * LDX, X + rows[i] * LDX, sizeof(float) * LDX);
+            pp_gnn_infer_plain(plain);
+            pp_gnn_relu_pool_t(NN, h, C, LDX, pa);
+            pp_gnn_relu_pool_rows_t(NN, rows, h, X, LDX, pb);
+            pp_gnn_infer_plain(0);
+            assert_memory_equal(pa, pb, sizeof(float) * 2 * h);
+            for (int i = 0; i < NN; i++) /* each row named is left relu'd as its copies are */
+                assert_memory_equal(X + rows[i] * LDX, C + i * LDX, sizeof(float) * h);
+        }
+}
+
 static void aggregate_and_pool_kernels_should_equal_plain_loops_bit_for_bit(void **state)
 {
     (void)state;
@@ -354,6 +384,7 @@ int main(void)
         cmocka_unit_test(linear_t_kernels_should_equal_plain_loops_bit_for_bit),
         cmocka_unit_test(fast_forward_should_give_the_same_bits_with_plain_loops),
         cmocka_unit_test(aggregate_and_pool_kernels_should_equal_plain_loops_bit_for_bit),
+        cmocka_unit_test(pool_over_class_rows_should_equal_pool_over_copies),
         cmocka_unit_test(fast_forward_should_copy_only_rows_that_are_equal),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
