@@ -504,8 +504,9 @@ perfpred_status pp_graph_link(pp_graph *g, pp_err *err)
             goto done;
         }
         for (int i = 0; i < nn; i++) sorted[i] = g->nodes[order[i]];
-        if (nn) memcpy(g->nodes, sorted, (size_t)nn * sizeof *sorted);
-        free(sorted);
+        free(g->nodes); /* the sorted copy replaces it: one copy of every node, not two */
+        g->nodes = sorted;
+        g->cap_nodes = nn + 1;
         int *pos = indeg; /* all 0 again after Kahn: now new index by old index */
         for (int i = 0; i < nn; i++) pos[order[i]] = i;
         for (int i = 0; i < nn; i++)

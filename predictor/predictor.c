@@ -276,7 +276,9 @@ static int closed_step(const pp_graph *g, int first, int nx, int prev)
 static int match_rule(const pp_graph *g, const consumers *c, const unsigned char *taken,
                       const pp_fusion_rule *rule, int closed, int i, int *tmp)
 {
-    if (strcmp(rule->ops[0], g->nodes[i].op_type) != 0) return 0;
+    /* the first letter first: most nodes a rule is tried on differ there */
+    if (rule->ops[0][0] != g->nodes[i].op_type[0] || strcmp(rule->ops[0], g->nodes[i].op_type))
+        return 0;
     if (rule->max_input_rank > 0) {
         int x = g->nodes[i].n_inputs > 0 ? g->nodes[i].inputs[0] : -1;
         if (x < 0 || g->tensors[x].rank < 0 || g->tensors[x].rank > rule->max_input_rank) return 0;
@@ -288,7 +290,9 @@ static int match_rule(const pp_graph *g, const consumers *c, const unsigned char
         if (t < 0 || (g->tensors[t].flags & PP_T_GRAPH_OUTPUT) || c->off[t + 1] - c->off[t] != 1)
             return 0;
         int nx = c->idx[c->off[t]];
-        if (taken[nx] || strcmp(g->nodes[nx].op_type, rule->ops[s]) != 0) return 0;
+        if (taken[nx] || g->nodes[nx].op_type[0] != rule->ops[s][0] ||
+            strcmp(g->nodes[nx].op_type, rule->ops[s]) != 0)
+            return 0;
         if (closed && !closed_step(g, i, nx, t)) return 0;
         tmp[s] = cur = nx;
     }
