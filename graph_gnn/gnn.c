@@ -257,7 +257,7 @@ typedef struct gnn_ws {
     int *cls;                            /* [L+1][n]: the first node of i's class at level l */
     int *reps;                           /* [L+1][n]: those first nodes, in node order */
     int n_reps[PP_GNN_MAX_LAYERS + 1];
-    int *nb_rep;                         /* [S]: slot_nb through cls of the layer */
+    int *nb_rep;                         /* [L][S]: slot_nb through cls of each layer */
     int *htab;                           /* [htab_cap] hash slots: node or slot + 1, 0 when free */
     int *slot_key;                       /* [S]: the first slot alike (direction, edge bits) */
     int *qreps, n_qreps;                 /* those first slots */
@@ -331,7 +331,7 @@ static perfpred_status ws_init(gnn_ws *ws, const pp_gnn *m, int cap_n, int cap_e
         ok = ok && ws->slot_key && ws->qreps && ws->slot_dir_of;
         ws->cls = WS_I(levels * N);
         ws->reps = WS_I(levels * N);
-        ws->nb_rep = WS_I(S);
+        ws->nb_rep = WS_I((size_t)m->params.layers * S);
         ws->htab = WS_I(ws->htab_cap);
         ok = ok && ws->cls && ws->reps && ws->nb_rep && ws->htab;
     }
@@ -391,6 +391,23 @@ static void ws_prepare(gnn_ws *ws, const pp_gnn *m, const pp_gnn_graph *s)
     for (int i = 0; i < N; i++) {
         int first_out = ws->slot_ptr[i] + (s->row_ptr[i + 1] - s->row_ptr[i]);
         for (int sl = first_out; sl < ws->slot_ptr[i + 1]; sl++) ws->Z[(size_t)sl * ldz + Fe] = 1.0f;
+    }
+}
+
+/* A member that runs on the first member's classes and slots (pp_gnn_fwd_run_member) reads Z only
+ * at the first slot of each kind (cw->qreps): those rows, with its own edge statistics, as
+ * ws_prepare writes them. */
+static void ws_prepare_kinds(gnn_ws *ws, const gnn_ws *cw, const pp_gnn *m, const pp_gnn_graph *s)
+{
+    int Fe = m->n_edge_feat, ldz = Fe + 1;
+    ws->n = cw->n;
+    ws->S = cw->S;
+    for (int t = 0; t < cw->n_qreps; t++) {
+        int k = cw->qreps[t];
+        float *z = ws->Z + (size_t)k * ldz;
+        const float *f = s->edge_feat + (size_t)cw->slot_edge[k] * Fe;
+        for (int c = 0; c < Fe; c++) z[c] = (f[c] - m->e_mean[c]) / m->e_std[c];
+        z[Fe] = cw->slot_dir_of[k] ? 1.0f : 0.0f;
     }
 }
 
@@ -546,7 +563,8 @@ static void gnn_forward_cls(const pp_gnn *m, gnn_ws *ws, const gnn_ws *cw, const
     const float *W = m->w;
     int kc0 = kc_of(m, 0), fwd_only = ws->wt != NULL;
     /* forward only: rows computed once per class of equal rows (node_classes), then copied */
-    int dedup = fwd_only && !pp_gnn_infer_is_plain();
+    /* a member on the first's classes has only the rows they name prepared (ws_prepare_kinds) */
+    int dedup = fwd_only && (cw != ws || !pp_gnn_infer_is_plain());
     if (dedup && cw == ws) node_classes(ws, m, s);
     if (cw == ws) ws->cls_layers = dedup ? L : -1;
     /* rows of equal x: standardized once, copied where the first layer's linear op reads them
@@ -577,8 +595,11 @@ static void gnn_forward_cls(const pp_gnn *m, gnn_ws *ws, const gnn_ws *cw, const
             /* Q for one slot of each kind; messages read it through slot_key */
             pp_gnn_op_linear_rows_t(cw->n_qreps, cw->qreps, Fe + 1, H, ws->Z, Fe + 1,
                                     ws->wt + lo->we + (size_t)din * H, W + lo->be, ws->Q, H);
-            for (int sl = 0; sl < S; sl++) ws->nb_rep[sl] = cl[ws->slot_nb[sl]];
-            pp_gnn_aggregate_rows_t(nn, rn, H, ws->slot_ptr, ws->nb_rep, cw->slot_key, ws->P,
+            /* the sample's slots and their classes: the first member's, computed once */
+            int *nb_rep = cw->nb_rep + (size_t)l * S;
+            if (cw == ws)
+                for (int sl = 0; sl < S; sl++) nb_rep[sl] = cl[ws->slot_nb[sl]];
+            pp_gnn_aggregate_rows_t(nn, rn, H, cw->slot_ptr, nb_rep, cw->slot_key, ws->P,
                                     ws->Q, C + din, kc);
             fwd_linear(m, ws, 1, dg, H, ws->cg[l], dg, lo->w, kc, din + 2 * H, W + lo->b,
                        ws->bias_g, H);
@@ -824,12 +845,15 @@ perfpred_status pp_gnn_fwd_run_member(const pp_gnn *m, pp_gnn_fwd *f, const pp_g
     perfpred_status st = check_widths(m, s, "gnn sample", err);
     if (st) return st;
     PP_ASSERT(pp_gnn_fwd_fits(f, s));
-    ws_prepare(&f->ws, m, s);
-    /* the first member's classes, when it ran on s with as many layers and kept them */
+    /* the first member's classes and slots, when it ran on s with as many layers and kept them */
     const gnn_ws *cw = &f->ws;
     if (first && first != f && first->ws.wt && f->ws.wt && first->ws.n == s->n_nodes &&
-        first->ws.cls_layers == m->params.layers)
+        first->ws.cls_layers == m->params.layers && m->n_edge_feat == s->n_edge_feat)
         cw = &first->ws;
+    if (cw != &f->ws)
+        ws_prepare_kinds(&f->ws, cw, m, s);
+    else
+        ws_prepare(&f->ws, m, s);
     gnn_forward_cls(m, &f->ws, cw, s);
     for (int t = 0; t < m->n_targets; t++)
         out[t] = (double)m->y_mean[t] + (double)m->y_std[t] * (double)f->ws.o[t];
