@@ -508,6 +508,13 @@ static void node_classes(gnn_ws *ws, const pp_gnn *m, const pp_gnn_graph *s)
         memset(ws->htab, 0, ws->htab_cap * sizeof *ws->htab);
         for (int i = 0; i < N; i++) {
             uint32_t h;
+            int like = !l && s->x_like ? s->x_like[i] : -1;
+            if (like >= 0 && like < i &&
+                same_bits(s->x + (size_t)i * s->n_feat, s->x + (size_t)like * s->n_feat,
+                          s->n_feat)) {
+                cls[i] = cls[like]; /* the sample's hint, checked: the same class */
+                continue;
+            }
             if (!l) {
                 h = hash_words(0x811c9dc5u, s->x + (size_t)i * s->n_feat, s->n_feat);
             } else {

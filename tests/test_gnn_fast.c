@@ -148,6 +148,52 @@ static void linear_t_kernels_should_equal_plain_loops_bit_for_bit(void **state)
     free(yb);
 }
 
+/* x_like is a hint the forward checks: none, wrong ones and right ones give the same bits. */
+static void row_hints_should_change_no_bit(void **state)
+{
+    (void)state;
+    pp_gnn_graph s[N_GRAPHS];
+    int n_s = 0, n_right = 0;
+    for (size_t i = 0; i < N_GRAPHS; i++)
+        if (build_sample(graphs[i], &s[n_s])) n_s++;
+    assert_true(n_s >= 3);
+    pp_gnn *g = load_gnn("epyc-kvm-2vcpu");
+    if (!g) g = load_gnn("rpi4");
+    assert_non_null(g);
+    pp_gnn_rng r;
+    pp_gnn_rng_seed(&r, 5);
+    for (int i = 0; i < n_s; i++) {
+        int N = s[i].n_nodes, F = s[i].n_feat;
+        int *wrong = malloc(sizeof(int) * (size_t)N), *right = malloc(sizeof(int) * (size_t)N);
+        assert_true(wrong && right);
+        for (int k = 0; k < N; k++) {
+            wrong[k] = k ? pp_gnn_rng_below(&r, k) : -1;
+            right[k] = -1;
+            for (int j = 0; j < k && right[k] < 0; j++)
+                if (!memcmp(s[i].x + (size_t)j * F, s[i].x + (size_t)k * F, sizeof(float) * F))
+                    right[k] = j;
+            n_right += right[k] >= 0;
+        }
+        double a[3][PP_GNN_MAX_TARGETS], lo[3][PP_GNN_MAX_TARGETS], hi[3][PP_GNN_MAX_TARGETS];
+        const int *hints[3] = {NULL, wrong, right};
+        for (int h = 0; h < 3; h++) {
+            s[i].x_like = hints[h];
+            assert_int_equal(pp_gnn_forward_fast(g, &s[i], a[h], lo[h], hi[h], NULL), PERFPRED_OK);
+        }
+        s[i].x_like = NULL;
+        for (int h = 1; h < 3; h++) {
+            assert_memory_equal(a[h], a[0], sizeof(double) * (size_t)g->n_targets);
+            assert_memory_equal(lo[h], lo[0], sizeof(double) * (size_t)g->n_targets);
+            assert_memory_equal(hi[h], hi[0], sizeof(double) * (size_t)g->n_targets);
+        }
+        free(wrong);
+        free(right);
+    }
+    assert_true(n_right > 0); /* repeated rows were there to be hinted */
+    pp_gnn_free(g);
+    for (int i = 0; i < n_s; i++) pp_gnn_graph_clear(&s[i]);
+}
+
 /* The whole forward, kernels against loops, on the shipped GNNs: the same bits. */
 static void fast_forward_should_give_the_same_bits_with_plain_loops(void **state)
 {
@@ -385,6 +431,7 @@ int main(void)
         cmocka_unit_test(fast_forward_should_give_the_same_bits_with_plain_loops),
         cmocka_unit_test(aggregate_and_pool_kernels_should_equal_plain_loops_bit_for_bit),
         cmocka_unit_test(pool_over_class_rows_should_equal_pool_over_copies),
+        cmocka_unit_test(row_hints_should_change_no_bit),
         cmocka_unit_test(fast_forward_should_copy_only_rows_that_are_equal),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
