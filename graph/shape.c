@@ -560,9 +560,8 @@ static int copy_shapes(pp_graph *g, const pp_node *n, const pp_node *src)
     for (int o = 0; o < n->n_outputs; o++) {
         int a = n->outputs[o], b = src->outputs[o];
         if ((a < 0) != (b < 0)) return 0;
-        if (b >= 0 && ((g->tensors[b].flags & (PP_T_SHAPE_KNOWN | PP_T_CONST)) != PP_T_SHAPE_KNOWN ||
-                       a == b))
-            return 0;
+        uint32_t known = b >= 0 ? g->tensors[b].flags & (PP_T_SHAPE_KNOWN | PP_T_CONST) : 0;
+        if (b >= 0 && (known != PP_T_SHAPE_KNOWN || a == b)) return 0;
     }
     for (int o = 0; o < n->n_outputs; o++) {
         if (n->outputs[o] < 0) continue;
