@@ -4,6 +4,7 @@
  * step that links, infers shapes and computes features and liveness. */
 #include "graph/builders.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -473,6 +474,94 @@ static int nb201_cell(pp_bld *b, const pp_nb201_arch *a, int x, int64_t C, pp_nb
     return node[3];
 }
 
+/* The cells of a stage are the same cell on tensors of the same shape: the first is built, the
+ * others copy its nodes and tensors (names renumbered as the builder would have numbered them,
+ * attribute arrays shared, pp_graph_copy_node), and shape inference and features reuse the first
+ * cell's results for them (copy_of). The graph is the one building each cell gives
+ * (tests/test_builders.c compares the two). */
+typedef struct cell_span {
+    int x, y;             /* the first cell's input and output tensors */
+    int t0, t1, n0, n1;   /* the tensors [t0, t1) and nodes [n0, n1) it added */
+    int c0, c1;           /* b->counter before and after it */
+    int ok;               /* its nodes read only x and its own tensors: it can be copied */
+} cell_span;
+
+static atomic_int no_stamp;
+void pp_nb201_copy_cells(int on) { atomic_store(&no_stamp, !on); }
+
+static void span_begin(const pp_bld *b, cell_span *s, int x)
+{
+    s->x = x;
+    s->t0 = b->g->n_tensors;
+    s->n0 = b->g->n_nodes;
+    s->c0 = b->counter;
+}
+
+static void span_end(const pp_bld *b, cell_span *s, int y)
+{
+    const pp_graph *g = b->g;
+    s->y = y;
+    s->t1 = g->n_tensors;
+    s->n1 = g->n_nodes;
+    s->c1 = b->counter;
+    s->ok = !b->st && (y == s->x || (y >= s->t0 && y < s->t1));
+    for (int i = s->n0; i < s->n1 && s->ok; i++) {
+        const pp_node *n = &g->nodes[i];
+        s->ok = n->n_inputs <= 8 && n->n_outputs <= 8 && strrchr(n->name, '/');
+        for (int k = 0; k < n->n_inputs && s->ok; k++)
+            s->ok = n->inputs[k] == s->x || (n->inputs[k] >= s->t0 && n->inputs[k] < s->t1);
+    }
+}
+
+/* name with its trailing number raised by dc; with scope, scope + "/" replaces the text up to
+ * name's last '/' */
+static void renumber(char *dst, size_t cap, const char *scope, const char *name, unsigned dc)
+{
+    size_t off = 0;
+    if (scope) {
+        name = strrchr(name, '/') + 1; /* span_end checked that there is one */
+        off = cat_str(dst, cap, cat_str(dst, cap, 0, scope), "/");
+    }
+    size_t len = strlen(name), d = len;
+    while (d > 0 && name[d - 1] >= '0' && name[d - 1] <= '9') d--;
+    unsigned v = 0;
+    for (size_t i = d; i < len; i++) v = v * 10 + (unsigned)(name[i] - '0');
+    for (size_t i = 0; i < d && off + 1 < cap; i++) dst[off++] = name[i];
+    dst[off] = '\0';
+    cat_uint(dst, cap, off, v + dc);
+}
+
+static int span_map(const cell_span *s, int t, int x, int dt)
+{
+    return t == s->x ? x : (t >= s->t0 && t < s->t1) ? t + dt : t;
+}
+
+/* Another cell like the one s spans, on x; returns its output tensor. */
+static int nb201_copy_cell(pp_bld *b, const cell_span *s, int x)
+{
+    if (b->st) return -1;
+    pp_graph *g = b->g;
+    int dt = g->n_tensors - s->t0;
+    unsigned dc = (unsigned)(b->counter - s->c0);
+    char name[BLD_NAME];
+    for (int t = s->t0; t < s->t1; t++) {
+        renumber(name, sizeof name, NULL, g->tensors[t].name, dc);
+        if (pp_graph_copy_tensor(g, t, name) != t + dt)
+            return bld_fail(b, PERFPRED_ERR_NOMEM, "out of memory");
+    }
+    for (int i = s->n0; i < s->n1; i++) {
+        const pp_node *n = &g->nodes[i];
+        int in[8], out[8];
+        for (int k = 0; k < n->n_inputs; k++) in[k] = span_map(s, n->inputs[k], x, dt);
+        for (int k = 0; k < n->n_outputs; k++) out[k] = span_map(s, n->outputs[k], x, dt);
+        renumber(name, sizeof name, b->scope, n->name, dc);
+        if (pp_graph_copy_node(g, i, name, in, out) < 0)
+            return bld_fail(b, PERFPRED_ERR_NOMEM, "out of memory");
+    }
+    b->counter += s->c1 - s->c0;
+    return span_map(s, s->y, x, dt);
+}
+
 /* ResNetBasicblock(C_in, C_out, stride 2): downsample(x) + conv_b(conv_a(x)). */
 static int nb201_reduction(pp_bld *b, int x, int64_t cin, int64_t cout)
 {
@@ -523,6 +612,7 @@ perfpred_status pp_build_nb201(const pp_nb201_arch *a, const pp_nb201_opts *o, p
     x = pp_bld_bn(&b, pp_bld_conv(&b, x, o->in_channels, C, 3, 1, 1, 1, 0), C);
     char scope[32];
     int cell = 0;
+    cell_span span = {0};
     for (int stage = 0; stage < 3; stage++) {
         int64_t Cs = C << stage;
         if (stage > 0) {
@@ -533,7 +623,13 @@ perfpred_status pp_build_nb201(const pp_nb201_arch *a, const pp_nb201_opts *o, p
         for (int i = 0; i < o->cells_per_stage; i++) {
             snprintf(scope, sizeof scope, "cells.%d", cell++);
             b.scope = scope;
+            if (i > 0 && span.ok && !atomic_load_explicit(&no_stamp, memory_order_relaxed)) {
+                x = nb201_copy_cell(&b, &span, x);
+                continue;
+            }
+            span_begin(&b, &span, x);
             x = nb201_cell(&b, a, x, Cs, o->mode);
+            span_end(&b, &span, x);
         }
     }
     b.scope = "head";

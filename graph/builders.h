@@ -81,6 +81,9 @@ int pp_nb201_is_constant(const pp_nb201_arch *a, pp_nb201_mode mode);
  * same to 4C; N cells; BN, ReLU, GlobalAveragePool, Flatten, Gemm to num_classes. */
 perfpred_status pp_build_nb201(const pp_nb201_arch *a, const pp_nb201_opts *o, pp_graph **out,
                                pp_err *err);
+/* Internal switch for tests and the bench: 0 builds every cell of a stage afresh instead of
+ * copying the first (the same graph either way); 1, the default, copies. */
+void pp_nb201_copy_cells(int on);
 
 /* --------------------------------------------------------------------------- FBNet ---- */
 

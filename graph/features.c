@@ -627,9 +627,40 @@ static int seen_before(const int *arr, int k, int t)
     return 0;
 }
 
+/* Node ni built as a copy of node src (pp_node_copy_source: the same op, attributes and input
+ * shapes): it gets src's features when every input is as static as src's, the outputs have the
+ * same shapes and neither node is folded, so that every figure below would come out the same. */
+static int copy_features(pp_graph *g, int ni, int src)
+{
+    pp_node *n = &g->nodes[ni];
+    const pp_node *S = &g->nodes[src];
+    if (n->feat.folded || S->feat.folded || S->feat.kind == PP_OPK_SHAPE) return 0;
+    for (int i = 0; i < n->n_inputs; i++)
+        if (n->inputs[i] >= 0 && is_static(g, n->inputs[i]) != is_static(g, S->inputs[i]))
+            return 0;
+    for (int o = 0; o < n->n_outputs; o++) {
+        int a = n->outputs[o], b = S->outputs[o];
+        if (a < 0 || b < 0) {
+            if (a != b) return 0;
+            continue;
+        }
+        const pp_tensor *A = &g->tensors[a], *B = &g->tensors[b];
+        if (A->dtype != B->dtype || A->rank != B->rank || (A->flags & PP_T_CONST) ||
+            (B->flags & PP_T_CONST) || A->rank < 0 ||
+            memcmp(A->dims, B->dims, (size_t)A->rank * sizeof A->dims[0]) != 0)
+            return 0;
+    }
+    memcpy(&n->feat, &S->feat, sizeof n->feat); /* padding too: users compare with memcmp */
+    return 1;
+}
+
 static perfpred_status node_features(pp_graph *g, int ni, pp_err *err)
 {
     pp_node *n = &g->nodes[ni];
+    if (n->copy_of) {
+        int src = pp_node_copy_source(g, ni);
+        if (src >= 0 && copy_features(g, ni, src)) return PERFPRED_OK;
+    }
     pp_node_feat *f = &n->feat;
     int folded = f->folded;
     memset(f, 0, sizeof *f);

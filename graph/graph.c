@@ -239,6 +239,83 @@ int pp_graph_add_node_idx(pp_graph *g, const char *name, const char *op_type, co
     return idx;
 }
 
+int pp_graph_copy_tensor(pp_graph *g, int src, const char *name)
+{
+    if (src < 0 || src >= g->n_tensors) return -1;
+    int n = g->n_tensors, t = pp_graph_tensor(g, name);
+    if (t != n) return -1; /* OOM, or the name was taken */
+    pp_tensor *T = &g->tensors[t];
+    const char *nm = T->name;
+    *T = g->tensors[src];
+    T->name = nm;
+    T->flags &= ~(uint32_t)(PP_T_GRAPH_INPUT | PP_T_GRAPH_OUTPUT);
+    T->producer = -1;
+    T->n_consumers = 0;
+    return t;
+}
+
+int pp_graph_copy_node(pp_graph *g, int src, const char *name, const int *inputs,
+                       const int *outputs)
+{
+    if (src < 0 || src >= g->n_nodes || !name || !*name) return -1;
+    const pp_node *S = &g->nodes[src];
+    for (int i = 0; i < S->n_inputs; i++)
+        if (inputs[i] < -1 || inputs[i] >= g->n_tensors) return -1;
+    for (int i = 0; i < S->n_outputs; i++)
+        if (outputs[i] < -1 || outputs[i] >= g->n_tensors) return -1;
+    if (g->n_nodes == g->cap_nodes &&
+        reserve(g, g->cap_tensors, g->cap_nodes ? g->cap_nodes * 2 : 64))
+        return -1;
+    S = &g->nodes[src]; /* reserve may have moved the nodes */
+    pp_node *n = &g->nodes[g->n_nodes];
+    memset(n, 0, sizeof *n);
+    n->op_type = S->op_type;
+    n->domain = S->domain;
+    n->name = pp_arena_strdup(g->arena, name);
+    n->inputs = pp_arena_array(g->arena, (size_t)S->n_inputs + 1, sizeof(int));
+    n->outputs = pp_arena_array(g->arena, (size_t)S->n_outputs + 1, sizeof(int));
+    if (!n->name || !n->inputs || !n->outputs) return -1;
+    if (S->n_inputs) memcpy(n->inputs, inputs, (size_t)S->n_inputs * sizeof *inputs);
+    if (S->n_outputs) memcpy(n->outputs, outputs, (size_t)S->n_outputs * sizeof *outputs);
+    n->n_inputs = S->n_inputs;
+    n->n_outputs = S->n_outputs;
+    n->attrs = S->attrs;
+    n->n_attrs = S->n_attrs;
+    n->cap_attrs = 0; /* shared: pp_node_add_attr copies it before it adds */
+    n->copy_of = src + 1;
+    return g->n_nodes++;
+}
+
+static int same_tensor_shape(const pp_tensor *a, const pp_tensor *b)
+{
+    const uint32_t kept = PP_T_INITIALIZER | PP_T_WEIGHT | PP_T_CONST | PP_T_SHAPE_KNOWN;
+    if (a->dtype != b->dtype || a->rank != b->rank || (a->flags & kept) != (b->flags & kept))
+        return 0;
+    if (!(a->flags & PP_T_SHAPE_KNOWN) || (a->flags & PP_T_CONST)) return 0;
+    for (int d = 0; d < a->rank; d++)
+        if (a->dims[d] != b->dims[d] || a->dim_param[d] != b->dim_param[d]) return 0;
+    return 1;
+}
+
+int pp_node_copy_source(const pp_graph *g, int i)
+{
+    const pp_node *n = &g->nodes[i];
+    int s = n->copy_of - 1;
+    if (s < 0 || s >= i) return -1;
+    const pp_node *S = &g->nodes[s];
+    if (S->op_type != n->op_type || S->domain != n->domain || S->attrs != n->attrs ||
+        S->n_attrs != n->n_attrs || S->n_inputs != n->n_inputs || S->n_outputs != n->n_outputs)
+        return -1;
+    for (int k = 0; k < n->n_inputs; k++) {
+        int a = n->inputs[k], b = S->inputs[k];
+        if ((a < 0) != (b < 0)) return -1;
+        if (a >= 0 && !same_tensor_shape(&g->tensors[a], &g->tensors[b])) return -1;
+        for (int j = 0; j < k; j++) /* an input read twice in one, twice in the other */
+            if ((n->inputs[j] == a) != (S->inputs[j] == b)) return -1;
+    }
+    return s;
+}
+
 pp_attr *pp_node_add_attr(pp_graph *g, int node, const char *name, int type)
 {
     pp_node *n = &g->nodes[node];
@@ -427,8 +504,13 @@ perfpred_status pp_graph_link(pp_graph *g, pp_err *err)
             goto done;
         }
         for (int i = 0; i < nn; i++) sorted[i] = g->nodes[order[i]];
-        if (nn) memcpy(g->nodes, sorted, (size_t)nn * sizeof *sorted);
-        free(sorted);
+        free(g->nodes); /* the sorted copy replaces it: one copy of every node, not two */
+        g->nodes = sorted;
+        g->cap_nodes = nn + 1;
+        int *pos = indeg; /* all 0 again after Kahn: now new index by old index */
+        for (int i = 0; i < nn; i++) pos[order[i]] = i;
+        for (int i = 0; i < nn; i++)
+            if (g->nodes[i].copy_of) g->nodes[i].copy_of = pos[g->nodes[i].copy_of - 1] + 1;
         for (int i = 0; i < nn; i++)
             for (int o = 0; o < g->nodes[i].n_outputs; o++)
                 if (g->nodes[i].outputs[o] >= 0) g->tensors[g->nodes[i].outputs[o]].producer = i;

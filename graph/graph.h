@@ -136,6 +136,10 @@ typedef struct pp_node {
     int cap_attrs;           /* room in attrs that pp_node_add_attr made (0: exactly n_attrs) */
     pp_attr *attrs;
     int unknown_op;          /* treated as element-wise under allow_unknown */
+    /* 1 + the index of an earlier node this one was built as a copy of (pp_graph_copy_node:
+     * the same op and attribute array), 0 for none. A hint only: shape inference and features
+     * reuse that node's results when pp_node_copy_source finds its inputs alike. */
+    int copy_of;
     pp_node_feat feat;
 } pp_node;
 
@@ -184,6 +188,20 @@ int pp_graph_add_node_idx(pp_graph *g, const char *name, const char *op_type, co
 /* Room for n_tensors tensors and n_nodes nodes in all, so that building up to them moves nothing
  * (a builder that knows its size saves the copies of growing). 0, or -1 on OOM. */
 int pp_graph_reserve(pp_graph *g, int n_tensors, int n_nodes);
+/* For builders that repeat a block: a new tensor called name with src's dtype, shape, flags and
+ * value (the value's arrays shared, both in g's arena), not yet produced; -1 on OOM or when name
+ * is taken. */
+int pp_graph_copy_tensor(pp_graph *g, int src, const char *name);
+/* A new node called name doing what node src does (op type, domain and attribute array shared
+ * with src, so adding an attribute to either later copies the array first) on the given tensors
+ * (as many as src has); sets copy_of. -1 on OOM or a bad index. */
+int pp_graph_copy_node(pp_graph *g, int src, const char *name, const int *inputs,
+                       const int *outputs);
+/* The node that node i copies (its copy_of) when that node comes earlier, has the same op, domain,
+ * attribute array and counts, and every input of the two is absent in both or of the same dtype,
+ * shape and flags, known and not constant: then shape inference gives their outputs the same
+ * shapes. -1 otherwise. */
+int pp_node_copy_source(const pp_graph *g, int i);
 pp_attr *pp_node_add_attr(pp_graph *g, int node, const char *name, int type);
 const pp_attr *pp_node_attr(const pp_node *n, const char *name); /* NULL if absent */
 int64_t pp_node_attr_i(const pp_node *n, const char *name, int64_t dflt);

@@ -551,6 +551,32 @@ static void reset_output(pp_tensor *t)
     }
 }
 
+/* A node built as a copy of an earlier one whose inputs are alike (pp_node_copy_source): its
+ * outputs get the shapes that node's rule gave its own, when the rule left them known, not
+ * constant, and the node neither folded nor unknown. 0: nothing copied, run the rule. */
+static int copy_shapes(pp_graph *g, const pp_node *n, const pp_node *src)
+{
+    if (src->unknown_op || src->feat.folded) return 0;
+    for (int o = 0; o < n->n_outputs; o++) {
+        int a = n->outputs[o], b = src->outputs[o];
+        if ((a < 0) != (b < 0)) return 0;
+        uint32_t known = b >= 0 ? g->tensors[b].flags & (PP_T_SHAPE_KNOWN | PP_T_CONST) : 0;
+        if (b >= 0 && (known != PP_T_SHAPE_KNOWN || a == b)) return 0;
+    }
+    for (int o = 0; o < n->n_outputs; o++) {
+        if (n->outputs[o] < 0) continue;
+        pp_tensor *t = &g->tensors[n->outputs[o]];
+        const pp_tensor *f = &g->tensors[src->outputs[o]];
+        t->dtype = f->dtype;
+        t->rank = f->rank;
+        memcpy(t->dims, f->dims, sizeof t->dims);
+        memcpy(t->dim_param, f->dim_param, sizeof t->dim_param);
+        t->val = f->val;
+        t->flags = (t->flags & ~(uint32_t)PP_T_CONST) | PP_T_SHAPE_KNOWN;
+    }
+    return 1;
+}
+
 perfpred_status pp_graph_infer_shapes(pp_graph *g, const pp_shape_opts *opts, pp_err *err)
 {
     pp_err scratch; /* rules read c->err->status, so there is always a record */
@@ -569,6 +595,8 @@ perfpred_status pp_graph_infer_shapes(pp_graph *g, const pp_shape_opts *opts, pp
         pp_node *n = &g->nodes[i];
         n->unknown_op = 0;
         n->feat.folded = 0;
+        int src = n->copy_of ? pp_node_copy_source(g, i) : -1;
+        if (src >= 0 && copy_shapes(g, n, &g->nodes[src])) continue;
         pp_op_rule rule = find_rule(n);
         if (!rule && !opts->allow_unknown)
             return pp_err_set(err, PERFPRED_ERR_UNSUPPORTED,

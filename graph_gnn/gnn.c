@@ -257,7 +257,7 @@ typedef struct gnn_ws {
     int *cls;                            /* [L+1][n]: the first node of i's class at level l */
     int *reps;                           /* [L+1][n]: those first nodes, in node order */
     int n_reps[PP_GNN_MAX_LAYERS + 1];
-    int *nb_rep;                         /* [S]: slot_nb through cls of the layer */
+    int *nb_rep;                         /* [L][S]: slot_nb through cls of each layer */
     int *htab;                           /* [htab_cap] hash slots: node or slot + 1, 0 when free */
     int *slot_key;                       /* [S]: the first slot alike (direction, edge bits) */
     int *qreps, n_qreps;                 /* those first slots */
@@ -331,7 +331,7 @@ static perfpred_status ws_init(gnn_ws *ws, const pp_gnn *m, int cap_n, int cap_e
         ok = ok && ws->slot_key && ws->qreps && ws->slot_dir_of;
         ws->cls = WS_I(levels * N);
         ws->reps = WS_I(levels * N);
-        ws->nb_rep = WS_I(S);
+        ws->nb_rep = WS_I((size_t)m->params.layers * S);
         ws->htab = WS_I(ws->htab_cap);
         ok = ok && ws->cls && ws->reps && ws->nb_rep && ws->htab;
     }
@@ -394,6 +394,23 @@ static void ws_prepare(gnn_ws *ws, const pp_gnn *m, const pp_gnn_graph *s)
     }
 }
 
+/* A member that runs on the first member's classes and slots (pp_gnn_fwd_run_member) reads Z only
+ * at the first slot of each kind (cw->qreps): those rows, with its own edge statistics, as
+ * ws_prepare writes them. */
+static void ws_prepare_kinds(gnn_ws *ws, const gnn_ws *cw, const pp_gnn *m, const pp_gnn_graph *s)
+{
+    int Fe = m->n_edge_feat, ldz = Fe + 1;
+    ws->n = cw->n;
+    ws->S = cw->S;
+    for (int t = 0; t < cw->n_qreps; t++) {
+        int k = cw->qreps[t];
+        float *z = ws->Z + (size_t)k * ldz;
+        const float *f = s->edge_feat + (size_t)cw->slot_edge[k] * Fe;
+        for (int c = 0; c < Fe; c++) z[c] = (f[c] - m->e_mean[c]) / m->e_std[c];
+        z[Fe] = cw->slot_dir_of[k] ? 1.0f : 0.0f;
+    }
+}
+
 /* ---- forward only: rows that are the same bits ----
  * Repeated blocks (the cells of a stage, a ResNet's blocks) give nodes whose rows are the same
  * bits layer after layer; the forward computes each such row once and copies it. Classes are
@@ -411,14 +428,24 @@ static uint32_t mix32(uint32_t h, uint32_t v)
     return h ^ (h >> 15);
 }
 
+/* Four lanes: one chain of multiplies over a row of ~40 words was the forward's slowest loop.
+ * The hash only picks where a row is looked for; classes come from comparing bits. */
 static uint32_t hash_words(uint32_t h, const float *f, int n)
 {
-    for (int c = 0; c < n; c++) {
+    uint32_t a[4] = {h, h ^ 0x85ebca6bu, h ^ 0xc2b2ae35u, h ^ 0x27d4eb2fu};
+    int c = 0;
+    for (; c + 4 <= n; c += 4)
+        for (int j = 0; j < 4; j++) {
+            uint32_t v;
+            memcpy(&v, &f[c + j], sizeof v);
+            a[j] = mix32(a[j], v);
+        }
+    for (; c < n; c++) {
         uint32_t v;
         memcpy(&v, &f[c], sizeof v);
-        h = mix32(h, v);
+        a[0] = mix32(a[0], v);
     }
-    return h;
+    return mix32(mix32(mix32(a[0], a[1]), a[2]), a[3]);
 }
 
 /* slot sl's edge features as the sample has them, and its direction (0 in, 1 out) */
@@ -434,13 +461,7 @@ static int slot_dir(const gnn_ws *ws, const pp_gnn_graph *s, int i, int sl)
 
 static int same_bits(const float *a, const float *b, int n)
 {
-    for (int c = 0; c < n; c++) {
-        uint32_t u, v;
-        memcpy(&u, &a[c], sizeof u);
-        memcpy(&v, &b[c], sizeof v);
-        if (u != v) return 0;
-    }
-    return 1;
+    return memcmp(a, b, (size_t)n * sizeof *a) == 0; /* bytes, not values: -0 != 0, NaN == NaN */
 }
 
 static int same_next(const gnn_ws *ws, const int *cl, int i, int j)
@@ -487,6 +508,13 @@ static void node_classes(gnn_ws *ws, const pp_gnn *m, const pp_gnn_graph *s)
         memset(ws->htab, 0, ws->htab_cap * sizeof *ws->htab);
         for (int i = 0; i < N; i++) {
             uint32_t h;
+            int like = !l && s->x_like ? s->x_like[i] : -1;
+            if (like >= 0 && like < i &&
+                same_bits(s->x + (size_t)i * s->n_feat, s->x + (size_t)like * s->n_feat,
+                          s->n_feat)) {
+                cls[i] = cls[like]; /* the sample's hint, checked: the same class */
+                continue;
+            }
             if (!l) {
                 h = hash_words(0x811c9dc5u, s->x + (size_t)i * s->n_feat, s->n_feat);
             } else {
@@ -542,15 +570,18 @@ static void gnn_forward_cls(const pp_gnn *m, gnn_ws *ws, const gnn_ws *cw, const
     const float *W = m->w;
     int kc0 = kc_of(m, 0), fwd_only = ws->wt != NULL;
     /* forward only: rows computed once per class of equal rows (node_classes), then copied */
-    int dedup = fwd_only && !pp_gnn_infer_is_plain();
+    /* a member on the first's classes has only the rows they name prepared (ws_prepare_kinds) */
+    int dedup = fwd_only && (cw != ws || !pp_gnn_infer_is_plain());
     if (dedup && cw == ws) node_classes(ws, m, s);
     if (cw == ws) ws->cls_layers = dedup ? L : -1;
-    const int *c0 = dedup ? cw->cls : NULL; /* rows of equal x: standardized once, copied */
+    /* rows of equal x: standardized once, copied where the first layer's linear op reads them
+     * (a node first of its class at level 1); nothing else reads C^0 in this pass */
+    const int *c0 = dedup ? cw->cls : NULL, *c1 = dedup ? cw->cls + N : NULL;
     for (int i = 0; i < N; i++) {
         const float *xi = s->x + (size_t)i * F;
         float *ci = ws->C[0] + (size_t)i * kc0;
         if (c0 && c0[i] != i) {
-            memcpy(ci, ws->C[0] + (size_t)c0[i] * kc0, (size_t)F * sizeof *ci);
+            if (c1[i] == i) memcpy(ci, ws->C[0] + (size_t)c0[i] * kc0, (size_t)F * sizeof *ci);
             continue;
         }
         for (int c = 0; c < F; c++) ci[c] = (xi[c] - m->x_mean[c]) / m->x_std[c];
@@ -571,19 +602,25 @@ static void gnn_forward_cls(const pp_gnn *m, gnn_ws *ws, const gnn_ws *cw, const
             /* Q for one slot of each kind; messages read it through slot_key */
             pp_gnn_op_linear_rows_t(cw->n_qreps, cw->qreps, Fe + 1, H, ws->Z, Fe + 1,
                                     ws->wt + lo->we + (size_t)din * H, W + lo->be, ws->Q, H);
-            for (int sl = 0; sl < S; sl++) ws->nb_rep[sl] = cl[ws->slot_nb[sl]];
-            pp_gnn_aggregate_rows_t(nn, rn, H, ws->slot_ptr, ws->nb_rep, cw->slot_key, ws->P,
+            /* the sample's slots and their classes: the first member's, computed once */
+            int *nb_rep = cw->nb_rep + (size_t)l * S;
+            if (cw == ws)
+                for (int sl = 0; sl < S; sl++) nb_rep[sl] = cl[ws->slot_nb[sl]];
+            pp_gnn_aggregate_rows_t(nn, rn, H, cw->slot_ptr, nb_rep, cw->slot_key, ws->P,
                                     ws->Q, C + din, kc);
             fwd_linear(m, ws, 1, dg, H, ws->cg[l], dg, lo->w, kc, din + 2 * H, W + lo->b,
                        ws->bias_g, H);
             pp_gnn_op_linear_rows_t(nn, rn, din + 2 * H, H, C, kc, ws->wt + lo->w, ws->bias_g,
                                     out, ldo);
-            for (int i = 0; i < N; i++)
-                if (cn[i] != i)
+            float *cg = ws->cg[l];
+            /* the pool reads each row through its class; a copy is made only of a row the next
+             * layer's linear op reads (a node first of its class one level further down) */
+            pp_gnn_relu_pool_rows_t(N, cn, H, out, ldo, cg + dg);
+            const int *c2 = l + 1 < L ? cw->cls + (size_t)(l + 2) * N : NULL;
+            for (int i = 0; c2 && i < N; i++)
+                if (cn[i] != i && c2[i] == i)
                     memcpy(out + (size_t)i * ldo, out + (size_t)cn[i] * ldo,
                            (size_t)H * sizeof *out);
-            float *cg = ws->cg[l];
-            pp_gnn_relu_pool_t(N, H, out, ldo, cg + dg);
             float *gnext = l + 1 < L ? ws->cg[l + 1] : ws->gL;
             fwd_linear(m, ws, 1, dg + 2 * H, H, cg, dg + 2 * H, lo->wg, dg + 2 * H, 0, W + lo->bg,
                        gnext, H);
@@ -815,12 +852,15 @@ perfpred_status pp_gnn_fwd_run_member(const pp_gnn *m, pp_gnn_fwd *f, const pp_g
     perfpred_status st = check_widths(m, s, "gnn sample", err);
     if (st) return st;
     PP_ASSERT(pp_gnn_fwd_fits(f, s));
-    ws_prepare(&f->ws, m, s);
-    /* the first member's classes, when it ran on s with as many layers and kept them */
+    /* the first member's classes and slots, when it ran on s with as many layers and kept them */
     const gnn_ws *cw = &f->ws;
     if (first && first != f && first->ws.wt && f->ws.wt && first->ws.n == s->n_nodes &&
-        first->ws.cls_layers == m->params.layers)
+        first->ws.cls_layers == m->params.layers && m->n_edge_feat == s->n_edge_feat)
         cw = &first->ws;
+    if (cw != &f->ws)
+        ws_prepare_kinds(&f->ws, cw, m, s);
+    else
+        ws_prepare(&f->ws, m, s);
     gnn_forward_cls(m, &f->ws, cw, s);
     for (int t = 0; t < m->n_targets; t++)
         out[t] = (double)m->y_mean[t] + (double)m->y_std[t] * (double)f->ws.o[t];

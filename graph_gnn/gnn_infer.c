@@ -208,10 +208,10 @@ int pp_gnn_infer_is_plain(void) { return atomic_load_explicit(&force_plain, memo
         VT sum[V], top[V];                                                                        \
         _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) {                                     \
             sum[v] = ZERO();                                                                      \
-            top[v] = MAX(LD(X + v * (W)), ZERO());                                                \
+            top[v] = MAX(LD(X + (size_t)(rows ? rows[0] : 0) * ldx + v * (W)), ZERO());           \
         }                                                                                         \
         for (int i = 0; i < n; i++) {                                                             \
-            float *xi = X + (size_t)i * ldx;                                                      \
+            float *xi = X + (size_t)(rows ? rows[i] : i) * ldx;                                   \
             _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) {                                 \
                 VT y = MAX(LD(xi + v * (W)), ZERO());                                             \
                 ST(xi + v * (W), y);                                                              \
@@ -246,7 +246,7 @@ __attribute__((target("avx2"))) static void aggregate32_avx2(AGG_ARGS)
     EXPAND(AGG_KERNEL, AVX2_OPS)
 }
 
-#define POOL_ARGS int n, float *restrict X, int ldx, float *restrict out
+#define POOL_ARGS int n, const int *restrict rows, float *X, int ldx, float *restrict out
 __attribute__((target("avx512f"))) static void relu_pool32_avx512(POOL_ARGS)
 {
     EXPAND(RELU_POOL_KERNEL, AVX512_OPS);
@@ -320,19 +320,44 @@ void pp_gnn_aggregate_t(int n_nodes, int h, const int *slot_ptr, const int *slot
 
 void pp_gnn_relu_pool_t(int n, int h, float *X, int ldx, float *out)
 {
+    pp_gnn_relu_pool_rows_t(n, NULL, h, X, ldx, out);
+}
+
+void pp_gnn_relu_pool_rows_t(int n, const int *rows, int h, float *X, int ldx, float *out)
+{
 #ifdef PP_VEC_KERNELS
     int l = h == 32 && n > 0 ? vec_level() : 0;
     if (l == 2) {
-        relu_pool32_avx512(n, X, ldx, out);
+        relu_pool32_avx512(n, rows, X, ldx, out);
         return;
     }
     if (l == 1) {
-        relu_pool32_avx2(n, X, ldx, out);
+        relu_pool32_avx2(n, rows, X, ldx, out);
         return;
     }
 #endif
-    pp_gnn_op_relu(0, n, h, X, NULL, ldx);
-    pp_gnn_op_pool(0, n, h, X, NULL, ldx, out, NULL, NULL);
+    if (!rows) {
+        pp_gnn_op_relu(0, n, h, X, NULL, ldx);
+        pp_gnn_op_pool(0, n, h, X, NULL, ldx, out, NULL, NULL);
+        return;
+    }
+    /* pp_gnn_op_pool's loop over the rows named; relu is applied once more to a row named again,
+     * which changes no bit (max(max(y, 0), 0) = max(y, 0)) */
+    float *mean = out, *mx = out + h;
+    for (int i = 0; i < n; i++) {
+        float *xi = X + (size_t)rows[i] * ldx;
+        pp_gnn_op_relu(0, 1, h, xi, NULL, ldx);
+        for (int c = 0; c < h; c++) {
+            if (!i) {
+                mean[c] = 0.0f;
+                mx[c] = xi[c];
+            }
+            mean[c] += xi[c];
+            mx[c] = xi[c] > mx[c] ? xi[c] : mx[c];
+        }
+    }
+    float inv = 1.0f / (float)n;
+    for (int c = 0; c < h; c++) mean[c] *= inv;
 }
 
 /* [rows][cols] at w + off -> [cols][rows] at t + off */

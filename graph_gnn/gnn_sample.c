@@ -7,6 +7,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* 1 when no value of f[0..n) is a NaN or an infinity: a pass without branches (it vectorizes);
+ * the loops after it look for the first bad value only when there is one. */
+static int all_finite(const float *f, size_t n)
+{
+    uint32_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &f[i], sizeof u);
+        bad |= (u & 0x7f800000u) == 0x7f800000u;
+    }
+    return !bad;
+}
+
 perfpred_status pp_gnn_graph_check(const pp_gnn_graph *s, const char *what, pp_err *err)
 {
     if (!what) what = "gnn sample";
@@ -34,13 +47,13 @@ perfpred_status pp_gnn_graph_check(const pp_gnn_graph *s, const char *what, pp_e
             return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
                               "%s: edge %d names node %d of %d", what, k, s->col_idx[k], s->n_nodes);
     size_t nx = (size_t)s->n_nodes * (size_t)s->n_feat;
-    for (size_t i = 0; i < nx; i++)
+    for (size_t i = all_finite(s->x, nx) ? nx : 0; i < nx; i++)
         if (!isfinite(s->x[i]))
             return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
                               "%s: node %zu feature %zu is not finite", what, i / (size_t)s->n_feat,
                               i % (size_t)s->n_feat);
     size_t ne = (size_t)s->n_edges * (size_t)s->n_edge_feat;
-    for (size_t i = 0; i < ne; i++)
+    for (size_t i = all_finite(s->edge_feat, ne) ? ne : 0; i < ne; i++)
         if (!isfinite(s->edge_feat[i]))
             return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: edge %zu feature is not finite",
                               what, i / (size_t)s->n_edge_feat);
@@ -64,6 +77,8 @@ void pp_gnn_graph_clear(pp_gnn_graph *s)
 static int is_runtime(const pp_node *n) { return !n->feat.folded && n->feat.kind != PP_OPK_SHAPE; }
 
 static size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+#define EF_MEMO 31 /* edge sizes remembered by pp_gnn_sample_from_graph */
 
 perfpred_status pp_gnn_sample_from_graph(const pp_graph *g, const double *per_node_pred_ms,
                                          const double *globals, int n_globals, pp_gnn_graph *out,
@@ -108,7 +123,8 @@ perfpred_status pp_gnn_sample_from_graph(const pp_graph *g, const double *per_no
     size_t sz_ci = align16((size_t)(E ? E : 1) * sizeof(int));
     size_t sz_ef = align16((size_t)(E ? E : 1) * Fe * sizeof(float));
     size_t sz_u = align16((size_t)(n_globals ? n_globals : 1) * sizeof(float));
-    unsigned char *mem = calloc(1, sz_x + sz_rp + sz_ci + sz_ef + sz_u);
+    size_t sz_like = align16((size_t)N * sizeof(int));
+    unsigned char *mem = calloc(1, sz_x + sz_rp + sz_ci + sz_ef + sz_u + sz_like);
     if (!mem) {
         free(id);
         return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", path);
@@ -118,8 +134,12 @@ perfpred_status pp_gnn_sample_from_graph(const pp_graph *g, const double *per_no
     int *col_idx = (int *)(mem + sz_x + sz_rp);
     float *ef = (float *)(mem + sz_x + sz_rp + sz_ci);
     float *u = (float *)(mem + sz_x + sz_rp + sz_ci + sz_ef);
+    int *like = (int *)(mem + sz_x + sz_rp + sz_ci + sz_ef + sz_u);
     perfpred_status st = PERFPRED_OK;
     int k = 0;
+    int64_t ef_bytes[EF_MEMO];
+    float ef_val[EF_MEMO];
+    for (int i = 0; i < EF_MEMO; i++) ef_bytes[i] = -1;
     for (int c = 0; c < g->n_nodes && !st; c++) {
         const pp_node *n = &g->nodes[c];
         int ic = id[c];
@@ -132,10 +152,19 @@ perfpred_status pp_gnn_sample_from_graph(const pp_graph *g, const double *per_no
             break;
         }
         float *xi = x + (size_t)ic * F;
-        pp_feat_vector(&n->feat, xi);
-        if ((int)n->feat.kind >= 0 && n->feat.kind < PP_OPK__COUNT)
-            xi[PP_FEATVEC_LEN + n->feat.kind] = 1.0f;
-        xi[PP_FEATVEC_LEN + PP_OPK__COUNT] = (float)log1p(1000.0 * ms);
+        int src = n->copy_of - 1; /* a copy with the same features and time: the same row */
+        if (src >= 0 && src < c && id[src] >= 0 &&
+            memcmp(&per_node_pred_ms[src], &ms, sizeof ms) == 0 &&
+            memcmp(&g->nodes[src].feat, &n->feat, sizeof n->feat) == 0) {
+            memcpy(xi, x + (size_t)id[src] * F, (size_t)F * sizeof *xi);
+            like[ic] = id[src];
+        } else {
+            like[ic] = -1;
+            pp_feat_vector(&n->feat, xi);
+            if ((int)n->feat.kind >= 0 && n->feat.kind < PP_OPK__COUNT)
+                xi[PP_FEATVEC_LEN + n->feat.kind] = 1.0f;
+            xi[PP_FEATVEC_LEN + PP_OPK__COUNT] = (float)log1p(1000.0 * ms);
+        }
         row_ptr[ic] = k;
         for (int i = 0; i < n->n_inputs; i++) {
             int t = n->inputs[i], dup = 0;
@@ -150,7 +179,13 @@ perfpred_status pp_gnn_sample_from_graph(const pp_graph *g, const double *per_no
                 break;
             }
             col_idx[k] = id[g->tensors[t].producer];
-            ef[k] = (float)log2(1.0 + (double)bytes);
+            /* most edges carry one of a few sizes: the last log2 of each size class, reused */
+            size_t at = (size_t)bytes % EF_MEMO;
+            if (ef_bytes[at] != bytes) {
+                ef_bytes[at] = bytes;
+                ef_val[at] = (float)log2(1.0 + (double)bytes);
+            }
+            ef[k] = ef_val[at];
             k++;
         }
     }
@@ -179,6 +214,7 @@ perfpred_status pp_gnn_sample_from_graph(const pp_graph *g, const double *per_no
     out->col_idx = col_idx;
     out->edge_feat = ef;
     out->globals = u;
+    out->x_like = like;
     out->mem = mem;
     return PERFPRED_OK;
 }

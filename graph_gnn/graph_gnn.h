@@ -81,6 +81,9 @@ typedef struct pp_gnn_graph {
     const int *col_idx;          /* [E] producer node of each edge, 0 <= j < N */
     const float *edge_feat;      /* [E][Fe] (may be NULL when E*Fe = 0) */
     const float *globals;        /* [G] (may be NULL when G = 0) */
+    /* [N] or NULL: x_like[i] = an earlier node whose row of x is row i's bits, -1 for none. A hint
+     * where to look (the forward checks the bits); pp_gnn_sample_from_graph sets it for copies. */
+    const int *x_like;
     float y[PP_GNN_MAX_TARGETS];         /* targets: log(measured / layer-sum) */
     unsigned char mask[PP_GNN_MAX_TARGETS]; /* 1 where y[t] is present */
     void *mem;                   /* block owned by the sample (pp_gnn_graph_clear), or NULL */
@@ -323,6 +326,10 @@ void pp_gnn_aggregate_rows_t(int n_nodes, const int *nodes, int h, const int *sl
 /* X = relu(X) in place, then out = [mean_i X[i] ; max_i X[i]]: pp_gnn_op_relu then pp_gnn_op_pool
  * without argmax, in one pass (the same bits), vector kernels where h = 32. */
 void pp_gnn_relu_pool_t(int n, int h, float *X, int ldx, float *out);
+/* The same over the rows rows[0..n) of X (a row may be named more than once; NULL: 0..n-1), in
+ * that order: relu in place on each row named, the same mean and max as over a matrix that held
+ * a copy of row rows[i] at i. */
+void pp_gnn_relu_pool_rows_t(int n, const int *rows, int h, float *X, int ldx, float *out);
 /* y = max(y, 0) in place; backward: dy *= [y > 0] in place (dL/dy becomes dL/dpre) */
 void pp_gnn_op_relu(int backward, int m, int n, float *y, float *dy, int ld);
 /* m_i = [mean_{s in slots(i)} (P[nb_s] + Q_s) ; max_s (P[nb_s] + Q_s)], 0 for a node without

@@ -276,7 +276,9 @@ static int closed_step(const pp_graph *g, int first, int nx, int prev)
 static int match_rule(const pp_graph *g, const consumers *c, const unsigned char *taken,
                       const pp_fusion_rule *rule, int closed, int i, int *tmp)
 {
-    if (strcmp(rule->ops[0], g->nodes[i].op_type) != 0) return 0;
+    /* the first letter first: most nodes a rule is tried on differ there */
+    if (rule->ops[0][0] != g->nodes[i].op_type[0] || strcmp(rule->ops[0], g->nodes[i].op_type))
+        return 0;
     if (rule->max_input_rank > 0) {
         int x = g->nodes[i].n_inputs > 0 ? g->nodes[i].inputs[0] : -1;
         if (x < 0 || g->tensors[x].rank < 0 || g->tensors[x].rank > rule->max_input_rank) return 0;
@@ -288,7 +290,9 @@ static int match_rule(const pp_graph *g, const consumers *c, const unsigned char
         if (t < 0 || (g->tensors[t].flags & PP_T_GRAPH_OUTPUT) || c->off[t + 1] - c->off[t] != 1)
             return 0;
         int nx = c->idx[c->off[t]];
-        if (taken[nx] || strcmp(g->nodes[nx].op_type, rule->ops[s]) != 0) return 0;
+        if (taken[nx] || g->nodes[nx].op_type[0] != rule->ops[s][0] ||
+            strcmp(g->nodes[nx].op_type, rule->ops[s]) != 0)
+            return 0;
         if (closed && !closed_step(g, i, nx, t)) return 0;
         tmp[s] = cur = nx;
     }
@@ -645,6 +649,7 @@ typedef struct gnn_corr {
 typedef struct kernel_sums {
     pp_stack_kernel *sk;
     double *scratch, *node_ms;
+    double *cal_ms; /* per node: the layer models' figure for a kernel it leads, NAN until asked */
     int n_sk;
     double roof_sum_ms, total_ms, energy_mj, total_bytes;
     int nk, ncal, untimed;
@@ -696,6 +701,23 @@ static perfpred_status predict_setup_of(const perfpred_ctx *ctx, const pp_graph 
     return PERFPRED_OK;
 }
 
+/* The layer models' figure for a kernel led by node i: that of the node i was built as a copy of
+ * (copy_of) when it was asked already and the two have the same features bit for bit (all that
+ * the models read), else asked now. 0 when no model answers. */
+static int node_cal_ms(const predict_setup *P, kernel_sums *sums, int i, double *ms)
+{
+    const pp_node *n = &P->g->nodes[i];
+    int s = n->copy_of - 1;
+    if (sums->cal_ms && s >= 0 && s < i && !isnan(sums->cal_ms[s]) &&
+        memcmp(&n->feat, &P->g->nodes[s].feat, sizeof n->feat) == 0) {
+        *ms = sums->cal_ms[s];
+        return 1;
+    }
+    if (!pp_calib_node_ms(P->ctx->calib, P->src, &n->feat, ms)) return 0;
+    if (sums->cal_ms) sums->cal_ms[i] = *ms;
+    return 1;
+}
+
 /* A kernel's time outside any stack: src's layer model where one answers (a composite first as
  * the one operator the runtime runs), else timed_on's roofline; then scaled to d. */
 static void time_kernel(const predict_setup *P, const pp_kernel_group *G, const kernel_acc *k,
@@ -711,8 +733,7 @@ static void time_kernel(const predict_setup *P, const pp_kernel_group *G, const 
         /* a composite op, timed as the one operator the runtime runs */
         kt->t = kt->cal_ms;
         kt->calibrated = kt->as_eager = 1;
-    } else if (P->src && pp_calib_node_ms(P->ctx->calib, P->src, &P->g->nodes[G->nodes[0]].feat,
-                                          &kt->cal_ms)) {
+    } else if (P->src && node_cal_ms(P, sums, G->nodes[0], &kt->cal_ms)) {
         /* fused followers of a calibrated kernel ride along in its epilogue */
         kt->t = kt->cal_ms;
         kt->calibrated = 1;
@@ -989,7 +1010,11 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
         free(sums.scratch);
         return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
     }
+    /* no room for the copies' shortcut is no error: every kernel asks its models then */
+    sums.cal_ms = P.src ? malloc((size_t)g->n_nodes * sizeof *sums.cal_ms + 1) : NULL;
+    for (int i = 0; sums.cal_ms && i < g->n_nodes; i++) sums.cal_ms[i] = NAN;
     run_kernels(&P, kernels, n_groups, &sums);
+    free(sums.cal_ms);
     free(kernels);
     if (pp->n_kernels) *pp->n_kernels = sums.nk;
     if (stk) {

@@ -148,6 +148,52 @@ static void linear_t_kernels_should_equal_plain_loops_bit_for_bit(void **state)
     free(yb);
 }
 
+/* x_like is a hint the forward checks: none, wrong ones and right ones give the same bits. */
+static void row_hints_should_change_no_bit(void **state)
+{
+    (void)state;
+    pp_gnn_graph s[N_GRAPHS];
+    int n_s = 0, n_right = 0;
+    for (size_t i = 0; i < N_GRAPHS; i++)
+        if (build_sample(graphs[i], &s[n_s])) n_s++;
+    assert_true(n_s >= 3);
+    pp_gnn *g = load_gnn("epyc-kvm-2vcpu");
+    if (!g) g = load_gnn("rpi4");
+    assert_non_null(g);
+    pp_gnn_rng r;
+    pp_gnn_rng_seed(&r, 5);
+    for (int i = 0; i < n_s; i++) {
+        int N = s[i].n_nodes, F = s[i].n_feat;
+        int *wrong = malloc(sizeof(int) * (size_t)N), *right = malloc(sizeof(int) * (size_t)N);
+        assert_true(wrong && right);
+        for (int k = 0; k < N; k++) {
+            wrong[k] = k ? pp_gnn_rng_below(&r, k) : -1;
+            right[k] = -1;
+            for (int j = 0; j < k && right[k] < 0; j++)
+                if (!memcmp(s[i].x + (size_t)j * F, s[i].x + (size_t)k * F, sizeof(float) * F))
+                    right[k] = j;
+            n_right += right[k] >= 0;
+        }
+        double a[3][PP_GNN_MAX_TARGETS], lo[3][PP_GNN_MAX_TARGETS], hi[3][PP_GNN_MAX_TARGETS];
+        const int *hints[3] = {NULL, wrong, right};
+        for (int h = 0; h < 3; h++) {
+            s[i].x_like = hints[h];
+            assert_int_equal(pp_gnn_forward_fast(g, &s[i], a[h], lo[h], hi[h], NULL), PERFPRED_OK);
+        }
+        s[i].x_like = NULL;
+        for (int h = 1; h < 3; h++) {
+            assert_memory_equal(a[h], a[0], sizeof(double) * (size_t)g->n_targets);
+            assert_memory_equal(lo[h], lo[0], sizeof(double) * (size_t)g->n_targets);
+            assert_memory_equal(hi[h], hi[0], sizeof(double) * (size_t)g->n_targets);
+        }
+        free(wrong);
+        free(right);
+    }
+    assert_true(n_right > 0); /* repeated rows were there to be hinted */
+    pp_gnn_free(g);
+    for (int i = 0; i < n_s; i++) pp_gnn_graph_clear(&s[i]);
+}
+
 /* The whole forward, kernels against loops, on the shipped GNNs: the same bits. */
 static void fast_forward_should_give_the_same_bits_with_plain_loops(void **state)
 {
@@ -182,6 +228,36 @@ static void fast_forward_should_give_the_same_bits_with_plain_loops(void **state
 /* Aggregate and relu+pool kernels against the portable loops, bit for bit: nodes without slots,
  * repeated neighbours, NaN, infinities and signed zeros (max and relu must pick as a branch
  * does). */
+/* pp_gnn_relu_pool_rows_t over rows named by their class gives the mean and max of a matrix that
+ * holds each row's copy, with the vector kernels, the plain loops, and widths other than 32 */
+static void pool_over_class_rows_should_equal_pool_over_copies(void **state)
+{
+    (void)state;
+    enum { NN = 41, LDX = 37 };
+    static const float special[] = {-0.0f, 0.0f, NAN, -NAN, INFINITY, -INFINITY, 1e-40f};
+    pp_gnn_rng r;
+    pp_gnn_rng_seed(&r, 77);
+    int rows[NN];
+    for (int i = 0; i < NN; i++) /* a row's class: itself, or a row before it that is its own */
+        rows[i] = i && pp_gnn_rng_below(&r, 3) ? rows[pp_gnn_rng_below(&r, i)] : i;
+    for (int plain = 0; plain < 2; plain++)
+        for (int h = 20; h <= 32; h += 12) {
+            float X[NN * LDX], C[NN * LDX], pa[64], pb[64];
+            for (int i = 0; i < NN * LDX; i++)
+                X[i] = pp_gnn_rng_below(&r, 6) == 0 ? special[pp_gnn_rng_below(&r, 7)]
+                                                    : (float)(pp_gnn_rng_uniform(&r) * 2.0 - 1.0);
+            for (int i = 0; i < NN; i++)
+                memcpy(C + i * LDX, X + rows[i] * LDX, sizeof(float) * LDX);
+            pp_gnn_infer_plain(plain);
+            pp_gnn_relu_pool_t(NN, h, C, LDX, pa);
+            pp_gnn_relu_pool_rows_t(NN, rows, h, X, LDX, pb);
+            pp_gnn_infer_plain(0);
+            assert_memory_equal(pa, pb, sizeof(float) * 2 * h);
+            for (int i = 0; i < NN; i++) /* each row named is left relu'd as its copies are */
+                assert_memory_equal(X + rows[i] * LDX, C + i * LDX, sizeof(float) * h);
+        }
+}
+
 static void aggregate_and_pool_kernels_should_equal_plain_loops_bit_for_bit(void **state)
 {
     (void)state;
@@ -354,6 +430,8 @@ int main(void)
         cmocka_unit_test(linear_t_kernels_should_equal_plain_loops_bit_for_bit),
         cmocka_unit_test(fast_forward_should_give_the_same_bits_with_plain_loops),
         cmocka_unit_test(aggregate_and_pool_kernels_should_equal_plain_loops_bit_for_bit),
+        cmocka_unit_test(pool_over_class_rows_should_equal_pool_over_copies),
+        cmocka_unit_test(row_hints_should_change_no_bit),
         cmocka_unit_test(fast_forward_should_copy_only_rows_that_are_equal),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,6 +12,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "graph/builders.h"
 #include "perfpred.h"
 
 #define CELL_A "|nor_conv_3x3~0|+|none~0|avg_pool_3x3~1|+|skip_connect~0|none~1|nor_conv_3x3~2|"
@@ -106,6 +107,76 @@ static void predict_many_should_give_every_row_and_name_bad_items(void **state)
     perfpred_ctx_close(ctx);
 }
 
+/* ---- NB201 cells copied within a stage (build_nb201.c) predict what cells built one by one do:
+ * the reuse of shapes, features, layer-model times and GNN rows that copies allow changes no bit */
+
+#define N_CELLS 40
+typedef struct figs {
+    double v[N_CELLS][2][8];
+    int k[N_CELLS][2][3];
+} figs;
+
+static int keep_figs(const perfpred_many_row *r, void *user)
+{
+    figs *f = user;
+    assert_int_equal(r->status, PERFPRED_OK);
+    const perfpred_prediction *p = r->pred;
+    int d = strcmp(r->device, devs[0]) == 0 ? 0 : 1;
+    double *v = f->v[r->item][d];
+    v[0] = p->latency_ms.value;
+    v[1] = p->energy_mj.value;
+    v[2] = p->peak_memory_bytes.value;
+    v[3] = p->kernel_bytes;
+    v[4] = p->latency_members_lo_ms;
+    v[5] = p->latency_members_hi_ms;
+    v[6] = p->latency_interval.lo;
+    v[7] = p->latency_interval.hi;
+    f->k[r->item][d][0] = p->n_kernels;
+    f->k[r->item][d][1] = p->n_calibrated_kernels;
+    f->k[r->item][d][2] = p->correction_gated;
+    return 0;
+}
+
+static void copied_cells_should_predict_the_bits_of_built_cells(void **state)
+{
+    (void)state;
+    static char cells[N_CELLS][160];
+    const char *items[N_CELLS];
+    uint64_t r = 99;
+    for (int i = 0; i < N_CELLS; i++) {
+        pp_nb201_arch a;
+        for (int e = 0; e < PP_NB201_EDGES; e++) {
+            r = r * 6364136223846793005ull + 1442695040888963407ull;
+            a.op[e] = (pp_nb201_op)((r >> 33) % 5);
+        }
+        items[i] = pp_nb201_format(&a, cells[i], sizeof cells[i]);
+    }
+    char err[512];
+    perfpred_ctx *ctx = perfpred_ctx_open(NULL, NULL, err, sizeof err);
+    assert_non_null(ctx);
+    static figs built, copied;
+    perfpred_many_params p = perfpred_many_default_params();
+    p.items = items;
+    p.n_items = N_CELLS;
+    p.devices = devs;
+    p.n_devices = 2;
+    p.on_row = keep_figs;
+    int n_failed = -1;
+    pp_nb201_copy_cells(0);
+    p.user = &built;
+    assert_int_equal(perfpred_predict_many(ctx, &p, &n_failed, err, sizeof err), PERFPRED_OK);
+    assert_int_equal(n_failed, 0);
+    pp_nb201_copy_cells(1);
+    p.user = &copied;
+    assert_int_equal(perfpred_predict_many(ctx, &p, &n_failed, err, sizeof err), PERFPRED_OK);
+    assert_int_equal(n_failed, 0);
+    assert_memory_equal(copied.v, built.v, sizeof built.v);
+    assert_memory_equal(copied.k, built.k, sizeof built.k);
+    assert_true(built.v[0][0][0] > 0 && built.v[0][1][0] > 0);
+    assert_true(built.k[0][1][1] > 0); /* epyc's layer models timed kernels */
+    perfpred_ctx_close(ctx);
+}
+
 static char out_buf[1 << 16];
 
 static int run_cli(const char *args)
@@ -158,6 +229,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(predict_many_should_give_every_row_and_name_bad_items),
+        cmocka_unit_test(copied_cells_should_predict_the_bits_of_built_cells),
         cmocka_unit_test(predict_many_command_should_name_bad_lines_and_go_on),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
