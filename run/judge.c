@@ -312,8 +312,10 @@ static void journal_repeat(const char *path, double pct[PERFPRED_RUN_MAX_JUDGE],
             cJSON_IsNumber(rd) && cJSON_IsArray(sm) && cJSON_GetArraySize(sm) > 0) {
             double lo = INFINITY;
             const cJSON *it;
-            cJSON_ArrayForEach(it, sm) if (cJSON_IsNumber(it) && it->valuedouble < lo) lo =
-                it->valuedouble;
+            cJSON_ArrayForEach(it, sm)
+            {
+                if (cJSON_IsNumber(it) && it->valuedouble < lo) lo = it->valuedouble;
+            }
             int i = 0;
             while (i < n && strcmp(keys[i].key, k->valuestring) != 0) i++;
             if (i == n) {
@@ -385,8 +387,8 @@ static void write_report(pp_run *R)
                          J->calibrated.spearman, J->before.mape_pct);
     }
     pp_strbuf_printf(&b, "before this run: %s\n", o->before_what);
-    pp_strbuf_printf(&b, "repeat: each row timed as two half-runs (even and odd rounds), their mean "
-                         "disagreement: what a MAPE cannot go below\n");
+    pp_strbuf_printf(&b, "repeat: each row timed as two half-runs (even and odd rounds), their "
+                         "mean disagreement: what a MAPE cannot go below\n");
     char path[PP_RUN_PATH];
     pp_err e = {0};
     if (!b.oom && pp_write_file_atomic(pp_run_path(R, path, sizeof path, "report.txt"), b.data,

@@ -428,12 +428,12 @@ void pp_run_descriptor_yaml(pp_strbuf *b, const char *name, const pp_run_figures
     pp_strbuf_put(b, "hardware:\n  peak_tflops:\n");
     pp_strbuf_printf(b, "    # measured: %s; x %d logical CPUs\n    fp32: %.4g\n", f->src_flops,
                      cores, f->core_gflops * cores * 1e-3);
-    pp_strbuf_printf(b, "  # measured: %s\n  memory_bandwidth_gbs: %.3g\n", f->src_bw, f->triad_gbs);
+    pp_strbuf_printf(b, "  # measured: %s\n  memory_bandwidth_gbs: %.3g\n", f->src_bw,
+                     f->triad_gbs);
     pp_strbuf_printf(b, "  memory_gb: %.1f              # /proc/meminfo: MemTotal\n", c->mem_gib);
     pp_strbuf_printf(b, "  compute_units: %d             # online logical CPUs\n", cores);
     if (c->mhz > 0)
-        pp_strbuf_printf(b, "  clock_mhz: %.0f              # /proc/cpuinfo: cpu MHz (as reported)\n",
-                         c->mhz);
+        pp_strbuf_printf(b, "  clock_mhz: %.0f   # /proc/cpuinfo: cpu MHz (as reported)\n", c->mhz);
     double llc = c->l3_kib > 0 ? c->l3_kib : c->l2_kib;
     if (llc > 0)
         pp_strbuf_printf(b, "  l2_mb: %.4g                  # sysfs: last-level cache of cpu0\n",

@@ -48,6 +48,19 @@ int pp_run_stage_done(const pp_run *R, const char *stage)
     return 0;
 }
 
+perfpred_status pp_run_write_json(pp_run *R, cJSON *j, const char *rel)
+{
+    char *text = cJSON_Print(j);
+    cJSON_Delete(j);
+    if (!text) return pp_run_fail(R, PERFPRED_ERR_NOMEM, "out of memory");
+    char path[PP_RUN_PATH];
+    pp_err e = {0};
+    perfpred_status st =
+        pp_write_file_atomic(pp_run_path(R, path, sizeof path, rel), text, strlen(text), &e);
+    free(text);
+    return st == PERFPRED_OK ? st : pp_run_fail(R, st, "%s", e.msg);
+}
+
 static perfpred_status write_state(pp_run *R)
 {
     cJSON *j = cJSON_CreateObject();
@@ -65,16 +78,7 @@ static perfpred_status write_state(pp_run *R)
     cJSON_AddNumberToObject(j, "minutes", R->minutes_before + (pp_now_s() - R->t0) / 60.0);
     for (int i = 0; i < R->n_done; i++) cJSON_AddItemToArray(done, cJSON_CreateString(R->done[i]));
     cJSON_AddItemToObject(j, "done", done);
-    char *text = cJSON_Print(j);
-    cJSON_Delete(j);
-    if (!text) return pp_run_fail(R, PERFPRED_ERR_NOMEM, "out of memory");
-    char path[PP_RUN_PATH];
-    pp_err e = {0};
-    perfpred_status st = pp_write_file_atomic(pp_run_path(R, path, sizeof path, "state.json"), text,
-                                              strlen(text), &e);
-    free(text);
-    if (st != PERFPRED_OK) return pp_run_fail(R, st, "%s", e.msg);
-    return PERFPRED_OK;
+    return pp_run_write_json(R, j, "state.json");
 }
 
 perfpred_status pp_run_mark(pp_run *R, const char *stage)

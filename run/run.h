@@ -124,6 +124,9 @@ perfpred_status pp_run_fail(pp_run *R, perfpred_status st, const char *fmt, ...)
 /* Runs python with the arguments (NULL-terminated); nonzero exit is an error naming the step. */
 perfpred_status pp_run_python(pp_run *R, const char *what, const char *out_path, ...);
 perfpred_status pp_run_copy_file(pp_run *R, const char *from, const char *to);
+/* Prints j into work/<rel> (write, then rename) and deletes j. */
+struct cJSON;
+perfpred_status pp_run_write_json(pp_run *R, struct cJSON *j, const char *rel);
 
 /* The stages, in order (stages.c, judge.c). */
 perfpred_status pp_run_stage_probe(pp_run *R);

@@ -72,15 +72,7 @@ static perfpred_status write_probe_json(pp_run *R, const pp_run_figures *f, cons
     cJSON_AddStringToObject(j, "descriptor", desc_path);
     cJSON_AddBoolToObject(j, "descriptor_written", written);
     cJSON_AddStringToObject(j, "borrowed_from", borrow ? borrow : "");
-    char *text = cJSON_Print(j);
-    cJSON_Delete(j);
-    if (!text) return pp_run_fail(R, PERFPRED_ERR_NOMEM, "out of memory");
-    char path[PP_RUN_PATH];
-    pp_err e = {0};
-    perfpred_status st = pp_write_file_atomic(pp_run_path(R, path, sizeof path, "probe.json"), text,
-                                              strlen(text), &e);
-    free(text);
-    return st == PERFPRED_OK ? st : pp_run_fail(R, st, "%s", e.msg);
+    return pp_run_write_json(R, j, "probe.json");
 }
 
 void pp_run_load_probe(pp_run *R)
@@ -379,7 +371,8 @@ static perfpred_status append_rows(pp_run *R, const char *src, const char *dst)
         first = 0;
     }
     fclose(in);
-    return fclose(out) == 0 ? PERFPRED_OK : pp_run_fail(R, PERFPRED_ERR_IO, "%s: write failed", dst);
+    return fclose(out) == 0 ? PERFPRED_OK
+                            : pp_run_fail(R, PERFPRED_ERR_IO, "%s: write failed", dst);
 }
 
 perfpred_status pp_run_stage_plan(pp_run *R)

@@ -44,15 +44,24 @@ static void rmdir_all(const char *d)
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", d);
 }
 
-/* A fake /proc and /sys of a 2-CPU Zen 3 guest, and of an ARM board. */
-static void test_cpu_read_x86(void **state)
+/* A fake root holding proc/cpuinfo with this text. */
+static char *fake_root(const char *cpuinfo)
 {
-    (void)state;
     char *root = tmpdir(), p[1024];
     snprintf(p, sizeof p, "%s/proc", root);
     mkdirs(p);
     snprintf(p, sizeof p, "%s/proc/cpuinfo", root);
-    write_text(p, "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\n"
+    write_text(p, cpuinfo);
+    return root;
+}
+
+/* A fake /proc and /sys of a 2-CPU Zen 3 guest, and of an ARM board. */
+static void test_cpu_read_x86(void **state)
+{
+    (void)state;
+    char p[1024];
+    char *root =
+        fake_root("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\n"
                   "model name\t: AMD EPYC 7B13\ncpu MHz\t\t: 2445.404\n"
                   "flags\t\t: fpu sse2 avx fma avx2 hypervisor\n\n"
                   "processor\t: 1\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\n"
@@ -60,8 +69,9 @@ static void test_cpu_read_x86(void **state)
                   "flags\t\t: fpu sse2 avx fma avx2 avx512f hypervisor\n\n");
     snprintf(p, sizeof p, "%s/proc/meminfo", root);
     write_text(p, "MemTotal:       8388608 kB\nMemFree:         1000 kB\n");
-    const char *lv[4] = {"1", "1", "2", "3"}, *ty[4] = {"Data", "Instruction", "Unified", "Unified"},
-               *sz[4] = {"32K", "32K", "512K", "32768K"};
+    const char *lv[4] = {"1", "1", "2", "3"};
+    const char *ty[4] = {"Data", "Instruction", "Unified", "Unified"};
+    const char *sz[4] = {"32K", "32K", "512K", "32768K"};
     for (int i = 0; i < 4; i++) {
         snprintf(p, sizeof p, "%s/sys/devices/system/cpu/cpu0/cache/index%d", root, i);
         mkdirs(p);
@@ -97,11 +107,8 @@ static void test_cpu_read_x86(void **state)
 static void test_cpu_read_arm(void **state)
 {
     (void)state;
-    char *root = tmpdir(), p[1024];
-    snprintf(p, sizeof p, "%s/proc", root);
-    mkdirs(p);
-    snprintf(p, sizeof p, "%s/proc/cpuinfo", root);
-    write_text(p, "processor\t: 0\nBogoMIPS\t: 108.00\nFeatures\t: fp asimd evtstrm crc32 cpuid\n"
+    char *root =
+        fake_root("processor\t: 0\nBogoMIPS\t: 108.00\nFeatures\t: fp asimd evtstrm crc32 cpuid\n"
                   "CPU implementer\t: 0x41\nCPU part\t: 0xd08\n\n"
                   "processor\t: 1\nFeatures\t: fp asimd\nCPU part\t: 0xd08\n\n"
                   "processor\t: 2\nFeatures\t: fp asimd\nCPU part\t: 0xd08\n\n"
