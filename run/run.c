@@ -198,9 +198,10 @@ static perfpred_status setup(pp_run *R)
     snprintf(R->device, sizeof R->device, "%s", d ? d->name : p->device);
     if (d && d->kind == PP_DEV_CPU &&
         (!d->runtime_framework || strcmp(d->runtime_framework, "pytorch-eager") != 0)) {
-        const char *fw = d->runtime_framework ? d->runtime_framework : "none";
-        char name[64];
+        /* copies: the descriptor's strings go with the context */
+        char name[64], fw[64];
         snprintf(name, sizeof name, "%s", d->name);
+        snprintf(fw, sizeof fw, "%s", d->runtime_framework ? d->runtime_framework : "none");
         perfpred_ctx_close(ctx);
         return pp_run_fail(R, PERFPRED_ERR_INVALID_ARG,
                            "--device %s: its runtime is %s, and calibrate run measures PyTorch "
@@ -209,11 +210,12 @@ static perfpred_status setup(pp_run *R)
                            name, fw, name);
     }
     if (d && (d->kind != PP_DEV_CPU || d->is_mig)) {
+        const char *kind = pp_device_kind_name(d->kind); /* a static string */
         perfpred_ctx_close(ctx);
         return pp_run_fail(R, PERFPRED_ERR_INVALID_ARG,
                            "--device %s: calibrate run calibrates CPUs (this is a %s); see "
                            "docs/calibration.md for GPUs",
-                           p->device, pp_device_kind_name(d->kind));
+                           p->device, kind);
     }
     char *real = realpath(pp_ctx_config_dir(ctx), NULL);
     const char *cfg = real ? real : pp_ctx_config_dir(ctx);

@@ -338,10 +338,11 @@ static void test_run_resume_and_install(void **state)
     assert_string_equal(before, after);
     free(after);
 
-    /* a complete second calibration whose layers all ran 3x slower (the networks did not): the
-     * first is closer on the judging networks, so it stays and the new one waits beside it ... */
+    /* a complete second calibration whose layers and training networks all ran 3x slower (the
+     * judging networks did not): the first is closer on the judging networks, so it stays and the
+     * new one waits beside it ... */
     unsetenv("PP_FAKE_FAIL");
-    setenv("PP_FAKE_LAYER_SLOW", "1", 1);
+    setenv("PP_FAKE_SLOW", "1", 1);
     snprintf(E.work, sizeof E.work, "%s/work3", E.root);
     p = env_params(&E, "new-cpu");
     st = perfpred_calibrate_run(&p, r, eb, sizeof eb);
@@ -366,7 +367,7 @@ static void test_run_resume_and_install(void **state)
     assert_false(exists(E.cfg, "artifacts/.new-cpu.new"));
     free(before);
     free(after);
-    unsetenv("PP_FAKE_LAYER_SLOW");
+    unsetenv("PP_FAKE_SLOW");
 
     /* a bundle for a known device: the plan, the graphs, the runners and one command */
     unsetenv("PP_FAKE_FAIL");
