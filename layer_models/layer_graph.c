@@ -55,19 +55,40 @@ perfpred_status pp_layer_row_graph(const pp_layer_row *row, pp_graph **out, int 
             g->tensors[t].flags |= PP_T_INITIALIZER | PP_T_WEIGHT;
         }
     }
-    const char *out_name[] = {"y"};
-    int n = pp_graph_add_node(g, "layer", row->op_type, "", in_names, row->n_inputs, out_name, 1);
+    /* one output, but a Split as many as its parts (its `split` entries or `num_outputs`) */
+    int n_out = 1;
+    if (strcmp(row->op_type, "Split") == 0)
+        for (int i = 0; i < row->n_attrs; i++) {
+            const pp_layer_attr *a = &row->attrs[i];
+            if (!strcmp(a->name, "split") && a->type == PP_ATTR_INTS && a->n > 0) n_out = a->n;
+            if (!strcmp(a->name, "num_outputs") && a->type == PP_ATTR_INT && a->i > 0)
+                n_out = (int)a->i;
+        }
+    if (n_out > PP_LAYER_MAX_OUTPUTS) {
+        pp_graph_free(g);
+        return pp_err_set(err, PERFPRED_ERR_UNSUPPORTED, "%s: %s with %d outputs (at most %d)",
+                          where, row->op_type, n_out, PP_LAYER_MAX_OUTPUTS);
+    }
+    char out_buf[PP_LAYER_MAX_OUTPUTS][8];
+    const char *out_name[PP_LAYER_MAX_OUTPUTS];
+    for (int k = 0; k < n_out; k++) {
+        snprintf(out_buf[k], sizeof out_buf[k], k ? "y%d" : "y", k);
+        out_name[k] = out_buf[k];
+    }
+    int n = pp_graph_add_node(g, "layer", row->op_type, "", in_names, row->n_inputs, out_name,
+                              n_out);
     if (n < 0) goto oom;
-    int y = pp_graph_find(g, "y");
-    if (y < 0) goto oom;
-    g->tensors[y].flags |= PP_T_GRAPH_OUTPUT;
     g->inputs = pp_arena_array(g->arena, (size_t)n_act, sizeof(int));
-    g->outputs = pp_arena_array(g->arena, 1, sizeof(int));
+    g->outputs = pp_arena_array(g->arena, (size_t)n_out, sizeof(int));
     if ((n_act && !g->inputs) || !g->outputs) goto oom;
     for (int i = 0; i < row->n_inputs; i++)
         if (row->inputs[i].role == 'x') g->inputs[g->n_inputs++] = pp_graph_find(g, names[i]);
-    g->outputs[0] = y;
-    g->n_outputs = 1;
+    for (int k = 0; k < n_out; k++) {
+        int y = pp_graph_find(g, out_name[k]);
+        if (y < 0) goto oom;
+        g->tensors[y].flags |= PP_T_GRAPH_OUTPUT;
+        g->outputs[g->n_outputs++] = y;
+    }
     for (int i = 0; i < row->n_attrs; i++) {
         const pp_layer_attr *a = &row->attrs[i];
         pp_attr *at = pp_node_add_attr(g, n, a->name, a->type);

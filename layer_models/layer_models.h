@@ -298,6 +298,7 @@ const pp_lm_entry *pp_layer_models_entry(const pp_layer_models *lm, pp_op_kind k
 /* ------------------------------------------------ layer measurements as rows ---- */
 
 #define PP_LAYER_MAX_INPUTS 6
+#define PP_LAYER_MAX_OUTPUTS 16 /* outputs of a rebuilt row (a Split's parts) */
 #define PP_LAYER_MAX_ATTRS 8
 #define PP_LAYER_MAX_INTS 8
 

@@ -732,6 +732,39 @@ static void committed_a100_artifacts_should_load_with_this_builds_features(void 
     pp_layer_models_free(lm);
 }
 
+/* A Split row (attention's q, k, v) rebuilds with one output per part, the shapes the parts say:
+ * a row of the plan is the node it came from, and the runner times what the network runs. */
+static void split_row_should_rebuild_with_every_part(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/pp_split_row_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    const char csv[] = PP_TEST_LAYER_HEADER
+        "cpu-x,pytorch-eager,torch,fp32,datamove,Split,2,x:2x197x576,\"axis:i=2;split:ints=192,"
+        "192,192\",0.1,0.01,7,,,test,2026-11-27\n";
+    assert_int_equal(write(fd, csv, sizeof csv - 1), (ssize_t)(sizeof csv - 1));
+    close(fd);
+    pp_layer_table *t = NULL;
+    pp_err e = {0};
+    assert_int_equal(pp_measure_layer_csv_read(path, &t, &e), PERFPRED_OK);
+    unlink(path);
+    assert_int_equal(t->n, 1);
+    pp_graph *g = NULL;
+    int node = -1;
+    if (pp_layer_row_graph(&t->rows[0], &g, &node, &e) != PERFPRED_OK) fail_msg("%s", e.msg);
+    const pp_node *n = &g->nodes[node];
+    assert_int_equal(n->n_outputs, 3);
+    for (int k = 0; k < 3; k++) {
+        const pp_tensor *y = &g->tensors[n->outputs[k]];
+        assert_int_equal(y->rank, 3);
+        assert_true(y->dims[0] == 2 && y->dims[1] == 197 && y->dims[2] == 192);
+    }
+    assert_int_equal(n->feat.kind, PP_OPK_DATAMOVE);
+    pp_graph_free(g);
+    pp_measure_layer_table_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -747,6 +780,7 @@ int main(void)
         cmocka_unit_test(deferred_set_should_read_models_on_first_use),
         cmocka_unit_test(predictions_should_be_thread_safe),
         cmocka_unit_test(committed_a100_artifacts_should_load_with_this_builds_features),
+        cmocka_unit_test(split_row_should_rebuild_with_every_part),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
