@@ -151,6 +151,12 @@ static void print_text(const perfpred_run_params *p, const perfpred_run_report *
                    J->calibrated.within10_pct, J->calibrated.spearman, J->before.mape_pct);
         }
         printf("  before this run: %s\n", r->before_what);
+    } else if (r->report_path[0]) {
+        /* resumed after the judge: its report as written then */
+        FILE *f = fopen(r->report_path, "r");
+        char line[512];
+        while (f && fgets(line, sizeof line, f)) printf("  %s", line);
+        if (f) fclose(f);
     }
     if (r->report_path[0]) printf("report: %s\n", r->report_path);
     if (r->plot_path[0]) printf("plot:   %s\n", r->plot_path);

@@ -351,6 +351,13 @@ static perfpred_status run_stages(pp_run *R)
     }
     if (R->p->plan_only_dir) return pp_run_write_bundle(R);
     pp_run_load_probe(R);
+    /* a run resumed after its last stage: where its results are */
+    perfpred_run_report *o = R->out;
+    if (!o->artifacts_dir[0] && !o->kept_previous)
+        snprintf(o->artifacts_dir, sizeof o->artifacts_dir, "%s", R->art);
+    char rep[PP_RUN_PATH];
+    if (!o->report_path[0] && access(pp_run_path(R, rep, sizeof rep, "report.txt"), R_OK) == 0)
+        snprintf(o->report_path, sizeof o->report_path, "%s", rep);
     return PERFPRED_OK;
 }
 

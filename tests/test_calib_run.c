@@ -323,6 +323,11 @@ static void test_run_resume_and_install(void **state)
     assert_true(fabs(all->repeat_pct - 100 * (1 / 10.5 + 2 / 21.0) / 2) < 1e-9);
     assert_true(r->n_layer_rows > 200);
     assert_true(exists(E.work, "report.txt"));
+    /* resumed once more: nothing runs, and the report says where the results are */
+    assert_int_equal(perfpred_calibrate_run(&p, r, eb, sizeof eb), PERFPRED_OK);
+    assert_int_equal(calls(&E, "network_runner.py"), 3);
+    assert_non_null(strstr(r->artifacts_dir, "artifacts/new-cpu"));
+    assert_non_null(strstr(r->report_path, "report.txt"));
 
     /* a second calibration that dies before its fit leaves the first one in force, unchanged */
     char man[700];
