@@ -67,6 +67,19 @@ double pp_kernel_blocks(const pp_node_feat *f)
     }
 }
 
+/* t scaled from `from` to `to` as a kernel of arithmetic intensity ai: its memory-bound share g
+ * (against from's ridge) by the bandwidth ratio, the rest by c_ratio. */
+static double scale_by(double t, const pp_device *from, const pp_device *to, double ai,
+                       double c_ratio)
+{
+    double pf = from->peak_tflops[PP_PREC_FP32], bw = from->memory_bandwidth_gbs * 1e9;
+    double g = pp_memory_boundness(ai, bw > 0 && pf > 0 ? pf * 1e12 / bw : 0);
+    double bw_ratio = (to->memory_bandwidth_gbs > 0 && from->memory_bandwidth_gbs > 0)
+                          ? from->memory_bandwidth_gbs / to->memory_bandwidth_gbs
+                          : 1.0;
+    return t * pow(bw_ratio, g) * pow(c_ratio, 1.0 - g);
+}
+
 double pp_scale_kernel_time_kind(double t, const pp_device *from, const pp_device *to, double ai,
                                  double blocks, pp_op_kind kind)
 {
@@ -77,23 +90,13 @@ double pp_scale_kernel_time_kind(double t, const pp_device *from, const pp_devic
     int blas = kind == PP_OPK_LINEAR || kind == PP_OPK_BMM;
     if (!blas || !(from->gemm_gflops > 0) || !(to->gemm_gflops > 0))
         return pp_scale_kernel_time(t, from, to, ai, blocks);
-    double pf = from->peak_tflops[PP_PREC_FP32], bw = from->memory_bandwidth_gbs * 1e9;
-    double g = pp_memory_boundness(ai, bw > 0 && pf > 0 ? pf * 1e12 / bw : 0);
-    double bw_ratio = (to->memory_bandwidth_gbs > 0 && from->memory_bandwidth_gbs > 0)
-                          ? from->memory_bandwidth_gbs / to->memory_bandwidth_gbs
-                          : 1.0;
-    return t * pow(bw_ratio, g) * pow(from->gemm_gflops / to->gemm_gflops, 1.0 - g);
+    return scale_by(t, from, to, ai, from->gemm_gflops / to->gemm_gflops);
 }
 
 double pp_scale_kernel_time(double t, const pp_device *from, const pp_device *to, double ai,
                             double blocks)
 {
     double pf = from->peak_tflops[PP_PREC_FP32], pt = to->peak_tflops[PP_PREC_FP32];
-    double bw = from->memory_bandwidth_gbs * 1e9;
-    double g = pp_memory_boundness(ai, bw > 0 && pf > 0 ? pf * 1e12 / bw : 0);
-    double bw_ratio = (to->memory_bandwidth_gbs > 0 && from->memory_bandwidth_gbs > 0)
-                          ? from->memory_bandwidth_gbs / to->memory_bandwidth_gbs
-                          : 1.0;
     /* compute side: the fp32 FLOP/s ratio (the precision the source's kernels were measured at).
      * For a MIG slice it is the SM ratio; across architectures it also counts FP32 lanes per SM,
      * which SMs x clock misses (docs/scaling.md: H100 GEMMs 68 % off with SMs x clock, 19 % with
@@ -109,5 +112,5 @@ double pp_scale_kernel_time(double t, const pp_device *from, const pp_device *to
             c_ratio = per_sm * ceil(blocks / to->compute_units) / ceil(blocks / from->compute_units);
         }
     }
-    return t * pow(bw_ratio, g) * pow(c_ratio, 1.0 - g);
+    return scale_by(t, from, to, ai, c_ratio);
 }

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -99,42 +98,45 @@ static void read_cpuinfo(const char *root, pp_run_cpu *c)
     fclose(f);
 }
 
-static double read_kib(const char *root, const char *path)
+/* The first line of root/path into buf ("" when it cannot be read). */
+static void first_line(const char *root, const char *path, char *buf, size_t n)
 {
+    buf[0] = 0;
     FILE *f = open_under(root, path);
-    if (!f) return 0;
-    char s[64] = "";
-    double v = 0;
-    if (fgets(s, sizeof s, f)) {
-        char *end;
-        v = strtod(s, &end);
-        if (*end == 'M') v *= 1024;
-        else if (*end == 'G') v *= 1024 * 1024;
-        else if (*end != 'K' && *end != '\n' && *end != 0) v = 0;
-        if (*end != 'K' && *end != 'M' && *end != 'G') v /= 1024; /* plain bytes */
-    }
+    if (!f) return;
+    if (!fgets(buf, (int)n, f)) buf[0] = 0;
     fclose(f);
-    return v;
+}
+
+/* A sysfs cache size ("48K", "2M", or plain bytes) in KiB; 0 when it is neither. */
+static double size_kib(const char *s)
+{
+    char *end;
+    double v = strtod(s, &end);
+    switch (*end) {
+    case 'K': return v;
+    case 'M': return v * 1024;
+    case 'G': return v * 1024 * 1024;
+    case '\n':
+    case 0: return v / 1024;
+    default: return 0;
+    }
 }
 
 static void read_caches(const char *root, pp_run_cpu *c)
 {
     for (int i = 0; i < 8; i++) {
-        char p[256], lv[16] = "", ty[32] = "";
+        char p[256], lv[16], ty[32], sz[64];
         snprintf(p, sizeof p, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
-        FILE *f = open_under(root, p);
-        if (!f) continue;
-        if (!fgets(lv, sizeof lv, f)) lv[0] = 0;
-        fclose(f);
+        first_line(root, p, lv, sizeof lv);
+        if (!lv[0]) continue;
         snprintf(p, sizeof p, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
-        if ((f = open_under(root, p))) {
-            if (!fgets(ty, sizeof ty, f)) ty[0] = 0;
-            fclose(f);
-        }
-        snprintf(p, sizeof p, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
-        double kib = read_kib(root, p);
-        int level = atoi(lv);
+        first_line(root, p, ty, sizeof ty);
         if (strncmp(ty, "Instruction", 11) == 0) continue;
+        snprintf(p, sizeof p, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        first_line(root, p, sz, sizeof sz);
+        double kib = size_kib(sz);
+        int level = atoi(lv);
         if (level == 1) c->l1d_kib = kib;
         else if (level == 2) c->l2_kib = kib;
         else if (level >= 3 && kib > c->l3_kib) c->l3_kib = kib;
@@ -175,13 +177,6 @@ void pp_run_cpu_read(const char *root, pp_run_cpu *out)
 
 /* ---- what it does ---- */
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 /* Shared by the triad's threads: they start together once every one exists (or quit when one
  * could not be created), then time each trial between two barriers. */
 typedef struct triad_gate {
@@ -214,10 +209,10 @@ static void *triad_worker(void *arg)
     }
     for (int t = 0; t < j->trials; t++) {
         pthread_barrier_wait(&j->gate->bar);
-        double t0 = now_s();
+        double t0 = pp_now_s();
         for (size_t i = j->lo; i < j->hi; i++) j->a[i] = j->b[i] + 0.5f * j->c[i];
         pthread_barrier_wait(&j->gate->bar);
-        double dt = now_s() - t0;
+        double dt = pp_now_s() - t0;
         if (j->t_best && (*j->t_best == 0 || dt < *j->t_best)) *j->t_best = dt;
     }
     return NULL;
@@ -275,10 +270,10 @@ __attribute__((target("avx512f"))) static double fma_avx512(long iters)
 {
     __m512 acc[FMA_ACC], m = _mm512_set1_ps(0.999999f), d = _mm512_set1_ps(1e-7f);
     for (int j = 0; j < FMA_ACC; j++) acc[j] = _mm512_set1_ps((float)(j + 1));
-    double t0 = now_s();
+    double t0 = pp_now_s();
     for (long i = 0; i < iters; i++)
         for (int j = 0; j < FMA_ACC; j++) acc[j] = _mm512_fmadd_ps(acc[j], m, d);
-    double t = now_s() - t0;
+    double t = pp_now_s() - t0;
     float s = 0;
     for (int j = 0; j < FMA_ACC; j++) s += _mm512_reduce_add_ps(acc[j]);
     fma_sink = s;
@@ -289,10 +284,10 @@ __attribute__((target("avx2,fma"))) static double fma_avx2(long iters)
 {
     __m256 acc[FMA_ACC], m = _mm256_set1_ps(0.999999f), d = _mm256_set1_ps(1e-7f);
     for (int j = 0; j < FMA_ACC; j++) acc[j] = _mm256_set1_ps((float)(j + 1));
-    double t0 = now_s();
+    double t0 = pp_now_s();
     for (long i = 0; i < iters; i++)
         for (int j = 0; j < FMA_ACC; j++) acc[j] = _mm256_fmadd_ps(acc[j], m, d);
-    double t = now_s() - t0;
+    double t = pp_now_s() - t0;
     float out[8], s = 0;
     for (int j = 0; j < FMA_ACC; j++) {
         _mm256_storeu_ps(out, acc[j]);
@@ -309,10 +304,10 @@ static double fma_portable(long iters)
 #if defined(__aarch64__)
     float32x4_t acc[FMA_ACC], m = vdupq_n_f32(0.999999f), d = vdupq_n_f32(1e-7f);
     for (int j = 0; j < FMA_ACC; j++) acc[j] = vdupq_n_f32((float)(j + 1));
-    double t0 = now_s();
+    double t0 = pp_now_s();
     for (long i = 0; i < iters; i++)
         for (int j = 0; j < FMA_ACC; j++) acc[j] = vfmaq_f32(d, acc[j], m);
-    double t = now_s() - t0;
+    double t = pp_now_s() - t0;
     float s = 0;
     for (int j = 0; j < FMA_ACC; j++) s += vaddvq_f32(acc[j]);
 #else
@@ -320,10 +315,10 @@ static double fma_portable(long iters)
     v4 acc[FMA_ACC], m = {0.999999f, 0.999999f, 0.999999f, 0.999999f},
                      d = {1e-7f, 1e-7f, 1e-7f, 1e-7f};
     for (int j = 0; j < FMA_ACC; j++) acc[j] = m * (float)(j + 1);
-    double t0 = now_s();
+    double t0 = pp_now_s();
     for (long i = 0; i < iters; i++)
         for (int j = 0; j < FMA_ACC; j++) acc[j] = acc[j] * m + d;
-    double t = now_s() - t0;
+    double t = pp_now_s() - t0;
     float s = 0;
     for (int j = 0; j < FMA_ACC; j++)
         for (int k = 0; k < 4; k++) s += acc[j][k];

@@ -144,22 +144,22 @@ static perfpred_status read_state(pp_run *R, int *exists)
     return st;
 }
 
-perfpred_status pp_run_python(pp_run *R, const char *what, const char *out_path, ...)
+perfpred_status pp_run_python(pp_run *R, const char *what, int budgeted, ...)
 {
     char *argv[64];
     int n = 0;
     argv[n++] = (char *)R->python;
     va_list ap;
-    va_start(ap, out_path);
+    va_start(ap, budgeted);
     const char *a;
     while ((a = va_arg(ap, const char *)) && n < 63) argv[n++] = (char *)a;
     va_end(ap);
     argv[n] = NULL;
     char eb[512];
-    int rc = pp_run_spawn(argv, out_path, eb, sizeof eb);
+    int rc = pp_run_spawn(argv, eb, sizeof eb);
     if (rc < 0) return pp_run_fail(R, PERFPRED_ERR_IO, "%s: %s", what, eb);
     /* the runners exit 3 when their --budget-min stopped them: the rows so far are written */
-    if (rc == 3 && strstr(what, "runner")) {
+    if (rc == 3 && budgeted) {
         pp_log(&R->lg, PERFPRED_LOG_WARN, "%s: its time budget ran out; the rows measured so far "
                "are kept", what);
         return PERFPRED_OK;

@@ -70,10 +70,10 @@ void pp_run_descriptor_yaml(pp_strbuf *b, const char *name, const pp_run_figures
 
 /* ---- subprocesses (spawn.c) ---- */
 
-/* Runs argv (argv[0] a path) with stdin from /dev/null and stdout/stderr inherited, or stdout into
- * out_path when not NULL; waits. Returns the exit status, 128 + signal when killed, -1 when it
- * could not start (errbuf says why). */
-int pp_run_spawn(char *const argv[], const char *out_path, char *errbuf, size_t errbuf_len);
+/* Runs argv (argv[0] a path) with stdin from /dev/null and stdout/stderr inherited; waits.
+ * Returns the exit status, 128 + signal when killed, -1 when it could not start (errbuf says
+ * why). */
+int pp_run_spawn(char *const argv[], char *errbuf, size_t errbuf_len);
 
 /* ---- the run: its paths, its state on disk, and the stages (run.c, stages.c, judge.c) ---- */
 
@@ -121,8 +121,9 @@ int pp_run_stage_done(const pp_run *R, const char *stage);
 perfpred_status pp_run_mark(pp_run *R, const char *stage);
 perfpred_status pp_run_fail(pp_run *R, perfpred_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Runs python with the arguments (NULL-terminated); nonzero exit is an error naming the step. */
-perfpred_status pp_run_python(pp_run *R, const char *what, const char *out_path, ...);
+/* Runs python with the arguments (NULL-terminated); nonzero exit is an error naming the step,
+ * except, where budgeted, a runner's 3: its --budget-min stopped it with the rows so far written. */
+perfpred_status pp_run_python(pp_run *R, const char *what, int budgeted, ...);
 perfpred_status pp_run_copy_file(pp_run *R, const char *from, const char *to);
 /* Prints j into work/<rel> (write, then rename) and deletes j. */
 struct cJSON;

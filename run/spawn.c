@@ -12,7 +12,7 @@
 
 extern char **environ;
 
-int pp_run_spawn(char *const argv[], const char *out_path, char *errbuf, size_t errbuf_len)
+int pp_run_spawn(char *const argv[], char *errbuf, size_t errbuf_len)
 {
     posix_spawn_file_actions_t fa;
     if (posix_spawn_file_actions_init(&fa) != 0) {
@@ -20,9 +20,6 @@ int pp_run_spawn(char *const argv[], const char *out_path, char *errbuf, size_t 
         return -1;
     }
     int rc = posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-    if (rc == 0 && out_path)
-        rc = posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, out_path,
-                                              O_WRONLY | O_CREAT | O_TRUNC, 0644);
     pid_t pid = -1;
     if (rc == 0) rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);

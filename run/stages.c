@@ -130,7 +130,7 @@ perfpred_status pp_run_stage_probe(pp_run *R)
         char script[PP_RUN_PATH];
         snprintf(script, sizeof script, "%s/runners/host_probe.py", R->src_root);
         snprintf(thr, sizeof thr, "%d", R->threads);
-        st = pp_run_python(R, "runners/host_probe.py", NULL, script, "-o", figs, "--threads", thr,
+        st = pp_run_python(R, "runners/host_probe.py", 0, script, "-o", figs, "--threads", thr,
                            (const char *)NULL);
         if (st != PERFPRED_OK) return st;
     }
@@ -207,7 +207,7 @@ perfpred_status pp_run_stage_probe(pp_run *R)
 
 /* ---- zoo ---- */
 
-/* The file of reference.csv's row for model `name` (first column), or "" when absent. */
+/* Whether reference.csv (the zoo's) has a row for the graph <name>.onnx. */
 static int reference_has(const char *ref, const char *name)
 {
     FILE *f = fopen(ref, "r");
@@ -274,12 +274,12 @@ perfpred_status pp_run_stage_zoo(pp_run *R)
     snprintf(seed2, sizeof seed2, "%llu", R->seed + 1000);
     /* training architectures: the plan's zoo and the correction's networks */
     perfpred_status st = pp_run_python(
-        R, "runners/random_arch.py (training set)", NULL, script, "--seed", seed, "--n-cnn", "12",
+        R, "runners/random_arch.py (training set)", 0, script, "--seed", seed, "--n-cnn", "12",
         "--n-tf", "6", "--out-dir", pp_run_path(R, dir, sizeof dir, "graphs/train"), "--batches",
         "1,2,4,8", "--configs-per-model", "2", (const char *)NULL);
     if (st != PERFPRED_OK) return st;
     /* judging architectures: another seed, seen by no stage before the judge */
-    st = pp_run_python(R, "runners/random_arch.py (judging set)", NULL, script, "--seed", seed2,
+    st = pp_run_python(R, "runners/random_arch.py (judging set)", 0, script, "--seed", seed2,
                        "--n-cnn", "30", "--n-tf", "10", "--out-dir",
                        pp_run_path(R, dir, sizeof dir, "graphs/judge"), "--batches", "1,2,4,8",
                        "--configs-per-model", "1", (const char *)NULL);
@@ -431,7 +431,7 @@ perfpred_status pp_run_stage_layers(pp_run *R)
     /* no cache scrub: a layer meets warm caches where its working set fits, as inside a network
      * where the layer before it just wrote its input; what a network adds beyond that (weights
      * that a long network pushed out, fresh pages) is the in-network correction's */
-    return pp_run_python(R, "runners/layer_runner.py", NULL, script,
+    return pp_run_python(R, "runners/layer_runner.py", 1, script,
                          pp_run_path(R, plan, sizeof plan, "plan.csv"), "-o",
                          pp_run_path(R, out, sizeof out, "measurements/layers.csv"),
                          "--device-name", R->device, "--threads", thr, "--scrub-mb", "0",
@@ -450,7 +450,7 @@ static perfpred_status network_runner(pp_run *R, const char *set, const char *ou
     pp_run_path(R, cfgs, sizeof cfgs, rel);
     snprintf(thr, sizeof thr, "%d", R->threads);
     snprintf(bud, sizeof bud, "%.2f", minutes);
-    return pp_run_python(R, "runners/network_runner.py", NULL, script, "--reference", ref,
+    return pp_run_python(R, "runners/network_runner.py", 1, script, "--reference", ref,
                          "--configs", cfgs, "--graphs-dir",
                          pp_run_path(R, zoo, sizeof zoo, "graphs/zoo"), "-o",
                          pp_run_path(R, out, sizeof out, out_rel), "--device-name", R->device,
