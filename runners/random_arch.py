@@ -7,7 +7,6 @@ at most MAC_CAP at batch 1. The CLI exports a seed's models for network_runner.p
 """
 
 import argparse
-import csv
 import math
 import os
 import random
@@ -17,6 +16,8 @@ import sys
 _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
+
+from timing import write_csv_atomic  # noqa: E402 - after the runners folder is on the path
 
 KINDS = ("randcnn", "randtf")
 MAC_CAP = 1_500_000_000          # at batch 1: keeps measuring a whole seed quick
@@ -371,21 +372,6 @@ def config_rows(seed, names, batches, per_model):
         picked = random.Random(f"configs-{seed}-{n}").sample(sorted(batches), per_model)
         out.extend((n, b) for b in sorted(picked))
     return out
-
-
-def write_csv_atomic(path, columns, rows):
-    tmp = f"{path}.tmp.{os.getpid()}"
-    try:
-        with open(tmp, "w", newline="", encoding="utf-8") as f:
-            w = csv.DictWriter(f, fieldnames=columns, lineterminator="\n")
-            w.writeheader()
-            w.writerows(rows)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
 
 
 def export_all(seed, n_cnn, n_tf, out_dir, batches, per_model, log=None):
