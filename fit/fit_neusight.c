@@ -37,6 +37,7 @@ static pp_lm_base gpu_base(const pp_fit_params *p, double floor_ms)
     b.bw_gbs = p->bw_gbs;
     b.floor_ms = floor_ms;
     b.compute_units = p->compute_units;
+    b.blas_tflops = 0;
     return b;
 }
 

@@ -34,8 +34,22 @@ typedef struct pp_lm_base {
     double bw_gbs;       /* > 0 */
     double floor_ms;     /* >= 0: launch and timing floor */
     int compute_units;   /* > 0 */
+    /* >= 0; 0 = none. The runtime's BLAS GEMM rate, on the footing of peak_tflops (per core x
+     * compute_units): a convolution PyTorch's CPU runtime runs as im2col + BLAS GEMM instead of
+     * oneDNN (pp_lm_torch_cpu_conv_blas) has compute time flops / blas_tflops, since a BLAS that
+     * reaches a quarter of the FMA peak makes such a kernel 4x slower than its oneDNN twin.
+     * Manifests without it (fitted before it existed, or off PyTorch CPUs) keep the old base. */
+    double blas_tflops;
 } pp_lm_base;
 double pp_lm_base_eval(const pp_lm_base *b, pp_lm_target t, const pp_node_feat *f);
+
+/* 1 when eager PyTorch (1.13-2.x, fp32, NCHW, one thread) runs this convolution through its
+ * native path, im2col (none for 1x1 unstrided) + the BLAS GEMM per sample and group, not through
+ * oneDNN. ConvUtils.h's use_mkldnn: oneDNN takes a non-transposed convolution when (strided or
+ * dilated or batch >= 16 or the kernel is not 1x1 or threads > 1) and (groups > 1 or both kernel
+ * sides > 3 or batch > 1 or the input has more than 20480 elements). Transposed convolutions
+ * always run natively. 0 for kinds that are not convolutions. */
+int pp_lm_torch_cpu_conv_blas(const pp_node_feat *f);
 
 /* Regressor inputs: pp_feat_vector (graph/features.c) followed by PP_LM_N_EXTRA columns derived from
  * the same pp_node_feat and the base: log10 of compute time, memory time and base, the compute share;

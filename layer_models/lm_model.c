@@ -35,7 +35,23 @@ static double feat_bytes(const pp_node_feat *f) { return f->in_bytes + f->out_by
 /* flops / (TFLOP/s * 1e12) s = flops / (TFLOP/s * 1e9) ms; bytes / (GB/s * 1e9) s = bytes / (GB/s * 1e6) ms */
 static double compute_ms(const pp_lm_base *b, const pp_node_feat *f)
 {
-    return f->flops / (b->peak_tflops * 1e9);
+    double rate = b->peak_tflops;
+    if (b->blas_tflops > 0 && pp_lm_torch_cpu_conv_blas(f)) rate = b->blas_tflops;
+    return f->flops / (rate * 1e9);
+}
+
+int pp_lm_torch_cpu_conv_blas(const pp_node_feat *f)
+{
+    if (f->kind == PP_OPK_CONVT) return 1;
+    if (f->kind != PP_OPK_CONV && f->kind != PP_OPK_DWCONV) return 0;
+    int strided = f->stride[0] != 1 || f->stride[1] != 1;
+    int dilated = f->dilation[0] > 1 || f->dilation[1] > 1;
+    int one_by_one = f->kernel[0] == 1 && f->kernel[1] == 1;
+    int big_kernel = f->kernel[0] > 3 && f->kernel[1] > 3;
+    double in_elems = (double)f->n * (double)f->cin * (double)f->hin * (double)f->win;
+    int onednn = (strided || dilated || f->n >= 16 || !one_by_one) &&
+                 (f->group > 1 || big_kernel || f->n > 1 || in_elems > 20480);
+    return !onednn;
 }
 
 static double memory_ms(const pp_lm_base *b, const pp_node_feat *f)
@@ -322,10 +338,11 @@ done:
 static perfpred_status check_base(const pp_lm_base *b, const char *ctx, pp_err *err)
 {
     if (!(b->peak_tflops > 0) || !(b->bw_gbs > 0) || !(b->floor_ms >= 0) || b->compute_units < 1 ||
-        !isfinite(b->peak_tflops) || !isfinite(b->bw_gbs) || !isfinite(b->floor_ms))
+        !isfinite(b->peak_tflops) || !isfinite(b->bw_gbs) || !isfinite(b->floor_ms) ||
+        !(b->blas_tflops >= 0) || !isfinite(b->blas_tflops))
         return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
                           "%s: base needs peak_tflops > 0, bw_gbs > 0, floor_ms >= 0, "
-                          "compute_units >= 1", ctx);
+                          "compute_units >= 1, blas_tflops >= 0", ctx);
     return PERFPRED_OK;
 }
 

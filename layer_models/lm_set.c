@@ -113,6 +113,7 @@ perfpred_status pp_lm_manifest_write(const char *dir, const pp_lm_manifest *m, p
         ADD(b, "bw_gbs", cJSON_CreateNumber(e->base.bw_gbs));
         ADD(b, "floor_ms", cJSON_CreateNumber(e->base.floor_ms));
         ADD(b, "compute_units", cJSON_CreateNumber(e->base.compute_units));
+        if (e->base.blas_tflops > 0) ADD(b, "blas_tflops", cJSON_CreateNumber(e->base.blas_tflops));
         cJSON *dom = cJSON_CreateObject();
         ADD(o, "domain", dom);
         for (int d = 0; ok && d < PP_LM_N_DOMAIN; d++) {
@@ -276,6 +277,12 @@ static perfpred_status load_entry(pp_layer_models *lm, const cJSON *o, int idx, 
         return pp_err_set(err, PERFPRED_ERR_MODEL, "%s: models[%d]: second %s/%s model", path, idx,
                           kind_s, target_s);
     e.base.compute_units = (int)cu;
+    /* optional: absent in manifests fitted before it, and off PyTorch CPUs */
+    if (cJSON_GetObjectItemCaseSensitive(b, "blas_tflops") &&
+        (get_num(b, "blas_tflops", &e.base.blas_tflops) || !(e.base.blas_tflops >= 0) ||
+         !isfinite(e.base.blas_tflops)))
+        return pp_err_set(err, PERFPRED_ERR_MODEL,
+                          "%s: models[%d]: base.blas_tflops must be a number >= 0", path, idx);
     e.kind = (pp_op_kind)kind;
     e.target = (pp_lm_target)target;
     e.n_train = (int)rows_train;

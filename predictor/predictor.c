@@ -718,6 +718,20 @@ static int node_cal_ms(const predict_setup *P, kernel_sums *sums, int i, double 
     return 1;
 }
 
+/* Whether a kernel runs in the runtime's BLAS on both devices: GEMMs always; a convolution where
+ * both run eager PyTorch and PyTorch's rule sends it to im2col + GEMM (its first node is the
+ * convolution; fused followers ride along). */
+static int runs_blas(const pp_graph *g, const pp_kernel_group *G, pp_op_kind kind,
+                     const pp_device *from, const pp_device *to)
+{
+    if (kind == PP_OPK_LINEAR || kind == PP_OPK_BMM) return 1;
+    if (!from->runtime_framework || !to->runtime_framework ||
+        strcmp(from->runtime_framework, "pytorch-eager") != 0 ||
+        strcmp(to->runtime_framework, "pytorch-eager") != 0)
+        return 0;
+    return pp_lm_torch_cpu_conv_blas(&g->nodes[G->nodes[0]].feat);
+}
+
 /* A kernel's time outside any stack: src's layer model where one answers (a composite first as
  * the one operator the runtime runs), else timed_on's roofline; then scaled to d. */
 static void time_kernel(const predict_setup *P, const pp_kernel_group *G, const kernel_acc *k,
@@ -743,7 +757,8 @@ static void time_kernel(const predict_setup *P, const pp_kernel_group *G, const 
         /* scale the kernel's work, not its launch: each device adds its own overhead */
         double launch_src = timed_on->launch_overhead_us * 1e-3;
         double work = kt->t > launch_src ? kt->t - launch_src : 0;
-        kt->t = pp_scale_kernel_time_kind(work, timed_on, d, k->ai, k->blocks, k->kind) +
+        kt->t = pp_scale_kernel_time_blas(work, timed_on, d, k->ai, k->blocks,
+                                          runs_blas(P->g, G, k->kind, timed_on, d)) +
                 d->launch_overhead_us * 1e-3;
     }
     kt->roof_d = pp_roofline_ms(d, k->kind, k->flops, k->bytes, &kt->mb);
@@ -776,7 +791,8 @@ static void stack_time(const predict_setup *P, const pp_kernel_group *G, const k
         pp_op_kind fk = kt->as_eager ? k->kind : g->nodes[G->nodes[0]].feat.kind;
         double w = fmax(0, kt->cal_ms - pp_calib_floor_ms(P->ctx->calib, P->src, fk));
         if (P->timed_on != d)
-            w = pp_scale_kernel_time_kind(w, P->timed_on, d, k->ai, k->blocks, k->kind);
+            w = pp_scale_kernel_time_blas(w, P->timed_on, d, k->ai, k->blocks,
+                                          runs_blas(g, G, k->kind, P->timed_on, d));
         kt->t = w + stk->gpu_min_us * 1e-3;
     }
     S->cal_ms = keep ? kt->t : NAN;

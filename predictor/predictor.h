@@ -22,11 +22,12 @@ double pp_memory_boundness(double ai, double ridge);
  * C = (F/S)/(F'/S') * ceil(blocks/S') / ceil(blocks/S), so a kernel that fits one wave on both
  * runs at the per-SM ratio (1 for a MIG slice) and a large one tends to F/F'. Without SM counts
  * or blocks, C = F/F'. */
-/* pp_scale_kernel_time for a kernel of this kind: where both devices are CPUs whose runtimes'
- * GEMM rates were measured (gemm_gflops), a GEMM-backed kernel (linear, bmm) scales its compute
- * by that ratio instead of the FMA peaks'. */
-double pp_scale_kernel_time_kind(double t, const pp_device *from, const pp_device *to, double ai,
-                                 double blocks, pp_op_kind kind);
+/* pp_scale_kernel_time for a kernel that runs in the runtime's BLAS (blas != 0: linear, bmm, and
+ * the convolutions eager PyTorch runs as im2col + GEMM, pp_lm_torch_cpu_conv_blas) or not: where
+ * both devices are CPUs whose runtimes' GEMM rates were measured (gemm_gflops), a BLAS kernel
+ * scales its compute by that ratio instead of the FMA peaks'. */
+double pp_scale_kernel_time_blas(double t, const pp_device *from, const pp_device *to, double ai,
+                                 double blocks, int blas);
 double pp_scale_kernel_time(double t, const pp_device *from, const pp_device *to, double ai,
                             double blocks);
 

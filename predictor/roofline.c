@@ -80,14 +80,12 @@ static double scale_by(double t, const pp_device *from, const pp_device *to, dou
     return t * pow(bw_ratio, g) * pow(c_ratio, 1.0 - g);
 }
 
-double pp_scale_kernel_time_kind(double t, const pp_device *from, const pp_device *to, double ai,
-                                 double blocks, pp_op_kind kind)
+double pp_scale_kernel_time_blas(double t, const pp_device *from, const pp_device *to, double ai,
+                                 double blocks, int blas)
 {
-    /* GEMM calls of the runtime's BLAS (nn.Linear, matmul). Convolutions stay on the FMA ratio:
-     * on xeon-kvm-2vcpu, where the BLAS reaches 33 of 118 GFLOP/s, zoo convolutions ran 2.4-2.8x
-     * their epyc and host-cpu times but whole random CNNs far less, and neither ratio describes
-     * both (docs/calibration.md, "Transfer") */
-    int blas = kind == PP_OPK_LINEAR || kind == PP_OPK_BMM;
+    /* GEMM calls of the runtime's BLAS. oneDNN convolutions stay on the FMA ratio: on
+     * xeon-kvm-2vcpu, where the BLAS reaches 33 of 118 GFLOP/s, oneDNN convolutions ran at 1.5x the
+     * FMA peak's share and the BLAS ones at the BLAS rate (docs/calibration.md, "Transfer") */
     if (!blas || !(from->gemm_gflops > 0) || !(to->gemm_gflops > 0))
         return pp_scale_kernel_time(t, from, to, ai, blocks);
     return scale_by(t, from, to, ai, from->gemm_gflops / to->gemm_gflops);

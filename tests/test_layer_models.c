@@ -78,7 +78,7 @@ static int setup(void **state)
     return 0;
 }
 
-static pp_lm_base a100_base(void) { return (pp_lm_base){19.5, 1555.0, 0.02, 108}; }
+static pp_lm_base a100_base(void) { return (pp_lm_base){19.5, 1555.0, 0.02, 108, 0}; }
 
 static pp_lm_params small_params(int seed)
 {
@@ -166,6 +166,65 @@ static void base_should_follow_the_roofline_formula(void **state)
     assert_true(isnan(x[w]));
 }
 
+static pp_node_feat conv_feat(int64_t n, int64_t cin, int64_t h, int64_t k, int64_t stride,
+                              int64_t dil, int64_t group)
+{
+    pp_node_feat f;
+    memset(&f, 0, sizeof f);
+    f.kind = group > 1 && group == cin ? PP_OPK_DWCONV : PP_OPK_CONV;
+    f.n = n;
+    f.cin = cin;
+    f.hin = f.win = h;
+    f.kernel[0] = f.kernel[1] = k;
+    f.stride[0] = f.stride[1] = stride;
+    f.dilation[0] = f.dilation[1] = dil;
+    f.group = group;
+    return f;
+}
+
+/* Which engine eager PyTorch picks for a CPU convolution (one thread, fp32). The expected answers
+ * are what torch 1.13's profiler showed on xeon-kvm-2vcpu for these shapes (aten::thnn_conv2d,
+ * slow_conv_dilated2d or slow_conv_transpose2d = BLAS; aten::mkldnn_convolution = oneDNN). */
+static void torch_cpu_conv_rule_should_match_the_profiled_engine(void **state)
+{
+    (void)state;
+    struct { int64_t n, cin, h, k, s, d, g; int blas; } c[] = {
+        {8, 264, 14, 1, 1, 1, 1, 1},  /* 1x1 unstrided, batch < 16: BLAS at any size */
+        {1, 64, 56, 1, 1, 1, 1, 1},
+        {16, 64, 8, 1, 1, 1, 1, 0},   /* batch 16: oneDNN */
+        {1, 8, 32, 3, 1, 1, 1, 1},    /* batch 1, 3x3, 8192 input elements: BLAS */
+        {1, 32, 32, 3, 1, 1, 1, 0},   /* 32768 elements: oneDNN */
+        {1, 8, 32, 5, 1, 1, 1, 0},    /* both kernel sides > 3: oneDNN */
+        {1, 64, 8, 1, 2, 1, 1, 1},    /* strided 1x1, batch 1, 4096 elements: BLAS */
+        {1, 64, 8, 1, 1, 1, 64, 1},   /* depthwise 1x1 unstrided: BLAS, group by group */
+        {4, 64, 8, 3, 1, 1, 64, 0},   /* depthwise 3x3: oneDNN */
+        {1, 16, 8, 3, 1, 2, 1, 1},    /* dilated, small: slow_conv_dilated2d */
+        {1, 16, 8, 1, 1, 1, 1, 1},
+        {1, 4, 8, 3, 1, 1, 2, 0},     /* grouped: oneDNN */
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        pp_node_feat f = conv_feat(c[i].n, c[i].cin, c[i].h, c[i].k, c[i].s, c[i].d, c[i].g);
+        if (pp_lm_torch_cpu_conv_blas(&f) != c[i].blas) fail_msg("case %zu", i);
+    }
+    pp_node_feat t = conv_feat(1, 8, 8, 2, 2, 1, 1);
+    t.kind = PP_OPK_CONVT;
+    assert_int_equal(pp_lm_torch_cpu_conv_blas(&t), 1);
+    t.kind = PP_OPK_LINEAR;
+    assert_int_equal(pp_lm_torch_cpu_conv_blas(&t), 0);
+
+    /* the base: a BLAS convolution at blas_tflops, a oneDNN one at peak_tflops, and none of it
+     * without blas_tflops */
+    pp_lm_base b = {0.2, 25.0, 0.0, 2, 0.05};
+    pp_node_feat f = conv_feat(8, 264, 14, 1, 1, 1, 1);
+    f.flops = 1e9;
+    assert_rel_close(pp_lm_base_eval(&b, PP_LM_LATENCY, &f), 1e9 / 0.05e12 * 1e3, 1e-12);
+    f.n = 16;
+    assert_rel_close(pp_lm_base_eval(&b, PP_LM_LATENCY, &f), 1e9 / 0.2e12 * 1e3, 1e-12);
+    f.n = 8;
+    b.blas_tflops = 0;
+    assert_rel_close(pp_lm_base_eval(&b, PP_LM_LATENCY, &f), 1e9 / 0.2e12 * 1e3, 1e-12);
+}
+
 /* Operators of one kind with the same sizes and FLOP count can run at very different speeds (on the
  * EPYC guest an Erf moves 2 GB/s, a HardSwish over 40): the regressors see which operator a node is.
  * Rows of two such operators, identical but for the op type, train a model that keeps them apart on
@@ -190,7 +249,7 @@ static void layer_models_should_tell_operators_of_one_kind_apart(void **state)
         x->op_code = pp_op_code(i % 2 ? "HardSwish" : "Erf");
         y[i] = (x->in_bytes + x->out_bytes) / ((i % 2 ? 50.0 : 2.0) * 1e6) + 0.005;
     }
-    pp_lm_base b = {0.1, 30.0, 0.005, 2};
+    pp_lm_base b = {0.1, 30.0, 0.005, 2, 0};
     pp_lm_params p = pp_lm_default_params(); /* 300 rounds: the log ratio of 15 is learned */
     p.nthread = 1;
     pp_lm_model *m = NULL;
@@ -769,6 +828,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(base_should_follow_the_roofline_formula),
+        cmocka_unit_test(torch_cpu_conv_rule_should_match_the_profiled_engine),
         cmocka_unit_test(layer_models_should_tell_operators_of_one_kind_apart),
         cmocka_unit_test(train_save_load_should_predict_bit_identically),
         cmocka_unit_test(training_should_be_deterministic_for_seed_and_threads),

@@ -438,17 +438,17 @@ static void habitat_scaling_should_follow_bandwidth_and_sms(void **state)
     cpu_a.memory_bandwidth_gbs = cpu_b.memory_bandwidth_gbs = 25;
     cpu_a.gemm_gflops = 95;
     cpu_b.gemm_gflops = 33;
-    assert_rel_close(pp_scale_kernel_time_kind(1.0, &cpu_a, &cpu_b, 1e12, 0, PP_OPK_LINEAR),
+    assert_rel_close(pp_scale_kernel_time_blas(1.0, &cpu_a, &cpu_b, 1e12, 0, 1),
                      95.0 / 33.0, 1e-9);
-    assert_rel_close(pp_scale_kernel_time_kind(1.0, &cpu_a, &cpu_b, 1e12, 0, PP_OPK_BMM),
+    assert_rel_close(pp_scale_kernel_time_blas(1.0, &cpu_a, &cpu_b, 1e12, 0, 1),
                      95.0 / 33.0, 1e-9);
-    assert_rel_close(pp_scale_kernel_time_kind(1.0, &cpu_a, &cpu_b, 1e12, 0, PP_OPK_CONV), 1.0,
+    assert_rel_close(pp_scale_kernel_time_blas(1.0, &cpu_a, &cpu_b, 1e12, 0, 0), 1.0,
                      1e-9);
     /* ai = 0: g = 1, the bandwidth ratio alone (1) whatever the GEMM rates */
-    assert_rel_close(pp_scale_kernel_time_kind(1.0, &cpu_a, &cpu_b, 0.0, 0, PP_OPK_LINEAR), 1.0,
+    assert_rel_close(pp_scale_kernel_time_blas(1.0, &cpu_a, &cpu_b, 0.0, 0, 1), 1.0,
                      1e-12);
     cpu_b.gemm_gflops = 0;
-    assert_rel_close(pp_scale_kernel_time_kind(1.0, &cpu_a, &cpu_b, 1e12, 0, PP_OPK_LINEAR), 1.0,
+    assert_rel_close(pp_scale_kernel_time_blas(1.0, &cpu_a, &cpu_b, 1e12, 0, 1), 1.0,
                      1e-9);
 
     /* memory-boundness at the ridge is one half, and falls with intensity */
