@@ -287,8 +287,9 @@ typedef struct jkey {
 } jkey;
 
 /* Reads a runner journal (`<csv>.partial.jsonl`: one JSON object per line, visits with key,
- * round and samples_ns) and gives, per judge group, the mean disagreement of each configuration's
- * two half-runs; NaN where a group has no configuration with both halves. */
+ * round, samples_ns and, from a canary run, canary_ns) and gives, per judge group, the mean
+ * disagreement of each configuration's two half-runs; NaN where a group has no configuration with
+ * both halves. */
 static void journal_repeat(const char *path, double pct[PERFPRED_RUN_MAX_JUDGE],
                            int count[PERFPRED_RUN_MAX_JUDGE])
 {
@@ -308,6 +309,7 @@ static void journal_repeat(const char *path, double pct[PERFPRED_RUN_MAX_JUDGE],
         const cJSON *k = j ? cJSON_GetObjectItemCaseSensitive(j, "key") : NULL;
         const cJSON *rd = j ? cJSON_GetObjectItemCaseSensitive(j, "round") : NULL;
         const cJSON *sm = j ? cJSON_GetObjectItemCaseSensitive(j, "samples_ns") : NULL;
+        const cJSON *cn = j ? cJSON_GetObjectItemCaseSensitive(j, "canary_ns") : NULL;
         if (cJSON_IsString(ty) && strcmp(ty->valuestring, "visit") == 0 && cJSON_IsString(k) &&
             cJSON_IsNumber(rd) && cJSON_IsArray(sm) && cJSON_GetArraySize(sm) > 0) {
             double lo = INFINITY;
@@ -316,6 +318,9 @@ static void journal_repeat(const char *path, double pct[PERFPRED_RUN_MAX_JUDGE],
             {
                 if (cJSON_IsNumber(it) && it->valuedouble < lo) lo = it->valuedouble;
             }
+            /* a canary-scaled run (runners' --canary): the visit over its canary; the run's
+             * reference canary multiplies both halves alike and cancels */
+            if (cJSON_IsNumber(cn) && cn->valuedouble > 0) lo /= cn->valuedouble;
             int i = 0;
             while (i < n && strcmp(keys[i].key, k->valuestring) != 0) i++;
             if (i == n) {

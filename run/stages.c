@@ -430,12 +430,14 @@ perfpred_status pp_run_stage_layers(pp_run *R)
     snprintf(bud, sizeof bud, "%.2f", R->budget_layers);
     /* no cache scrub: a layer meets warm caches where its working set fits, as inside a network
      * where the layer before it just wrote its input; what a network adds beyond that (weights
-     * that a long network pushed out, fresh pages) is the in-network correction's */
+     * that a long network pushed out, fresh pages) is the in-network correction's. Canaries: the
+     * layers, the networks and the judging networks run minutes apart on a machine whose speed
+     * moves with its neighbours' load; each visit is scaled to the run's quiet speed */
     return pp_run_python(R, "runners/layer_runner.py", 1, script,
                          pp_run_path(R, plan, sizeof plan, "plan.csv"), "-o",
                          pp_run_path(R, out, sizeof out, "measurements/layers.csv"),
                          "--device-name", R->device, "--threads", thr, "--scrub-mb", "0",
-                         "--budget-min", bud, (const char *)NULL);
+                         "--canary", "--budget-min", bud, (const char *)NULL);
 }
 
 static perfpred_status network_runner(pp_run *R, const char *set, const char *out_rel,
@@ -454,7 +456,7 @@ static perfpred_status network_runner(pp_run *R, const char *set, const char *ou
                          "--configs", cfgs, "--graphs-dir",
                          pp_run_path(R, zoo, sizeof zoo, "graphs/zoo"), "-o",
                          pp_run_path(R, out, sizeof out, out_rel), "--device-name", R->device,
-                         "--threads", thr, "--rounds", "5", "--budget-min", bud,
+                         "--threads", thr, "--rounds", "5", "--canary", "--budget-min", bud,
                          (const char *)NULL);
 }
 

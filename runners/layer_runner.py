@@ -166,16 +166,24 @@ def stat_name(protocol, stat_first=0):
     return "median-of-round-minima"
 
 
-def format_source(device_name, run_id, machine, utc, protocol, stats, inner, stat_first=0):
+def format_source(device_name, run_id, machine, utc, protocol, stats, inner, stat_first=0,
+                  canary=None):
     """The `source` column: `runner-pytorch@<device>:<run-id>` (docs/measurements.md), then
     '; '-separated details: machine (never the hostname), UTC time, the statistic and the spread:
     rounds x burst samples of `inner` calls, fastest/slowest/mean call, IQR of per-round medians
-    (= latency_spread_ms) and IQR of all samples, in ms."""
+    (= latency_spread_ms) and IQR of all samples, in ms. canary = (the run's fastest canary in ns,
+    the row's Stats as timed): the figures are canary-scaled (timing.Canary), and the source says
+    so with the reference and the unscaled latency and spread."""
     ms = timing.ns_to_ms
     scrub = ([f"scrub_bytes={protocol.scrub_bytes}"]
              if getattr(protocol, "scrub_bytes", 0) > 0 else [])
     if scrub and getattr(protocol, "scrub_warm_input", False):
         scrub.append("warm_input=1")
+    if canary is not None:
+        ref_ns, raw = canary
+        scrub += ["canary=scaled", f"canary_ref_ms={ms(ref_ns):.6g}",
+                  f"unscaled_ms={ms(raw.median_ns):.6g}",
+                  f"unscaled_spread_ms={ms(raw.iqr_ns):.6g}"]
     return "; ".join([
         f"runner-pytorch@{device_name}:{run_id}", f"machine={machine}", f"utc={utc}",
         f"stat={stat_name(protocol, stat_first)}", "spread=iqr-of-round-medians",
@@ -183,6 +191,13 @@ def format_source(device_name, run_id, machine, utc, protocol, stats, inner, sta
         f"burst={protocol.burst}", f"inner={inner}", f"min_ms={ms(stats.min_ns):.6g}",
         f"max_ms={ms(stats.max_ns):.6g}", f"mean_ms={ms(stats.mean_ns):.6g}",
         f"iqr_all_ms={ms(stats.iqr_all_ns):.6g}"] + scrub)
+
+
+def canary_of(res, key):
+    """format_source's canary argument for a key of a RunResult: None when no canary was timed."""
+    if res.canary_ref_ns > 0 and key in res.raw_stats:
+        return res.canary_ref_ns, res.raw_stats[key]
+    return None
 
 
 def utc_of(t):
@@ -241,7 +256,8 @@ def measure_rows(rows, out_path, *, torch, device_name, device="cpu", precision=
                                      stop_after_visits=stop_after_visits,
                                      scrub=make_scrub(torch, protocol.scrub_bytes, device,
                                                       protocol.scrub_warm_input),
-                                     stat_first=stat_first)
+                                     stat_first=stat_first,
+                                     canary=timing.Canary(torch) if protocol.canary else None)
     finally:
         if prog is not None:
             prog.close()
@@ -262,7 +278,8 @@ def measure_rows(rows, out_path, *, torch, device_name, device="cpu", precision=
             "latency_spread_ms": f"{timing.ns_to_ms(st.iqr_ns):.6g}",
             "repetitions": st.calls, "energy_j": "", "memory_bytes": "",
             "source": format_source(device_name, f"{runner}/{plan_label}:{r.line}", machine, utc,
-                                    protocol, st, res.inner[r.key], stat_first) + extra_source,
+                                    protocol, st, res.inner[r.key], stat_first,
+                                    canary_of(res, r.key)) + extra_source,
             "date": date,
         })
     timing.write_csv_atomic(out_path, LAYER_COLUMNS, out_rows)
@@ -335,6 +352,10 @@ def add_protocol_args(ap):
                         "network runner's burst, so that a layer is summarized as a whole "
                         "network is; 0 = all of the burst); every sample is kept in "
                         "OUT.partial.jsonl")
+    g.add_argument("--canary", action="store_true",
+                   help="time a fixed reference workload (a small GEMM and an add) before every "
+                        "visit and scale each visit by the run's fastest canary over its own: "
+                        "what a shared machine's neighbours slow down, uniformly, comes out")
     g.add_argument("--seed", type=int, default=d.seed, help=f"shuffle and data seed (default {d.seed})")
     g.add_argument("--budget-min", type=float, default=None,
                    help="stop starting new visits after this many minutes; what was measured is "
@@ -359,7 +380,8 @@ def protocol_from_args(a):
                         seed=a.seed, visit_warmup=getattr(a, "visit_warmup", 1),
                         scrub_bytes=scrub_bytes_from_arg(getattr(a, "scrub_mb", "0"),
                                                          getattr(a, "device", "cpu")),
-                        scrub_warm_input=bool(getattr(a, "warm_input", False)))
+                        scrub_warm_input=bool(getattr(a, "warm_input", False)),
+                        canary=bool(getattr(a, "canary", False)))
     p.check()
     return p
 

@@ -164,7 +164,8 @@ def measure_networks(specs, batches, out_path, *, torch, device_name, device="cp
                                      budget_s=budget_s, progress=prog,
                                      cache_items=max(64, len(table)),
                                      cache_bytes=cache_mb * (1 << 20),
-                                     stop_after_visits=stop_after_visits)
+                                     stop_after_visits=stop_after_visits,
+                                     canary=timing.Canary(torch) if protocol.canary else None)
     finally:
         if prog is not None:
             prog.close()
@@ -180,7 +181,8 @@ def measure_networks(specs, batches, out_path, *, torch, device_name, device="cp
         utc, date = layer_runner.utc_of(store.last_time.get(key, 0.0) or 0.0)
         shape = "x".join(map(str, s.input_shape(b, r)))
         src = layer_runner.format_source(device_name, f"network_runner/{s.name}", machine, utc,
-                                         protocol, st, res.inner[key])
+                                         protocol, st, res.inner[key],
+                                         canary=layer_runner.canary_of(res, key))
         if s.key() not in folded:  # measured in an earlier, resumed run: fold again to say how
             folded[s.key()] = prepared_model(torch, s, fold_bn)[1]
         src += f"; visit_warmup={protocol.visit_warmup}; " + folded[s.key()]
@@ -253,6 +255,9 @@ def main(argv=None):
     g.add_argument("--visit-warmup", type=int, default=d.visit_warmup,
                    help="untimed calls at the start of every visit, after another configuration "
                         f"ran (default {d.visit_warmup})")
+    g.add_argument("--canary", action="store_true",
+                   help="time a fixed reference workload before every visit and scale each visit "
+                        "by the run's fastest canary over its own (layer_runner.py --help)")
     g.add_argument("--seed", type=int, default=d.seed, help=f"default {d.seed}")
     g.add_argument("--budget-min", type=float, default=None,
                    help="stop starting new visits after this many minutes (exit status 3)")
@@ -263,7 +268,8 @@ def main(argv=None):
             raise ValueError("--threads must be >= 1")
         protocol = timing.Protocol(rounds=a.rounds, burst=a.burst, warmup_calls=a.warmup_calls,
                                    warmup_min_s=a.warmup_ms / 1000.0,
-                                   visit_warmup=a.visit_warmup, min_sample_us=0.0, seed=a.seed)
+                                   visit_warmup=a.visit_warmup, min_sample_us=0.0, seed=a.seed,
+                                   canary=a.canary)
         protocol.check()
         torch = layer_runner.setup_torch(a.threads, a.device)
         layer_runner.warn_if_other_machine("network_runner", a.device_name,

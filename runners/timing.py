@@ -110,6 +110,8 @@ class Protocol:
                                  # go cold as they are for a layer inside a network); one call per
                                  # sample then
     scrub_warm_input: bool = False  # after the scrub, read the layer's first input back
+    canary: bool = False         # time a fixed reference workload before every visit and scale the
+                                 # visit's samples by the run's fastest canary over that one
 
     def check(self):
         if self.rounds < 1 or self.burst < 1:
@@ -122,7 +124,10 @@ class Protocol:
             raise ValueError("scrub_bytes must be >= 0")
 
     def as_dict(self):
-        return dict(self.__dict__)
+        d = dict(self.__dict__)
+        if not d.get("canary"):
+            d.pop("canary", None)  # identities of runs before the canary existed stay the same
+        return d
 
 
 class CpuTimer:
@@ -152,6 +157,50 @@ class CudaEventTimer:
         end.record()
         end.synchronize()
         return start.elapsed_time(end) * 1e6  # ms -> ns
+
+
+class Canary:
+    """A fixed reference workload, timed before every visit when protocol.canary is set.
+
+    On a shared machine (a cloud guest) the whole CPU slows by 10-50 % for minutes at a time while
+    neighbours run: every kernel slows by about the same factor. A visit's samples divided by the
+    canary timed just before it, times the run's fastest canary, are what the visit would have
+    taken on the quiet machine. The workload holds both sides of a kernel: a 192 x 192 x 192 GEMM
+    (the BLAS) and an add over 3 x 4 MiB (the memory), the best of `best_of` runs, in ns.
+    """
+    def __init__(self, torch, n=192, elems=1 << 20, best_of=3, clock=time.perf_counter_ns):
+        g = torch.Generator().manual_seed(1)
+        self.a = torch.randn(n, n, generator=g)
+        self.b = torch.randn(n, n, generator=g)
+        self.c = torch.empty(n, n)
+        self.u = torch.randn(elems, generator=g)
+        self.v = torch.randn(elems, generator=g)
+        self.w = torch.empty(elems)
+        self.torch = torch
+        self.best_of = best_of
+        self.clock = clock
+        self()  # first call: allocations, BLAS set-up
+
+    def __call__(self):
+        t = self.torch
+        best = float("inf")
+        for _ in range(self.best_of):
+            t0 = self.clock()
+            t.mm(self.a, self.b, out=self.c)
+            t.add(self.u, self.v, out=self.w)
+            best = min(best, self.clock() - t0)
+        return float(best)
+
+
+def canary_scaled(visits, canaries, ref):
+    """visits: {round: samples}; canaries: {round: canary ns}. The samples of each round scaled by
+    ref / that round's canary (rounds without one unchanged)."""
+    out = {}
+    for r, samples in visits.items():
+        c = canaries.get(r)
+        f = ref / c if c and c > 0 and ref > 0 else 1.0
+        out[r] = [x * f for x in samples]
+    return out
 
 
 def fastest_after_scrub(fn, scrub, burst, clock=time.perf_counter):
@@ -212,6 +261,7 @@ class PartialStore:
         self.path = path
         self.identity = identity
         self.visits = {}   # key -> {round: samples}
+        self.canary = {}   # key -> {round: canary ns timed before that visit} (protocol.canary)
         self.inner = {}    # key -> inner calls per sample
         self.errors = {}   # key -> message
         self.extra = {}    # key -> dict of further figures (e.g. measured memory)
@@ -294,6 +344,9 @@ class PartialStore:
             if not isinstance(r, int) or not isinstance(samples, list) or not samples:
                 raise ResumeMismatch(f"{self.path}: line {lineno}: malformed visit")
             self.visits.setdefault(key, {})[r] = [float(x) for x in samples]
+            c = rec.get("canary_ns")
+            if isinstance(c, (int, float)) and c > 0:
+                self.canary.setdefault(key, {})[r] = float(c)
             self.inner[key] = int(rec.get("inner", 1))
             t = rec.get("t")
             if isinstance(t, (int, float)):
@@ -309,12 +362,16 @@ class PartialStore:
         self._f.write(json.dumps(rec, sort_keys=True) + "\n")
         self._f.flush()
 
-    def add_visit(self, key, rnd, inner, samples_ns, wall_time=None):
+    def add_visit(self, key, rnd, inner, samples_ns, wall_time=None, canary_ns=None):
         t = time.time() if wall_time is None else wall_time
         # kept as written (0.1 ns) so that a resumed run computes exactly what this one does
         samples = [round(float(x), 1) for x in samples_ns]
-        self._write({"type": "visit", "key": key, "round": rnd, "inner": inner, "t": round(t, 3),
-                     "samples_ns": samples})
+        rec = {"type": "visit", "key": key, "round": rnd, "inner": inner, "t": round(t, 3),
+               "samples_ns": samples}
+        if canary_ns is not None:
+            rec["canary_ns"] = round(float(canary_ns), 1)
+            self.canary.setdefault(key, {})[rnd] = rec["canary_ns"]
+        self._write(rec)
         self.visits.setdefault(key, {})[rnd] = samples
         self.inner[key] = inner
         self.last_time[key] = max(self.last_time.get(key, 0.0), t)
@@ -468,6 +525,8 @@ class RunResult:
     incomplete: list = field(default_factory=list) # keys with fewer rounds than asked
     budget_exhausted: bool = False
     visits_this_run: int = 0
+    raw_stats: dict = field(default_factory=dict)  # key -> Stats of the unscaled samples (canary)
+    canary_ref_ns: float = 0.0                     # the run's fastest canary (0: none timed)
 
 
 class BenchCache:
@@ -509,7 +568,7 @@ class BenchCache:
 
 def run_interleaved(keys, build, store, protocol, timer=None, budget_s=None, clock=None,
                     progress=None, on_visit=None, cache_items=64, cache_bytes=None,
-                    stop_after_visits=None, scrub=None, stat_first=0):
+                    stop_after_visits=None, scrub=None, stat_first=0, canary=None):
     """Measures every key in interleaved rounds and returns RunResult.
 
     build(key) -> fn: a zero-argument callable running one forward pass, fully prepared
@@ -520,12 +579,19 @@ def run_interleaved(keys, build, store, protocol, timer=None, budget_s=None, clo
     an interruption after that many visits. scrub(fn): evicts the caches (writes
     protocol.scrub_bytes of memory) and may bring back what fn would find warm inside a network
     (its input); called untimed before every timed sample; required when protocol.scrub_bytes > 0.
+    canary() -> ns (a Canary): timed before every visit when protocol.canary is set (required
+    then); the statistics then come from each visit's samples scaled by the fastest canary of the
+    run over the visit's own (canary_scaled), res.raw_stats from the samples as timed.
     """
     protocol.check()
     if protocol.scrub_bytes > 0 and scrub is None:
         raise ValueError("protocol.scrub_bytes > 0 needs a scrub callable")
     if protocol.scrub_bytes == 0:
         scrub = None
+    if protocol.canary and canary is None:
+        raise ValueError("protocol.canary needs a canary callable")
+    if not protocol.canary:
+        canary = None
     timer = timer or CpuTimer()
     clock = clock or time.monotonic
     keys = list(keys)
@@ -550,13 +616,16 @@ def run_interleaved(keys, build, store, protocol, timer=None, budget_s=None, clo
             gc.disable()
             stop = _one_round(r, keys, pending_in_round(r), build, store, protocol, timer, clock,
                               budget_s, t_start, res, cache, inner, progress, on_visit,
-                              stop_after_visits, scrub)
+                              stop_after_visits, scrub, canary)
             if stop:
                 break
     finally:
         if gc_was_enabled:
             gc.enable()
     cache.clear()
+    if canary is not None:
+        all_c = [c for k in keys for c in store.canary.get(k, {}).values()]
+        res.canary_ref_ns = min(all_c) if all_c else 0.0
     for key in keys:
         if key in store.errors:
             res.errors[key] = store.errors[key]
@@ -566,14 +635,20 @@ def run_interleaved(keys, build, store, protocol, timer=None, budget_s=None, clo
             res.incomplete.append(key)
             continue
         res.inner[key] = store.inner.get(key, 1)
-        res.stats[key] = summarize([v[r] for r in sorted(v)], res.inner[key], stat_first)
+        raw = summarize([v[r] for r in sorted(v)], res.inner[key], stat_first)
+        res.raw_stats[key] = raw
+        if canary is not None:
+            sv = canary_scaled(v, store.canary.get(key, {}), res.canary_ref_ns)
+            res.stats[key] = summarize([sv[r] for r in sorted(sv)], res.inner[key], stat_first)
+        else:
+            res.stats[key] = raw
         if len(v) < protocol.rounds:
             res.incomplete.append(key)
     return res
 
 
 def _one_round(r, keys, todo, build, store, protocol, timer, clock, budget_s, t_start, res,
-               cache, inner, progress, on_visit, stop_after_visits, scrub=None):
+               cache, inner, progress, on_visit, stop_after_visits, scrub=None, canary=None):
     """Visits the keys of todo once, in the seeded order of round r. Returns True to stop."""
     # the same order for a given (seed, round) whatever was already done: resumed runs see the
     # same interleaving as uninterrupted ones
@@ -596,6 +671,9 @@ def _one_round(r, keys, todo, build, store, protocol, timer, clock, budget_s, t_
                 _warm_up(fn, protocol, clock)
                 if key not in inner:
                     inner[key] = _calibrate_inner(fn, protocol, timer)
+            # before the visit's warm-up call, which brings the benchmark's data back into the
+            # caches the canary went through
+            c_ns = canary() if canary is not None else None
             for _ in range(protocol.visit_warmup):
                 fn()
             n_in = inner[key]
@@ -617,7 +695,7 @@ def _one_round(r, keys, todo, build, store, protocol, timer, clock, budget_s, t_
                 progress.total -= protocol.rounds - r - 1
                 progress.update(1, note=f"error on {key}")
             continue
-        store.add_visit(key, r, n_in, samples)
+        store.add_visit(key, r, n_in, samples, canary_ns=c_ns)
         res.visits_this_run += 1
         if on_visit is not None:
             on_visit(key, r, samples)

@@ -317,10 +317,11 @@ static void test_run_resume_and_install(void **state)
     assert_string_equal(r->judge[r->n_judge - 1].name, "all");
     assert_int_equal(r->judge[r->n_judge - 1].calibrated.n, 24); /* the judging rows */
     assert_int_equal(r->judge[r->n_judge - 1].before.n, 24);
-    /* the repeat from the stand-in's journal (fake_python.sh works out these figures) */
+    /* the repeat from the stand-in's journal (fake_python.sh works out these figures): the
+     * canary-scaled resnet18 agrees with itself */
     const perfpred_run_judge *all = &r->judge[r->n_judge - 1];
-    assert_int_equal(all->n_repeat, 2);
-    assert_true(fabs(all->repeat_pct - 100 * (1 / 10.5 + 2 / 21.0) / 2) < 1e-9);
+    assert_int_equal(all->n_repeat, 3);
+    assert_true(fabs(all->repeat_pct - 100 * (1 / 10.5 + 2 / 21.0 + 0) / 3) < 1e-9);
     assert_true(r->n_layer_rows > 200);
     assert_true(exists(E.work, "report.txt"));
     /* resumed once more: nothing runs, and the report says where the results are */
@@ -387,6 +388,18 @@ static void test_run_resume_and_install(void **state)
                 exists(E.work, "runners/layer_runner.py") &&
                 exists(E.work, "tools/export_models.py") &&
                 exists(E.work, "graphs/judge-configs.csv") && exists(E.work, "state.json"));
+    /* its runners time canaries, as the local stages do */
+    char runsh[700];
+    snprintf(runsh, sizeof runsh, "%s/run.sh", E.work);
+    char *sh = slurp(runsh);
+    assert_non_null(sh);
+    const char *lr = strstr(sh, "runners/layer_runner.py");
+    const char *nr = strstr(sh, "runners/network_runner.py");
+    assert_non_null(lr);
+    assert_non_null(nr);
+    assert_true(strstr(lr, "--canary") && strstr(lr, "--canary") < nr);
+    assert_non_null(strstr(nr, "--canary"));
+    free(sh);
     /* and for a device no descriptor names: refused (its plan needs figures) */
     p.device = "unknown-board";
     snprintf(E.work, sizeof E.work, "%s/bundle2", E.root);

@@ -47,6 +47,9 @@ def resummarize(csv_path, partial_path, first):
     burst = int(((store.identity or {}).get("protocol") or {}).get("burst", 0))
     stat = layer_runner.stat_name(timing.Protocol(burst=max(burst, 1)), first)
     ms = timing.ns_to_ms
+    # a run with canaries (layer_runner --canary) is summarized scaled, as the runner did
+    all_c = [c for per in store.canary.values() for c in per.values()]
+    ref = min(all_c) if all_c else 0.0
     with open(csv_path, newline="") as f:
         reader = csv.DictReader(f)
         header = reader.fieldnames
@@ -62,7 +65,11 @@ def resummarize(csv_path, partial_path, first):
         if not v:
             raise ValueError(f"{csv_path}:{n}: no visits of plan line {m.group(1)} in "
                              f"{partial_path}")
-        st = timing.summarize([v[k] for k in sorted(v)], inner[key], first)
+        raw = timing.summarize([v[k] for k in sorted(v)], inner[key], first)
+        st = raw
+        if ref > 0:
+            v = timing.canary_scaled(v, store.canary.get(key, {}), ref)
+            st = timing.summarize([v[k] for k in sorted(v)], inner[key], first)
         r = dict(r)
         r["latency_ms"] = f"{ms(st.median_ns):.6g}"
         r["latency_spread_ms"] = f"{ms(st.iqr_ns):.6g}"
@@ -74,6 +81,10 @@ def resummarize(csv_path, partial_path, first):
                             ("iqr_all_ms", f"{ms(st.iqr_all_ns):.6g}"),
                             ("resummarized", f"first-{first}-of-partial")):
             s = replace_field(s, name, value)
+        if ref > 0:
+            for name, value in (("unscaled_ms", f"{ms(raw.median_ns):.6g}"),
+                                ("unscaled_spread_ms", f"{ms(raw.iqr_ns):.6g}")):
+                s = replace_field(s, name, value)
         r["source"] = s
         out.append(r)
     return header, out

@@ -114,6 +114,30 @@ class LayerRunnerTest(unittest.TestCase):
         self.assertTrue(all("scrub_bytes" not in r["source"] for r in rows))
         self.assertEqual(layer_runner.default_scrub_bytes("cuda"), 0)
 
+    def test_canary_should_be_timed_before_every_visit_and_recorded(self):
+        rc, err = self.run_main("--scrub-mb", "0", "--canary")
+        self.assertEqual(rc, 0, err)
+        _, rows = read_csv(self.out)
+        for row in rows:
+            src = row["source"]
+            self.assertIn("canary=scaled", src)
+            ref = float(re.search(r"canary_ref_ms=([0-9.e+-]+)", src).group(1))
+            self.assertGreater(ref, 0.0)
+            self.assertGreater(float(re.search(r"unscaled_ms=([0-9.e+-]+)", src).group(1)), 0.0)
+        with open(self.out + ".partial.jsonl", encoding="utf-8") as f:
+            recs = [json.loads(x) for x in f]
+        visits = [r for r in recs if r.get("type") == "visit"]
+        self.assertEqual(len(visits), 3 * 2)
+        self.assertTrue(all(r["canary_ns"] > 0 for r in visits))
+        # the reference is the run's fastest canary
+        ref_ms = float(re.search(r"canary_ref_ms=([0-9.e+-]+)", rows[0]["source"]).group(1))
+        self.assertAlmostEqual(ref_ms, min(r["canary_ns"] for r in visits) / 1e6, places=6)
+        self.assertTrue(recs[0]["identity"]["protocol"]["canary"])
+        rc, err = self.run_main("--scrub-mb", "0", "--restart")
+        self.assertEqual(rc, 0, err)
+        _, rows = read_csv(self.out)
+        self.assertTrue(all("canary" not in r["source"] for r in rows))
+
     def test_scrub_option_should_be_checked(self):
         self.assertEqual(layer_runner.scrub_bytes_from_arg("1.5", "cpu"), 3 << 19)
         for bad in ("-1", "lots", "nan"):

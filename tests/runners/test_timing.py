@@ -152,6 +152,50 @@ class InterleavedTest(unittest.TestCase):
         self.assertEqual(timed, [("scrub", "a"), "call"] * 6)
         self.assertEqual(calls["a"], 3 + 6)
 
+    def test_canary_should_scale_each_visit_to_the_runs_quiet_speed(self):
+        # the machine slows by a factor per visit (its neighbours' load); every sample of a
+        # visit and the canary timed before it slow alike, so the scaled statistics are the
+        # quiet machine's: 100 ns for a, 300 for b, whatever the factors
+        factors = iter([1.0, 1.5, 2.0, 1.25, 1.6, 1.1])
+        state = {"f": 1.0}
+        base = {"a": 100.0, "b": 300.0}
+
+        def canary():
+            state["f"] = next(factors)
+            return 1000.0 * state["f"]
+
+        class SlowTimer:
+            def sample(self, fn, inner):
+                return base[fn.key] * state["f"] * inner
+
+        p = self.protocol(rounds=3, burst=2, canary=True)
+        store = timing.PartialStore(self.partial, {"t": 1})
+        res = timing.run_interleaved(["a", "b"], lambda k: make_fn(k, {}), store, p,
+                                     timer=SlowTimer(), clock=FakeClock(), canary=canary)
+        store.close()
+        self.assertEqual(res.canary_ref_ns, 1000.0)
+        for k in ("a", "b"):
+            self.assertAlmostEqual(res.stats[k].median_ns, base[k])
+            self.assertAlmostEqual(res.stats[k].iqr_ns, 0.0)
+            self.assertGreater(res.raw_stats[k].median_ns, base[k])  # as timed: slowed
+        # the journal keeps each visit's canary: read back, it scales to the same figures
+        back = timing.PartialStore.read(self.partial)
+        self.assertEqual(sorted(c for per in back.canary.values() for c in per.values()),
+                         [1000.0, 1100.0, 1250.0, 1500.0, 1600.0, 2000.0])
+        for k in ("a", "b"):
+            v = timing.canary_scaled(back.visits[k], back.canary[k], 1000.0)
+            self.assertAlmostEqual(timing.summarize([v[r] for r in sorted(v)]).median_ns, base[k])
+
+    def test_canary_should_be_required_and_left_out_of_old_identities(self):
+        store = timing.PartialStore(self.partial, {"t": 1})
+        with self.assertRaises(ValueError):
+            timing.run_interleaved(["a"], lambda k: make_fn(k, {}), store,
+                                   self.protocol(canary=True))
+        store.close()
+        # runs recorded before the canary existed resume under the same identity
+        self.assertNotIn("canary", self.protocol().as_dict())
+        self.assertTrue(self.protocol(canary=True).as_dict()["canary"])
+
     def test_scrub_should_be_required_when_the_protocol_asks_for_one(self):
         store = timing.PartialStore(self.partial, {"t": 1})
         with self.assertRaises(ValueError):
