@@ -162,8 +162,8 @@ class CudaEventTimer:
 class Canary:
     """A fixed reference workload, timed before every visit when protocol.canary is set.
 
-    On a shared machine (a cloud guest) the whole CPU slows by 10-50 % for minutes at a time while
-    neighbours run: every kernel slows by about the same factor. A visit's samples divided by the
+    On a shared machine (a cloud guest) the whole CPU slows by tens of percent for minutes at a
+    time while neighbours run, and kernels slow by about the same factor (lab/canary_check.py). A visit's samples divided by the
     canary timed just before it, times the run's fastest canary, are what the visit would have
     taken on the quiet machine. The workload holds both sides of a kernel: a 192 x 192 x 192 GEMM
     (the BLAS) and an add over 3 x 4 MiB (the memory), the best of `best_of` runs, in ns.
