@@ -253,6 +253,7 @@ typedef struct gnn_ws {
     float *P, *dP, *Q, *dQ;              /* [n][H], [S][H] */
     const float *wt;                     /* forward-only predictions: transposed weights, else NULL */
     float *bias_g;                       /* [H] forward-only: b + g^l W[:, g block]^T */
+    float *pre;                          /* [n][H] forward-only: bias_g + h^l W[:, h block]^T */
     /* forward-only: nodes whose rows are the same bits at level l (see node_classes) */
     int *cls;                            /* [L+1][n]: the first node of i's class at level l */
     int *reps;                           /* [L+1][n]: those first nodes, in node order */
@@ -333,7 +334,8 @@ static perfpred_status ws_init(gnn_ws *ws, const pp_gnn *m, int cap_n, int cap_e
         ws->reps = WS_I(levels * N);
         ws->nb_rep = WS_I((size_t)m->params.layers * S);
         ws->htab = WS_I(ws->htab_cap);
-        ok = ok && ws->cls && ws->reps && ws->nb_rep && ws->htab;
+        ws->pre = WS_F(N * H);
+        ok = ok && ws->cls && ws->reps && ws->nb_rep && ws->htab && ws->pre;
     }
     for (int t = 0; t < m->n_targets && ok; t++) {
         ws->a[t] = WS_F(H);
@@ -574,16 +576,13 @@ static void gnn_forward_cls(const pp_gnn *m, gnn_ws *ws, const gnn_ws *cw, const
     int dedup = fwd_only && (cw != ws || !pp_gnn_infer_is_plain());
     if (dedup && cw == ws) node_classes(ws, m, s);
     if (cw == ws) ws->cls_layers = dedup ? L : -1;
-    /* rows of equal x: standardized once, copied where the first layer's linear op reads them
-     * (a node first of its class at level 1); nothing else reads C^0 in this pass */
-    const int *c0 = dedup ? cw->cls : NULL, *c1 = dedup ? cw->cls + N : NULL;
+    /* rows of equal x: standardized once; a pass over classes reads h^l only in the rows of the
+     * nodes first of their level-l class */
+    const int *c0 = dedup ? cw->cls : NULL;
     for (int i = 0; i < N; i++) {
         const float *xi = s->x + (size_t)i * F;
         float *ci = ws->C[0] + (size_t)i * kc0;
-        if (c0 && c0[i] != i) {
-            if (c1[i] == i) memcpy(ci, ws->C[0] + (size_t)c0[i] * kc0, (size_t)F * sizeof *ci);
-            continue;
-        }
+        if (c0 && c0[i] != i) continue;
         for (int c = 0; c < F; c++) ci[c] = (xi[c] - m->x_mean[c]) / m->x_std[c];
     }
     for (int c = 0; c < G; c++) ws->cg[0][c] = (s->globals[c] - m->u_mean[c]) / m->u_std[c];
@@ -599,6 +598,13 @@ static void gnn_forward_cls(const pp_gnn *m, gnn_ws *ws, const gnn_ws *cw, const
             int nl = cw->n_reps[l], nn = cw->n_reps[l + 1];
             /* P for one node of each level-l class; messages read it through nb_rep */
             pp_gnn_op_linear_rows_t(nl, rl, din, H, C, kc, ws->wt + lo->we, NULL, ws->P, H);
+            /* h^{l+1} = relu(bias_g + h^l W_h^T + m^l W_m^T), summed in that order: its sums over
+             * the h^l block are the same for a whole level-l class, so they are made once per
+             * class (pre) and each level-(l+1) class goes on from its level-l class's row */
+            fwd_linear(m, ws, 1, dg, H, ws->cg[l], dg, lo->w, kc, din + 2 * H, W + lo->b,
+                       ws->bias_g, H);
+            pp_gnn_op_linear_rows_t(nl, rl, din, H, C, kc, ws->wt + lo->w, ws->bias_g, ws->pre,
+                                    H);
             /* Q for one slot of each kind; messages read it through slot_key */
             pp_gnn_op_linear_rows_t(cw->n_qreps, cw->qreps, Fe + 1, H, ws->Z, Fe + 1,
                                     ws->wt + lo->we + (size_t)din * H, W + lo->be, ws->Q, H);
@@ -608,19 +614,13 @@ static void gnn_forward_cls(const pp_gnn *m, gnn_ws *ws, const gnn_ws *cw, const
                 for (int sl = 0; sl < S; sl++) nb_rep[sl] = cl[ws->slot_nb[sl]];
             pp_gnn_aggregate_rows_t(nn, rn, H, cw->slot_ptr, nb_rep, cw->slot_key, ws->P,
                                     ws->Q, C + din, kc);
-            fwd_linear(m, ws, 1, dg, H, ws->cg[l], dg, lo->w, kc, din + 2 * H, W + lo->b,
-                       ws->bias_g, H);
-            pp_gnn_op_linear_rows_t(nn, rn, din + 2 * H, H, C, kc, ws->wt + lo->w, ws->bias_g,
-                                    out, ldo);
+            pp_gnn_op_linear_rows_from_t(nn, rn, 2 * H, H, C + din, kc,
+                                         ws->wt + lo->w + (size_t)din * H, ws->pre, cl, H, out,
+                                         ldo);
             float *cg = ws->cg[l];
-            /* the pool reads each row through its class; a copy is made only of a row the next
-             * layer's linear op reads (a node first of its class one level further down) */
+            /* the pool reads each row through its class; the next layer reads h^{l+1} only in
+             * the rows of the nodes first of their class, so no row is copied */
             pp_gnn_relu_pool_rows_t(N, cn, H, out, ldo, cg + dg);
-            const int *c2 = l + 1 < L ? cw->cls + (size_t)(l + 2) * N : NULL;
-            for (int i = 0; c2 && i < N; i++)
-                if (cn[i] != i && c2[i] == i)
-                    memcpy(out + (size_t)i * ldo, out + (size_t)cn[i] * ldo,
-                           (size_t)H * sizeof *out);
             float *gnext = l + 1 < L ? ws->cg[l + 1] : ws->gL;
             fwd_linear(m, ws, 1, dg + 2 * H, H, cg, dg + 2 * H, lo->wg, dg + 2 * H, 0, W + lo->bg,
                        gnext, H);
