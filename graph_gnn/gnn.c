@@ -259,7 +259,10 @@ typedef struct gnn_ws {
     int *reps;                           /* [L+1][n]: those first nodes, in node order */
     int n_reps[PP_GNN_MAX_LAYERS + 1];
     int *nb_rep;                         /* [L][S]: slot_nb through cls of each layer */
-    int *htab;                           /* [htab_cap] hash slots: node or slot + 1, 0 when free */
+    /* [htab_cap] hash slots, (stamp << 32) | node or slot: a slot of another stamp is free, so
+     * each of node_classes' tables starts empty without clearing the array */
+    uint64_t *htab;
+    uint32_t htab_stamp;                 /* the table in use; 0 is never one */
     int *slot_key;                       /* [S]: the first slot alike (direction, edge bits) */
     int *qreps, n_qreps;                 /* those first slots */
     unsigned char *slot_dir_of;          /* [S]: 0 in-edge, 1 out-edge */
@@ -333,7 +336,7 @@ static perfpred_status ws_init(gnn_ws *ws, const pp_gnn *m, int cap_n, int cap_e
         ws->cls = WS_I(levels * N);
         ws->reps = WS_I(levels * N);
         ws->nb_rep = WS_I((size_t)m->params.layers * S);
-        ws->htab = WS_I(ws->htab_cap);
+        ws->htab = pp_arena_array(ws->arena, ws->htab_cap, sizeof *ws->htab);
         ws->pre = WS_F(N * H);
         ok = ok && ws->cls && ws->reps && ws->nb_rep && ws->htab && ws->pre;
     }
@@ -352,10 +355,11 @@ static perfpred_status ws_init(gnn_ws *ws, const pp_gnn *m, int cap_n, int cap_e
 }
 
 /* Message slots of every node: its in-edges (neighbour = producer, d = 0) in CSR order, then its
- * out-edges (neighbour = consumer, d = 1) in consumer order; Z_s = [std(e_k) ; d]. */
-static void ws_prepare(gnn_ws *ws, const pp_gnn *m, const pp_gnn_graph *s)
+ * out-edges (neighbour = consumer, d = 1) in consumer order. Z comes later (ws_fill_z, or only
+ * the rows a forward over classes reads: ws_prepare_kinds). */
+static void ws_prepare(gnn_ws *ws, const pp_gnn_graph *s)
 {
-    int N = s->n_nodes, E = s->n_edges, Fe = m->n_edge_feat;
+    int N = s->n_nodes, E = s->n_edges;
     PP_ASSERT(N <= ws->cap_n && E <= ws->cap_e);
     ws->n = N;
     ws->S = 2 * E;
@@ -381,7 +385,12 @@ static void ws_prepare(gnn_ws *ws, const pp_gnn *m, const pp_gnn_graph *s)
             ws->slot_nb[at] = c;
             ws->slot_edge[at] = k;
         }
-    int ldz = Fe + 1;
+}
+
+/* Z_s = [std(e_k) ; d] for every slot */
+static void ws_fill_z(gnn_ws *ws, const pp_gnn *m, const pp_gnn_graph *s)
+{
+    int N = ws->n, Fe = m->n_edge_feat, ldz = Fe + 1;
     for (int sl = 0; sl < ws->S; sl++) {
         float *z = ws->Z + (size_t)sl * ldz;
         if (Fe > 0) {
@@ -396,9 +405,9 @@ static void ws_prepare(gnn_ws *ws, const pp_gnn *m, const pp_gnn_graph *s)
     }
 }
 
-/* A member that runs on the first member's classes and slots (pp_gnn_fwd_run_member) reads Z only
- * at the first slot of each kind (cw->qreps): those rows, with its own edge statistics, as
- * ws_prepare writes them. */
+/* A forward over classes (the first member's, or those of the member that computed them) reads Z
+ * only at the first slot of each kind (cw->qreps): those rows, with its own edge statistics, as
+ * ws_fill_z writes them. */
 static void ws_prepare_kinds(gnn_ws *ws, const gnn_ws *cw, const pp_gnn *m, const pp_gnn_graph *s)
 {
     int Fe = m->n_edge_feat, ldz = Fe + 1;
@@ -477,13 +486,32 @@ static int same_next(const gnn_ws *ws, const int *cl, int i, int j)
     return 1;
 }
 
+/* A new, empty table: the next stamp (the array is cleared only when the stamps wrap). */
+static uint64_t htab_begin(gnn_ws *ws)
+{
+    if (++ws->htab_stamp == 0) {
+        memset(ws->htab, 0, ws->htab_cap * sizeof *ws->htab);
+        ws->htab_stamp = 1;
+    }
+    return ws->htab_stamp;
+}
+
+/* A table for n keys uses the first 2n-odd slots of the array (sized for the largest graph the
+ * workspace takes): a small graph's probes stay in fewer cache lines. */
+static size_t htab_mask(const gnn_ws *ws, int n)
+{
+    size_t cap = 16;
+    while (cap < 2 * (size_t)n && cap < ws->htab_cap) cap *= 2;
+    return cap - 1;
+}
+
 /* From the sample alone (x, edge features, slot order): the same classes for every member. */
 static void node_classes(gnn_ws *ws, const pp_gnn *m, const pp_gnn_graph *s)
 {
     int N = ws->n, L = m->params.layers, Fe = s->n_edge_feat;
-    size_t mask = ws->htab_cap - 1;
+    size_t mask = htab_mask(ws, ws->S);
     /* slots alike for Q: the same direction and edge-feature bits, so the same row of Z */
-    memset(ws->htab, 0, ws->htab_cap * sizeof *ws->htab);
+    uint64_t st = htab_begin(ws);
     ws->n_qreps = 0;
     for (int i = 0; i < N; i++)
         for (int sl = ws->slot_ptr[i]; sl < ws->slot_ptr[i + 1]; sl++) {
@@ -491,15 +519,15 @@ static void node_classes(gnn_ws *ws, const pp_gnn *m, const pp_gnn_graph *s)
             const float *f = slot_feat(ws, s, sl);
             size_t at = hash_words(mix32(0x811c9dc5u, (uint32_t)d), f, Fe) & mask;
             ws->slot_key[sl] = sl;
-            for (; ws->htab[at]; at = (at + 1) & mask) {
-                int j = ws->htab[at] - 1;
+            for (; ws->htab[at] >> 32 == st; at = (at + 1) & mask) {
+                int j = (int)(uint32_t)ws->htab[at];
                 if (ws->slot_dir_of[j] == d && same_bits(slot_feat(ws, s, j), f, Fe)) {
                     ws->slot_key[sl] = j;
                     break;
                 }
             }
             if (ws->slot_key[sl] == sl) {
-                ws->htab[at] = sl + 1;
+                ws->htab[at] = st << 32 | (uint32_t)sl;
                 ws->qreps[ws->n_qreps++] = sl;
             }
             ws->slot_dir_of[sl] = (unsigned char)d;
@@ -507,7 +535,8 @@ static void node_classes(gnn_ws *ws, const pp_gnn *m, const pp_gnn_graph *s)
     for (int l = 0; l <= L; l++) {
         int *cls = ws->cls + (size_t)l * N, *reps = ws->reps + (size_t)l * N, nr = 0;
         const int *cl = l ? ws->cls + (size_t)(l - 1) * N : NULL;
-        memset(ws->htab, 0, ws->htab_cap * sizeof *ws->htab);
+        st = htab_begin(ws);
+        mask = htab_mask(ws, N);
         for (int i = 0; i < N; i++) {
             uint32_t h;
             int like = !l && s->x_like ? s->x_like[i] : -1;
@@ -527,8 +556,8 @@ static void node_classes(gnn_ws *ws, const pp_gnn *m, const pp_gnn_graph *s)
             }
             size_t at = h & mask;
             cls[i] = i;
-            for (; ws->htab[at]; at = (at + 1) & mask) {
-                int j = ws->htab[at] - 1;
+            for (; ws->htab[at] >> 32 == st; at = (at + 1) & mask) {
+                int j = (int)(uint32_t)ws->htab[at];
                 if (l ? same_next(ws, cl, i, j) : same_bits(s->x + (size_t)i * s->n_feat,
                                                                s->x + (size_t)j * s->n_feat,
                                                                s->n_feat)) {
@@ -537,7 +566,7 @@ static void node_classes(gnn_ws *ws, const pp_gnn *m, const pp_gnn_graph *s)
                 }
             }
             if (cls[i] == i) {
-                ws->htab[at] = i + 1;
+                ws->htab[at] = st << 32 | (uint32_t)i;
                 reps[nr++] = i;
             }
         }
@@ -574,7 +603,12 @@ static void gnn_forward_cls(const pp_gnn *m, gnn_ws *ws, const gnn_ws *cw, const
     /* forward only: rows computed once per class of equal rows (node_classes), then copied */
     /* a member on the first's classes has only the rows they name prepared (ws_prepare_kinds) */
     int dedup = fwd_only && (cw != ws || !pp_gnn_infer_is_plain());
-    if (dedup && cw == ws) node_classes(ws, m, s);
+    if (dedup && cw == ws) {
+        node_classes(ws, m, s);
+        ws_prepare_kinds(ws, ws, m, s);
+    } else if (cw == ws) {
+        ws_fill_z(ws, m, s);
+    }
     if (cw == ws) ws->cls_layers = dedup ? L : -1;
     /* rows of equal x: standardized once; a pass over classes reads h^l only in the rows of the
      * nodes first of their level-l class */
@@ -773,7 +807,7 @@ static perfpred_status forward_one(const pp_gnn *m, const pp_gnn_graph *s, doubl
     if (st) return st;
     gnn_ws ws;
     if ((st = ws_init(&ws, m, s->n_nodes, s->n_edges, 1, err))) return st;
-    ws_prepare(&ws, m, s);
+    ws_prepare(&ws, s);
     gnn_forward_ws(m, &ws, s);
     for (int t = 0; t < m->n_targets; t++)
         out[t] = (double)m->y_mean[t] + (double)m->y_std[t] * (double)ws.o[t];
@@ -860,7 +894,7 @@ perfpred_status pp_gnn_fwd_run_member(const pp_gnn *m, pp_gnn_fwd *f, const pp_g
     if (cw != &f->ws)
         ws_prepare_kinds(&f->ws, cw, m, s);
     else
-        ws_prepare(&f->ws, m, s);
+        ws_prepare(&f->ws, s);
     gnn_forward_cls(m, &f->ws, cw, s);
     for (int t = 0; t < m->n_targets; t++)
         out[t] = (double)m->y_mean[t] + (double)m->y_std[t] * (double)f->ws.o[t];
@@ -949,7 +983,7 @@ static double batch_loss_grad(pp_gnn *m, gnn_ws *ws, const pp_gnn_graph *samples
         int any = 0;
         for (int t = 0; t < m->n_targets; t++) any |= s->mask[t] != 0;
         if (!any) continue;
-        ws_prepare(ws, m, s);
+        ws_prepare(ws, s);
         gnn_forward_ws(m, ws, s);
         float ytil[PP_GNN_MAX_TARGETS];
         std_targets(m, s, ytil);
@@ -1101,7 +1135,7 @@ static double eval_mse(const pp_gnn *m, gnn_ws *ws, const pp_gnn_graph *samples,
     long cnt[PP_GNN_MAX_TARGETS] = {0}, totc = 0;
     for (int b = 0; b < n; b++) {
         const pp_gnn_graph *s = &samples[idx[b]];
-        ws_prepare(ws, m, s);
+        ws_prepare(ws, s);
         gnn_forward_ws(m, ws, s);
         for (int t = 0; t < m->n_targets; t++) {
             if (!s->mask[t]) continue;
