@@ -266,6 +266,9 @@ typedef struct gnn_ws {
     int *slot_key;                       /* [S]: the first slot alike (direction, edge bits) */
     int *qreps, n_qreps;                 /* those first slots */
     unsigned char *slot_dir_of;          /* [S]: 0 in-edge, 1 out-edge */
+    int *edge_cls;                       /* [E]: edge k's class of equal feature bits, 0, 1, ... */
+    int *kind_slot;                      /* [2 x edge classes]: the first slot of (class, dir) */
+    int *csize;                          /* [n]: how many nodes the class led by node i holds */
     int cls_layers;                      /* layers the classes were computed for, -1: none */
     size_t htab_cap;
 } gnn_ws;
@@ -332,7 +335,11 @@ static perfpred_status ws_init(gnn_ws *ws, const pp_gnn *m, int cap_n, int cap_e
         ws->slot_key = WS_I(S);
         ws->qreps = WS_I(S);
         ws->slot_dir_of = pp_arena_array(ws->arena, at_least_1(S), 1);
-        ok = ok && ws->slot_key && ws->qreps && ws->slot_dir_of;
+        ws->edge_cls = WS_I((size_t)cap_e);
+        ws->kind_slot = WS_I(S);
+        ws->csize = WS_I(N);
+        ok = ok && ws->slot_key && ws->qreps && ws->slot_dir_of && ws->edge_cls &&
+             ws->kind_slot && ws->csize;
         ws->cls = WS_I(levels * N);
         ws->reps = WS_I(levels * N);
         ws->nb_rep = WS_I((size_t)m->params.layers * S);
@@ -459,12 +466,7 @@ static uint32_t hash_words(uint32_t h, const float *f, int n)
     return mix32(mix32(mix32(a[0], a[1]), a[2]), a[3]);
 }
 
-/* slot sl's edge features as the sample has them, and its direction (0 in, 1 out) */
-static const float *slot_feat(const gnn_ws *ws, const pp_gnn_graph *s, int sl)
-{
-    return s->edge_feat + (size_t)ws->slot_edge[sl] * s->n_edge_feat;
-}
-
+/* slot sl's direction (0 in, 1 out) */
 static int slot_dir(const gnn_ws *ws, const pp_gnn_graph *s, int i, int sl)
 {
     return sl >= ws->slot_ptr[i] + (s->row_ptr[i + 1] - s->row_ptr[i]);
@@ -508,28 +510,40 @@ static size_t htab_mask(const gnn_ws *ws, int n)
 /* From the sample alone (x, edge features, slot order): the same classes for every member. */
 static void node_classes(gnn_ws *ws, const pp_gnn *m, const pp_gnn_graph *s)
 {
-    int N = ws->n, L = m->params.layers, Fe = s->n_edge_feat;
-    size_t mask = htab_mask(ws, ws->S);
-    /* slots alike for Q: the same direction and edge-feature bits, so the same row of Z */
+    int N = ws->n, L = m->params.layers, Fe = s->n_edge_feat, E = s->n_edges, n_ecls = 0;
+    /* edges of equal feature bits (each edge gives two slots: hashing edges halves the work) */
     uint64_t st = htab_begin(ws);
+    size_t mask = htab_mask(ws, E);
+    for (int k = 0; k < E; k++) {
+        const float *f = s->edge_feat + (size_t)k * Fe;
+        size_t at = hash_words(0x811c9dc5u, f, Fe) & mask;
+        int c = -1;
+        for (; ws->htab[at] >> 32 == st; at = (at + 1) & mask) {
+            int j = (int)(uint32_t)ws->htab[at];
+            if (same_bits(s->edge_feat + (size_t)j * Fe, f, Fe)) {
+                c = ws->edge_cls[j];
+                break;
+            }
+        }
+        if (c < 0) {
+            ws->htab[at] = st << 32 | (uint32_t)k;
+            c = n_ecls++;
+            ws->kind_slot[2 * c] = ws->kind_slot[2 * c + 1] = -1;
+        }
+        ws->edge_cls[k] = c;
+    }
+    /* slots alike for Q: the same direction and edge-feature bits, so the same row of Z; each
+     * slot's key is the first slot in slot order of its (edge class, direction) */
     ws->n_qreps = 0;
     for (int i = 0; i < N; i++)
         for (int sl = ws->slot_ptr[i]; sl < ws->slot_ptr[i + 1]; sl++) {
             int d = slot_dir(ws, s, i, sl);
-            const float *f = slot_feat(ws, s, sl);
-            size_t at = hash_words(mix32(0x811c9dc5u, (uint32_t)d), f, Fe) & mask;
-            ws->slot_key[sl] = sl;
-            for (; ws->htab[at] >> 32 == st; at = (at + 1) & mask) {
-                int j = (int)(uint32_t)ws->htab[at];
-                if (ws->slot_dir_of[j] == d && same_bits(slot_feat(ws, s, j), f, Fe)) {
-                    ws->slot_key[sl] = j;
-                    break;
-                }
-            }
-            if (ws->slot_key[sl] == sl) {
-                ws->htab[at] = st << 32 | (uint32_t)sl;
+            int *first = &ws->kind_slot[2 * ws->edge_cls[ws->slot_edge[sl]] + d];
+            if (*first < 0) {
+                *first = sl;
                 ws->qreps[ws->n_qreps++] = sl;
             }
+            ws->slot_key[sl] = *first;
             ws->slot_dir_of[sl] = (unsigned char)d;
         }
     for (int l = 0; l <= L; l++) {
@@ -544,6 +558,12 @@ static void node_classes(gnn_ws *ws, const pp_gnn *m, const pp_gnn_graph *s)
                 same_bits(s->x + (size_t)i * s->n_feat, s->x + (size_t)like * s->n_feat,
                           s->n_feat)) {
                 cls[i] = cls[like]; /* the sample's hint, checked: the same class */
+                continue;
+            }
+            if (l && ws->csize[cl[i]] == 1) {
+                /* alone in its class one level up, so alone here: no node can match it */
+                cls[i] = i;
+                reps[nr++] = i;
                 continue;
             }
             if (!l) {
@@ -571,6 +591,9 @@ static void node_classes(gnn_ws *ws, const pp_gnn *m, const pp_gnn_graph *s)
             }
         }
         ws->n_reps[l] = nr;
+        /* class sizes, for the level after this one */
+        for (int r = 0; r < nr; r++) ws->csize[reps[r]] = 0;
+        for (int i = 0; i < N; i++) ws->csize[cls[i]]++;
     }
 }
 
