@@ -253,15 +253,22 @@ typedef struct gnn_ws {
     float *P, *dP, *Q, *dQ;              /* [n][H], [S][H] */
     const float *wt;                     /* forward-only predictions: transposed weights, else NULL */
     float *bias_g;                       /* [H] forward-only: b + g^l W[:, g block]^T */
+    float *pre;                          /* [n][H] forward-only: bias_g + h^l W[:, h block]^T */
     /* forward-only: nodes whose rows are the same bits at level l (see node_classes) */
     int *cls;                            /* [L+1][n]: the first node of i's class at level l */
     int *reps;                           /* [L+1][n]: those first nodes, in node order */
     int n_reps[PP_GNN_MAX_LAYERS + 1];
     int *nb_rep;                         /* [L][S]: slot_nb through cls of each layer */
-    int *htab;                           /* [htab_cap] hash slots: node or slot + 1, 0 when free */
+    /* [htab_cap] hash slots, (stamp << 32) | node or slot: a slot of another stamp is free, so
+     * each of node_classes' tables starts empty without clearing the array */
+    uint64_t *htab;
+    uint32_t htab_stamp;                 /* the table in use; 0 is never one */
     int *slot_key;                       /* [S]: the first slot alike (direction, edge bits) */
     int *qreps, n_qreps;                 /* those first slots */
     unsigned char *slot_dir_of;          /* [S]: 0 in-edge, 1 out-edge */
+    int *edge_cls;                       /* [E]: edge k's class of equal feature bits, 0, 1, ... */
+    int *kind_slot;                      /* [2 x edge classes]: the first slot of (class, dir) */
+    int *csize;                          /* [n]: how many nodes the class led by node i holds */
     int cls_layers;                      /* layers the classes were computed for, -1: none */
     size_t htab_cap;
 } gnn_ws;
@@ -328,12 +335,17 @@ static perfpred_status ws_init(gnn_ws *ws, const pp_gnn *m, int cap_n, int cap_e
         ws->slot_key = WS_I(S);
         ws->qreps = WS_I(S);
         ws->slot_dir_of = pp_arena_array(ws->arena, at_least_1(S), 1);
-        ok = ok && ws->slot_key && ws->qreps && ws->slot_dir_of;
+        ws->edge_cls = WS_I((size_t)cap_e);
+        ws->kind_slot = WS_I(S);
+        ws->csize = WS_I(N);
+        ok = ok && ws->slot_key && ws->qreps && ws->slot_dir_of && ws->edge_cls &&
+             ws->kind_slot && ws->csize;
         ws->cls = WS_I(levels * N);
         ws->reps = WS_I(levels * N);
         ws->nb_rep = WS_I((size_t)m->params.layers * S);
-        ws->htab = WS_I(ws->htab_cap);
-        ok = ok && ws->cls && ws->reps && ws->nb_rep && ws->htab;
+        ws->htab = pp_arena_array(ws->arena, ws->htab_cap, sizeof *ws->htab);
+        ws->pre = WS_F(N * H);
+        ok = ok && ws->cls && ws->reps && ws->nb_rep && ws->htab && ws->pre;
     }
     for (int t = 0; t < m->n_targets && ok; t++) {
         ws->a[t] = WS_F(H);
@@ -350,10 +362,11 @@ static perfpred_status ws_init(gnn_ws *ws, const pp_gnn *m, int cap_n, int cap_e
 }
 
 /* Message slots of every node: its in-edges (neighbour = producer, d = 0) in CSR order, then its
- * out-edges (neighbour = consumer, d = 1) in consumer order; Z_s = [std(e_k) ; d]. */
-static void ws_prepare(gnn_ws *ws, const pp_gnn *m, const pp_gnn_graph *s)
+ * out-edges (neighbour = consumer, d = 1) in consumer order. Z comes later (ws_fill_z, or only
+ * the rows a forward over classes reads: ws_prepare_kinds). */
+static void ws_prepare(gnn_ws *ws, const pp_gnn_graph *s)
 {
-    int N = s->n_nodes, E = s->n_edges, Fe = m->n_edge_feat;
+    int N = s->n_nodes, E = s->n_edges;
     PP_ASSERT(N <= ws->cap_n && E <= ws->cap_e);
     ws->n = N;
     ws->S = 2 * E;
@@ -379,7 +392,12 @@ static void ws_prepare(gnn_ws *ws, const pp_gnn *m, const pp_gnn_graph *s)
             ws->slot_nb[at] = c;
             ws->slot_edge[at] = k;
         }
-    int ldz = Fe + 1;
+}
+
+/* Z_s = [std(e_k) ; d] for every slot */
+static void ws_fill_z(gnn_ws *ws, const pp_gnn *m, const pp_gnn_graph *s)
+{
+    int N = ws->n, Fe = m->n_edge_feat, ldz = Fe + 1;
     for (int sl = 0; sl < ws->S; sl++) {
         float *z = ws->Z + (size_t)sl * ldz;
         if (Fe > 0) {
@@ -394,9 +412,9 @@ static void ws_prepare(gnn_ws *ws, const pp_gnn *m, const pp_gnn_graph *s)
     }
 }
 
-/* A member that runs on the first member's classes and slots (pp_gnn_fwd_run_member) reads Z only
- * at the first slot of each kind (cw->qreps): those rows, with its own edge statistics, as
- * ws_prepare writes them. */
+/* A forward over classes (the first member's, or those of the member that computed them) reads Z
+ * only at the first slot of each kind (cw->qreps): those rows, with its own edge statistics, as
+ * ws_fill_z writes them. */
 static void ws_prepare_kinds(gnn_ws *ws, const gnn_ws *cw, const pp_gnn *m, const pp_gnn_graph *s)
 {
     int Fe = m->n_edge_feat, ldz = Fe + 1;
@@ -448,12 +466,7 @@ static uint32_t hash_words(uint32_t h, const float *f, int n)
     return mix32(mix32(mix32(a[0], a[1]), a[2]), a[3]);
 }
 
-/* slot sl's edge features as the sample has them, and its direction (0 in, 1 out) */
-static const float *slot_feat(const gnn_ws *ws, const pp_gnn_graph *s, int sl)
-{
-    return s->edge_feat + (size_t)ws->slot_edge[sl] * s->n_edge_feat;
-}
-
+/* slot sl's direction (0 in, 1 out) */
 static int slot_dir(const gnn_ws *ws, const pp_gnn_graph *s, int i, int sl)
 {
     return sl >= ws->slot_ptr[i] + (s->row_ptr[i + 1] - s->row_ptr[i]);
@@ -475,37 +488,69 @@ static int same_next(const gnn_ws *ws, const int *cl, int i, int j)
     return 1;
 }
 
+/* A new, empty table: the next stamp (the array is cleared only when the stamps wrap). */
+static uint64_t htab_begin(gnn_ws *ws)
+{
+    if (++ws->htab_stamp == 0) {
+        memset(ws->htab, 0, ws->htab_cap * sizeof *ws->htab);
+        ws->htab_stamp = 1;
+    }
+    return ws->htab_stamp;
+}
+
+/* A table for n keys uses the first 2n-odd slots of the array (sized for the largest graph the
+ * workspace takes): a small graph's probes stay in fewer cache lines. */
+static size_t htab_mask(const gnn_ws *ws, int n)
+{
+    size_t cap = 16;
+    while (cap < 2 * (size_t)n && cap < ws->htab_cap) cap *= 2;
+    return cap - 1;
+}
+
 /* From the sample alone (x, edge features, slot order): the same classes for every member. */
 static void node_classes(gnn_ws *ws, const pp_gnn *m, const pp_gnn_graph *s)
 {
-    int N = ws->n, L = m->params.layers, Fe = s->n_edge_feat;
-    size_t mask = ws->htab_cap - 1;
-    /* slots alike for Q: the same direction and edge-feature bits, so the same row of Z */
-    memset(ws->htab, 0, ws->htab_cap * sizeof *ws->htab);
+    int N = ws->n, L = m->params.layers, Fe = s->n_edge_feat, E = s->n_edges, n_ecls = 0;
+    /* edges of equal feature bits (each edge gives two slots: hashing edges halves the work) */
+    uint64_t st = htab_begin(ws);
+    size_t mask = htab_mask(ws, E);
+    for (int k = 0; k < E; k++) {
+        const float *f = s->edge_feat + (size_t)k * Fe;
+        size_t at = hash_words(0x811c9dc5u, f, Fe) & mask;
+        int c = -1;
+        for (; ws->htab[at] >> 32 == st; at = (at + 1) & mask) {
+            int j = (int)(uint32_t)ws->htab[at];
+            if (same_bits(s->edge_feat + (size_t)j * Fe, f, Fe)) {
+                c = ws->edge_cls[j];
+                break;
+            }
+        }
+        if (c < 0) {
+            ws->htab[at] = st << 32 | (uint32_t)k;
+            c = n_ecls++;
+            ws->kind_slot[2 * c] = ws->kind_slot[2 * c + 1] = -1;
+        }
+        ws->edge_cls[k] = c;
+    }
+    /* slots alike for Q: the same direction and edge-feature bits, so the same row of Z; each
+     * slot's key is the first slot in slot order of its (edge class, direction) */
     ws->n_qreps = 0;
     for (int i = 0; i < N; i++)
         for (int sl = ws->slot_ptr[i]; sl < ws->slot_ptr[i + 1]; sl++) {
             int d = slot_dir(ws, s, i, sl);
-            const float *f = slot_feat(ws, s, sl);
-            size_t at = hash_words(mix32(0x811c9dc5u, (uint32_t)d), f, Fe) & mask;
-            ws->slot_key[sl] = sl;
-            for (; ws->htab[at]; at = (at + 1) & mask) {
-                int j = ws->htab[at] - 1;
-                if (ws->slot_dir_of[j] == d && same_bits(slot_feat(ws, s, j), f, Fe)) {
-                    ws->slot_key[sl] = j;
-                    break;
-                }
-            }
-            if (ws->slot_key[sl] == sl) {
-                ws->htab[at] = sl + 1;
+            int *first = &ws->kind_slot[2 * ws->edge_cls[ws->slot_edge[sl]] + d];
+            if (*first < 0) {
+                *first = sl;
                 ws->qreps[ws->n_qreps++] = sl;
             }
+            ws->slot_key[sl] = *first;
             ws->slot_dir_of[sl] = (unsigned char)d;
         }
     for (int l = 0; l <= L; l++) {
         int *cls = ws->cls + (size_t)l * N, *reps = ws->reps + (size_t)l * N, nr = 0;
         const int *cl = l ? ws->cls + (size_t)(l - 1) * N : NULL;
-        memset(ws->htab, 0, ws->htab_cap * sizeof *ws->htab);
+        st = htab_begin(ws);
+        mask = htab_mask(ws, N);
         for (int i = 0; i < N; i++) {
             uint32_t h;
             int like = !l && s->x_like ? s->x_like[i] : -1;
@@ -513,6 +558,12 @@ static void node_classes(gnn_ws *ws, const pp_gnn *m, const pp_gnn_graph *s)
                 same_bits(s->x + (size_t)i * s->n_feat, s->x + (size_t)like * s->n_feat,
                           s->n_feat)) {
                 cls[i] = cls[like]; /* the sample's hint, checked: the same class */
+                continue;
+            }
+            if (l && ws->csize[cl[i]] == 1) {
+                /* alone in its class one level up, so alone here: no node can match it */
+                cls[i] = i;
+                reps[nr++] = i;
                 continue;
             }
             if (!l) {
@@ -525,8 +576,8 @@ static void node_classes(gnn_ws *ws, const pp_gnn *m, const pp_gnn_graph *s)
             }
             size_t at = h & mask;
             cls[i] = i;
-            for (; ws->htab[at]; at = (at + 1) & mask) {
-                int j = ws->htab[at] - 1;
+            for (; ws->htab[at] >> 32 == st; at = (at + 1) & mask) {
+                int j = (int)(uint32_t)ws->htab[at];
                 if (l ? same_next(ws, cl, i, j) : same_bits(s->x + (size_t)i * s->n_feat,
                                                                s->x + (size_t)j * s->n_feat,
                                                                s->n_feat)) {
@@ -535,11 +586,14 @@ static void node_classes(gnn_ws *ws, const pp_gnn *m, const pp_gnn_graph *s)
                 }
             }
             if (cls[i] == i) {
-                ws->htab[at] = i + 1;
+                ws->htab[at] = st << 32 | (uint32_t)i;
                 reps[nr++] = i;
             }
         }
         ws->n_reps[l] = nr;
+        /* class sizes, for the level after this one */
+        for (int r = 0; r < nr; r++) ws->csize[reps[r]] = 0;
+        for (int i = 0; i < N; i++) ws->csize[cls[i]]++;
     }
 }
 
@@ -572,18 +626,20 @@ static void gnn_forward_cls(const pp_gnn *m, gnn_ws *ws, const gnn_ws *cw, const
     /* forward only: rows computed once per class of equal rows (node_classes), then copied */
     /* a member on the first's classes has only the rows they name prepared (ws_prepare_kinds) */
     int dedup = fwd_only && (cw != ws || !pp_gnn_infer_is_plain());
-    if (dedup && cw == ws) node_classes(ws, m, s);
+    if (dedup && cw == ws) {
+        node_classes(ws, m, s);
+        ws_prepare_kinds(ws, ws, m, s);
+    } else if (cw == ws) {
+        ws_fill_z(ws, m, s);
+    }
     if (cw == ws) ws->cls_layers = dedup ? L : -1;
-    /* rows of equal x: standardized once, copied where the first layer's linear op reads them
-     * (a node first of its class at level 1); nothing else reads C^0 in this pass */
-    const int *c0 = dedup ? cw->cls : NULL, *c1 = dedup ? cw->cls + N : NULL;
+    /* rows of equal x: standardized once; a pass over classes reads h^l only in the rows of the
+     * nodes first of their level-l class */
+    const int *c0 = dedup ? cw->cls : NULL;
     for (int i = 0; i < N; i++) {
         const float *xi = s->x + (size_t)i * F;
         float *ci = ws->C[0] + (size_t)i * kc0;
-        if (c0 && c0[i] != i) {
-            if (c1[i] == i) memcpy(ci, ws->C[0] + (size_t)c0[i] * kc0, (size_t)F * sizeof *ci);
-            continue;
-        }
+        if (c0 && c0[i] != i) continue;
         for (int c = 0; c < F; c++) ci[c] = (xi[c] - m->x_mean[c]) / m->x_std[c];
     }
     for (int c = 0; c < G; c++) ws->cg[0][c] = (s->globals[c] - m->u_mean[c]) / m->u_std[c];
@@ -599,6 +655,13 @@ static void gnn_forward_cls(const pp_gnn *m, gnn_ws *ws, const gnn_ws *cw, const
             int nl = cw->n_reps[l], nn = cw->n_reps[l + 1];
             /* P for one node of each level-l class; messages read it through nb_rep */
             pp_gnn_op_linear_rows_t(nl, rl, din, H, C, kc, ws->wt + lo->we, NULL, ws->P, H);
+            /* h^{l+1} = relu(bias_g + h^l W_h^T + m^l W_m^T), summed in that order: its sums over
+             * the h^l block are the same for a whole level-l class, so they are made once per
+             * class (pre) and each level-(l+1) class goes on from its level-l class's row */
+            fwd_linear(m, ws, 1, dg, H, ws->cg[l], dg, lo->w, kc, din + 2 * H, W + lo->b,
+                       ws->bias_g, H);
+            pp_gnn_op_linear_rows_t(nl, rl, din, H, C, kc, ws->wt + lo->w, ws->bias_g, ws->pre,
+                                    H);
             /* Q for one slot of each kind; messages read it through slot_key */
             pp_gnn_op_linear_rows_t(cw->n_qreps, cw->qreps, Fe + 1, H, ws->Z, Fe + 1,
                                     ws->wt + lo->we + (size_t)din * H, W + lo->be, ws->Q, H);
@@ -608,19 +671,13 @@ static void gnn_forward_cls(const pp_gnn *m, gnn_ws *ws, const gnn_ws *cw, const
                 for (int sl = 0; sl < S; sl++) nb_rep[sl] = cl[ws->slot_nb[sl]];
             pp_gnn_aggregate_rows_t(nn, rn, H, cw->slot_ptr, nb_rep, cw->slot_key, ws->P,
                                     ws->Q, C + din, kc);
-            fwd_linear(m, ws, 1, dg, H, ws->cg[l], dg, lo->w, kc, din + 2 * H, W + lo->b,
-                       ws->bias_g, H);
-            pp_gnn_op_linear_rows_t(nn, rn, din + 2 * H, H, C, kc, ws->wt + lo->w, ws->bias_g,
-                                    out, ldo);
+            pp_gnn_op_linear_rows_from_t(nn, rn, 2 * H, H, C + din, kc,
+                                         ws->wt + lo->w + (size_t)din * H, ws->pre, cl, H, out,
+                                         ldo);
             float *cg = ws->cg[l];
-            /* the pool reads each row through its class; a copy is made only of a row the next
-             * layer's linear op reads (a node first of its class one level further down) */
+            /* the pool reads each row through its class; the next layer reads h^{l+1} only in
+             * the rows of the nodes first of their class, so no row is copied */
             pp_gnn_relu_pool_rows_t(N, cn, H, out, ldo, cg + dg);
-            const int *c2 = l + 1 < L ? cw->cls + (size_t)(l + 2) * N : NULL;
-            for (int i = 0; c2 && i < N; i++)
-                if (cn[i] != i && c2[i] == i)
-                    memcpy(out + (size_t)i * ldo, out + (size_t)cn[i] * ldo,
-                           (size_t)H * sizeof *out);
             float *gnext = l + 1 < L ? ws->cg[l + 1] : ws->gL;
             fwd_linear(m, ws, 1, dg + 2 * H, H, cg, dg + 2 * H, lo->wg, dg + 2 * H, 0, W + lo->bg,
                        gnext, H);
@@ -773,7 +830,7 @@ static perfpred_status forward_one(const pp_gnn *m, const pp_gnn_graph *s, doubl
     if (st) return st;
     gnn_ws ws;
     if ((st = ws_init(&ws, m, s->n_nodes, s->n_edges, 1, err))) return st;
-    ws_prepare(&ws, m, s);
+    ws_prepare(&ws, s);
     gnn_forward_ws(m, &ws, s);
     for (int t = 0; t < m->n_targets; t++)
         out[t] = (double)m->y_mean[t] + (double)m->y_std[t] * (double)ws.o[t];
@@ -860,7 +917,7 @@ perfpred_status pp_gnn_fwd_run_member(const pp_gnn *m, pp_gnn_fwd *f, const pp_g
     if (cw != &f->ws)
         ws_prepare_kinds(&f->ws, cw, m, s);
     else
-        ws_prepare(&f->ws, m, s);
+        ws_prepare(&f->ws, s);
     gnn_forward_cls(m, &f->ws, cw, s);
     for (int t = 0; t < m->n_targets; t++)
         out[t] = (double)m->y_mean[t] + (double)m->y_std[t] * (double)f->ws.o[t];
@@ -949,7 +1006,7 @@ static double batch_loss_grad(pp_gnn *m, gnn_ws *ws, const pp_gnn_graph *samples
         int any = 0;
         for (int t = 0; t < m->n_targets; t++) any |= s->mask[t] != 0;
         if (!any) continue;
-        ws_prepare(ws, m, s);
+        ws_prepare(ws, s);
         gnn_forward_ws(m, ws, s);
         float ytil[PP_GNN_MAX_TARGETS];
         std_targets(m, s, ytil);
@@ -1101,7 +1158,7 @@ static double eval_mse(const pp_gnn *m, gnn_ws *ws, const pp_gnn_graph *samples,
     long cnt[PP_GNN_MAX_TARGETS] = {0}, totc = 0;
     for (int b = 0; b < n; b++) {
         const pp_gnn_graph *s = &samples[idx[b]];
-        ws_prepare(ws, m, s);
+        ws_prepare(ws, s);
         gnn_forward_ws(m, ws, s);
         for (int t = 0; t < m->n_targets; t++) {
             if (!s->mask[t]) continue;

@@ -11,16 +11,29 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* y[i][0..32) = b + sum_c x[i][c] wt[c][0..32), for rows [0, m): the portable loop, the
+/* The start of row i's sums: row y0_map[i] of y0 (a sum over earlier columns that an earlier call
+ * left there) when y0 is given, else b, else zeros. */
+typedef struct lin_init {
+    const float *b;
+    const float *y0;
+    const int *y0_map;
+    int ldy0;
+} lin_init;
+
+/* y[i][0..32) = start + sum_c x[i][c] wt[c][0..32), for rows [0, m): the portable loop, the
  * reference the vector kernels below match bit for bit (tests/test_gnn_fast.c). */
 static void linear32_plain(int m, const int *rows, int k, const float *restrict x, int ldx,
-                           const float *restrict wt, const float *restrict b, float *restrict y,
+                           const float *restrict wt, const lin_init *in, float *restrict y,
                            int ldy)
 {
+    const float *b = in->b;
     for (int t = 0; t < m; t++) {
         size_t i = rows ? (size_t)rows[t] : (size_t)t;
         float a[32];
-        for (int j = 0; j < 32; j++) a[j] = b ? b[j] : 0.0f;
+        if (in->y0)
+            memcpy(a, in->y0 + (size_t)in->y0_map[i] * in->ldy0, sizeof a);
+        else
+            for (int j = 0; j < 32; j++) a[j] = b ? b[j] : 0.0f;
         const float *xi = x + i * ldx;
         for (int c = 0; c < k; c++) {
             const float *w = wt + (size_t)c * 32;
@@ -48,9 +61,11 @@ static void linear32_plain(int m, const int *rows, int k, const float *restrict 
         _Pragma("GCC unroll 8") for (int r = 0; r < (R); r++)                                     \
         {                                                                                         \
             xp[r] = x + ROW((i0) + r) * ldx;                                                      \
+            const float *a0 = in->y0 ? in->y0 + (size_t)in->y0_map[ROW((i0) + r)] * in->ldy0    \
+                                     : in->b;                                                     \
             _Pragma("GCC unroll 4") for (int v = 0; v < V; v++)                                   \
             {                                                                                     \
-                if (b) memcpy(&acc[r][v], b + v * (W), sizeof(VT));                               \
+                if (a0) memcpy(&acc[r][v], a0 + v * (W), sizeof(VT));                             \
                 else memset(&acc[r][v], 0, sizeof(VT));                                           \
             }                                                                                     \
         }                                                                                         \
@@ -77,7 +92,7 @@ typedef float v8f __attribute__((vector_size(32)));
 __attribute__((target("avx512f"))) static void linear32_avx512(int m, const int *rows, int k,
                                                                  const float *restrict x, int ldx,
                                                                  const float *restrict wt,
-                                                                 const float *restrict b,
+                                                                 const lin_init *in,
                                                                  float *restrict y, int ldy)
 {
     int i = 0;
@@ -90,7 +105,7 @@ __attribute__((target("avx512f"))) static void linear32_avx512(int m, const int 
 __attribute__((target("avx2"))) static void linear32_avx2(int m, const int *rows, int k,
                                                           const float *restrict x, int ldx,
                                                           const float *restrict wt,
-                                                          const float *restrict b,
+                                                          const lin_init *in,
                                                           float *restrict y, int ldy)
 {
     int i = 0;
@@ -99,7 +114,7 @@ __attribute__((target("avx2"))) static void linear32_avx2(int m, const int *rows
 }
 
 typedef void linear32_fn(int, const int *, int, const float *restrict, int,
-                         const float *restrict, const float *restrict, float *restrict, int);
+                         const float *restrict, const lin_init *, float *restrict, int);
 
 static linear32_fn *linear32_pick(void)
 {
@@ -114,7 +129,7 @@ static atomic_int force_plain;
 void pp_gnn_infer_plain(int on) { atomic_store(&force_plain, on != 0); }
 
 static void linear32(int m, const int *rows, int k, const float *x, int ldx, const float *wt,
-                     const float *b, float *y, int ldy)
+                     const lin_init *in, float *y, int ldy)
 {
 #ifdef PP_VEC_KERNELS
     /* the pick is the same for every caller: a racing first store writes the same pointer */
@@ -122,32 +137,51 @@ static void linear32(int m, const int *rows, int k, const float *x, int ldx, con
     linear32_fn *f = fn;
     if (!f) fn = f = linear32_pick();
     if (!atomic_load_explicit(&force_plain, memory_order_relaxed)) {
-        f(m, rows, k, x, ldx, wt, b, y, ldy);
+        f(m, rows, k, x, ldx, wt, in, y, ldy);
         return;
     }
 #endif
-    linear32_plain(m, rows, k, x, ldx, wt, b, y, ldy);
+    linear32_plain(m, rows, k, x, ldx, wt, in, y, ldy);
 }
 
-void pp_gnn_op_linear_rows_t(int m, const int *rows, int k, int n, const float *x, int ldx,
-                             const float *wt, const float *b, float *y, int ldy)
+static void linear_rows(int m, const int *rows, int k, int n, const float *x, int ldx,
+                        const float *wt, const lin_init *in, float *y, int ldy)
 {
     if (m <= 0 || n <= 0) return;
     if (n == 32) {
-        linear32(m, rows, k, x, ldx, wt, b, y, ldy);
+        linear32(m, rows, k, x, ldx, wt, in, y, ldy);
         return;
     }
+    const float *b = in->b;
     for (int t = 0; t < m; t++) {
         size_t i = rows ? (size_t)rows[t] : (size_t)t;
         float *yi = y + i * ldy;
         const float *xi = x + i * ldx;
-        for (int j = 0; j < n; j++) yi[j] = b ? b[j] : 0.0f;
+        if (in->y0)
+            memcpy(yi, in->y0 + (size_t)in->y0_map[i] * in->ldy0, (size_t)n * sizeof *yi);
+        else
+            for (int j = 0; j < n; j++) yi[j] = b ? b[j] : 0.0f;
         for (int c = 0; c < k; c++) {
             const float *w = wt + (size_t)c * n;
             float v = xi[c];
             for (int j = 0; j < n; j++) yi[j] += v * w[j];
         }
     }
+}
+
+void pp_gnn_op_linear_rows_t(int m, const int *rows, int k, int n, const float *x, int ldx,
+                             const float *wt, const float *b, float *y, int ldy)
+{
+    lin_init in = {.b = b};
+    linear_rows(m, rows, k, n, x, ldx, wt, &in, y, ldy);
+}
+
+void pp_gnn_op_linear_rows_from_t(int m, const int *rows, int k, int n, const float *x, int ldx,
+                                  const float *wt, const float *y0, const int *y0_map, int ldy0,
+                                  float *y, int ldy)
+{
+    lin_init in = {.y0 = y0, .y0_map = y0_map, .ldy0 = ldy0};
+    linear_rows(m, rows, k, n, x, ldx, wt, &in, y, ldy);
 }
 
 void pp_gnn_op_linear_t(int m, int k, int n, const float *x, int ldx, const float *wt,

@@ -101,21 +101,14 @@ perfpred_status pp_gnn_sample_from_graph(const pp_graph *g, const double *per_no
         free(id);
         return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: no runtime nodes (all folded)", path);
     }
-    /* edges: for each runtime consumer, each distinct input tensor made by a runtime producer */
-    long E = 0;
-    for (int c = 0; c < g->n_nodes; c++) {
-        const pp_node *n = &g->nodes[c];
-        if (id[c] < 0) continue;
-        for (int i = 0; i < n->n_inputs; i++) {
-            int t = n->inputs[i], dup = 0;
-            if (t < 0 || g->tensors[t].producer < 0 || id[g->tensors[t].producer] < 0) continue;
-            for (int j = 0; j < i; j++) dup |= n->inputs[j] == t;
-            if (!dup) E++;
-        }
-    }
+    /* edges: for each runtime consumer, each distinct input tensor made by a runtime producer;
+     * room for one per input of a runtime node, so that the tensors are walked once, below */
+    size_t E = 0;
+    for (int c = 0; c < g->n_nodes; c++)
+        if (id[c] >= 0) E += (size_t)g->nodes[c].n_inputs;
     if (E > INT32_MAX / 2) {
         free(id);
-        return pp_err_set(err, PERFPRED_ERR_UNSUPPORTED, "%s: %ld edges is too many", path, E);
+        return pp_err_set(err, PERFPRED_ERR_UNSUPPORTED, "%s: %zu inputs of runtime nodes is too many", path, E);
     }
     const int F = PP_GNN_GRAPH_NODE_FEAT, Fe = PP_GNN_GRAPH_EDGE_FEAT;
     size_t sz_x = align16((size_t)N * F * sizeof(float));
@@ -124,7 +117,8 @@ perfpred_status pp_gnn_sample_from_graph(const pp_graph *g, const double *per_no
     size_t sz_ef = align16((size_t)(E ? E : 1) * Fe * sizeof(float));
     size_t sz_u = align16((size_t)(n_globals ? n_globals : 1) * sizeof(float));
     size_t sz_like = align16((size_t)N * sizeof(int));
-    unsigned char *mem = calloc(1, sz_x + sz_rp + sz_ci + sz_ef + sz_u + sz_like);
+    /* not zeroed: every element below is written (the one-hot block of a row with its row) */
+    unsigned char *mem = malloc(sz_x + sz_rp + sz_ci + sz_ef + sz_u + sz_like);
     if (!mem) {
         free(id);
         return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", path);
@@ -161,6 +155,7 @@ perfpred_status pp_gnn_sample_from_graph(const pp_graph *g, const double *per_no
         } else {
             like[ic] = -1;
             pp_feat_vector(&n->feat, xi);
+            memset(xi + PP_FEATVEC_LEN, 0, (size_t)(F - PP_FEATVEC_LEN) * sizeof *xi);
             if ((int)n->feat.kind >= 0 && n->feat.kind < PP_OPK__COUNT)
                 xi[PP_FEATVEC_LEN + n->feat.kind] = 1.0f;
             xi[PP_FEATVEC_LEN + PP_OPK__COUNT] = (float)log1p(1000.0 * ms);
@@ -194,7 +189,7 @@ perfpred_status pp_gnn_sample_from_graph(const pp_graph *g, const double *per_no
         free(mem);
         return st;
     }
-    PP_ASSERT(k == E);
+    PP_ASSERT((size_t)k <= E);
     row_ptr[N] = k;
     for (int c = 0; c < n_globals; c++) {
         if (!isfinite(globals[c])) {
@@ -206,7 +201,7 @@ perfpred_status pp_gnn_sample_from_graph(const pp_graph *g, const double *per_no
     }
     out->n_nodes = N;
     out->n_feat = F;
-    out->n_edges = (int)E;
+    out->n_edges = k;
     out->n_edge_feat = Fe;
     out->n_globals = n_globals;
     out->x = x;

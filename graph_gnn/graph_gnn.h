@@ -315,6 +315,13 @@ int pp_gnn_infer_is_plain(void);
 /* pp_gnn_op_linear_t over the rows rows[0..m) of x and y only (all of [0, m) for NULL). */
 void pp_gnn_op_linear_rows_t(int m, const int *rows, int k, int n, const float *x, int ldx,
                              const float *wt, const float *b, float *y, int ldy);
+/* The same with row i's sums starting from row y0_map[i] of y0 (ldy0 floats apart) instead of a
+ * bias: a call over columns [0, k0) into y0, then this one over the columns after them (x and wt
+ * advanced by k0), gives the bits of one call over all columns, each output being summed in column
+ * order either way. Rows that share their first columns share their start. */
+void pp_gnn_op_linear_rows_from_t(int m, const int *rows, int k, int n, const float *x, int ldx,
+                                  const float *wt, const float *y0, const int *y0_map, int ldy0,
+                                  float *y, int ldy);
 /* pp_gnn_op_aggregate's forward without argmax (the same bits), vector kernels where h = 32. */
 void pp_gnn_aggregate_t(int n_nodes, int h, const int *slot_ptr, const int *slot_nb,
                         const float *P, const float *Q, float *M, int ldm);

@@ -194,6 +194,59 @@ static void row_hints_should_change_no_bit(void **state)
     for (int i = 0; i < n_s; i++) pp_gnn_graph_clear(&s[i]);
 }
 
+/* A sum over the first k0 columns into a table of starts, then pp_gnn_op_linear_rows_from_t over
+ * the columns after them from those starts (several rows sharing one), must give the bits of one
+ * call over all the columns, with the kernels and the loops, at 32 outputs (the kernels) and at
+ * others (the generic loop), on a subset of rows in an order of their own. */
+static void linear_rows_from_should_equal_one_call_over_all_columns(void **state)
+{
+    (void)state;
+    enum { M = 19, K = 104, LDX = 107, LDY = 35, LDS = 33 };
+    static float x[M * LDX], wt[K * 32], ya[M * LDY], yb[M * LDY], start[M * LDS], b[32];
+    pp_gnn_rng r;
+    pp_gnn_rng_seed(&r, 41);
+    static const float special[] = {-0.0f, 0.0f, 1e-39f, -3e-39f, 1e30f, -1e30f, 1.0f / 3.0f};
+    for (int i = 0; i < M * LDX; i++)
+        x[i] = pp_gnn_rng_below(&r, 9) == 0 ? special[pp_gnn_rng_below(&r, 7)]
+                                            : (float)(pp_gnn_rng_uniform(&r) * 2.0 - 1.0);
+    for (int i = 0; i < K * 32; i++)
+        wt[i] = pp_gnn_rng_below(&r, 11) == 0 ? -0.0f : (float)(pp_gnn_rng_uniform(&r) - 0.5);
+    for (int j = 0; j < 32; j++) b[j] = j % 5 == 0 ? -0.0f : (float)pp_gnn_rng_uniform(&r);
+    /* rows 0..M-1 in a shuffled order, leaving three out; row i starts from the row of the first
+     * of its group of three, as nodes start from the first of their class */
+    int rows[M], map[M], m = 0;
+    for (int i = 0; i < M; i++) {
+        int at = (i * 7) % M;
+        if (at % 6 != 5) rows[m++] = at;
+        map[i] = i - i % 3;
+    }
+    /* rows of a group share their first k0 columns, as a class's nodes share h^l */
+    for (int i = 0; i < M; i++)
+        memcpy(x + (size_t)i * LDX, x + (size_t)map[i] * LDX, 40 * sizeof(float));
+    int n_cmp = 0;
+    static const int widths[] = {32, 7};
+    for (int plain = 0; plain < 2; plain++)
+        for (size_t wi = 0; wi < 2; wi++)
+            for (int k0 = 0; k0 <= 40; k0 += 8)
+                for (int with_b = 0; with_b < 2; with_b++) {
+                    int n = widths[wi];
+                    const float *bias = with_b ? b : NULL;
+                    for (int i = 0; i < M * LDY; i++) ya[i] = yb[i] = (float)i;
+                    pp_gnn_infer_plain(plain);
+                    pp_gnn_op_linear_rows_t(m, rows, K, n, x, LDX, wt, bias, ya, LDY);
+                    /* the starts: the first k0 columns of each group's first row */
+                    int firsts[M], nf = 0;
+                    for (int i = 0; i < M; i += 3) firsts[nf++] = i;
+                    pp_gnn_op_linear_rows_t(nf, firsts, k0, n, x, LDX, wt, bias, start, LDS);
+                    pp_gnn_op_linear_rows_from_t(m, rows, K - k0, n, x + k0, LDX,
+                                                 wt + (size_t)k0 * n, start, map, LDS, yb, LDY);
+                    pp_gnn_infer_plain(0);
+                    assert_memory_equal(ya, yb, sizeof ya);
+                    n_cmp++;
+                }
+    print_message("sums from starts vs one sum: %d cases bit for bit\n", n_cmp);
+}
+
 /* The whole forward, kernels against loops, on the shipped GNNs: the same bits. */
 static void fast_forward_should_give_the_same_bits_with_plain_loops(void **state)
 {
@@ -428,6 +481,7 @@ int main(void)
         cmocka_unit_test(fast_forward_should_equal_reference_forward_on_shipped_gnns),
         cmocka_unit_test(fast_forward_should_be_thread_safe),
         cmocka_unit_test(linear_t_kernels_should_equal_plain_loops_bit_for_bit),
+        cmocka_unit_test(linear_rows_from_should_equal_one_call_over_all_columns),
         cmocka_unit_test(fast_forward_should_give_the_same_bits_with_plain_loops),
         cmocka_unit_test(aggregate_and_pool_kernels_should_equal_plain_loops_bit_for_bit),
         cmocka_unit_test(pool_over_class_rows_should_equal_pool_over_copies),
