@@ -406,6 +406,12 @@ int pp_device_named(const pp_device *d, const char *name)
     return 0;
 }
 
+int pp_device_is_eager_pytorch_cpu(const pp_device *d)
+{
+    return d->kind == PP_DEV_CPU && d->runtime_framework &&
+           strcmp(d->runtime_framework, "pytorch-eager") == 0;
+}
+
 const char *pp_default_config_dir(void)
 {
     const char *env = getenv("PERFPRED_CONFIG_DIR");

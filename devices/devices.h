@@ -147,6 +147,9 @@ const pp_device *pp_devices_at(const pp_device_db *db, int i);      /* sorted by
 const pp_device *pp_devices_find(const pp_device_db *db, const char *name);
 /* 1 when name is d's canonical name or one of its aliases, exactly as a measurement row writes it. */
 int pp_device_named(const pp_device *d, const char *name);
+/* 1 when d is a CPU whose runtime stack is eager PyTorch (the runners' stack): what the CPU
+ * calibration (`calibrate run`), its BLAS convolutions and their transfer assume. */
+int pp_device_is_eager_pytorch_cpu(const pp_device *d);
 /* malloc'd YAML text of the resolved descriptor (every field, inherited ones included). */
 char *pp_device_to_yaml(const pp_device *d);
 

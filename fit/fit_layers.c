@@ -285,8 +285,7 @@ static pp_lm_base kind_base(const pp_device *d, pp_op_kind k, const used_row *u,
     /* eager PyTorch on a CPU runs some convolutions through its BLAS (pp_lm_torch_cpu_conv_blas):
      * their roofline is the BLAS rate the descriptor states, per core as peak_tflops is */
     b.blas_tflops = 0;
-    if (d->kind == PP_DEV_CPU && d->gemm_gflops > 0 && d->runtime_framework &&
-        strcmp(d->runtime_framework, "pytorch-eager") == 0 &&
+    if (pp_device_is_eager_pytorch_cpu(d) && d->gemm_gflops > 0 &&
         (k == PP_OPK_CONV || k == PP_OPK_DWCONV || k == PP_OPK_CONVT))
         b.blas_tflops = d->gemm_gflops * 1e-3 * (d->compute_units > 0 ? d->compute_units : 1);
     return b;

@@ -719,16 +719,13 @@ static int node_cal_ms(const predict_setup *P, kernel_sums *sums, int i, double 
 }
 
 /* Whether a kernel runs in the runtime's BLAS on both devices: GEMMs always; a convolution where
- * both run eager PyTorch and PyTorch's rule sends it to im2col + GEMM (its first node is the
+ * both are eager-PyTorch CPUs and PyTorch's rule sends it to im2col + GEMM (its first node is the
  * convolution; fused followers ride along). */
 static int runs_blas(const pp_graph *g, const pp_kernel_group *G, pp_op_kind kind,
                      const pp_device *from, const pp_device *to)
 {
     if (kind == PP_OPK_LINEAR || kind == PP_OPK_BMM) return 1;
-    if (!from->runtime_framework || !to->runtime_framework ||
-        strcmp(from->runtime_framework, "pytorch-eager") != 0 ||
-        strcmp(to->runtime_framework, "pytorch-eager") != 0)
-        return 0;
+    if (!pp_device_is_eager_pytorch_cpu(from) || !pp_device_is_eager_pytorch_cpu(to)) return 0;
     return pp_lm_torch_cpu_conv_blas(&g->nodes[G->nodes[0]].feat);
 }
 

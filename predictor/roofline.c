@@ -84,8 +84,8 @@ double pp_scale_kernel_time_blas(double t, const pp_device *from, const pp_devic
                                  double blocks, int blas)
 {
     /* GEMM calls of the runtime's BLAS. oneDNN convolutions stay on the FMA ratio: on
-     * xeon-kvm-2vcpu, where the BLAS reaches 33 of 118 GFLOP/s, oneDNN convolutions ran at 1.5x the
-     * FMA peak's share and the BLAS ones at the BLAS rate (docs/calibration.md, "Transfer") */
+     * xeon-kvm-2vcpu, where the BLAS reaches 33 GFLOP/s and the FMA loop 118, oneDNN convolution
+     * rows reached up to 173 and the BLAS ones at most 32 (layers-run2.csv; docs/accuracy.md) */
     if (!blas || !(from->gemm_gflops > 0) || !(to->gemm_gflops > 0))
         return pp_scale_kernel_time(t, from, to, ai, blocks);
     return scale_by(t, from, to, ai, from->gemm_gflops / to->gemm_gflops);

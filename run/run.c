@@ -196,8 +196,7 @@ static perfpred_status setup(pp_run *R)
     const pp_device *d = pp_devices_find(pp_ctx_db(ctx), p->device);
     R->known = d != NULL;
     snprintf(R->device, sizeof R->device, "%s", d ? d->name : p->device);
-    if (d && d->kind == PP_DEV_CPU &&
-        (!d->runtime_framework || strcmp(d->runtime_framework, "pytorch-eager") != 0)) {
+    if (d && d->kind == PP_DEV_CPU && !pp_device_is_eager_pytorch_cpu(d)) {
         /* copies: the descriptor's strings go with the context */
         char name[64], fw[64];
         snprintf(name, sizeof name, "%s", d->name);
