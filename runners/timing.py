@@ -384,6 +384,12 @@ class PartialStore:
         self._write({"type": "extra", "key": key, "extra": extra})
         self.extra.setdefault(key, {}).update(extra)
 
+    def fastest_canary(self):
+        """The fastest canary of every visit recorded (ns): the reference a canary run's samples
+        are scaled to; 0.0 when the run timed none."""
+        all_c = [c for per in self.canary.values() for c in per.values()]
+        return min(all_c) if all_c else 0.0
+
     def rounds_done(self, key):
         return len(self.visits.get(key, {}))
 
@@ -624,8 +630,7 @@ def run_interleaved(keys, build, store, protocol, timer=None, budget_s=None, clo
             gc.enable()
     cache.clear()
     if canary is not None:
-        all_c = [c for k in keys for c in store.canary.get(k, {}).values()]
-        res.canary_ref_ns = min(all_c) if all_c else 0.0
+        res.canary_ref_ns = store.fastest_canary()
     for key in keys:
         if key in store.errors:
             res.errors[key] = store.errors[key]

@@ -48,8 +48,7 @@ def resummarize(csv_path, partial_path, first):
     stat = layer_runner.stat_name(timing.Protocol(burst=max(burst, 1)), first)
     ms = timing.ns_to_ms
     # a run with canaries (layer_runner --canary) is summarized scaled, as the runner did
-    all_c = [c for per in store.canary.values() for c in per.values()]
-    ref = min(all_c) if all_c else 0.0
+    ref = store.fastest_canary()
     with open(csv_path, newline="") as f:
         reader = csv.DictReader(f)
         header = reader.fieldnames
