@@ -14,7 +14,7 @@ static const char usage[] =
     "  --stack NAME      one of pytorch-eager-fp32, pytorch-eager-fp16, torchscript-fp32,\n"
     "                    torchscript-fp16, tensorrt-fp32, tensorrt-fp16 (default: all six)\n"
     "  --gpus A,B        GPU files to read (file stems: 1080ti, 2080ti, 3090, A6000, RTX-8000,\n"
-    "                    TitanX, v100; own: h100); default all\n"
+    "                    TitanX, v100; own: h100, h200); default all\n"
     "  --threads N       fits in parallel (default 1)\n"
     "  --no-holdout      skip the leave-one-GPU-out refits\n"
     "  --families        also leave each model family out (10 more fits per stack)\n"
@@ -50,6 +50,8 @@ static void print_report(const cJSON *all)
                "%.3f;  shortest kernel %.1f us;  workspace x%.2f\n",
                num(e, "conv"), num(e, "conv3x3"), num(e, "depthwise"), num(e, "matmul"),
                num(e, "memory"), num(f, "gpu_min_us"), num(f, "ws_factor"));
+        printf("  on tensor cores, share of that efficiency: before Hopper %.3f  Hopper %.3f\n",
+               num(f, "tensor_efficiency"), num(f, "tensor_efficiency_hopper"));
         const cJSON *c;
         printf("  context MiB by compute capability:");
         cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(f, "context_mb"))

@@ -46,7 +46,7 @@ static const char *const gpu_map[][2] = {
     {"1080ti", "gtx-1080-ti"},   {"2080ti", "rtx-2080-ti"},        {"3090", "rtx-3090"},
     {"3090-1", "rtx-3090"},      {"a6000", "rtx-a6000"},           {"rtx-8000", "quadro-rtx-8000"},
     {"titanx", "titan-x-pascal"}, {"v100", "v100-sxm2-32gb"},
-    {"h100", "h100-sxm5-80gb"},  /* the project's own (data/gpu-stacks) */
+    {"h100", "h100-sxm5-80gb"},  {"h200", "h200-sxm-141gb"}, /* the project's own (data/gpu-stacks) */
 };
 
 /* The authors' short names -> torchvision exports (SOURCE.md), checked by parameter count. */
@@ -417,14 +417,16 @@ static perfpred_status read_data(data *D, pp_err *err)
 
 /* ------------------------------------------------------------------ fit ---- */
 
-#define NP (2 + PP_SK__COUNT * 2) /* call, host[5], eff[5], gpu_min */
+#define NP (4 + PP_SK__COUNT * 2) /* call, host[5], eff[5], tc_eff[2], gpu_min */
 
 /* Physical ranges of the fitted figures; the optimiser works on x with p = lo + (hi - lo) / (1 +
  * e^-x), so it can never leave them. Host: 0.5 us (a bare launch) to 400 us per op; efficiency
  * at most the peak, except 3x3 stride-1 convolutions, which Winograd F(2x2, 3x3) lets do 2.25x
- * fewer multiplies than the direct count; bandwidth 10-100 %; a kernel 1-30 us at least. */
-static const double lo_[NP] = {0,    0.5,  0.5,  0.5,  0.5, 0.5, 0.02, 0.02, 0.02, 0.02, 0.1, 1};
-static const double hi_[NP] = {3000, 400,  400,  400,  400, 400, 1.0,  2.25, 1.0,  1.0,  1.0, 30};
+ * fewer multiplies than the direct count; bandwidth 10-100 %; on tensor cores 10-100 % of the
+ * fp32 lanes' share; a kernel 1-30 us at least. */
+static const double lo_[NP] = {0,    0.5, 0.5, 0.5,  0.5, 0.5, 0.02, 0.02,
+                               0.02, 0.02, 0.1, 0.1, 0.1, 1};
+static const double hi_[NP] = {3000, 400, 400, 400, 400, 400, 1.0, 2.25, 1.0, 1.0, 1.0, 1.0, 1.0, 30};
 
 static double from_x(const double *x, int i) { return lo_[i] + (hi_[i] - lo_[i]) / (1 + exp(-x[i])); }
 
@@ -435,8 +437,10 @@ static double to_x(double v, int i)
     return log(u / (1 - u));
 }
 
-/* host_hi: the stack's bound on a kernel's host cost (stack_defs), below hi_'s */
-static void stack_from_x(const double *x, pp_stack *s, double host_hi)
+/* host_hi: the stack's bound on a kernel's host cost (stack_defs), below hi_'s. seen[g]: some
+ * training row ran on tensor cores of generation g (0 before Hopper, 1 Hopper); a generation no
+ * row measured keeps the fp32 lanes' share (1), the datasheet's word. */
+static void stack_from_x(const double *x, pp_stack *s, double host_hi, const int *seen)
 {
     s->call_us = from_x(x, 0);
     for (int c = 0; c < PP_SK__COUNT; c++) {
@@ -447,6 +451,8 @@ static void stack_from_x(const double *x, pp_stack *s, double host_hi)
                                              : h;
         s->eff[c] = from_x(x, 1 + PP_SK__COUNT + c);
     }
+    s->tc_eff[0] = seen[0] ? from_x(x, NP - 3) : 1.0;
+    s->tc_eff[1] = seen[1] ? from_x(x, NP - 2) : 1.0;
     s->gpu_min_us = from_x(x, NP - 1);
 }
 
@@ -457,6 +463,7 @@ typedef struct fit_job {
     pp_stack s;
     double *scratch;
     int evals;
+    int tc_seen[2];           /* stack_from_x's seen: tensor-core rows of each generation */
 } fit_job;
 
 /* 1 when the fit leaving out GPU `held` and family `fam` (-1: none) must not see row r */
@@ -467,14 +474,14 @@ static int held_row(int held, int fam, const data *D, const row *r)
 
 static double row_latency(const pp_stack *s, const row *r, const cfg *c, double *scratch)
 {
-    return pp_stack_latency_units_ms(s, r->dev->host_dispatch_scale, c->k, r->tc, r->tm, c->n,
+    return pp_stack_latency_units_ms(s, r->dev, c->k, r->tc, r->tm, c->n,
                                      scratch, NULL, NULL);
 }
 
 static double objective(fit_job *J, const double *x)
 {
     data *D = J->D;
-    stack_from_x(x, &J->s, stack_defs[D->si].host_hi);
+    stack_from_x(x, &J->s, stack_defs[D->si].host_hi, J->tc_seen);
     double sum = 0;
     int n = 0;
     for (int i = 0; i < D->n_rows; i++) {
@@ -659,6 +666,15 @@ static void fit_one(fit_job *J)
     J->s.bn_kernel = stack_defs[D->si].bn;
     J->s.timing_calls = 100; /* torch.utils.benchmark Timer: 100 back-to-back calls */
     J->s.sync_us = 0;        /* one synchronize per 100 calls: not identifiable from these rows */
+    /* which generations' tensor cores the training rows ran a conv or matmul on */
+    J->tc_seen[0] = J->tc_seen[1] = 0;
+    for (int i = 0; i < D->n_rows; i++) {
+        const row *r = &D->rows[i];
+        if (held_row(J->held, J->held_family, D, r)) continue;
+        for (int c = 0; c < PP_SK__COUNT; c++)
+            if (pp_stack_on_tensor_cores(&J->s, r->dev, (pp_stack_class)c))
+                J->tc_seen[r->dev->compute_capability >= 9.0] = 1;
+    }
     pp_stack base = J->s;
     /* three starts (host-bound, balanced, GPU-bound: call, per-op host, efficiency), the best
      * polished; deterministic */
@@ -673,6 +689,8 @@ static void fit_one(fit_job *J)
             x[1 + PP_SK__COUNT + c] = to_x(c == PP_SK_MEM ? 0.7 : starts[k][2],
                                            1 + PP_SK__COUNT + c);
         }
+        x[NP - 3] = to_x(0.7, NP - 3);
+        x[NP - 2] = to_x(0.7, NP - 2);
         x[NP - 1] = to_x(5, NP - 1);
         nelder_mead(J, x, 1.0, budget / 4);
         double f = objective(J, x);
@@ -683,7 +701,7 @@ static void fit_one(fit_job *J)
     }
     double *x = best;
     nelder_mead(J, x, 0.3, budget / 4);
-    stack_from_x(x, &base, stack_defs[D->si].host_hi);
+    stack_from_x(x, &base, stack_defs[D->si].host_hi, J->tc_seen);
     J->s = base;
     fit_memory(D, J->held, J->held_family, &J->s, J->scratch);
 }
@@ -884,7 +902,7 @@ static perfpred_status write_rows(const data *D, const fit_job *jobs, const char
         const cfg *c = &D->cfgs[r->cfg];
         const pp_stack *s = &jobs[r->gpu + 1].s;
         double h, g;
-        double p = pp_stack_latency_units_ms(s, r->dev->host_dispatch_scale, c->k, r->tc, r->tm,
+        double p = pp_stack_latency_units_ms(s, r->dev, c->k, r->tc, r->tm,
                                              c->n, jobs[0].scratch, &h, &g);
         pp_strbuf_printf(&b, "%s,%s,%d,%s,%lld,%.4f,%.4f,%.4f,%.4f,%.1f,%.1f\n",
                          stack_defs[D->si].name, r->dev->name, r->folder, model_map[c->model][1],

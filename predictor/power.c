@@ -91,7 +91,10 @@ double pp_stack_energy_mj(const pp_stack *s, const pp_device *d, const pp_power_
         double e = (pj_flop * k[i].flops + (fused ? 0 : pw->pj_per_byte * k[i].bytes * bf)) * 1e-9;
         if (!fused && room_w > 0) {
             double t = isfinite(k[i].cal_ms) ? k[i].cal_ms
-                                             : pp_stack_time_from_units(s, k[i].cls, tc[i], tm[i]);
+                                             : pp_stack_time_from_units(
+                                                   s, k[i].cls,
+                                                   pp_stack_tensor_share(s, d, k[i].cls), tc[i],
+                                                   tm[i]);
             if (e > room_w * t) e = room_w * t; /* W x ms = mJ: the board throttles above max */
         }
         dyn += e;

@@ -69,6 +69,17 @@ double pp_stack_peak_tflops(const pp_stack *s, const pp_device *d, pp_stack_clas
     return tf > fp32 ? tf : fp32;
 }
 
+int pp_stack_on_tensor_cores(const pp_stack *s, const pp_device *d, pp_stack_class c)
+{
+    return c != PP_SK_MEM && pp_stack_peak_tflops(s, d, c) > d->peak_tflops[PP_PREC_FP32];
+}
+
+double pp_stack_tensor_share(const pp_stack *s, const pp_device *d, pp_stack_class c)
+{
+    if (!pp_stack_on_tensor_cores(s, d, c)) return 1.0;
+    return s->tc_eff[d->compute_capability >= 9.0];
+}
+
 double pp_stack_launch_blocks(const pp_device *d, pp_stack_class c, double blocks, double red)
 {
     if (c == PP_SK_MEM || !(red > 0) || d->compute_units <= 0 || !(blocks > 0)) return blocks;
@@ -94,7 +105,7 @@ double pp_stack_gpu_ms(const pp_stack *s, const pp_device *d, pp_stack_class c, 
 {
     double tc, tm;
     pp_stack_unit_ms(s, d, c, flops, bytes, blocks, red, &tc, &tm);
-    return pp_stack_time_from_units(s, c, tc, tm);
+    return pp_stack_time_from_units(s, c, pp_stack_tensor_share(s, d, c), tc, tm);
 }
 
 /* One call of the pipeline from host clock *h and GPU clock *g (both ms). */
@@ -132,20 +143,23 @@ double pp_pipeline_ms(const double *host_us, const double *gpu_ms, int n, double
     return total / calls;
 }
 
-double pp_stack_latency_units_ms(const pp_stack *s, double host_scale, const pp_stack_kernel *k,
+double pp_stack_latency_units_ms(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k,
                                  const double *tc_ms, const double *tm_ms, int n, double *scratch,
                                  double *host_ms, double *gpu_ms)
 {
     double *host = scratch, *gpu = scratch + n;
-    double hs = host_scale > 0 ? host_scale : 1.0, hsum = 0, gsum = 0;
+    double hs = d->host_dispatch_scale > 0 ? d->host_dispatch_scale : 1.0, hsum = 0, gsum = 0;
     int m = 0, prev = -1;
+    double share[PP_SK__COUNT];
+    for (int c = 0; c < PP_SK__COUNT; c++) share[c] = pp_stack_tensor_share(s, d, c);
     for (int i = 0; i < n; i++) {
         /* a folded BatchNorm the stack folds too, or an element-wise op in the epilogue of the
          * conv or matmul before it: no launch */
         if (pp_stack_role(s, &k[i], &prev) != 2) continue;
         host[m] = s->host_us[k[i].cls] * hs;
         gpu[m] = isfinite(k[i].cal_ms) ? k[i].cal_ms
-                                       : pp_stack_time_from_units(s, k[i].cls, tc_ms[i], tm_ms[i]);
+                                       : pp_stack_time_from_units(s, k[i].cls, share[k[i].cls],
+                                                                  tc_ms[i], tm_ms[i]);
         hsum += host[m];
         gsum += gpu[m];
         m++;
@@ -183,8 +197,7 @@ double pp_stack_latency_ms(const pp_stack *s, const pp_device *d, const pp_stack
     for (int i = 0; i < n; i++)
         pp_stack_unit_ms(s, d, k[i].cls, k[i].flops, k[i].bytes * bf, k[i].blocks, k[i].red,
                          &tc[i], &tm[i]);
-    return pp_stack_latency_units_ms(s, d->host_dispatch_scale, k, tc, tm, n, scratch, host_ms,
-                                     gpu_ms);
+    return pp_stack_latency_units_ms(s, d, k, tc, tm, n, scratch, host_ms, gpu_ms);
 }
 
 double pp_stack_cublas_bytes(double cc)
@@ -318,6 +331,8 @@ static perfpred_status parse_stack(const cJSON *o, const char *path, pp_stack *s
         (st = pp_artifact_num(o, path, "sync_us", 0, 1e6, &s->sync_us, err)) ||
         (st = pp_artifact_num(o, path, "gpu_min_us", 0, 1e4, &s->gpu_min_us, err)) ||
         (st = pp_artifact_num(o, path, "ws_factor", 0, 16, &s->ws_factor, err)) ||
+        (st = pp_artifact_num(o, path, "tensor_efficiency", 0.01, 1, &s->tc_eff[0], err)) ||
+        (st = pp_artifact_num(o, path, "tensor_efficiency_hopper", 0.01, 1, &s->tc_eff[1], err)) ||
         (st = class_array(o, path, "host_us", 0, 1e5, s->host_us, err)) ||
         (st = class_array(o, path, "efficiency", 1e-4, 10, s->eff, err)) ||
         (st = pp_artifact_str(o, path, "trained_on", s->trained_on, sizeof s->trained_on, err)) ||
@@ -434,6 +449,8 @@ cJSON *pp_stack_json(const pp_stack *s)
     cJSON_AddNumberToObject(o, "sync_us", s->sync_us);
     cJSON_AddNumberToObject(o, "gpu_min_us", s->gpu_min_us);
     cJSON_AddNumberToObject(o, "ws_factor", s->ws_factor);
+    cJSON_AddNumberToObject(o, "tensor_efficiency", s->tc_eff[0]);
+    cJSON_AddNumberToObject(o, "tensor_efficiency_hopper", s->tc_eff[1]);
     cJSON_AddItemToObject(o, "host_us", host);
     cJSON_AddItemToObject(o, "efficiency", eff);
     host = eff = NULL;

@@ -45,6 +45,12 @@ typedef struct pp_stack {
     double host_us[PP_SK__COUNT];  /* host cost to issue one kernel of each class */
     double sync_us;                /* the final synchronize */
     double eff[PP_SK__COUNT];      /* fraction of the class's peak FLOP/s (PP_SK_MEM: of bandwidth) */
+    double tc_eff[2];              /* on tensor cores (TF32, fp16) a kernel reaches tc_eff x eff[c]
+                                      of their peak (1: the fp32 lanes' share). [0] before Hopper,
+                                      [1] Hopper (compute capability 9) on: its datasheet rates
+                                      assume its warpgroup MMA (wgmma), and library kernels built
+                                      for Ampere's mma.sync, as many of cuDNN's convolutions are,
+                                      reach a smaller share of them */
     double gpu_min_us;             /* shortest kernel on the GPU (launch to completion) */
     /* memory as NVML reports it: context(cc) + what the caching allocator reserved replaying
      * the run (predictor/allocator.h) */
@@ -87,11 +93,16 @@ void pp_stack_unit_ms(const pp_stack *s, const pp_device *d, pp_stack_class c, d
  * reduction each) where the tiles alone leave SMs idle and the reduction is long enough; the
  * libraries' heuristics fill one wave that way. Other kernels: blocks unchanged. */
 double pp_stack_launch_blocks(const pp_device *d, pp_stack_class c, double blocks, double red);
-/* t = max(tc / eff[c], tm / eff[memory]) + gpu_min */
-static inline double pp_stack_time_from_units(const pp_stack *s, pp_stack_class c, double tc_ms,
-                                              double tm_ms)
+/* 1 when class c runs on tensor cores under s on d (pp_stack_peak_tflops is their peak). */
+int pp_stack_on_tensor_cores(const pp_stack *s, const pp_device *d, pp_stack_class c);
+/* The share of eff[c] class c keeps on d: tc_eff of d's generation on tensor cores, else 1. */
+double pp_stack_tensor_share(const pp_stack *s, const pp_device *d, pp_stack_class c);
+/* t = max(tc / (eff[c] x share), tm / eff[memory]) + gpu_min, share from pp_stack_tensor_share */
+static inline double pp_stack_time_from_units(const pp_stack *s, pp_stack_class c, double share,
+                                              double tc_ms, double tm_ms)
 {
-    double a = c != PP_SK_MEM ? tc_ms / s->eff[c] : 0, b = tm_ms / s->eff[PP_SK_MEM];
+    double e = s->eff[c] * share;
+    double a = c != PP_SK_MEM ? tc_ms / e : 0, b = tm_ms / s->eff[PP_SK_MEM];
     return (a > b ? a : b) + s->gpu_min_us * 1e-3;
 }
 
@@ -157,9 +168,9 @@ perfpred_status pp_graph_stack_kernels(const pp_graph *g, const pp_device *d,
  * totals. scratch holds 4n doubles. */
 double pp_stack_latency_ms(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k, int n,
                            double *scratch, double *host_ms, double *gpu_ms);
-/* The same from unit times already computed (pp_stack_unit_ms), as a fit calls it; scratch
- * holds 2n doubles. */
-double pp_stack_latency_units_ms(const pp_stack *s, double host_scale, const pp_stack_kernel *k,
+/* The same from unit times already computed on d (pp_stack_unit_ms), as a fit calls it;
+ * scratch holds 2n doubles. */
+double pp_stack_latency_units_ms(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k,
                                  const double *tc_ms, const double *tm_ms, int n, double *scratch,
                                  double *host_ms, double *gpu_ms);
 

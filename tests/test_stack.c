@@ -75,6 +75,39 @@ static void mig_scaling_should_follow_waves(void **state)
 
 /* Under eager PyTorch a conv with a folded BatchNorm is followed by that BatchNorm's kernel; under
  * TensorRT it is folded, and the ReLU after it runs in the conv's epilogue. */
+/* A 1 GFLOP 3x3 conv of 1000 blocks on 500 SMs (2 resident: exactly one wave), fp32 lanes 10
+ * TFLOP/s, TF32 tensor cores 40, eff[conv3x3] 0.5, tc_eff 0.25 before Hopper and 0.5 on it,
+ * bandwidth never binding:
+ *   fp32 stack without TF32:            1e9 / (10e12 x 0.5)        = 0.2 ms
+ *   with TF32 convolutions, cc 8.0:     1e9 / (40e12 x 0.5 x 0.25) = 0.2 ms
+ *   the same GPU as cc 9.0 (Hopper):    1e9 / (40e12 x 0.5 x 0.5)  = 0.1 ms
+ * and a matrix product stays on the fp32 lanes (PyTorch's default) whatever tc_eff is: 0.2 ms. */
+static void tensor_efficiency_should_apply_on_tensor_cores_only(void **state)
+{
+    (void)state;
+    pp_stack s = {0};
+    s.precision = PP_PREC_FP32;
+    for (int c = 0; c < PP_SK__COUNT; c++) s.eff[c] = 0.5;
+    s.tc_eff[0] = 0.25;
+    s.tc_eff[1] = 0.5;
+    pp_device d = {0};
+    d.peak_tflops[PP_PREC_FP32] = 10;
+    d.peak_tflops[PP_PREC_TF32] = 40;
+    d.memory_bandwidth_gbs = 1e9;
+    d.compute_units = 500;
+    d.compute_capability = 8.0;
+    assert_false(pp_stack_on_tensor_cores(&s, &d, PP_SK_CONV3));
+    assert_rel_close(pp_stack_gpu_ms(&s, &d, PP_SK_CONV3, 1e9, 1, 1000, 64), 0.2, 1e-12);
+    s.tf32_conv = 1;
+    assert_true(pp_stack_on_tensor_cores(&s, &d, PP_SK_CONV3));
+    assert_rel_close(pp_stack_gpu_ms(&s, &d, PP_SK_CONV3, 1e9, 1, 1000, 64), 0.2, 1e-12);
+    d.compute_capability = 9.0;
+    assert_rel_close(pp_stack_gpu_ms(&s, &d, PP_SK_CONV3, 1e9, 1, 1000, 64), 0.1, 1e-12);
+    assert_false(pp_stack_on_tensor_cores(&s, &d, PP_SK_MATMUL));
+    assert_rel_close(pp_stack_gpu_ms(&s, &d, PP_SK_MATMUL, 1e9, 1, 1000, 64), 0.2, 1e-12);
+    assert_false(pp_stack_on_tensor_cores(&s, &d, PP_SK_MEM));
+}
+
 static void stack_roles_should_run_batchnorm_where_the_runtime_does(void **state)
 {
     (void)state;
@@ -189,6 +222,7 @@ static pp_stack toy_stack(void)
         s.host_us[c] = 1000;
         s.eff[c] = 10;
     }
+    s.tc_eff[0] = s.tc_eff[1] = 1;
     s.n_ctx = 1;
     s.ctx_cc[0] = 8.0;
     s.ctx_mb[0] = 500;
@@ -493,6 +527,7 @@ int main(void)
         cmocka_unit_test(pipeline_should_average_back_to_back_calls),
         cmocka_unit_test(wave_factor_should_count_waves_on_98_and_14_sms),
         cmocka_unit_test(mig_scaling_should_follow_waves),
+        cmocka_unit_test(tensor_efficiency_should_apply_on_tensor_cores_only),
         cmocka_unit_test(stack_roles_should_run_batchnorm_where_the_runtime_does),
         cmocka_unit_test(bn_pass_should_follow_each_folded_conv),
         cmocka_unit_test(stack_artifact_should_round_trip_and_name_a_bad_field),

@@ -1,0 +1,97 @@
+#!/usr/bin/python3
+"""lab/sm_limit_check.py: perfpred's wave model against whole models run on fewer SMs.
+
+Reads lab/sm_limit_runner.py's CSV (data/gpu-stacks/studies/2026_1127-h200-sm-limit.csv: five
+models x batch 1, 8, 64 on CUDA green contexts of 8-128 SMs and the whole H200) and predicts each
+row through the CLI on a descriptor of that many SMs. A green context keeps the GPU's memory
+system: each descriptor takes `base: <the measured GPU>`, its compute units, its peaks times
+k / SMs, and its bandwidth times the copy rate those SMs reached over the whole GPU's (the run's
+own probe rows). That is how perfpred derives a MIG slice too, less the slice's memory share.
+
+Printed: per SM count, measured and predicted slowdown against the whole GPU (median over the
+rows of a batch), and the MAPE of each batch. Batch 1 is host-bound on that machine (its host's
+dispatch moved by up to 2x between runs), so batches 8 and 64 carry the question.
+
+  /usr/bin/python3 lab/sm_limit_check.py [--csv ...] [--perfpred build/perfpred]
+"""
+import argparse
+import csv
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def descriptor(base, name, k, full, bw_share):
+    return (f"---\nname: {name}\nbase: {base}\ndescription: {base} on a green context of {k} SMs\n"
+            f"hardware:\n  compute_units: {k}\n  peak_tflops:\n"
+            f"    fp32: {67 * k / full:.6g}\n    tf32: {494.5 * k / full:.6g}\n"
+            f"    fp16: {989.5 * k / full:.6g}\n    bf16: {989.5 * k / full:.6g}\n"
+            f"  memory_bandwidth_gbs: {4800 * bw_share:.6g}\n")
+
+
+def predict(perfpred, cfg, dev, onnx, b):
+    out = subprocess.run([perfpred, "--config-dir", cfg, "--device", dev, "--runtime",
+                          "pytorch-eager", "--precision", "fp32", onnx, "--input",
+                          f"input={b}x3x224x224", "--json"], capture_output=True, text=True,
+                         check=True).stdout
+    return json.loads(out)["prediction"]["latency"]["value"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--csv", default=os.path.join(
+        ROOT, "data/gpu-stacks/studies/2026_1127-h200-sm-limit.csv"))
+    ap.add_argument("--perfpred", default=os.path.join(ROOT, "build/perfpred"))
+    ap.add_argument("--models", default=os.path.join(ROOT, "tests/fixtures/models"))
+    a = ap.parse_args()
+    rows = list(csv.DictReader(open(a.csv)))
+    base = rows[0]["device"]
+    if base != "h200-sxm-141gb":
+        sys.exit(f"{a.csv}: written for the H200's descriptor figures, found {base}")
+    probes = {(int(r["sm_count"]), r["model"]): float(r["probe_value"])
+              for r in rows if r["kind"] == "probe" and r["status"] == "ok"}
+    full = max(k for k, _ in probes)
+    tmp = tempfile.mkdtemp(prefix="sm-limit-")
+    try:
+        cfg = os.path.join(tmp, "configs")
+        shutil.copytree(os.path.join(ROOT, "configs"), cfg)
+        with open(os.path.join(cfg, "devices", "zz-sm-limit.yaml"), "w") as f:
+            for k in sorted({k for k, _ in probes}):
+                share = min(1.0, probes[(k, "copy_gbs")] / probes[(full, "copy_gbs")])
+                f.write(descriptor(base, f"{base}-sm{k}", k, full, share))
+        meas, pred = {}, {}
+        for r in rows:
+            if r["kind"] != "model" or r["status"] != "ok":
+                continue
+            k, m, b = int(r["sm_count"]), r["model"], int(r["batch_size"])
+            dev = base if k == full else f"{base}-sm{k}"
+            meas[(k, m, b)] = float(r["latency_ms"])
+            pred[(k, m, b)] = predict(a.perfpred, cfg, dev, os.path.join(a.models, m + ".onnx"), b)
+    finally:
+        shutil.rmtree(tmp)
+    print(f"{'SMs':>4s} {'batch':>5s} {'slowdown measured':>18s} {'predicted':>10s} "
+          f"{'SM ratio':>9s} {'MAPE %':>7s}")
+    for k in sorted({k for k, _, _ in meas}, reverse=True):
+        for b in sorted({b for _, _, b in meas}):
+            keys = [x for x in meas if x[0] == k and x[2] == b and (full, x[1], b) in meas]
+            if not keys:
+                continue
+            sm = statistics.median(meas[x] / meas[(full, x[1], b)] for x in keys)
+            sp = statistics.median(pred[x] / pred[(full, x[1], b)] for x in keys)
+            e = statistics.mean(abs(pred[x] / meas[x] - 1) * 100 for x in keys)
+            print(f"{k:4d} {b:5d} {sm:18.2f} {sp:10.2f} {full / k:9.2f} {e:7.1f}")
+    print("\nper row (ms): SMs model batch measured predicted")
+    for x in sorted(meas):
+        print(f"  {x[0]:4d} {x[1]:16s} {x[2]:4d} {meas[x]:9.3f} {pred[x]:9.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

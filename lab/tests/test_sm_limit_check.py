@@ -1,0 +1,30 @@
+"""lab/sm_limit_check.py: the descriptor of a green context, worked out by hand (predicting the
+rows needs the build and the study's CSV, and is run by hand)."""
+
+import os
+import sys
+import unittest
+
+from _common import REPO
+
+sys.path.insert(0, os.path.join(REPO, "lab"))
+import sm_limit_check as sc  # noqa: E402
+
+
+class DescriptorTest(unittest.TestCase):
+    def test_sixteen_of_132_sms_with_half_the_copy_rate(self):
+        text = sc.descriptor("h200-sxm-141gb", "h200-sxm-141gb-sm16", 16, 132, 0.5)
+        lines = [ln.strip() for ln in text.splitlines()]
+        self.assertIn("name: h200-sxm-141gb-sm16", lines)
+        self.assertIn("base: h200-sxm-141gb", lines)
+        self.assertIn("compute_units: 16", lines)
+        # 67 x 16 / 132 = 8.121212..., 494.5 x 16 / 132 = 59.939393..., 989.5 x 16 / 132 = 119.939...
+        self.assertIn("fp32: 8.12121", lines)
+        self.assertIn("tf32: 59.9394", lines)
+        self.assertIn("fp16: 119.939", lines)
+        # 4800 GB/s x 0.5
+        self.assertIn("memory_bandwidth_gbs: 2400", lines)
+
+
+if __name__ == "__main__":
+    unittest.main()
