@@ -43,9 +43,9 @@ static void print_report(const cJSON *all)
                num(r, "models"), num(r, "rows_skipped"),
                cJSON_GetObjectItemCaseSensitive(r, "trained_on")->valuestring);
         printf("  host us/op: call %.1f  conv %.1f  conv3x3 %.1f  depthwise %.1f  matmul %.1f  "
-               "memory %.1f\n",
+               "memory %.1f  batchnorm pass %.1f\n",
                num(f, "call_us"), num(h, "conv"), num(h, "conv3x3"), num(h, "depthwise"),
-               num(h, "matmul"), num(h, "memory"));
+               num(h, "matmul"), num(h, "memory"), num(f, "host_bn_us"));
         printf("  efficiency: conv %.3f  conv3x3 %.3f  depthwise %.3f  matmul %.3f  bandwidth "
                "%.3f;  shortest kernel %.1f us;  workspace x%.2f\n",
                num(e, "conv"), num(e, "conv3x3"), num(e, "depthwise"), num(e, "matmul"),

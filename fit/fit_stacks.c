@@ -417,16 +417,17 @@ static perfpred_status read_data(data *D, pp_err *err)
 
 /* ------------------------------------------------------------------ fit ---- */
 
-#define NP (4 + PP_SK__COUNT * 2) /* call, host[5], eff[5], tc_eff[2], gpu_min */
+#define NP (5 + PP_SK__COUNT * 2) /* call, host[5], eff[5], tc_eff[2], host_bn, gpu_min */
 
 /* Physical ranges of the fitted figures; the optimiser works on x with p = lo + (hi - lo) / (1 +
  * e^-x), so it can never leave them. Host: 0.5 us (a bare launch) to 400 us per op; efficiency
  * at most the peak, except 3x3 stride-1 convolutions, which Winograd F(2x2, 3x3) lets do 2.25x
  * fewer multiplies than the direct count; bandwidth 10-100 %; on tensor cores 10-100 % of the
  * fp32 lanes' share; a kernel 1-30 us at least. */
-static const double lo_[NP] = {0,    0.5, 0.5, 0.5,  0.5, 0.5, 0.02, 0.02,
-                               0.02, 0.02, 0.1, 0.1, 0.1, 1};
-static const double hi_[NP] = {3000, 400, 400, 400, 400, 400, 1.0, 2.25, 1.0, 1.0, 1.0, 1.0, 1.0, 30};
+static const double lo_[NP] = {0,    0.5, 0.5, 0.5, 0.5, 0.5, 0.02, 0.02,
+                               0.02, 0.02, 0.1, 0.1, 0.1, 0.5, 1};
+static const double hi_[NP] = {3000, 400, 400, 400, 400, 400, 1.0, 2.25,
+                               1.0,  1.0, 1.0, 1.0, 1.0, 400, 30};
 
 static double from_x(const double *x, int i) { return lo_[i] + (hi_[i] - lo_[i]) / (1 + exp(-x[i])); }
 
@@ -451,8 +452,10 @@ static void stack_from_x(const double *x, pp_stack *s, double host_hi, const int
                                              : h;
         s->eff[c] = from_x(x, 1 + PP_SK__COUNT + c);
     }
-    s->tc_eff[0] = seen[0] ? from_x(x, NP - 3) : 1.0;
-    s->tc_eff[1] = seen[1] ? from_x(x, NP - 2) : 1.0;
+    s->tc_eff[0] = seen[0] ? from_x(x, NP - 4) : 1.0;
+    s->tc_eff[1] = seen[1] ? from_x(x, NP - 3) : 1.0;
+    /* the BatchNorm pass's own host cost; a stack that folds BatchNorm runs none */
+    s->host_bn_us = s->bn_kernel ? from_x(x, NP - 2) : s->host_us[PP_SK_MEM];
     s->gpu_min_us = from_x(x, NP - 1);
 }
 
@@ -597,8 +600,10 @@ static int ws_index(double f)
 }
 
 /* Context per architecture and software and the workspace factor, from the rows the fit may see
- * (held_row): for each factor of ws_grid, ctx(cc, software) = median over those rows of
- * (used - reserved); the factor kept is the one with the least mean |log(predicted / used)|. */
+ * (held_row): for each factor of ws_grid, ctx(cc, software) = the median over the GPUs of that
+ * architecture and software of each GPU's median (used - reserved), so that a GPU with more rows
+ * does not speak for the others; the factor kept is the one with the least mean
+ * |log(predicted / used)|. */
 static void fit_memory(const data *D, int held, int fam, pp_stack *s, double *buf)
 {
     double best_err = INFINITY;
@@ -614,17 +619,23 @@ static void fit_memory(const data *D, int held, int fam, pp_stack *s, double *bu
             for (int m = 0; m < s->n_ctx; m++)
                 seen |= fabs(s->ctx_cc[m] - cc) < 1e-9 && s->ctx_current[m] == cur;
             if (seen || s->n_ctx == PP_STACK_MAX_CTX) continue;
-            int n = 0;
-            for (int i = 0; i < D->n_rows; i++) {
-                const row *r = &D->rows[i];
-                if (held_row(held, fam, D, r) || fabs(r->dev->compute_capability - cc) > 1e-9 ||
-                    r->sweep == cur || isnan(r->mem_bytes))
-                    continue;
-                buf[n++] = (r->mem_bytes - r->res[k]) / 1048576.0;
+            double per_gpu[PP_FIT_STACK_MAX_GPUS];
+            int ng = 0;
+            for (int g = 0; g < D->n_gpus; g++) {
+                if (g == held || fabs(D->gpus[g]->compute_capability - cc) > 1e-9) continue;
+                int n = 0;
+                for (int i = 0; i < D->n_rows; i++) {
+                    const row *r = &D->rows[i];
+                    if (r->gpu != g || held_row(held, fam, D, r) || r->sweep == cur ||
+                        isnan(r->mem_bytes))
+                        continue;
+                    buf[n++] = (r->mem_bytes - r->res[k]) / 1048576.0;
+                }
+                if (n) per_gpu[ng++] = pp_measure_median(buf, n);
             }
-            if (n == 0) continue;
+            if (ng == 0) continue;
             s->ctx_cc[s->n_ctx] = cc;
-            s->ctx_mb[s->n_ctx] = fmax(0, pp_measure_median(buf, n));
+            s->ctx_mb[s->n_ctx] = fmax(0, pp_measure_median(per_gpu, ng));
             s->ctx_current[s->n_ctx] = cur;
             s->n_ctx++;
         }
@@ -689,8 +700,9 @@ static void fit_one(fit_job *J)
             x[1 + PP_SK__COUNT + c] = to_x(c == PP_SK_MEM ? 0.7 : starts[k][2],
                                            1 + PP_SK__COUNT + c);
         }
+        x[NP - 4] = to_x(0.7, NP - 4);
         x[NP - 3] = to_x(0.7, NP - 3);
-        x[NP - 2] = to_x(0.7, NP - 2);
+        x[NP - 2] = to_x(starts[k][1], NP - 2);
         x[NP - 1] = to_x(5, NP - 1);
         nelder_mead(J, x, 1.0, budget / 4);
         double f = objective(J, x);

@@ -156,7 +156,7 @@ double pp_stack_latency_units_ms(const pp_stack *s, const pp_device *d, const pp
         /* a folded BatchNorm the stack folds too, or an element-wise op in the epilogue of the
          * conv or matmul before it: no launch */
         if (pp_stack_role(s, &k[i], &prev) != 2) continue;
-        host[m] = s->host_us[k[i].cls] * hs;
+        host[m] = (k[i].bn ? s->host_bn_us : s->host_us[k[i].cls]) * hs;
         gpu[m] = isfinite(k[i].cal_ms) ? k[i].cal_ms
                                        : pp_stack_time_from_units(s, k[i].cls, share[k[i].cls],
                                                                   tc_ms[i], tm_ms[i]);
@@ -334,6 +334,7 @@ static perfpred_status parse_stack(const cJSON *o, const char *path, pp_stack *s
         (st = pp_artifact_num(o, path, "tensor_efficiency", 0.01, 1, &s->tc_eff[0], err)) ||
         (st = pp_artifact_num(o, path, "tensor_efficiency_hopper", 0.01, 1, &s->tc_eff[1], err)) ||
         (st = class_array(o, path, "host_us", 0, 1e5, s->host_us, err)) ||
+        (st = pp_artifact_num(o, path, "host_bn_us", 0, 1e5, &s->host_bn_us, err)) ||
         (st = class_array(o, path, "efficiency", 1e-4, 10, s->eff, err)) ||
         (st = pp_artifact_str(o, path, "trained_on", s->trained_on, sizeof s->trained_on, err)) ||
         (st = pp_artifact_str(o, path, "source", s->source, sizeof s->source, err)))
@@ -452,6 +453,7 @@ cJSON *pp_stack_json(const pp_stack *s)
     cJSON_AddNumberToObject(o, "tensor_efficiency", s->tc_eff[0]);
     cJSON_AddNumberToObject(o, "tensor_efficiency_hopper", s->tc_eff[1]);
     cJSON_AddItemToObject(o, "host_us", host);
+    cJSON_AddNumberToObject(o, "host_bn_us", s->host_bn_us);
     cJSON_AddItemToObject(o, "efficiency", eff);
     host = eff = NULL;
     for (int i = 0; i < s->n_ctx; i++) {

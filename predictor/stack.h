@@ -43,6 +43,10 @@ typedef struct pp_stack {
     int timing_calls;              /* calls per timed loop (back-to-back mean); 1 = one call, synced */
     double call_us;                /* host cost of one call beyond its ops (Python forward) */
     double host_us[PP_SK__COUNT];  /* host cost to issue one kernel of each class */
+    double host_bn_us;             /* host cost of the BatchNorm pass after a conv (bn_kernel):
+                                      cuDNN's batch-norm set-up, about 3x an element-wise op's in
+                                      torch.profiler (lab/op_host_profile.py); = host_us[memory]
+                                      where the stack runs no such pass */
     double sync_us;                /* the final synchronize */
     double eff[PP_SK__COUNT];      /* fraction of the class's peak FLOP/s (PP_SK_MEM: of bandwidth) */
     double tc_eff[2];              /* on tensor cores (TF32, fp16) a kernel reaches tc_eff x eff[c]

@@ -108,6 +108,36 @@ static void tensor_efficiency_should_apply_on_tensor_cores_only(void **state)
     assert_false(pp_stack_on_tensor_cores(&s, &d, PP_SK_MEM));
 }
 
+/* Host costs of conv 100, element-wise 10 and the BatchNorm pass 30 us, on a host at 0.5x: a
+ * conv, its BatchNorm pass and a ReLU, each with no GPU work, issue at 50, 65 and 70 us, so one
+ * call takes 0.070 ms; a stack that folds BatchNorm issues two kernels: 0.055 ms. */
+static void batchnorm_pass_should_cost_the_host_its_own(void **state)
+{
+    (void)state;
+    pp_stack s = {0};
+    s.timing_calls = 1;
+    s.bn_kernel = 1;
+    for (int c = 0; c < PP_SK__COUNT; c++) s.eff[c] = 1;
+    s.tc_eff[0] = s.tc_eff[1] = 1;
+    s.host_us[PP_SK_CONV] = 100;
+    s.host_us[PP_SK_MEM] = 10;
+    s.host_bn_us = 30;
+    pp_device d = {0};
+    d.host_dispatch_scale = 0.5;
+    d.compute_units = 100;
+    d.peak_tflops[PP_PREC_FP32] = 10;
+    d.memory_bandwidth_gbs = 1000;
+    pp_stack_kernel k[3] = {{.cls = PP_SK_CONV, .blocks = 1},
+                            {.cls = PP_SK_MEM, .bn = 1, .blocks = 1},
+                            {.cls = PP_SK_MEM, .elementwise = 1, .blocks = 1}};
+    for (int i = 0; i < 3; i++) k[i].cal_ms = NAN;
+    double scratch[12], host_ms;
+    assert_rel_close(pp_stack_latency_ms(&s, &d, k, 3, scratch, &host_ms, NULL), 0.070, 1e-12);
+    assert_rel_close(host_ms, 0.070, 1e-12);
+    s.bn_kernel = 0;
+    assert_rel_close(pp_stack_latency_ms(&s, &d, k, 3, scratch, &host_ms, NULL), 0.055, 1e-12);
+}
+
 static void stack_roles_should_run_batchnorm_where_the_runtime_does(void **state)
 {
     (void)state;
@@ -223,6 +253,7 @@ static pp_stack toy_stack(void)
         s.eff[c] = 10;
     }
     s.tc_eff[0] = s.tc_eff[1] = 1;
+    s.host_bn_us = 1000;
     s.n_ctx = 1;
     s.ctx_cc[0] = 8.0;
     s.ctx_mb[0] = 500;
@@ -528,6 +559,7 @@ int main(void)
         cmocka_unit_test(wave_factor_should_count_waves_on_98_and_14_sms),
         cmocka_unit_test(mig_scaling_should_follow_waves),
         cmocka_unit_test(tensor_efficiency_should_apply_on_tensor_cores_only),
+        cmocka_unit_test(batchnorm_pass_should_cost_the_host_its_own),
         cmocka_unit_test(stack_roles_should_run_batchnorm_where_the_runtime_does),
         cmocka_unit_test(bn_pass_should_follow_each_folded_conv),
         cmocka_unit_test(stack_artifact_should_round_trip_and_name_a_bad_field),
