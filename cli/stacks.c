@@ -50,7 +50,7 @@ static void print_report(const cJSON *all)
                "%.3f;  shortest kernel %.1f us;  workspace x%.2f\n",
                num(e, "conv"), num(e, "conv3x3"), num(e, "depthwise"), num(e, "matmul"),
                num(e, "memory"), num(f, "gpu_min_us"), num(f, "ws_factor"));
-        printf("  on tensor cores, share of that efficiency: before Hopper %.3f  Hopper %.3f\n",
+        printf("  tensor-core share of each class's efficiency: before Hopper %.3f  Hopper %.3f\n",
                num(f, "tensor_efficiency"), num(f, "tensor_efficiency_hopper"));
         const cJSON *c;
         printf("  context MiB by compute capability:");

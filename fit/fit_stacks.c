@@ -452,6 +452,15 @@ static void stack_from_x(const double *x, pp_stack *s, double host_hi, const int
                                              : h;
         s->eff[c] = from_x(x, 1 + PP_SK__COUNT + c);
     }
+    /* every op pays at least an element-wise op's dispatch; a convolution or matrix product adds
+     * its library's set-up (cuDNN, cuBLAS: 2-3x an add in torch.profiler, lab/op_host_profile.py).
+     * Their parameters are the excess over the memory class's, so a fit whose rows hold few of a
+     * class (a CNN family: one matrix product) cannot price it below an add */
+    for (int c = 0; c < PP_SK__COUNT; c++) {
+        if (c == PP_SK_MEM) continue;
+        double cap = host_hi < hi_[1 + c] ? host_hi : hi_[1 + c];
+        s->host_us[c] = fmin(cap, s->host_us[PP_SK_MEM] + s->host_us[c] - lo_[1 + c]);
+    }
     s->tc_eff[0] = seen[0] ? from_x(x, NP - 4) : 1.0;
     s->tc_eff[1] = seen[1] ? from_x(x, NP - 3) : 1.0;
     /* the BatchNorm pass's own host cost; a stack that folds BatchNorm runs none */
