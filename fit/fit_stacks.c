@@ -693,7 +693,7 @@ static void fit_one(fit_job *J)
         if (held_row(J->held, J->held_family, D, r)) continue;
         for (int c = 0; c < PP_SK__COUNT; c++)
             if (pp_stack_on_tensor_cores(&J->s, r->dev, (pp_stack_class)c))
-                J->tc_seen[r->dev->compute_capability >= 9.0] = 1;
+                J->tc_seen[pp_stack_tc_generation(r->dev)] = 1;
     }
     pp_stack base = J->s;
     /* three starts (host-bound, balanced, GPU-bound: call, per-op host, efficiency), the best

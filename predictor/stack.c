@@ -77,7 +77,7 @@ int pp_stack_on_tensor_cores(const pp_stack *s, const pp_device *d, pp_stack_cla
 double pp_stack_tensor_share(const pp_stack *s, const pp_device *d, pp_stack_class c)
 {
     if (!pp_stack_on_tensor_cores(s, d, c)) return 1.0;
-    return s->tc_eff[d->compute_capability >= 9.0];
+    return s->tc_eff[pp_stack_tc_generation(d)];
 }
 
 double pp_stack_launch_blocks(const pp_device *d, pp_stack_class c, double blocks, double red)

@@ -99,6 +99,8 @@ void pp_stack_unit_ms(const pp_stack *s, const pp_device *d, pp_stack_class c, d
 double pp_stack_launch_blocks(const pp_device *d, pp_stack_class c, double blocks, double red);
 /* 1 when class c runs on tensor cores under s on d (pp_stack_peak_tflops is their peak). */
 int pp_stack_on_tensor_cores(const pp_stack *s, const pp_device *d, pp_stack_class c);
+/* The index of d's generation in tc_eff: 0 before Hopper, 1 Hopper (compute capability 9) on. */
+static inline int pp_stack_tc_generation(const pp_device *d) { return d->compute_capability >= 9.0; }
 /* The share of eff[c] class c keeps on d: tc_eff of d's generation on tensor cores, else 1. */
 double pp_stack_tensor_share(const pp_stack *s, const pp_device *d, pp_stack_class c);
 /* t = max(tc / (eff[c] x share), tm / eff[memory]) + gpu_min, share from pp_stack_tensor_share */
