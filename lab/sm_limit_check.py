@@ -6,7 +6,8 @@ models x batch 1, 8, 64 on CUDA green contexts of 8-128 SMs and the whole H200) 
 row through the CLI on a descriptor of that many SMs. A green context keeps the GPU's memory
 system: each descriptor takes `base: <the measured GPU>`, its compute units, its peaks times
 k / SMs, and its bandwidth times the copy rate those SMs reached over the whole GPU's (the run's
-own probe rows). That is how perfpred derives a MIG slice too, less the slice's memory share.
+own probe rows), the GPU's figures read from `perfpred devices show`. That is how perfpred
+derives a MIG slice too, less the slice's memory share.
 
 Printed: per SM count, measured and predicted slowdown against the whole GPU (median over the
 rows of a batch), and the MAPE of each batch. Batch 1 is host-bound on that machine (its host's
@@ -18,6 +19,7 @@ import argparse
 import csv
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -28,12 +30,25 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
-def descriptor(base, name, k, full, bw_share):
+def gpu_figures(perfpred, dev):
+    """Peak TFLOP/s by precision and bandwidth of dev, from its resolved descriptor."""
+    text = subprocess.run([perfpred, "devices", "show", dev], capture_output=True, text=True,
+                          check=True).stdout
+    block = re.search(r"\n  peak_tflops:\n((?:    \w+: [0-9.eE+-]+\n)+)", text)
+    bw = re.search(r"\n  memory_bandwidth_gbs: ([0-9.eE+-]+)\n", text)
+    if not block or not bw:
+        sys.exit(f"perfpred devices show {dev}: no peak_tflops block or memory_bandwidth_gbs")
+    peaks = {k: float(v) for k, v in re.findall(r"    (\w+): ([0-9.eE+-]+)", block.group(1))}
+    return peaks, float(bw.group(1))
+
+
+def descriptor(base, name, k, full, bw_share, peaks, bw):
+    """A descriptor of k of the full SMs of base: its peaks times k / full, its bandwidth times
+    bw_share."""
+    lines = [f"    {p}: {v * k / full:.6g}" for p, v in peaks.items()]
     return (f"---\nname: {name}\nbase: {base}\ndescription: {base} on a green context of {k} SMs\n"
-            f"hardware:\n  compute_units: {k}\n  peak_tflops:\n"
-            f"    fp32: {67 * k / full:.6g}\n    tf32: {494.5 * k / full:.6g}\n"
-            f"    fp16: {989.5 * k / full:.6g}\n    bf16: {989.5 * k / full:.6g}\n"
-            f"  memory_bandwidth_gbs: {4800 * bw_share:.6g}\n")
+            f"hardware:\n  compute_units: {k}\n  peak_tflops:\n" + "\n".join(lines) +
+            f"\n  memory_bandwidth_gbs: {bw * bw_share:.6g}\n")
 
 
 def predict(perfpred, cfg, dev, onnx, b):
@@ -53,8 +68,7 @@ def main():
     a = ap.parse_args()
     rows = list(csv.DictReader(open(a.csv)))
     base = rows[0]["device"]
-    if base != "h200-sxm-141gb":
-        sys.exit(f"{a.csv}: written for the H200's descriptor figures, found {base}")
+    peaks, bw = gpu_figures(a.perfpred, base)
     probes = {(int(r["sm_count"]), r["model"]): float(r["probe_value"])
               for r in rows if r["kind"] == "probe" and r["status"] == "ok"}
     full = max(k for k, _ in probes)
@@ -65,7 +79,7 @@ def main():
         with open(os.path.join(cfg, "devices", "zz-sm-limit.yaml"), "w") as f:
             for k in sorted({k for k, _ in probes}):
                 share = min(1.0, probes[(k, "copy_gbs")] / probes[(full, "copy_gbs")])
-                f.write(descriptor(base, f"{base}-sm{k}", k, full, share))
+                f.write(descriptor(base, f"{base}-sm{k}", k, full, share, peaks, bw))
         meas, pred = {}, {}
         for r in rows:
             if r["kind"] != "model" or r["status"] != "ok":

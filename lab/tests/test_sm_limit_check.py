@@ -1,5 +1,5 @@
-"""lab/sm_limit_check.py: the descriptor of a green context, worked out by hand (predicting the
-rows needs the build and the study's CSV, and is run by hand)."""
+"""lab/sm_limit_check.py: the descriptor of a green context, worked out by hand from the H200's
+figures (predicting the rows needs the build and the study's CSV, and is run by hand)."""
 
 import os
 import sys
@@ -13,7 +13,8 @@ import sm_limit_check as sc  # noqa: E402
 
 class DescriptorTest(unittest.TestCase):
     def test_sixteen_of_132_sms_with_half_the_copy_rate(self):
-        text = sc.descriptor("h200-sxm-141gb", "h200-sxm-141gb-sm16", 16, 132, 0.5)
+        peaks = {"fp32": 67, "tf32": 494.5, "fp16": 989.5, "bf16": 989.5}
+        text = sc.descriptor("h200-sxm-141gb", "h200-sxm-141gb-sm16", 16, 132, 0.5, peaks, 4800)
         lines = [ln.strip() for ln in text.splitlines()]
         self.assertIn("name: h200-sxm-141gb-sm16", lines)
         self.assertIn("base: h200-sxm-141gb", lines)
