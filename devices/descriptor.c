@@ -320,7 +320,10 @@ static void mark(pctx *c, pp_dev_src *s, int f, yaml_node_t *k)
     s->field_at[f] = pos_of(c, k);
 }
 
-static const char *const peak_keys[] = {"fp32", "tf32", "fp16", "bf16", "int8", NULL};
+/* the precisions (pp_precision's order), then fp16 with fp16 accumulation */
+static const char *const peak_keys[] = {"fp32", "tf32", "fp16", "bf16", "int8", "fp16_acc16", NULL};
+_Static_assert(sizeof peak_keys / sizeof *peak_keys == PP_PREC__COUNT + 2,
+               "peak_keys: one key per precision, then fp16_acc16");
 
 static perfpred_status peak_pair(pctx *c, const char *key, yaml_node_t *k, yaml_node_t *v, void *o)
 {
@@ -329,8 +332,10 @@ static perfpred_status peak_pair(pctx *c, const char *key, yaml_node_t *k, yaml_
     if (i < 0) return unknown_key(c, k, "hardware.peak_tflops", peak_keys);
     char what[64];
     snprintf(what, sizeof what, "peak_tflops.%s", key);
-    perfpred_status st = get_double(c, v, what, &s->d.peak_tflops[i]);
-    if (!st) mark(c, s, PP_F_PEAK + i, k);
+    int acc16 = i == PP_PREC__COUNT;
+    perfpred_status st =
+        get_double(c, v, what, acc16 ? &s->d.peak_fp16_acc16_tflops : &s->d.peak_tflops[i]);
+    if (!st) mark(c, s, acc16 ? PP_F_FP16ACC16 : PP_F_PEAK + i, k);
     return st;
 }
 

@@ -75,6 +75,10 @@ typedef struct pp_device {
 
     /* vendor figures (0 = not stated by the vendor / not applicable) */
     double peak_tflops[PP_PREC__COUNT];  /* dense, per precision (tensor cores where used) */
+    double peak_fp16_acc16_tflops;  /* dense fp16 tensor-core rate accumulating in fp16, where it
+                                       differs from peak_tflops[fp16] (which accumulates in fp32):
+                                       GeForce cards run fp32 accumulation at half rate. 0 = the
+                                       same as the fp16 figure (datacenter and workstation cards) */
     double memory_bandwidth_gbs;
     double memory_gb;
     int compute_units;         /* SMs for NVIDIA GPUs, cores for CPUs */

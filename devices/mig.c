@@ -142,6 +142,7 @@ perfpred_status pp_dev_mig_derive(pp_arena *a, const pp_dev_src *src, pp_device 
         d->memory_bandwidth_gbs = P->memory_bandwidth_gbs * fm;
         d->l2_mb = P->l2_mb * fm;
         for (int k = 0; k < PP_PREC__COUNT; k++) d->peak_tflops[k] = P->peak_tflops[k] * fsm;
+        d->peak_fp16_acc16_tflops = P->peak_fp16_acc16_tflops * fsm;
         d->idle_power_w = P->idle_power_w * fg;
         d->max_power_w = P->max_power_w * fg;
 

@@ -63,7 +63,9 @@ double pp_stack_peak_tflops(const pp_stack *s, const pp_device *d, pp_stack_clas
 {
     double fp32 = d->peak_tflops[PP_PREC_FP32], tf = 0;
     int tensor = c == PP_SK_CONV || c == PP_SK_CONV3 || c == PP_SK_MATMUL;
-    if (tensor && s->precision == PP_PREC_FP16) tf = d->peak_tflops[PP_PREC_FP16];
+    if (tensor && s->precision == PP_PREC_FP16)
+        tf = s->fp16_acc16 && d->peak_fp16_acc16_tflops > 0 ? d->peak_fp16_acc16_tflops
+                                                            : d->peak_tflops[PP_PREC_FP16];
     else if (tensor && s->tf32_conv && c != PP_SK_MATMUL) tf = d->peak_tflops[PP_PREC_TF32];
     /* GPUs without tensor cores for the stack's precision run it on the fp32 lanes */
     return tf > fp32 ? tf : fp32;
@@ -325,6 +327,11 @@ static perfpred_status parse_stack(const cJSON *o, const char *path, pp_stack *s
     s->fuse_epilogue = d > 0.5;
     if ((st = pp_artifact_num(o, path, "bn_kernel", 0, 1, &d, err))) return st;
     s->bn_kernel = d > 0.5;
+    d = 0; /* optional: stacks fitted before it accumulate in fp32 */
+    if (cJSON_GetObjectItemCaseSensitive(o, "fp16_accumulate") &&
+        (st = pp_artifact_num(o, path, "fp16_accumulate", 0, 1, &d, err)))
+        return st;
+    s->fp16_acc16 = d > 0.5;
     if ((st = pp_artifact_num(o, path, "timing_calls", 1, 1e6, &d, err))) return st;
     s->timing_calls = (int)d;
     if ((st = pp_artifact_num(o, path, "call_us", 0, 1e6, &s->call_us, err)) ||
@@ -445,6 +452,7 @@ cJSON *pp_stack_json(const pp_stack *s)
     cJSON_AddNumberToObject(o, "tf32_conv", s->tf32_conv);
     cJSON_AddNumberToObject(o, "fuse_epilogue", s->fuse_epilogue);
     cJSON_AddNumberToObject(o, "bn_kernel", s->bn_kernel);
+    cJSON_AddNumberToObject(o, "fp16_accumulate", s->fp16_acc16);
     cJSON_AddNumberToObject(o, "timing_calls", s->timing_calls);
     cJSON_AddNumberToObject(o, "call_us", s->call_us);
     cJSON_AddNumberToObject(o, "sync_us", s->sync_us);

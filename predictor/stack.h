@@ -40,6 +40,10 @@ typedef struct pp_stack {
     int fuse_epilogue;             /* an element-wise kernel after a conv/matmul runs in its epilogue */
     int bn_kernel;                 /* BatchNorm runs as a kernel of its own after its convolution,
                                       where the ONNX export folded it into the weights */
+    int fp16_acc16;                /* fp16 kernels may accumulate in fp16 (TensorRT's h884/h1688
+                                      tactics), so they see the descriptor's fp16_acc16 peak where
+                                      it states one; PyTorch's cuDNN and cuBLAS calls accumulate
+                                      in fp32 */
     int timing_calls;              /* calls per timed loop (back-to-back mean); 1 = one call, synced */
     double call_us;                /* host cost of one call beyond its ops (Python forward) */
     double host_us[PP_SK__COUNT];  /* host cost to issue one kernel of each class */

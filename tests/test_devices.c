@@ -418,6 +418,47 @@ static void host_dispatch_source_should_be_stated_and_inherited(void **state)
     pp_devices_free(db);
 }
 
+/* GeForce whitepapers state fp16 tensor rates with fp32 accumulation at half the fp16-accumulate
+ * rate: [TU-WP] RTX 2080 Ti 53.8 / 107.6, [GA102-WP] RTX 3090 71 / 142, [ADA-WP] RTX 4090 165.2 /
+ * 330.3. The RTX A6000 (base: rtx-3090) runs both at 154.8 and writes its own; the RTX 5090 states
+ * neither; a datacenter card states no separate rate (0: the fp16 figure's). */
+static void fp16_accumulate_rates_should_be_the_whitepapers_and_not_leak_to_children(void **state)
+{
+    (void)state;
+    pp_device_db *db = load_shipped();
+    assert_rel_close(must_find(db, "rtx-2080-ti")->peak_fp16_acc16_tflops, 107.6, 1e-12);
+    assert_rel_close(must_find(db, "rtx-3090")->peak_fp16_acc16_tflops, 142, 1e-12);
+    assert_rel_close(must_find(db, "rtx-4090")->peak_fp16_acc16_tflops, 330.3, 1e-12);
+    assert_rel_close(must_find(db, "rtx-4090-compile")->peak_fp16_acc16_tflops, 330.3, 1e-12);
+    assert_rel_close(must_find(db, "rtx-a6000")->peak_fp16_acc16_tflops, 154.8, 1e-12);
+    assert_true(must_find(db, "rtx-5090")->peak_fp16_acc16_tflops == 0);
+    assert_true(must_find(db, "a100-sxm4-40gb")->peak_fp16_acc16_tflops == 0);
+    assert_true(must_find(db, "v100-sxm2-32gb")->peak_fp16_acc16_tflops == 0);
+    pp_devices_free(db);
+    /* a MIG slice takes its share of the SMs: 200 x 14 / 98 */
+    const char *text = HEAD "hardware:\n  peak_tflops: {fp16: 100, fp16_acc16: 200}\n"
+                            "  memory_gb: 80\n  memory_bandwidth_gbs: 2000\n  compute_units: 98\n"
+                            "mig:\n  total_compute_slices: 7\n  total_memory_slices: 8\n  profiles:\n"
+                            "    - {name: 1g.10gb, compute_slices: 1, memory_slices: 1, "
+                            "compute_units: 14}\n";
+    const char *tmp = pp_test_tmpfile(text, strlen(text), ".yaml");
+    assert_non_null(tmp);
+    char path[4096];
+    snprintf(path, sizeof path, "%s", tmp);
+    const char *paths[] = {path};
+    pp_device_db *one = NULL;
+    pp_err err = {0};
+    assert_int_equal(pp_devices_load_files(paths, 1, &one, &err), PERFPRED_OK);
+    unlink(path);
+    assert_rel_close(must_find(one, "t")->peak_fp16_acc16_tflops, 200, 1e-12);
+    assert_rel_close(must_find(one, "t-mig-1g.10gb")->peak_fp16_acc16_tflops, 200.0 * 14 / 98,
+                     1e-12);
+    pp_devices_free(one);
+    /* a misspelt key is named with the keys the section knows */
+    expect_text_error(HEAD "hardware:\n  peak_tflops: {fp16_acc32: 1}\n", PERFPRED_ERR_DEVICE,
+                      "fp16_acc16");
+}
+
 static void parser_should_be_strict(void **state)
 {
     expect_text_error("name: t\ndescription: t\nvendor: T\nkind: gpu\nruntime:\n"
@@ -596,6 +637,7 @@ static void assert_same_device(const pp_device *a, const pp_device *b)
     for (int i = 0; i < a->n_aliases; i++) assert_string_equal(a->aliases[i], b->aliases[i]);
     for (int p = 0; p < PP_PREC__COUNT; p++)
         assert_true(a->peak_tflops[p] == b->peak_tflops[p]);   /* bit-exact through the text */
+    assert_true(a->peak_fp16_acc16_tflops == b->peak_fp16_acc16_tflops);
     assert_true(a->memory_bandwidth_gbs == b->memory_bandwidth_gbs);
     assert_true(a->memory_gb == b->memory_gb);
     assert_int_equal(a->compute_units, b->compute_units);
@@ -721,6 +763,7 @@ int main(void)
         cmocka_unit_test(inheritance_should_override_only_written_fields),
         cmocka_unit_test(mig_memory_should_follow_m_when_the_profile_states_none),
         cmocka_unit_test(errors_should_name_file_line_and_column),
+        cmocka_unit_test(fp16_accumulate_rates_should_be_the_whitepapers_and_not_leak_to_children),
         cmocka_unit_test(parser_should_be_strict),
         cmocka_unit_test(mig_tables_should_be_checked),
         cmocka_unit_test(figures_should_be_within_their_physical_range),

@@ -108,6 +108,45 @@ static void tensor_efficiency_should_apply_on_tensor_cores_only(void **state)
     assert_false(pp_stack_on_tensor_cores(&s, &d, PP_SK_MEM));
 }
 
+/* A GeForce-like card: fp16 tensor cores at 40 TFLOP/s accumulating in fp32, 80 in fp16. A conv
+ * of 1 GFLOP in one wave (1000 blocks on 500 SMs x 2) at efficiency 0.5 x share 0.25: 1e9 /
+ * (40e12 x 0.125) = 0.2 ms under PyTorch (fp32 accumulation), 0.1 ms under a stack whose kernels
+ * accumulate in fp16. A card stating no fp16-accumulate rate gives 0.2 ms under both, and an fp32
+ * stack (no TF32 here: the fp32 lanes, share 1) 1e9 / (10e12 x 0.5) = 0.2 ms. */
+static void fp16_accumulation_should_take_its_own_peak_where_the_stack_uses_it(void **state)
+{
+    (void)state;
+    pp_stack eager = {0};
+    eager.precision = PP_PREC_FP16;
+    for (int c = 0; c < PP_SK__COUNT; c++) eager.eff[c] = 0.5;
+    eager.tc_eff[0] = eager.tc_eff[1] = 0.25;
+    pp_stack trt = eager;
+    trt.fp16_acc16 = 1;
+    pp_device d = {0};
+    d.peak_tflops[PP_PREC_FP32] = 10;
+    d.peak_tflops[PP_PREC_FP16] = 40;
+    d.peak_fp16_acc16_tflops = 80;
+    d.memory_bandwidth_gbs = 1e9;
+    d.compute_units = 500;
+    d.compute_capability = 7.5;
+    assert_rel_close(pp_stack_peak_tflops(&eager, &d, PP_SK_CONV), 40, 1e-15);
+    assert_rel_close(pp_stack_peak_tflops(&trt, &d, PP_SK_CONV), 80, 1e-15);
+    assert_rel_close(pp_stack_gpu_ms(&eager, &d, PP_SK_CONV, 1e9, 1, 1000, 64), 0.2, 1e-12);
+    assert_rel_close(pp_stack_gpu_ms(&trt, &d, PP_SK_CONV, 1e9, 1, 1000, 64), 0.1, 1e-12);
+    assert_rel_close(pp_stack_gpu_ms(&trt, &d, PP_SK_MATMUL, 1e9, 1, 1000, 64), 0.1, 1e-12);
+    /* element-wise kernels have no tensor-core peak: 4e6 B / (0.5 x 1e18 B/s) = 8e-9 ms in one
+     * wave (2000 blocks on 500 SMs x 4) */
+    assert_rel_close(pp_stack_gpu_ms(&trt, &d, PP_SK_MEM, 0, 4e6, 2000, 0), 8e-9, 1e-9);
+    d.peak_fp16_acc16_tflops = 0;
+    assert_rel_close(pp_stack_gpu_ms(&trt, &d, PP_SK_CONV, 1e9, 1, 1000, 64), 0.2, 1e-12);
+    pp_stack fp32 = trt;
+    fp32.precision = PP_PREC_FP32;
+    fp32.tf32_conv = 1;
+    d.peak_fp16_acc16_tflops = 80;
+    assert_false(pp_stack_on_tensor_cores(&fp32, &d, PP_SK_CONV));
+    assert_rel_close(pp_stack_gpu_ms(&fp32, &d, PP_SK_CONV, 1e9, 1, 1000, 64), 0.2, 1e-12);
+}
+
 /* Host costs of conv 100, element-wise 10 and the BatchNorm pass 30 us, on a host at 0.5x: a
  * conv, its BatchNorm pass and a ReLU, each with no GPU work, issue at 50, 65 and 70 us, so one
  * call takes 0.070 ms; a stack that folds BatchNorm issues two kernels: 0.055 ms. */
@@ -270,10 +309,12 @@ static void stack_artifact_should_round_trip_and_name_a_bad_field(void **state)
     snprintf(path, sizeof path, "%s/artifacts/stacks/pytorch-eager-fp32.json", toy_dir());
     pp_stack s = toy_stack(), back;
     s.eff[PP_SK_CONV3] = 7.5;
+    s.fp16_acc16 = 1;
     pp_err err = {0};
     assert_int_equal(pp_stack_save(&s, path, "{\"rows\": 3}", &err), PERFPRED_OK);
     assert_int_equal(pp_stack_load(path, &back, &err), PERFPRED_OK);
     assert_string_equal(back.name, s.name);
+    assert_int_equal(back.fp16_acc16, 1);
     assert_int_equal(back.timing_calls, 1);
     assert_rel_close(back.host_us[PP_SK_CONV3], 1000, 1e-15);
     assert_rel_close(back.eff[PP_SK_CONV3], 7.5, 1e-15);
@@ -559,6 +600,7 @@ int main(void)
         cmocka_unit_test(wave_factor_should_count_waves_on_98_and_14_sms),
         cmocka_unit_test(mig_scaling_should_follow_waves),
         cmocka_unit_test(tensor_efficiency_should_apply_on_tensor_cores_only),
+        cmocka_unit_test(fp16_accumulation_should_take_its_own_peak_where_the_stack_uses_it),
         cmocka_unit_test(batchnorm_pass_should_cost_the_host_its_own),
         cmocka_unit_test(stack_roles_should_run_batchnorm_where_the_runtime_does),
         cmocka_unit_test(bn_pass_should_follow_each_folded_conv),
