@@ -116,6 +116,7 @@ static void copy_field(pp_device *dst, const pp_device *src, int f)
     case PP_F_MEMTYPE: dst->memory_type = src->memory_type; break;
     case PP_F_GEMM: dst->gemm_gflops = src->gemm_gflops; break;
     case PP_F_FP16ACC16: dst->peak_fp16_acc16_tflops = src->peak_fp16_acc16_tflops; break;
+    case PP_F_STREAM: dst->stream_bandwidth_gbs = src->stream_bandwidth_gbs; break;
     case PP_F_FUSION:
         dst->n_fusion = src->n_fusion;
         memcpy(dst->fusion, src->fusion, sizeof dst->fusion);
@@ -405,6 +406,12 @@ int pp_device_named(const pp_device *d, const char *name)
     for (int a = 0; a < d->n_aliases; a++)
         if (strcmp(name, d->aliases[a]) == 0) return 1;
     return 0;
+}
+
+double pp_device_stream_gbs(const pp_device *d)
+{
+    return d->stream_bandwidth_gbs > 0 ? d->stream_bandwidth_gbs
+                                       : PP_STREAM_SHARE_OF_PEAK * d->memory_bandwidth_gbs;
 }
 
 int pp_device_is_eager_pytorch_cpu(const pp_device *d)

@@ -147,6 +147,7 @@ typedef struct figure_range {
 static const figure_range figure_ranges[] = {
     {"peak_tflops", 0, 1e5, "TFLOP/s"},
     {"memory_bandwidth_gbs", 0, 1e6, "GB/s"},
+    {"stream_bandwidth_gbs", 0, 1e6, "GB/s"},
     {"memory_gb", 0, 1e5, "GB"},
     {"clock_mhz", 0, 1e5, "MHz"},
     {"l2_mb", 0, 1e6, "MB"},
@@ -341,7 +342,8 @@ static perfpred_status peak_pair(pctx *c, const char *key, yaml_node_t *k, yaml_
 
 static const char *const hw_keys[] = {"peak_tflops", "memory_bandwidth_gbs", "memory_gb",
                                       "compute_units", "clock_mhz", "l2_mb", "idle_power_w",
-                                      "max_power_w", "compute_capability", "memory_type", NULL};
+                                      "max_power_w", "compute_capability", "memory_type",
+                                      "stream_bandwidth_gbs", NULL};
 
 static perfpred_status hw_pair(pctx *c, const char *key, yaml_node_t *k, yaml_node_t *v, void *o)
 {
@@ -373,6 +375,9 @@ static perfpred_status hw_pair(pctx *c, const char *key, yaml_node_t *k, yaml_no
         mark(c, s, PP_F_MEMTYPE, k);
         break;
     }
+    case 10:
+        st = get_double(c, v, key, &d->stream_bandwidth_gbs), mark(c, s, PP_F_STREAM, k);
+        break;
     default: return unknown_key(c, k, "hardware", hw_keys);
     }
     return st;

@@ -80,6 +80,8 @@ typedef struct pp_device {
                                        GeForce cards run fp32 accumulation at half rate. 0 = the
                                        same as the fp16 figure (datacenter and workstation cards) */
     double memory_bandwidth_gbs;
+    double stream_bandwidth_gbs;  /* measured: the best a read-one-write-one kernel reaches
+                                     (gpu-benches' gpu-stream "scale"); 0 = not measured */
     double memory_gb;
     int compute_units;         /* SMs for NVIDIA GPUs, cores for CPUs */
     double clock_mhz;          /* boost clock */
@@ -151,6 +153,13 @@ const pp_device *pp_devices_at(const pp_device_db *db, int i);      /* sorted by
 const pp_device *pp_devices_find(const pp_device_db *db, const char *name);
 /* 1 when name is d's canonical name or one of its aliases, exactly as a measurement row writes it. */
 int pp_device_named(const pp_device *d, const char *name);
+/* The share of the datasheet bandwidth a streaming kernel reaches on a GPU nobody measured: the
+ * median over the seven NVIDIA GPUs of gpu-benches' gpu-stream (scale: A100 40GB 0.888, A100 80GB
+ * 0.849, A40 0.945, H100 PCIe 0.852, H200 0.659, L40 0.944, V100 0.893). */
+#define PP_STREAM_SHARE_OF_PEAK 0.888
+/* The bandwidth a streaming kernel reaches on d, GB/s: its measured stream_bandwidth_gbs, else
+ * PP_STREAM_SHARE_OF_PEAK x memory_bandwidth_gbs. */
+double pp_device_stream_gbs(const pp_device *d);
 /* 1 when d is a CPU whose runtime stack is eager PyTorch (the runners' stack): what the CPU
  * calibration (`calibrate run`), its BLAS convolutions and their transfer assume. */
 int pp_device_is_eager_pytorch_cpu(const pp_device *d);

@@ -86,6 +86,8 @@ char *pp_device_to_yaml(const pp_device *d)
         put_kv(f, "    ", pp_precision_name((pp_precision)p), d->peak_tflops[p]);
     if (d->peak_fp16_acc16_tflops > 0) put_kv(f, "    ", "fp16_acc16", d->peak_fp16_acc16_tflops);
     put_kv(f, "  ", "memory_bandwidth_gbs", d->memory_bandwidth_gbs);
+    if (d->stream_bandwidth_gbs > 0)
+        put_kv(f, "  ", "stream_bandwidth_gbs", d->stream_bandwidth_gbs);
     put_kv(f, "  ", "memory_gb", d->memory_gb);
     fprintf(f, "  compute_units: %d\n", d->compute_units);
     put_kv(f, "  ", "clock_mhz", d->clock_mhz);

@@ -140,6 +140,7 @@ perfpred_status pp_dev_mig_derive(pp_arena *a, const pp_dev_src *src, pp_device 
         d->compute_units = p->compute_units;
         d->memory_gb = p->memory_gb > 0 ? p->memory_gb : P->memory_gb * fm;
         d->memory_bandwidth_gbs = P->memory_bandwidth_gbs * fm;
+        d->stream_bandwidth_gbs = P->stream_bandwidth_gbs * fm;
         d->l2_mb = P->l2_mb * fm;
         for (int k = 0; k < PP_PREC__COUNT; k++) d->peak_tflops[k] = P->peak_tflops[k] * fsm;
         d->peak_fp16_acc16_tflops = P->peak_fp16_acc16_tflops * fsm;

@@ -31,7 +31,8 @@ ROOT = os.path.dirname(HERE)
 
 
 def gpu_figures(perfpred, dev):
-    """Peak TFLOP/s by precision and bandwidth of dev, from its resolved descriptor."""
+    """Peak TFLOP/s by precision, datasheet bandwidth and measured stream bandwidth (0 where none)
+    of dev, from its resolved descriptor."""
     text = subprocess.run([perfpred, "devices", "show", dev], capture_output=True, text=True,
                           check=True).stdout
     block = re.search(r"\n  peak_tflops:\n((?:    \w+: [0-9.eE+-]+\n)+)", text)
@@ -39,16 +40,20 @@ def gpu_figures(perfpred, dev):
     if not block or not bw:
         sys.exit(f"perfpred devices show {dev}: no peak_tflops block or memory_bandwidth_gbs")
     peaks = {k: float(v) for k, v in re.findall(r"    (\w+): ([0-9.eE+-]+)", block.group(1))}
-    return peaks, float(bw.group(1))
+    stream = re.search(r"\n  stream_bandwidth_gbs: ([0-9.eE+-]+)\n", text)
+    return peaks, float(bw.group(1)), float(stream.group(1)) if stream else 0.0
 
 
-def descriptor(base, name, k, full, bw_share, peaks, bw):
-    """A descriptor of k of the full SMs of base: its peaks times k / full, its bandwidth times
-    bw_share."""
+def descriptor(base, name, k, full, bw_share, peaks, bw, stream=0.0):
+    """A descriptor of k of the full SMs of base: its peaks times k / full, its bandwidths (the
+    datasheet's and, where base states one, the measured stream figure) times bw_share."""
     lines = [f"    {p}: {v * k / full:.6g}" for p, v in peaks.items()]
-    return (f"---\nname: {name}\nbase: {base}\ndescription: {base} on a green context of {k} SMs\n"
+    text = (f"---\nname: {name}\nbase: {base}\ndescription: {base} on a green context of {k} SMs\n"
             f"hardware:\n  compute_units: {k}\n  peak_tflops:\n" + "\n".join(lines) +
             f"\n  memory_bandwidth_gbs: {bw * bw_share:.6g}\n")
+    if stream > 0:
+        text += f"  stream_bandwidth_gbs: {stream * bw_share:.6g}\n"
+    return text
 
 
 def predict(perfpred, cfg, dev, onnx, b):
@@ -68,7 +73,7 @@ def main():
     a = ap.parse_args()
     rows = list(csv.DictReader(open(a.csv)))
     base = rows[0]["device"]
-    peaks, bw = gpu_figures(a.perfpred, base)
+    peaks, bw, stream = gpu_figures(a.perfpred, base)
     probes = {(int(r["sm_count"]), r["model"]): float(r["probe_value"])
               for r in rows if r["kind"] == "probe" and r["status"] == "ok"}
     full = max(k for k, _ in probes)
@@ -79,7 +84,7 @@ def main():
         with open(os.path.join(cfg, "devices", "zz-sm-limit.yaml"), "w") as f:
             for k in sorted({k for k, _ in probes}):
                 share = min(1.0, probes[(k, "copy_gbs")] / probes[(full, "copy_gbs")])
-                f.write(descriptor(base, f"{base}-sm{k}", k, full, share, peaks, bw))
+                f.write(descriptor(base, f"{base}-sm{k}", k, full, share, peaks, bw, stream))
         meas, pred = {}, {}
         for r in rows:
             if r["kind"] != "model" or r["status"] != "ok":

@@ -95,7 +95,7 @@ void pp_stack_unit_ms(const pp_stack *s, const pp_device *d, pp_stack_class c, d
                       double bytes, double blocks, double red, double *tc_ms, double *tm_ms)
 {
     double peak = pp_stack_peak_tflops(s, d, c) * 1e12;
-    double bw = d->memory_bandwidth_gbs * 1e9;
+    double bw = pp_device_stream_gbs(d) * 1e9; /* what a streaming kernel reaches */
     double wf = pp_wave_factor(pp_stack_launch_blocks(d, c, blocks, red), d->compute_units,
                                pp_stack_resident(c));
     *tc_ms = c != PP_SK_MEM && peak > 0 ? flops / peak * wf * 1e3 : 0;

@@ -23,8 +23,17 @@ class DescriptorTest(unittest.TestCase):
         self.assertIn("fp32: 8.12121", lines)
         self.assertIn("tf32: 59.9394", lines)
         self.assertIn("fp16: 119.939", lines)
-        # 4800 GB/s x 0.5
+        # 4800 GB/s x 0.5; no stream figure given, none written
         self.assertIn("memory_bandwidth_gbs: 2400", lines)
+        self.assertFalse(any(ln.startswith("stream_bandwidth_gbs") for ln in lines))
+
+    def test_the_measured_stream_figure_should_scale_with_the_copy_rate(self):
+        text = sc.descriptor("h200-sxm-141gb", "h200-sxm-141gb-sm16", 16, 132, 0.34,
+                             {"fp32": 67}, 4800, 3165)
+        lines = [ln.strip() for ln in text.splitlines()]
+        # 4800 x 0.34 = 1632, 3165 x 0.34 = 1076.1
+        self.assertIn("memory_bandwidth_gbs: 1632", lines)
+        self.assertIn("stream_bandwidth_gbs: 1076.1", lines)
 
 
 if __name__ == "__main__":
