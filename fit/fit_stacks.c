@@ -564,9 +564,11 @@ static void nelder_mead(fit_job *J, double *x0, double h, int max_evals)
 }
 
 /* The allocator's reserved bytes after each row's pass, for every workspace factor: a framework-tax
- * file's rows of one model replayed in order through one allocator (their sweep), the project's
- * own rows each in a fresh one. The device's memory less 1 GiB for the context bounds what the
- * allocator may hold (past it, it returns its cache, as PyTorch does). */
+ * file's rows of one model replayed in order through one allocator (their sweep: its
+ * main_pretrained.py builds the model again for each batch size while the previous one is still
+ * bound, so each row after the first reloads the weights first), the project's own rows each in
+ * a fresh one. The device's memory less 1 GiB for the context bounds what the allocator may hold
+ * (past it, it returns its cache, as PyTorch does). */
 static perfpred_status replay_rows(data *D, pp_err *err)
 {
     pp_stack probe = {0};
@@ -591,7 +593,8 @@ static perfpred_status replay_rows(data *D, pp_err *err)
                     st = pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
                     break;
                 }
-                st = pp_alloc_sim_run(sim, &D->cfgs[r->cfg].tr, &ap, err);
+                if (j != i) st = pp_alloc_sim_rebuild(sim, &D->cfgs[r->cfg].tr, &ap, err);
+                if (!st) st = pp_alloc_sim_run(sim, &D->cfgs[r->cfg].tr, &ap, err);
                 ap.with_weights = 0;
                 r->res[k] = pp_alloc_sim_stats(sim).reserved;
                 done[j] = 1;

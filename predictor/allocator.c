@@ -264,6 +264,8 @@ struct pp_alloc_sim {
     seg *s;
     int ns, cap_s;
     int cublas; /* cuBLAS's workspace is allocated */
+    int *wb;    /* the loaded model's weight blocks (a rebuild frees them) */
+    int n_wb, cap_wb;
     pp_alloc_stats st;
 };
 
@@ -276,6 +278,7 @@ void pp_alloc_sim_free(pp_alloc_sim *s)
     free(s->spare);
     free(s->fl);
     free(s->s);
+    free(s->wb);
     free(s);
 }
 
@@ -413,6 +416,53 @@ static void sim_release(pp_alloc_sim *s, int i)
     }
 }
 
+/* The bytes asked for `want`: past 2^60 B (no device holds it) the request stays 2^60 B and
+ * counts as over. */
+static int64_t request_of(pp_alloc_sim *s, double want)
+{
+    if (want > 0x1p60) {
+        s->st.over++;
+        return (int64_t)1 << 60;
+    }
+    return (int64_t)llround(want);
+}
+
+/* Allocates a weight of t's model and records its block; -1 on failure. */
+static int load_weight(pp_alloc_sim *s, int64_t n, double capacity)
+{
+    if (s->n_wb == s->cap_wb) {
+        int nc = s->cap_wb ? 2 * s->cap_wb : 256;
+        int *w = realloc(s->wb, (size_t)nc * sizeof *w);
+        if (!w) return -1;
+        s->wb = w;
+        s->cap_wb = nc;
+    }
+    int i = sim_malloc(s, n, capacity);
+    if (i >= 0) s->wb[s->n_wb++] = i;
+    return i;
+}
+
+perfpred_status pp_alloc_sim_rebuild(pp_alloc_sim *s, const pp_alloc_trace *t,
+                                     const pp_alloc_params *p, pp_err *err)
+{
+    int *old = s->wb, n_old = s->n_wb;
+    s->wb = NULL;
+    s->n_wb = s->cap_wb = 0;
+    int e;
+    for (e = 0; e < t->n; e++) {
+        const pp_alloc_ev *v = &t->ev[e];
+        if (v->kind != PP_ALLOC_WEIGHT || v->bytes <= 0) continue;
+        double want = (double)v->bytes * p->scale;
+        if (!(want >= 1)) continue;
+        if (load_weight(s, request_of(s, want), p->capacity) < 0) break;
+    }
+    /* the previous instance goes once the new one is bound: its blocks return to the cache */
+    for (int k = 0; k < n_old; k++) sim_release(s, old[k]);
+    free(old);
+    return e < t->n ? pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory replaying allocations")
+                    : PERFPRED_OK;
+}
+
 perfpred_status pp_alloc_sim_run(pp_alloc_sim *s, const pp_alloc_trace *t,
                                  const pp_alloc_params *p, pp_err *err)
 {
@@ -434,10 +484,9 @@ perfpred_status pp_alloc_sim_run(pp_alloc_sim *s, const pp_alloc_trace *t,
             double f = v->kind == PP_ALLOC_WS ? p->ws_factor : 1.0;
             double want = (double)v->bytes * p->scale * f;
             if (!(want >= 1)) continue; /* no workspace: nothing allocated, nothing to free */
-            /* past 2^60 B (no device holds it) the request stays 2^60 B and counts as over */
-            if (want > 0x1p60) s->st.over++;
-            int64_t n = want > 0x1p60 ? (int64_t)1 << 60 : (int64_t)llround(want);
-            int i = sim_malloc(s, n, p->capacity);
+            int64_t n = request_of(s, want);
+            int i = v->kind == PP_ALLOC_WEIGHT ? load_weight(s, n, p->capacity)
+                                               : sim_malloc(s, n, p->capacity);
             if (i < 0) break;
             if (v->kind != PP_ALLOC_WEIGHT && v->kind != PP_ALLOC_ENGINE && v->buf >= 0 &&
                 v->buf < t->n_bufs)

@@ -81,6 +81,12 @@ typedef struct pp_alloc_params {
  * its end. PERFPRED_ERR_NOMEM on allocation failure. */
 perfpred_status pp_alloc_sim_run(pp_alloc_sim *s, const pp_alloc_trace *t,
                                  const pp_alloc_params *p, pp_err *err);
+/* The model built again while the loaded one is still bound (framework-tax builds a new model for
+ * each batch size of its sweep, and the old one is freed only once the new one replaces it):
+ * every weight of t is allocated anew, then the previous instance's weights are freed to the
+ * cache. Run the pass after it with with_weights = 0. */
+perfpred_status pp_alloc_sim_rebuild(pp_alloc_sim *s, const pp_alloc_trace *t,
+                                     const pp_alloc_params *p, pp_err *err);
 /* torch.cuda.empty_cache(): returns every wholly free segment. */
 void pp_alloc_sim_empty_cache(pp_alloc_sim *s);
 /* torch.cuda.reset_peak_memory_stats() */

@@ -148,6 +148,44 @@ static void allocator_should_scale_workspace_and_keep_cublas_once(void **state)
     pp_alloc_sim_free(s);
 }
 
+/* framework-tax builds the model again for each batch size while the previous one is bound. Two
+ * weights of 30 MiB (large requests of >= 10 MiB: a segment each, rounded to 2 MiB) and one
+ * activation of 4 MiB (a 20 MiB segment): the first load reserves 60 + 20 MiB; a rebuild finds no
+ * free 30 MiB block while the old weights are bound, reserves 60 MiB more, then frees the old
+ * ones to the cache (140 MiB reserved, 60 allocated); a second rebuild takes the cached blocks
+ * and reserves nothing. */
+static void rebuild_should_hold_two_models_while_the_new_one_loads(void **state)
+{
+    (void)state;
+    pp_alloc_params p = params();
+    pp_alloc_ev ev[] = {{0, PP_ALLOC_WEIGHT, (int64_t)(30 * MIB)},
+                        {1, PP_ALLOC_WEIGHT, (int64_t)(30 * MIB)},
+                        {2, PP_ALLOC_ACT, (int64_t)(4 * MIB)}};
+    pp_alloc_trace t = {ev, 3, 3, 0};
+    pp_alloc_sim *s = pp_alloc_sim_new();
+    pp_alloc_stats st = replay(s, ev, 3, 3, &p);
+    assert_rel_close(st.reserved, 80 * MIB, 1e-15);
+    assert_rel_close(st.allocated, 60 * MIB, 1e-15);
+    pp_err err = {0};
+    assert_int_equal(pp_alloc_sim_rebuild(s, &t, &p, &err), PERFPRED_OK);
+    st = pp_alloc_sim_stats(s);
+    assert_rel_close(st.reserved, 140 * MIB, 1e-15);
+    assert_rel_close(st.allocated, 60 * MIB, 1e-15);
+    assert_rel_close(st.peak_allocated, 120 * MIB, 1e-15);
+    p.with_weights = 0;
+    st = replay(s, ev, 3, 3, &p);
+    assert_rel_close(st.reserved, 140 * MIB, 1e-15);
+    assert_int_equal(pp_alloc_sim_rebuild(s, &t, &p, &err), PERFPRED_OK);
+    st = pp_alloc_sim_stats(s);
+    assert_rel_close(st.reserved, 140 * MIB, 1e-15);
+    assert_rel_close(st.allocated, 60 * MIB, 1e-15);
+    /* emptying the cache returns the old instance's two segments and the activation's wholly
+     * free 20 MiB one: the bound 60 MiB stay */
+    pp_alloc_sim_empty_cache(s);
+    assert_rel_close(pp_alloc_sim_stats(s).reserved, 60 * MIB, 1e-15);
+    pp_alloc_sim_free(s);
+}
+
 static void trace_should_hold_resnet18s_weights_and_one_workspace_per_convolution(void **state)
 {
     (void)state;
@@ -218,6 +256,7 @@ int main(void)
         cmocka_unit_test(allocator_should_hand_out_a_whole_block_when_the_rest_is_too_small),
         cmocka_unit_test(allocator_should_keep_a_sweeps_segments_unless_the_cache_is_emptied),
         cmocka_unit_test(allocator_should_scale_workspace_and_keep_cublas_once),
+        cmocka_unit_test(rebuild_should_hold_two_models_while_the_new_one_loads),
         cmocka_unit_test(trace_should_hold_resnet18s_weights_and_one_workspace_per_convolution),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
