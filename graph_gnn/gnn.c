@@ -625,7 +625,8 @@ static void gnn_forward_cls(const pp_gnn *m, gnn_ws *ws, const gnn_ws *cw, const
     int kc0 = kc_of(m, 0), fwd_only = ws->wt != NULL;
     /* forward only: rows computed once per class of equal rows (node_classes), then copied */
     /* a member on the first's classes has only the rows they name prepared (ws_prepare_kinds) */
-    int dedup = fwd_only && (cw != ws || !pp_gnn_infer_is_plain());
+    int dedup = fwd_only &&
+                (cw != ws || (!pp_gnn_infer_is_plain() && pp_gnn_infer_has_classes()));
     if (dedup && cw == ws) {
         node_classes(ws, m, s);
         ws_prepare_kinds(ws, ws, m, s);

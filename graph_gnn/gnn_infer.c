@@ -2,9 +2,11 @@
  * weights transposed once per model so that a row of outputs is a sum of weight rows, four input
  * rows at a time, with accumulators kept in registers (AVX-512 / AVX2 kernels, picked on first
  * use).
- * Matrices here are ~100-200 rows x ~100 x 32: too small for BLAS's packing to pay. Built with
- * -ffp-contract=off, so every clone rounds alike: the same bits on every x86-64 machine (and
- * within float rounding of the BLAS reference, tests/test_gnn_fast.c). */
+ * Matrices here are ~100-200 rows x ~100 x 32: too small for BLAS's packing to pay. The kernels
+ * fuse each multiply-add (half the operations): the same bits on every x86-64 with AVX2+FMA or
+ * AVX-512. The portable loops, built with -ffp-contract=off, round each product and each sum: the
+ * reference, and the path elsewhere. Both agree with the BLAS forward within float rounding
+ * (tests/test_gnn_fast.c). */
 #include "graph_gnn/graph_gnn.h"
 
 #include <stdatomic.h>
@@ -20,8 +22,9 @@ typedef struct lin_init {
     int ldy0;
 } lin_init;
 
-/* y[i][0..32) = start + sum_c x[i][c] wt[c][0..32), for rows [0, m): the portable loop, the
- * reference the vector kernels below match bit for bit (tests/test_gnn_fast.c). */
+/* y[i][0..32) = start + sum_c x[i][c] wt[c][0..32), for rows [0, m): the portable loop, a
+ * separate multiply and add a step, the reference the vector kernels below are checked against
+ * (tests/test_gnn_fast.c). */
 static void linear32_plain(int m, const int *rows, int k, const float *restrict x, int ldx,
                            const float *restrict wt, const lin_init *in, float *restrict y,
                            int ldy)
@@ -47,13 +50,17 @@ static void linear32_plain(int m, const int *rows, int k, const float *restrict 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__) && \
     !defined(__SANITIZE_ADDRESS__)
 #define PP_VEC_KERNELS 1
+#include <immintrin.h>
+
 /* Register-blocked kernels: R rows x 32 outputs of accumulators stay in registers (V vectors of
- * W floats a row) while c runs, each one still b + x0 w0 + x1 w1 + ... in that order with a
- * separate multiply and add (-ffp-contract=off): the same bits as linear32_plain. The
- * accumulators are arrays indexed by constants in fully unrolled loops, which GCC keeps in
- * registers (at -O2 too, unlike the plain loop's a[32], which it leaves in memory). */
+ * W floats a row) while c runs, each one b + x0 w0 + x1 w1 + ... in that order, every step one
+ * fused multiply-add (FMADD(w, x, acc): one rounding where linear32_plain rounds the product and
+ * the sum). A row's bits depend on its inputs alone, not on its block, its width (AVX-512 and AVX2
+ * give the same bits) or the rows beside it; they differ from linear32_plain's by float rounding
+ * (tests/test_gnn_fast.c states the bound). The accumulators are arrays indexed by constants in
+ * fully unrolled loops, which GCC keeps in registers. */
 #define ROW(i) ((size_t)(rows ? rows[i] : (i)))
-#define LIN_BLOCK(VT, W, R, i0)                                                                   \
+#define LIN_BLOCK(R, i0, VT, W, LD, ST, SET1, ZERO, FMADD)                                      \
     do {                                                                                          \
         enum { V = 32 / (W) };                                                                    \
         VT acc[R][V];                                                                             \
@@ -64,29 +71,29 @@ static void linear32_plain(int m, const int *rows, int k, const float *restrict 
             const float *a0 = in->y0 ? in->y0 + (size_t)in->y0_map[ROW((i0) + r)] * in->ldy0    \
                                      : in->b;                                                     \
             _Pragma("GCC unroll 4") for (int v = 0; v < V; v++)                                   \
-            {                                                                                     \
-                if (a0) memcpy(&acc[r][v], a0 + v * (W), sizeof(VT));                             \
-                else memset(&acc[r][v], 0, sizeof(VT));                                           \
-            }                                                                                     \
+                acc[r][v] = a0 ? LD(a0 + v * (W)) : ZERO();                                       \
         }                                                                                         \
         for (int c = 0; c < k; c++) {                                                             \
             const float *w = wt + (size_t)c * 32;                                                 \
             VT wv[V];                                                                             \
-            _Pragma("GCC unroll 4") for (int v = 0; v < V; v++)                                   \
-                memcpy(&wv[v], w + v * (W), sizeof(VT));                                          \
+            _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) wv[v] = LD(w + v * (W));         \
             _Pragma("GCC unroll 8") for (int r = 0; r < (R); r++)                                 \
             {                                                                                     \
-                float xs = xp[r][c]; /* broadcast by the vector op */                             \
-                _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) acc[r][v] += wv[v] * xs;     \
+                VT xs = SET1(xp[r][c]);                                                           \
+                _Pragma("GCC unroll 4") for (int v = 0; v < V; v++)                               \
+                    acc[r][v] = FMADD(wv[v], xs, acc[r][v]);                                      \
             }                                                                                     \
         }                                                                                         \
         _Pragma("GCC unroll 8") for (int r = 0; r < (R); r++)                                     \
             _Pragma("GCC unroll 4") for (int v = 0; v < V; v++)                                   \
-                memcpy(y + ROW((i0) + r) * ldy + v * (W), &acc[r][v], sizeof(VT));                \
+                ST(y + ROW((i0) + r) * ldy + v * (W), acc[r][v]);                                 \
     } while (0)
 
-typedef float v16f __attribute__((vector_size(64)));
-typedef float v8f __attribute__((vector_size(32)));
+#define EXPAND(m, ...) m(__VA_ARGS__)
+#define AVX512_LIN __m512, 16, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_set1_ps, \
+                   _mm512_setzero_ps, _mm512_fmadd_ps
+#define AVX2_LIN __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_set1_ps, \
+                 _mm256_setzero_ps, _mm256_fmadd_ps
 
 /* 32 zmm registers: 8 rows x 2 vectors of accumulators, 2 of weights, the broadcasts. */
 __attribute__((target("avx512f"))) static void linear32_avx512(int m, const int *rows, int k,
@@ -96,31 +103,32 @@ __attribute__((target("avx512f"))) static void linear32_avx512(int m, const int 
                                                                  float *restrict y, int ldy)
 {
     int i = 0;
-    for (; i + 8 <= m; i += 8) LIN_BLOCK(v16f, 16, 8, i);
-    for (; i + 2 <= m; i += 2) LIN_BLOCK(v16f, 16, 2, i);
-    for (; i < m; i++) LIN_BLOCK(v16f, 16, 1, i);
+    for (; i + 8 <= m; i += 8) EXPAND(LIN_BLOCK, 8, i, AVX512_LIN);
+    for (; i + 2 <= m; i += 2) EXPAND(LIN_BLOCK, 2, i, AVX512_LIN);
+    for (; i < m; i++) EXPAND(LIN_BLOCK, 1, i, AVX512_LIN);
 }
 
 /* 16 ymm registers: 3 rows x 4 vectors of accumulators, the weights read from memory. */
-__attribute__((target("avx2"))) static void linear32_avx2(int m, const int *rows, int k,
-                                                          const float *restrict x, int ldx,
-                                                          const float *restrict wt,
-                                                          const lin_init *in,
-                                                          float *restrict y, int ldy)
+__attribute__((target("avx2,fma"))) static void linear32_avx2(int m, const int *rows, int k,
+                                                              const float *restrict x, int ldx,
+                                                              const float *restrict wt,
+                                                              const lin_init *in,
+                                                              float *restrict y, int ldy)
 {
     int i = 0;
-    for (; i + 3 <= m; i += 3) LIN_BLOCK(v8f, 8, 3, i);
-    for (; i < m; i++) LIN_BLOCK(v8f, 8, 1, i);
+    for (; i + 3 <= m; i += 3) EXPAND(LIN_BLOCK, 3, i, AVX2_LIN);
+    for (; i < m; i++) EXPAND(LIN_BLOCK, 1, i, AVX2_LIN);
 }
 
 typedef void linear32_fn(int, const int *, int, const float *restrict, int,
                          const float *restrict, const lin_init *, float *restrict, int);
 
+/* AVX-512F has the fused multiply-add; AVX2 without FMA (a few CPUs) takes the loops */
 static linear32_fn *linear32_pick(void)
 {
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f")) return linear32_avx512;
-    if (__builtin_cpu_supports("avx2")) return linear32_avx2;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return linear32_avx2;
     return linear32_plain;
 }
 #endif
@@ -128,16 +136,39 @@ static linear32_fn *linear32_pick(void)
 static atomic_int force_plain;
 void pp_gnn_infer_plain(int on) { atomic_store(&force_plain, on != 0); }
 
+static atomic_int no_classes;
+void pp_gnn_infer_classes(int on) { atomic_store(&no_classes, on == 0); }
+int pp_gnn_infer_has_classes(void)
+{
+    return !atomic_load_explicit(&no_classes, memory_order_relaxed);
+}
+
+#ifdef PP_VEC_KERNELS
+/* the pick is the same for every caller: a racing first store writes the same pointer */
+static linear32_fn *linear32_kernel(void)
+{
+    static linear32_fn *_Atomic fn;
+    linear32_fn *f = fn;
+    if (!f) fn = f = linear32_pick();
+    return f;
+}
+#endif
+
+int pp_gnn_infer_fused(void)
+{
+#ifdef PP_VEC_KERNELS
+    return !pp_gnn_infer_is_plain() && linear32_kernel() != linear32_plain;
+#else
+    return 0;
+#endif
+}
+
 static void linear32(int m, const int *rows, int k, const float *x, int ldx, const float *wt,
                      const lin_init *in, float *y, int ldy)
 {
 #ifdef PP_VEC_KERNELS
-    /* the pick is the same for every caller: a racing first store writes the same pointer */
-    static linear32_fn *_Atomic fn;
-    linear32_fn *f = fn;
-    if (!f) fn = f = linear32_pick();
     if (!atomic_load_explicit(&force_plain, memory_order_relaxed)) {
-        f(m, rows, k, x, ldx, wt, in, y, ldy);
+        linear32_kernel()(m, rows, k, x, ldx, wt, in, y, ldy);
         return;
     }
 #endif
@@ -196,8 +227,6 @@ int pp_gnn_infer_is_plain(void) { return atomic_load_explicit(&force_plain, memo
  * The same operations as gnn_ops.c's loops, lane by lane, so the same bits: max(a, b) is MAXPS,
  * which gives b unless a > b (NaN included), as `a > b ? a : b` does; relu is max(y, +0). */
 #ifdef PP_VEC_KERNELS
-#include <immintrin.h>
-
 /* VT: vector type, W: its floats; LD/ST unaligned load/store, ADD, MUL, MAX, SET1, ZERO */
 #define AGG_KERNEL(VT, W, LD, ST, ADD, MUL, MAX, SET1, ZERO)                                      \
     for (int t = 0; t < n_nodes; t++) {                                                           \
@@ -264,7 +293,6 @@ int pp_gnn_infer_is_plain(void) { return atomic_load_explicit(&force_plain, memo
                    _mm512_max_ps, _mm512_set1_ps, _mm512_setzero_ps
 #define AVX2_OPS __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_add_ps, _mm256_mul_ps, \
                  _mm256_max_ps, _mm256_set1_ps, _mm256_setzero_ps
-#define EXPAND(m, ...) m(__VA_ARGS__)
 
 #define AGG_ARGS                                                                                  \
     int n_nodes, const int *restrict nodes, const int *restrict slot_ptr,                         \

@@ -223,7 +223,8 @@ void pp_gnn_fwd_free(pp_gnn_fwd *f);  /* NULL is a no-op */
 /* Makes f's later runs forward-only predictions over wt, m's weights as pp_gnn_weights_t gives
  * them (owned by the caller, alive as long as f): every linear op through pp_gnn_op_linear_t,
  * aggregate and pool without the argmax that only a backward pass needs. The outputs agree with
- * the BLAS forward within float rounding (sums in another order), the same bits on any x86-64. */
+ * the BLAS forward within float rounding (sums in another order, fused multiply-adds): the same
+ * bits on any x86-64 with AVX2+FMA or AVX-512, the portable loops' bits elsewhere. */
 void pp_gnn_fwd_use_weights_t(pp_gnn_fwd *f, const float *wt);
 /* A malloc'd copy of m->w (n_params floats) with every weight matrix [n][k] transposed to [k][n]
  * at the same offset; biases as they are. NULL on out of memory. Read once: later changes to
@@ -308,10 +309,20 @@ void pp_gnn_blas_threads(int n);
 /* Forward only, weights transposed: y[i][0..n) = b + sum_c x[i][c] wt[c][0..n) (gnn_infer.c). */
 void pp_gnn_op_linear_t(int m, int k, int n, const float *x, int ldx, const float *wt,
                         const float *b, float *y, int ldy);
-/* on != 0: the forward-only ops take their portable loops instead of the AVX-512 / AVX2 kernels
- * (the same bits; for tests and benches that compare them). Process-wide. */
+/* on != 0: the forward-only ops take their portable loops (a separate multiply and add a step)
+ * instead of the AVX-512 / AVX2 kernels (fused multiply-adds in the linear op: the same sums within
+ * float rounding, not the same bits; aggregate and pool give the same bits), and a forward-only
+ * pass computes every row (no classes of equal rows): the reference the fast path is checked
+ * against. For tests and benches. Process-wide. */
 void pp_gnn_infer_plain(int on);
 int pp_gnn_infer_is_plain(void);
+/* 1 when pp_gnn_op_linear_t at 32 outputs runs a fused multiply-add kernel now (x86-64 with
+ * AVX-512F or AVX2+FMA, not forced plain), 0 when it runs the portable loop. */
+int pp_gnn_infer_fused(void);
+/* on == 0: a forward-only pass computes every row instead of one per class of equal rows, with
+ * the same kernels (the same bits: tests check the classes with it). Default on. Process-wide. */
+void pp_gnn_infer_classes(int on);
+int pp_gnn_infer_has_classes(void);
 /* pp_gnn_op_linear_t over the rows rows[0..m) of x and y only (all of [0, m) for NULL). */
 void pp_gnn_op_linear_rows_t(int m, const int *rows, int k, int n, const float *x, int ldx,
                              const float *wt, const float *b, float *y, int ldy);
