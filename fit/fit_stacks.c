@@ -420,17 +420,18 @@ static perfpred_status read_data(data *D, pp_err *err)
 
 /* ------------------------------------------------------------------ fit ---- */
 
-#define NP (5 + PP_SK__COUNT * 2) /* call, host[5], eff[5], tc_eff[2], host_bn, gpu_min */
+#define NP (6 + PP_SK__COUNT * 2) /* call, host[5], eff[5], fp32_dual, tc_eff[2], host_bn,
+                                     gpu_min */
 
 /* Physical ranges of the fitted figures; the optimiser works on x with p = lo + (hi - lo) / (1 +
  * e^-x), so it can never leave them. Host: 0.5 us (a bare launch) to 400 us per op; efficiency
  * at most the peak, except 3x3 stride-1 convolutions, which Winograd F(2x2, 3x3) lets do 2.25x
- * fewer multiplies than the direct count; bandwidth 10-100 %; on tensor cores 10-100 % of the
- * fp32 lanes' share; a kernel 1-30 us at least. */
+ * fewer multiplies than the direct count; bandwidth 10-100 %; on doubled fp32 lanes and on
+ * tensor cores 10-100 % of the fp32 lanes' share; a kernel 1-30 us at least. */
 static const double lo_[NP] = {0,    0.5, 0.5, 0.5, 0.5, 0.5, 0.02, 0.02,
-                               0.02, 0.02, 0.1, 0.1, 0.1, 0.5, 1};
+                               0.02, 0.02, 0.1, 0.1, 0.1, 0.1, 0.5, 1};
 static const double hi_[NP] = {3000, 400, 400, 400, 400, 400, 1.0, 2.25,
-                               1.0,  1.0, 1.0, 1.0, 1.0, 400, 30};
+                               1.0,  1.0, 1.0, 1.0, 1.0, 1.0, 400, 30};
 
 static double from_x(const double *x, int i) { return lo_[i] + (hi_[i] - lo_[i]) / (1 + exp(-x[i])); }
 
@@ -442,8 +443,9 @@ static double to_x(double v, int i)
 }
 
 /* host_hi: the stack's bound on a kernel's host cost (stack_defs), below hi_'s. seen[g]: some
- * training row ran on tensor cores of generation g (0 before Hopper, 1 Hopper); a generation no
- * row measured keeps the fp32 lanes' share (1), the datasheet's word. */
+ * training row ran on tensor cores of generation g (0 before Hopper, 1 Hopper); seen[2]: some
+ * ran a conv or matmul on doubled fp32 lanes. What no row measured keeps the share 1, the
+ * datasheet's word. */
 static void stack_from_x(const double *x, pp_stack *s, double host_hi, const int *seen)
 {
     s->call_us = from_x(x, 0);
@@ -464,6 +466,7 @@ static void stack_from_x(const double *x, pp_stack *s, double host_hi, const int
         double cap = host_hi < hi_[1 + c] ? host_hi : hi_[1 + c];
         s->host_us[c] = fmin(cap, s->host_us[PP_SK_MEM] + s->host_us[c] - lo_[1 + c]);
     }
+    s->fp32_dual_eff = seen[2] ? from_x(x, NP - 5) : 1.0;
     s->tc_eff[0] = seen[0] ? from_x(x, NP - 4) : 1.0;
     s->tc_eff[1] = seen[1] ? from_x(x, NP - 3) : 1.0;
     /* the BatchNorm pass's own host cost; a stack that folds BatchNorm runs none */
@@ -478,7 +481,8 @@ typedef struct fit_job {
     pp_stack s;
     double *scratch;
     int evals;
-    int tc_seen[2];           /* stack_from_x's seen: tensor-core rows of each generation */
+    int tc_seen[3];           /* stack_from_x's seen: tensor-core rows of each generation, rows
+                                 on doubled fp32 lanes */
 } fit_job;
 
 /* 1 when the fit leaving out GPU `held` and family `fam` (-1: none) must not see row r */
@@ -694,13 +698,16 @@ static void fit_one(fit_job *J)
     J->s.timing_calls = 100; /* torch.utils.benchmark Timer: 100 back-to-back calls */
     J->s.sync_us = 0;        /* one synchronize per 100 calls: not identifiable from these rows */
     /* which generations' tensor cores the training rows ran a conv or matmul on */
-    J->tc_seen[0] = J->tc_seen[1] = 0;
+    J->tc_seen[0] = J->tc_seen[1] = J->tc_seen[2] = 0;
     for (int i = 0; i < D->n_rows; i++) {
         const row *r = &D->rows[i];
         if (held_row(J->held, J->held_family, D, r)) continue;
-        for (int c = 0; c < PP_SK__COUNT; c++)
+        for (int c = 0; c < PP_SK__COUNT; c++) {
             if (pp_stack_on_tensor_cores(&J->s, r->dev, (pp_stack_class)c))
                 J->tc_seen[pp_stack_tc_generation(r->dev)] = 1;
+            else if (c != PP_SK_MEM && pp_stack_fp32_doubled(r->dev))
+                J->tc_seen[2] = 1;
+        }
     }
     pp_stack base = J->s;
     /* three starts (host-bound, balanced, GPU-bound: call, per-op host, efficiency), the best
@@ -716,6 +723,7 @@ static void fit_one(fit_job *J)
             x[1 + PP_SK__COUNT + c] = to_x(c == PP_SK_MEM ? 0.7 : starts[k][2],
                                            1 + PP_SK__COUNT + c);
         }
+        x[NP - 5] = to_x(0.7, NP - 5);
         x[NP - 4] = to_x(0.7, NP - 4);
         x[NP - 3] = to_x(0.7, NP - 3);
         x[NP - 2] = to_x(starts[k][1], NP - 2);
@@ -905,16 +913,21 @@ static perfpred_status unit_times(data *D, pp_err *err)
     probe.precision = stack_defs[D->si].prec;
     probe.tf32_conv = stack_defs[D->si].tf32;
     probe.fp16_acc16 = stack_defs[D->si].acc16;
-    double bf = probe.precision == PP_PREC_FP16 ? 0.5 : 1.0;
+    snprintf(probe.framework, sizeof probe.framework, "%s", stack_defs[D->si].framework);
+    double bf = probe.precision == PP_PREC_FP16 ? 0.5 : 1.0, fl, by;
     for (int i = 0; i < D->n_rows; i++) {
         row *r = &D->rows[i];
         const cfg *c = &D->cfgs[r->cfg];
         r->tc = malloc(((size_t)c->n + 1) * 2 * sizeof *r->tc);
         if (!r->tc) return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
         r->tm = r->tc + c->n;
-        for (int k = 0; k < c->n; k++)
-            pp_stack_unit_ms(&probe, r->dev, c->k[k].cls, c->k[k].flops, c->k[k].bytes * bf,
-                             c->k[k].blocks, c->k[k].red, &r->tc[k], &r->tm[k]);
+        /* the project's own rows ran attention fused (eager PyTorch 2.x, no autograd) */
+        int fa = pp_stack_fused_attention(&probe, r->dev);
+        for (int k = 0; k < c->n; k++) {
+            pp_stack_kernel_work(fa, &c->k[k], &fl, &by);
+            pp_stack_unit_ms(&probe, r->dev, c->k[k].cls, fl, by * bf, c->k[k].blocks,
+                             c->k[k].red, &r->tc[k], &r->tm[k]);
+        }
     }
     return PERFPRED_OK;
 }

@@ -79,16 +79,18 @@ double pp_stack_energy_mj(const pp_stack *s, const pp_device *d, const pp_power_
     const double *tc = scratch + 2 * n, *tm = scratch + 3 * n;
     double bf = s->precision == PP_PREC_FP16 ? 0.5 : 1.0, fp32 = d->peak_tflops[PP_PREC_FP32];
     double room_w = pw->max_w - pw->p0_w, dyn = 0;
-    int prev = -1;
+    int prev = -1, fa = pp_stack_fused_attention(s, d);
     for (int i = 0; i < n; i++) {
-        int role = pp_stack_role(s, &k[i], &prev);
+        int role = pp_stack_role(s, fa, &k[i], &prev);
         if (role == 0) continue;
+        double fl, by;
+        pp_stack_kernel_work(fa, &k[i], &fl, &by);
         double peak = pp_stack_peak_tflops(s, d, k[i].cls);
         /* tensor cores: at their full rate the board reaches its power limit */
         double pj_flop = peak > fp32 && room_w > 0 ? room_w / peak : pw->pj_per_flop;
         int fused = role == 1;
         /* pJ x 1e-9 = mJ; an epilogue computes in its producer and moves nothing of its own */
-        double e = (pj_flop * k[i].flops + (fused ? 0 : pw->pj_per_byte * k[i].bytes * bf)) * 1e-9;
+        double e = (pj_flop * fl + (fused ? 0 : pw->pj_per_byte * by * bf)) * 1e-9;
         if (!fused && room_w > 0) {
             double t = isfinite(k[i].cal_ms) ? k[i].cal_ms
                                              : pp_stack_time_from_units(

@@ -435,6 +435,32 @@ static void stack_kernel_of(const pp_graph *g, const pp_kernel_group *G, const k
                      : (double)(f->group > 0 ? f->cin / f->group : f->cin) * (double)f->kernel[0] *
                            (double)(f->kernel[1] > 0 ? f->kernel[1] : 1);
     S->cal_ms = NAN;
+    S->attn = PP_ATTN_NONE;
+    S->attn_flops = S->attn_bytes = 0;
+}
+
+/* The attentions among the n kernels (pp_stack_attention): *role, *fl and *by malloc'd, n each;
+ * 0 on success. */
+static int attention_of(const pp_graph *g, const pp_kernel_group *k, int n, int **role,
+                        double **fl)
+{
+    *role = malloc(((size_t)n + 1) * sizeof **role);
+    *fl = malloc(((size_t)n + 1) * 2 * sizeof **fl);
+    if (!*role || !*fl) {
+        free(*role);
+        free(*fl);
+        *role = NULL;
+        *fl = NULL;
+        return -1;
+    }
+    if (pp_stack_attention(g, k, n, *role, *fl, *fl + n) < 0) {
+        free(*role);
+        free(*fl);
+        *role = NULL;
+        *fl = NULL;
+        return -1;
+    }
+    return 0;
 }
 
 perfpred_status pp_graph_stack_kernels(const pp_graph *g, const pp_device *d,
@@ -446,19 +472,29 @@ perfpred_status pp_graph_stack_kernels(const pp_graph *g, const pp_device *d,
     *n_out = 0;
     perfpred_status st = pp_graph_kernels(g, d, &kernels, &n, err);
     if (st) return st;
-    /* each kernel, and a BatchNorm pass after each conv that had one folded in */
+    /* each kernel, and a BatchNorm pass after each conv that had one folded in; each marked with
+     * its part in an attention, for the stacks that run it fused */
     pp_stack_kernel *sk = malloc(((size_t)n * 2 + 1) * sizeof *sk);
-    if (!sk) {
+    int *role = NULL;
+    double *afl = NULL;
+    if (!sk || attention_of(g, kernels, n, &role, &afl)) {
         free(kernels);
+        free(sk);
         return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
     }
     int m = 0;
     for (int i = 0; i < n; i++) {
         kernel_acc k;
         chain_figures(g, kernels[i].nodes, kernels[i].n, 1.0, &k);
-        stack_kernel_of(g, &kernels[i], &k, 1.0, &sk[m++]);
+        stack_kernel_of(g, &kernels[i], &k, 1.0, &sk[m]);
+        sk[m].attn = role[i];
+        sk[m].attn_flops = afl[i];
+        sk[m].attn_bytes = afl[n + i];
+        m++;
         m += pp_stack_bn_pass(g, kernels[i].nodes[0], &sk[m]);
     }
+    free(role);
+    free(afl);
     free(kernels);
     *out = sk;
     *n_out = m;
@@ -648,6 +684,9 @@ typedef struct gnn_corr {
  * pipeline's scratch beside it) and its time on its first node, which the GNN reads (node_ms). */
 typedef struct kernel_sums {
     pp_stack_kernel *sk;
+    int *attn;      /* where the stack runs attention fused on d: each kernel's part in one */
+    double *attn_fl; /* a core's fused flops [n_groups], then its bytes (fp32) */
+    int n_groups, cur; /* the kernels, and the one being timed */
     double *scratch, *node_ms;
     double *cal_ms; /* per node: the layer models' figure for a kernel it leads, NAN until asked */
     int n_sk;
@@ -771,6 +810,11 @@ static void stack_time(const predict_setup *P, const pp_kernel_group *G, const k
     const pp_stack *stk = P->stk;
     pp_stack_kernel *S = &sums->sk[sums->n_sk++];
     stack_kernel_of(g, G, k, P->bf, S);
+    if (sums->attn) {
+        S->attn = sums->attn[sums->cur];
+        S->attn_flops = sums->attn_fl[sums->cur];
+        S->attn_bytes = sums->attn_fl[sums->n_groups + sums->cur];
+    }
     /* under the stack its layer models were measured in, a device keeps its calibrated
      * kernel times and its roofline for memory-bound ops; uncovered conv and matmul
      * kernels, and every kernel elsewhere, take the stack's fitted model (depthwise
@@ -780,7 +824,9 @@ static void stack_time(const predict_setup *P, const pp_kernel_group *G, const k
     int tf32_conv = P->stack_cal && (S->cls == PP_SK_CONV || S->cls == PP_SK_CONV3) &&
                     P->src->runtime_precision == PP_PREC_FP32 &&
                     pp_stack_peak_tflops(stk, d, S->cls) > d->peak_tflops[PP_PREC_FP32];
-    int keep = P->stack_cal && (kt->calibrated || S->cls == PP_SK_MEM) && !tf32_conv;
+    /* a fused attention's kernels are not the operators the layer models timed */
+    int keep = P->stack_cal && (kt->calibrated || S->cls == PP_SK_MEM) && !tf32_conv &&
+               S->attn == PP_ATTN_NONE;
     if (keep && kt->calibrated) {
         /* an event-timed operator holds its host dispatch (the model's timing floor),
          * which the pipeline charges to the host: the GPU runs the rest, at least the
@@ -794,9 +840,13 @@ static void stack_time(const predict_setup *P, const pp_kernel_group *G, const k
     }
     S->cal_ms = keep ? kt->t : NAN;
     if (!keep) {
-        kt->t = pp_stack_gpu_ms(stk, d, S->cls, S->flops,
-                                S->bytes * (stk->precision == PP_PREC_FP16 ? 0.5 : 1.0),
-                                S->blocks, S->red);
+        double fl, by;
+        pp_stack_kernel_work(sums->attn != NULL, S, &fl, &by);
+        kt->t = S->attn == PP_ATTN_ABSORBED
+                    ? 0 /* no kernel of its own: a view, or part of the fused one */
+                    : pp_stack_gpu_ms(stk, d, S->cls, fl,
+                                      by * (stk->precision == PP_PREC_FP16 ? 0.5 : 1.0), S->blocks,
+                                      S->red);
         kt->calibrated = 0;
     }
     sums->roof_sum_ms += fmin(kt->roof_d, kt->t);
@@ -844,6 +894,7 @@ static void run_kernels(const predict_setup *P, const pp_kernel_group *kernels, 
         chain_figures(P->g, G->nodes, G->n, P->bf, &k);
         kernel_time kt;
         time_kernel(P, G, &k, sums, &kt);
+        sums->cur = gi;
         if (sums->sk) stack_time(P, G, &k, sums, &kt);
         sums->total_ms += kt.t;
         sums->total_bytes += k.bytes;
@@ -1016,7 +1067,10 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
      * folded in), then 4 doubles of pipeline scratch per entry */
     sums.sk = stk ? malloc(((size_t)n_groups * 2 + 1) * sizeof *sums.sk) : NULL;
     sums.scratch = stk ? malloc(((size_t)n_groups * 2 + 1) * 4 * sizeof *sums.scratch) : NULL;
-    if ((gc.gnn && !sums.node_ms) || (stk && (!sums.sk || !sums.scratch))) {
+    sums.n_groups = n_groups;
+    int attn_fail = stk && pp_stack_fused_attention(stk, d) &&
+                    attention_of(g, kernels, n_groups, &sums.attn, &sums.attn_fl);
+    if ((gc.gnn && !sums.node_ms) || (stk && (!sums.sk || !sums.scratch)) || attn_fail) {
         free(kernels);
         free(sums.node_ms);
         free(sums.sk);
@@ -1027,6 +1081,8 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
     sums.cal_ms = P.src ? malloc((size_t)g->n_nodes * sizeof *sums.cal_ms + 1) : NULL;
     for (int i = 0; sums.cal_ms && i < g->n_nodes; i++) sums.cal_ms[i] = NAN;
     run_kernels(&P, kernels, n_groups, &sums);
+    free(sums.attn);
+    free(sums.attn_fl);
     free(sums.cal_ms);
     free(kernels);
     if (pp->n_kernels) *pp->n_kernels = sums.nk;

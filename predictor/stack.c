@@ -78,7 +78,10 @@ int pp_stack_on_tensor_cores(const pp_stack *s, const pp_device *d, pp_stack_cla
 
 double pp_stack_tensor_share(const pp_stack *s, const pp_device *d, pp_stack_class c)
 {
-    if (!pp_stack_on_tensor_cores(s, d, c)) return 1.0;
+    if (!pp_stack_on_tensor_cores(s, d, c))
+        return c != PP_SK_MEM && pp_stack_fp32_doubled(d) && s->fp32_dual_eff > 0
+                   ? s->fp32_dual_eff
+                   : 1.0;
     return s->tc_eff[pp_stack_tc_generation(d)];
 }
 
@@ -151,14 +154,16 @@ double pp_stack_latency_units_ms(const pp_stack *s, const pp_device *d, const pp
 {
     double *host = scratch, *gpu = scratch + n;
     double hs = d->host_dispatch_scale > 0 ? d->host_dispatch_scale : 1.0, hsum = 0, gsum = 0;
-    int m = 0, prev = -1;
+    int m = 0, prev = -1, fa = pp_stack_fused_attention(s, d);
     double share[PP_SK__COUNT];
     for (int c = 0; c < PP_SK__COUNT; c++) share[c] = pp_stack_tensor_share(s, d, c);
     for (int i = 0; i < n; i++) {
         /* a folded BatchNorm the stack folds too, or an element-wise op in the epilogue of the
          * conv or matmul before it: no launch */
-        if (pp_stack_role(s, &k[i], &prev) != 2) continue;
+        if (pp_stack_role(s, fa, &k[i], &prev) != 2) continue;
         host[m] = (k[i].bn ? s->host_bn_us : s->host_us[k[i].cls]) * hs;
+        /* a fused attention's dispatch: its kernel and the views around it */
+        if (fa && k[i].attn == PP_ATTN_CORE) host[m] += s->host_us[PP_SK_MEM] * hs;
         gpu[m] = isfinite(k[i].cal_ms) ? k[i].cal_ms
                                        : pp_stack_time_from_units(s, k[i].cls, share[k[i].cls],
                                                                   tc_ms[i], tm_ms[i]);
@@ -169,6 +174,223 @@ double pp_stack_latency_units_ms(const pp_stack *s, const pp_device *d, const pp
     if (host_ms) *host_ms = (hsum + s->call_us * hs) * 1e-3;
     if (gpu_ms) *gpu_ms = gsum;
     return pp_pipeline_ms(host, gpu, m, s->call_us * hs, s->sync_us, s->timing_calls, NULL);
+}
+
+/* ------------------------------------------------------------- attention ---- */
+
+int pp_stack_fused_attention(const pp_stack *s, const pp_device *d)
+{
+    return strcmp(s->framework, "pytorch-eager") == 0 && pp_stack_current_software(d);
+}
+
+/* A tensor that no runtime computes (a weight or a folded constant). */
+static int is_const(const pp_graph *g, int t)
+{
+    return t >= 0 && (g->tensors[t].flags & (PP_T_WEIGHT | PP_T_CONST | PP_T_INITIALIZER));
+}
+
+/* Who reads each tensor at run time (shape arithmetic, folded at load, does not): how many
+ * nodes, and the first. */
+typedef struct readers {
+    int *n, *first;
+} readers;
+
+static int readers_of(const pp_graph *g, readers *r)
+{
+    r->n = calloc((size_t)g->n_tensors + 1, sizeof *r->n);
+    r->first = malloc(((size_t)g->n_tensors + 1) * sizeof *r->first);
+    if (!r->n || !r->first) return -1;
+    for (int t = 0; t < g->n_tensors; t++) r->first[t] = -1;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (g->nodes[i].feat.kind == PP_OPK_SHAPE) continue;
+        for (int j = 0; j < g->nodes[i].n_inputs; j++) {
+            int t = g->nodes[i].inputs[j];
+            if (t < 0 || (j > 0 && g->nodes[i].inputs[j - 1] == t)) continue;
+            if (r->n[t]++ == 0) r->first[t] = i;
+        }
+    }
+    return 0;
+}
+
+/* Node i is a head split or merge around an attention: a view or copy of one activation
+ * (Transpose, Slice, Split, Gather, Reshape, ...), or its scale or bias (Div, Mul or Add with a
+ * constant), whose output only the attention reads. */
+static int attention_glue(const pp_graph *g, const readers *rd, int i)
+{
+    const pp_node *nd = &g->nodes[i];
+    if (nd->n_outputs < 1 || nd->outputs[0] < 0) return 0;
+    for (int o = 0; o < nd->n_outputs; o++)
+        if (nd->outputs[o] >= 0 && rd->n[nd->outputs[o]] > 1) return 0;
+    pp_op_kind kd = nd->feat.kind;
+    if (kd == PP_OPK_DATAMOVE || kd == PP_OPK_RESHAPE) return 1;
+    if (kd != PP_OPK_ELEMWISE || nd->n_inputs != 2) return 0;
+    if (strcmp(nd->op_type, "Div") != 0 && strcmp(nd->op_type, "Mul") != 0 &&
+        strcmp(nd->op_type, "Add") != 0)
+        return 0;
+    return is_const(g, nd->inputs[0]) || is_const(g, nd->inputs[1]);
+}
+
+/* The first activation input of node i (-1 when none). */
+static int activation_input(const pp_graph *g, int i)
+{
+    const pp_node *nd = &g->nodes[i];
+    for (int j = 0; j < nd->n_inputs; j++)
+        if (nd->inputs[j] >= 0 && !is_const(g, nd->inputs[j])) return nd->inputs[j];
+    return -1;
+}
+
+/* Marks the kernels of the glue that feeds tensor t (back to the projection) absorbed. */
+/* 1 when node i is a Transpose whose output one node reads: batch-first attention in PyTorch's
+ * slow path (the one the export traces) turns its input sequence-first and its output back,
+ * views the fast path does not take. */
+static int lone_transpose(const pp_graph *g, const readers *rd, int i)
+{
+    const pp_node *nd = &g->nodes[i];
+    return i >= 0 && strcmp(nd->op_type, "Transpose") == 0 && nd->n_outputs > 0 &&
+           nd->outputs[0] >= 0 && rd->n[nd->outputs[0]] == 1;
+}
+
+static void absorb(const int *nk, int i, int *role)
+{
+    if (i >= 0 && nk[i] >= 0 && role[nk[i]] == PP_ATTN_NONE) role[nk[i]] = PP_ATTN_ABSORBED;
+}
+
+/* The projection node p is, or whose bias p adds (-1 when neither). */
+static int projection_of(const pp_graph *g, int p)
+{
+    if (p < 0) return -1;
+    if (g->nodes[p].feat.kind == PP_OPK_LINEAR) return p;
+    if (strcmp(g->nodes[p].op_type, "Add") != 0) return -1;
+    int in = activation_input(g, p);
+    int q = in >= 0 ? g->tensors[in].producer : -1;
+    return q >= 0 && g->nodes[q].feat.kind == PP_OPK_LINEAR ? q : -1;
+}
+
+/* Past reshapes (views), the node that produces t / the one node that reads t at run time. */
+static int producer_past_views(const pp_graph *g, int t)
+{
+    for (int guard = 0; t >= 0 && guard < 8; guard++) {
+        int p = g->tensors[t].producer;
+        if (p < 0 || g->nodes[p].feat.kind != PP_OPK_RESHAPE) return p;
+        t = activation_input(g, p);
+    }
+    return -1;
+}
+
+static int reader_past_views(const pp_graph *g, const readers *rd, int t)
+{
+    for (int guard = 0; t >= 0 && guard < 8; guard++) {
+        int r = t >= 0 && rd->n[t] == 1 ? rd->first[t] : -1;
+        if (r < 0 || g->nodes[r].feat.kind != PP_OPK_RESHAPE || g->nodes[r].n_outputs < 1)
+            return r;
+        t = g->nodes[r].outputs[0];
+    }
+    return -1;
+}
+
+static void absorb_back(const pp_graph *g, const readers *rd, const int *nk, int t, int *role)
+{
+    for (int guard = 0; t >= 0 && guard < 64; guard++) {
+        int p = g->tensors[t].producer;
+        int proj = projection_of(g, p);
+        if (proj >= 0) {
+            /* the input projection: the transpose before it */
+            int q = producer_past_views(g, activation_input(g, proj));
+            if (q >= 0 && lone_transpose(g, rd, q)) absorb(nk, q, role);
+            return;
+        }
+        if (p < 0 || !attention_glue(g, rd, p)) return;
+        absorb(nk, p, role);
+        t = activation_input(g, p);
+    }
+}
+
+static double tensor_bytes(const pp_graph *g, int t)
+{
+    int64_t b = t >= 0 ? pp_tensor_bytes(&g->tensors[t]) : 0;
+    return b > 0 ? (double)b : 0;
+}
+
+/* The node that reads tensor t at run time, when exactly one does (-1 otherwise). */
+static int sole_reader(const readers *rd, int t)
+{
+    return t >= 0 && rd->n[t] == 1 ? rd->first[t] : -1;
+}
+
+int pp_stack_attention(const pp_graph *g, const pp_kernel_group *k, int n, int *role,
+                       double *flops, double *bytes)
+{
+    for (int i = 0; i < n; i++) role[i] = PP_ATTN_NONE, flops[i] = bytes[i] = 0;
+    int *nk = malloc(((size_t)g->n_nodes + 1) * sizeof *nk);
+    readers rd = {0};
+    if (!nk || readers_of(g, &rd)) {
+        free(nk);
+        free(rd.n);
+        free(rd.first);
+        return -1;
+    }
+    for (int i = 0; i < g->n_nodes; i++) nk[i] = -1;
+    for (int i = 0; i < n; i++)
+        for (int s = 0; s < k[i].n; s++) nk[k[i].nodes[s]] = i;
+    int cores = 0;
+    for (int i = 0; i < n; i++) {
+        const pp_node *sm = &g->nodes[k[i].nodes[0]];
+        if (sm->feat.kind != PP_OPK_SOFTMAX || sm->n_inputs < 1) continue;
+        /* back from softmax through its scale or mask to Q K^T */
+        int t = sm->inputs[0], a = -1, chain[8], nc = 0;
+        for (int guard = 0; guard < 8 && t >= 0; guard++) {
+            int p = g->tensors[t].producer;
+            if (p < 0) break;
+            if (g->nodes[p].feat.kind == PP_OPK_BMM) {
+                a = p;
+                break;
+            }
+            if (g->nodes[p].feat.kind != PP_OPK_ELEMWISE) break;
+            chain[nc++] = p;
+            t = activation_input(g, p);
+        }
+        /* forward: softmax's output is the first operand of the product with V */
+        int last = k[i].nodes[k[i].n - 1];
+        int so = g->nodes[last].n_outputs > 0 ? g->nodes[last].outputs[0] : -1;
+        int b = sole_reader(&rd, so);
+        if (a < 0 || nk[a] < 0 || b < 0 || nk[b] < 0 || g->nodes[b].feat.kind != PP_OPK_BMM ||
+            g->nodes[b].n_inputs < 2 || g->nodes[b].inputs[0] != so || nk[a] == nk[b])
+            continue;
+        const pp_node *A = &g->nodes[a], *B = &g->nodes[b];
+        role[nk[a]] = PP_ATTN_CORE;
+        role[i] = role[nk[b]] = PP_ATTN_ABSORBED;
+        for (int c = 0; c < nc; c++) absorb(nk, chain[c], role);
+        absorb_back(g, &rd, nk, A->inputs[0], role);
+        absorb_back(g, &rd, nk, A->inputs[1], role);
+        absorb_back(g, &rd, nk, B->inputs[1], role);
+        /* the merge of the heads after the product with V, up to the output projection */
+        int t2 = B->n_outputs > 0 ? B->outputs[0] : -1;
+        for (int guard = 0; guard < 64; guard++) {
+            int r = sole_reader(&rd, t2);
+            if (r >= 0 && g->nodes[r].feat.kind == PP_OPK_LINEAR) {
+                /* the output projection (its bias added apart or not): the transpose after it */
+                int o = g->nodes[r].n_outputs > 0 ? reader_past_views(g, &rd, g->nodes[r].outputs[0])
+                                                  : -1;
+                if (o >= 0 && projection_of(g, o) == r && g->nodes[o].n_outputs > 0)
+                    o = reader_past_views(g, &rd, g->nodes[o].outputs[0]);
+                if (o >= 0 && lone_transpose(g, &rd, o)) absorb(nk, o, role);
+                break;
+            }
+            if (r < 0 || !attention_glue(g, &rd, r) || g->nodes[r].feat.kind == PP_OPK_ELEMWISE)
+                break;
+            absorb(nk, r, role);
+            t2 = g->nodes[r].outputs[0];
+        }
+        flops[nk[a]] = (double)A->feat.flops + (double)B->feat.flops;
+        bytes[nk[a]] = tensor_bytes(g, A->inputs[0]) + tensor_bytes(g, A->inputs[1]) +
+                       tensor_bytes(g, B->inputs[1]) +
+                       tensor_bytes(g, B->n_outputs > 0 ? B->outputs[0] : -1);
+        cores++;
+    }
+    free(nk);
+    free(rd.n);
+    free(rd.first);
+    return cores;
 }
 
 int pp_stack_bn_pass(const pp_graph *g, int conv, pp_stack_kernel *bn)
@@ -195,10 +417,12 @@ double pp_stack_latency_ms(const pp_stack *s, const pp_device *d, const pp_stack
                            double *scratch, double *host_ms, double *gpu_ms)
 {
     double *tc = scratch + 2 * n, *tm = scratch + 3 * n;
-    double bf = s->precision == PP_PREC_FP16 ? 0.5 : 1.0;
-    for (int i = 0; i < n; i++)
-        pp_stack_unit_ms(s, d, k[i].cls, k[i].flops, k[i].bytes * bf, k[i].blocks, k[i].red,
-                         &tc[i], &tm[i]);
+    double bf = s->precision == PP_PREC_FP16 ? 0.5 : 1.0, fl, by;
+    int fa = pp_stack_fused_attention(s, d);
+    for (int i = 0; i < n; i++) {
+        pp_stack_kernel_work(fa, &k[i], &fl, &by);
+        pp_stack_unit_ms(s, d, k[i].cls, fl, by * bf, k[i].blocks, k[i].red, &tc[i], &tm[i]);
+    }
     return pp_stack_latency_units_ms(s, d, k, tc, tm, n, scratch, host_ms, gpu_ms);
 }
 
@@ -327,6 +551,11 @@ static perfpred_status parse_stack(const cJSON *o, const char *path, pp_stack *s
     s->fuse_epilogue = d > 0.5;
     if ((st = pp_artifact_num(o, path, "bn_kernel", 0, 1, &d, err))) return st;
     s->bn_kernel = d > 0.5;
+    s->fp32_dual_eff = 1; /* optional: stacks fitted before it had none */
+    if (cJSON_GetObjectItemCaseSensitive(o, "fp32_dual_issue_efficiency") &&
+        (st = pp_artifact_num(o, path, "fp32_dual_issue_efficiency", 0.01, 1, &s->fp32_dual_eff,
+                              err)))
+        return st;
     d = 0; /* optional: stacks fitted before it accumulate in fp32 */
     if (cJSON_GetObjectItemCaseSensitive(o, "fp16_accumulate") &&
         (st = pp_artifact_num(o, path, "fp16_accumulate", 0, 1, &d, err)))
@@ -460,6 +689,8 @@ cJSON *pp_stack_json(const pp_stack *s)
     cJSON_AddNumberToObject(o, "ws_factor", s->ws_factor);
     cJSON_AddNumberToObject(o, "tensor_efficiency", s->tc_eff[0]);
     cJSON_AddNumberToObject(o, "tensor_efficiency_hopper", s->tc_eff[1]);
+    cJSON_AddNumberToObject(o, "fp32_dual_issue_efficiency",
+                            s->fp32_dual_eff > 0 ? s->fp32_dual_eff : 1.0);
     cJSON_AddItemToObject(o, "host_us", host);
     cJSON_AddNumberToObject(o, "host_bn_us", s->host_bn_us);
     cJSON_AddItemToObject(o, "efficiency", eff);

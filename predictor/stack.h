@@ -15,6 +15,7 @@
 #include "graph/graph.h"
 #include "predictor/allocator.h"
 #include "predictor/interval.h"
+#include "predictor/predictor.h"
 
 /* Kernel classes: each has its own host cost and its own fraction of the peak. */
 typedef enum pp_stack_class {
@@ -59,6 +60,14 @@ typedef struct pp_stack {
                                       assume its warpgroup MMA (wgmma), and library kernels built
                                       for Ampere's mma.sync, as many of cuDNN's convolutions are,
                                       reach a smaller share of them */
+    double fp32_dual_eff;          /* on the fp32 lanes of a GPU that doubled them per SM
+                                      (pp_stack_fp32_doubled: Ampere GA10x on, Ada, Hopper), a
+                                      kernel reaches fp32_dual_eff x eff[c] of the fp32 peak:
+                                      half of each SM's fp32 lanes share their issue with the
+                                      integer ones (GA10x, Ada), and cuBLAS's SGEMM on this
+                                      project's H200 reached 76 % of its peak, where GA100 and
+                                      Volta reach about 95 % of theirs; 1 elsewhere (0 reads
+                                      as 1) */
     double gpu_min_us;             /* shortest kernel on the GPU (launch to completion) */
     /* memory as NVML reports it: context(cc) + what the caching allocator reserved replaying
      * the run (predictor/allocator.h) */
@@ -105,7 +114,12 @@ double pp_stack_launch_blocks(const pp_device *d, pp_stack_class c, double block
 int pp_stack_on_tensor_cores(const pp_stack *s, const pp_device *d, pp_stack_class c);
 /* The index of d's generation in tc_eff: 0 before Hopper, 1 Hopper (compute capability 9) on. */
 static inline int pp_stack_tc_generation(const pp_device *d) { return d->compute_capability >= 9.0; }
-/* The share of eff[c] class c keeps on d: tc_eff of d's generation on tensor cores, else 1. */
+/* 1 when d's SMs have twice the fp32 lanes of their predecessors: compute capability 8.6 and up
+ * (GA10x, Orin, Ada, Hopper, Blackwell); GA100 (8.0) and earlier have 64 per SM, or Pascal's
+ * GP10x 128 of their own. */
+static inline int pp_stack_fp32_doubled(const pp_device *d) { return d->compute_capability >= 8.6; }
+/* The share of eff[c] class c keeps on d: tc_eff of d's generation on tensor cores; on the fp32
+ * lanes of a doubled-fp32 GPU, fp32_dual_eff for a compute class; else 1. */
 double pp_stack_tensor_share(const pp_stack *s, const pp_device *d, pp_stack_class c);
 /* t = max(tc / (eff[c] x share), tm / eff[memory]) + gpu_min, share from pp_stack_tensor_share */
 static inline double pp_stack_time_from_units(const pp_stack *s, pp_stack_class c, double share,
@@ -148,14 +162,47 @@ typedef struct pp_stack_kernel {
                                 kernel only where the stack has bn_kernel */
     double flops, bytes, blocks, cal_ms;
     double red;              /* reduction length of a conv / matmul (Cin kh kw, or K); 0 else */
+    int attn;                /* PP_ATTN_*: its part in an attention a runtime may fuse */
+    double attn_flops, attn_bytes; /* a PP_ATTN_CORE's work when fused (bytes at fp32) */
 } pp_stack_kernel;
 
+/* Attention as the export writes it: Q K^T (a matrix product of two activations), a scale or
+ * mask, softmax, times V, with the views and copies that split the heads off the projection and
+ * merge them back. PyTorch 2.x without autograd runs nn.MultiheadAttention's fast path
+ * (_native_multi_head_attention) and scaled_dot_product_attention as one fused kernel between the
+ * projections, the head split and merge as views; the 2022 public rows ran every op. */
+enum {
+    PP_ATTN_NONE = 0,
+    PP_ATTN_ABSORBED, /* no kernel when fused: a view, the scale, softmax, the second product */
+    PP_ATTN_CORE      /* Q K^T; fused, the one attention kernel: both products' FLOPs, Q, K and V
+                         read and the output written; its host pays a memory op's dispatch more
+                         for the views around it */
+};
+/* Marks the attentions among g's kernels (pp_graph_kernels order): role[i] (PP_ATTN_*), and for a
+ * core its fused flops and bytes (fp32). Returns how many cores, -1 when out of memory. */
+int pp_stack_attention(const pp_graph *g, const pp_kernel_group *k, int n, int *role,
+                       double *flops, double *bytes);
+/* 1 when s runs attention fused on d: eager PyTorch under the current software
+ * (pp_stack_current_software). */
+int pp_stack_fused_attention(const pp_stack *s, const pp_device *d);
+/* The FLOPs and bytes (fp32) kernel k does under s on d: a fused core's attn_* figures. */
+static inline void pp_stack_kernel_work(int fused, const pp_stack_kernel *k, double *flops,
+                                        double *bytes)
+{
+    int core = fused && k->attn == PP_ATTN_CORE;
+    *flops = core ? k->attn_flops : k->flops;
+    *bytes = core ? k->attn_bytes : k->bytes;
+}
+
 /* How kernel k runs under s, given the class of the kernel that ran before it (*prev_cls, -1 at
- * the start; updated): 0 not at all (a folded BatchNorm the stack folds too), 1 in the epilogue of
- * the conv/matmul before it (no launch of its own), 2 as a kernel of its own. */
-static inline int pp_stack_role(const pp_stack *s, const pp_stack_kernel *k, int *prev_cls)
+ * the start; updated) and whether s fuses attention on the device (pp_stack_fused_attention): 0
+ * not at all (a folded BatchNorm the stack folds too, a fused attention's absorbed op), 1 in the
+ * epilogue of the conv/matmul before it (no launch of its own), 2 as a kernel of its own. */
+static inline int pp_stack_role(const pp_stack *s, int fused_attn, const pp_stack_kernel *k,
+                                int *prev_cls)
 {
     if (k->bn && !s->bn_kernel) return 0;
+    if (fused_attn && k->attn == PP_ATTN_ABSORBED) return 0;
     int fused = s->fuse_epilogue && k->elementwise && *prev_cls >= 0 && *prev_cls != PP_SK_MEM;
     *prev_cls = (int)k->cls;
     return fused ? 1 : 2;

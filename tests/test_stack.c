@@ -209,15 +209,121 @@ static void stack_roles_should_run_batchnorm_where_the_runtime_does(void **state
     eager.bn_kernel = 1;
     trt.fuse_epilogue = 1;
     int prev = -1, roles[3];
-    for (int i = 0; i < 3; i++) roles[i] = pp_stack_role(&eager, &k[i], &prev);
+    for (int i = 0; i < 3; i++) roles[i] = pp_stack_role(&eager, 0, &k[i], &prev);
     assert_int_equal(roles[0], 2);
     assert_int_equal(roles[1], 2);
     assert_int_equal(roles[2], 2);
     prev = -1;
-    for (int i = 0; i < 3; i++) roles[i] = pp_stack_role(&trt, &k[i], &prev);
+    for (int i = 0; i < 3; i++) roles[i] = pp_stack_role(&trt, 0, &k[i], &prev);
     assert_int_equal(roles[0], 2);
     assert_int_equal(roles[1], 0);
     assert_int_equal(roles[2], 1);
+}
+
+/* torchvision's ViT-B/32 as torch.onnx traced nn.MultiheadAttention's slow path: per encoder layer
+ * (read off the file with python3-onnx) Transpose (to sequence-first), MatMul+Add (the in-
+ * projection), Slice x 3 (q, k, v), Transpose x 3 (their heads; k's to K^T), Div (the scale),
+ * MatMul (Q K^T), Softmax, MatMul (times V), Transpose (the heads merged), Gemm (the output
+ * projection), Transpose (back to batch-first). PyTorch 2.x's fast path runs the projections and
+ * one fused kernel: 12 cores, and 12 kernels of each layer absorbed (both outer transposes, the
+ * slices, the heads' transposes, the scale, softmax, the second product and the merge), 144 in
+ * all. A core at batch 1 (12 heads of 50 x 64): both products 2 x 2 x 12 x 50 x 50 x 64 = 7.68
+ * MFLOP, and q, K^T, v and the output, 12 x 50 x 64 x 4 B = 153,600 B each. */
+static void attention_should_mark_the_fast_paths_kernels(void **state)
+{
+    (void)state;
+    pp_graph *g = NULL;
+    pp_err err = {0};
+    pp_shape_opts opts = {.batch = 1};
+    assert_int_equal(pp_graph_load_full(pp_test_path("tests/fixtures/models/vit_b_32.onnx"), &opts,
+                                        &g, &err),
+                     PERFPRED_OK);
+    pp_device_db *db = NULL;
+    assert_int_equal(pp_devices_load_dir(pp_test_path("configs/devices"), &db, &err), PERFPRED_OK);
+    const pp_device *h100 = pp_devices_find(db, "h100-sxm5-80gb");
+    assert_non_null(h100);
+    pp_kernel_group *k = NULL;
+    int n = 0;
+    assert_int_equal(pp_graph_kernels(g, h100, &k, &n, &err), PERFPRED_OK);
+    int *role = malloc((size_t)n * sizeof *role);
+    double *fl = malloc((size_t)n * 2 * sizeof *fl);
+    assert_non_null(role);
+    assert_non_null(fl);
+    assert_int_equal(pp_stack_attention(g, k, n, role, fl, fl + n), 12);
+    int absorbed = 0, cores = 0;
+    for (int i = 0; i < n; i++) {
+        absorbed += role[i] == PP_ATTN_ABSORBED;
+        if (role[i] != PP_ATTN_CORE) continue;
+        cores++;
+        assert_string_equal(g->nodes[k[i].nodes[0]].op_type, "MatMul");
+        assert_rel_close(fl[i], 7.68e6, 1e-12);
+        assert_rel_close(fl[n + i], 4 * 153600.0, 1e-12);
+    }
+    assert_int_equal(cores, 12);
+    assert_int_equal(absorbed, 144);
+    /* the projections and the MLP stay kernels of their own */
+    for (int i = 0; i < n; i++) {
+        const char *op = g->nodes[k[i].nodes[0]].op_type;
+        if (strcmp(op, "Gemm") == 0 || strcmp(op, "LayerNormalization") == 0)
+            assert_int_equal(role[i], PP_ATTN_NONE);
+    }
+    /* a CNN has none */
+    free(role);
+    free(fl);
+    free(k);
+    pp_graph_free(g);
+    assert_int_equal(pp_graph_load_full(pp_test_path("examples/resnet18.onnx"), &opts, &g, &err),
+                     PERFPRED_OK);
+    assert_int_equal(pp_graph_kernels(g, h100, &k, &n, &err), PERFPRED_OK);
+    role = malloc((size_t)n * sizeof *role);
+    fl = malloc((size_t)n * 2 * sizeof *fl);
+    assert_int_equal(pp_stack_attention(g, k, n, role, fl, fl + n), 0);
+    for (int i = 0; i < n; i++) assert_int_equal(role[i], PP_ATTN_NONE);
+    free(role);
+    free(fl);
+    free(k);
+    pp_graph_free(g);
+    pp_devices_free(db);
+}
+
+/* Under the fast path a core pays a matrix product's dispatch and a memory op's, an absorbed
+ * kernel nothing; the 2022 software (an estimated host) runs every kernel. Three kernels (a core,
+ * an absorbed matrix product, a memory op), no GPU work worth counting, hosts 10 us (matmul) and
+ * 4 us (memory) at scale 1, one call: fused, 10 + 4 for the core and 4 = 18 us; unfused, 10 + 10
+ * + 4 = 24 us. TorchScript keeps every kernel. */
+static void fused_attention_should_charge_one_dispatch_per_fused_op(void **state)
+{
+    (void)state;
+    pp_stack s = {0};
+    snprintf(s.framework, sizeof s.framework, "pytorch-eager");
+    s.timing_calls = 1;
+    for (int c = 0; c < PP_SK__COUNT; c++) s.eff[c] = 1;
+    s.tc_eff[0] = s.tc_eff[1] = 1;
+    s.host_us[PP_SK_MATMUL] = 10;
+    s.host_us[PP_SK_MEM] = 4;
+    pp_device d = {0};
+    d.host_dispatch_scale = 1;
+    d.host_dispatch_source = PP_HOST_MEASURED;
+    d.compute_units = 100;
+    d.peak_tflops[PP_PREC_FP32] = 1e6;
+    d.memory_bandwidth_gbs = 1e9;
+    pp_stack_kernel k[3] = {{.cls = PP_SK_MATMUL, .flops = 1, .bytes = 1, .blocks = 1,
+                             .attn = PP_ATTN_CORE, .attn_flops = 1, .attn_bytes = 1},
+                            {.cls = PP_SK_MATMUL, .flops = 1, .bytes = 1, .blocks = 1,
+                             .attn = PP_ATTN_ABSORBED},
+                            {.cls = PP_SK_MEM, .bytes = 1, .blocks = 1}};
+    for (int i = 0; i < 3; i++) k[i].cal_ms = NAN;
+    double scratch[12], host_ms = 0;
+    assert_true(pp_stack_fused_attention(&s, &d));
+    pp_stack_latency_ms(&s, &d, k, 3, scratch, &host_ms, NULL);
+    assert_rel_close(host_ms, 0.018, 1e-12);
+    d.host_dispatch_source = PP_HOST_ESTIMATE;
+    assert_false(pp_stack_fused_attention(&s, &d));
+    pp_stack_latency_ms(&s, &d, k, 3, scratch, &host_ms, NULL);
+    assert_rel_close(host_ms, 0.024, 1e-12);
+    snprintf(s.framework, sizeof s.framework, "torchscript");
+    d.host_dispatch_source = PP_HOST_MEASURED;
+    assert_false(pp_stack_fused_attention(&s, &d));
 }
 
 /* torch.onnx folded every BatchNorm of ResNet-18 into its 20 convolutions (weights named
@@ -628,6 +734,8 @@ int main(void)
         cmocka_unit_test(batchnorm_pass_should_cost_the_host_its_own),
         cmocka_unit_test(stack_roles_should_run_batchnorm_where_the_runtime_does),
         cmocka_unit_test(bn_pass_should_follow_each_folded_conv),
+        cmocka_unit_test(attention_should_mark_the_fast_paths_kernels),
+        cmocka_unit_test(fused_attention_should_charge_one_dispatch_per_fused_op),
         cmocka_unit_test(stack_artifact_should_round_trip_and_name_a_bad_field),
         cmocka_unit_test(prediction_should_be_host_bound_under_a_slow_host),
         cmocka_unit_test(calibrated_kernels_should_drop_the_timing_floor_under_a_stack),
