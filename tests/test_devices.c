@@ -371,17 +371,24 @@ static void errors_should_name_file_line_and_column(void **state)
 }
 
 /* Writes text to a temporary .yaml file, loads it, and checks status and message. */
-static void expect_text_error(const char *text, perfpred_status st, const char *needle)
+/* Loads descriptor text written to a temporary file (removed again). */
+static perfpred_status load_text(const char *text, pp_device_db **db, pp_err *err)
 {
     const char *tmp = pp_test_tmpfile(text, strlen(text), ".yaml");
     assert_non_null(tmp);
     char path[4096];
     snprintf(path, sizeof path, "%s", tmp);
     const char *paths[] = {path};
+    perfpred_status got = pp_devices_load_files(paths, 1, db, err);
+    unlink(path);
+    return got;
+}
+
+static void expect_text_error(const char *text, perfpred_status st, const char *needle)
+{
     pp_device_db *db = NULL;
     pp_err err = {0};
-    perfpred_status got = pp_devices_load_files(paths, 1, &db, &err);
-    unlink(path);
+    perfpred_status got = load_text(text, &db, &err);
     if (got != st || !strstr(err.msg, needle))
         print_error("status %d, message \"%s\", wanted \"%s\"\n", got, err.msg, needle);
     assert_int_equal(got, st);
@@ -441,15 +448,9 @@ static void fp16_accumulate_rates_should_be_the_whitepapers_and_not_leak_to_chil
                             "mig:\n  total_compute_slices: 7\n  total_memory_slices: 8\n  profiles:\n"
                             "    - {name: 1g.10gb, compute_slices: 1, memory_slices: 1, "
                             "compute_units: 14}\n";
-    const char *tmp = pp_test_tmpfile(text, strlen(text), ".yaml");
-    assert_non_null(tmp);
-    char path[4096];
-    snprintf(path, sizeof path, "%s", tmp);
-    const char *paths[] = {path};
     pp_device_db *one = NULL;
     pp_err err = {0};
-    assert_int_equal(pp_devices_load_files(paths, 1, &one, &err), PERFPRED_OK);
-    unlink(path);
+    assert_int_equal(load_text(text, &one, &err), PERFPRED_OK);
     assert_rel_close(must_find(one, "t")->peak_fp16_acc16_tflops, 200, 1e-12);
     assert_rel_close(must_find(one, "t-mig-1g.10gb")->peak_fp16_acc16_tflops, 200.0 * 14 / 98,
                      1e-12);
