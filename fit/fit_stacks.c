@@ -914,7 +914,6 @@ static perfpred_status unit_times(data *D, pp_err *err)
     probe.tf32_conv = stack_defs[D->si].tf32;
     probe.fp16_acc16 = stack_defs[D->si].acc16;
     snprintf(probe.framework, sizeof probe.framework, "%s", stack_defs[D->si].framework);
-    double bf = probe.precision == PP_PREC_FP16 ? 0.5 : 1.0, fl, by;
     for (int i = 0; i < D->n_rows; i++) {
         row *r = &D->rows[i];
         const cfg *c = &D->cfgs[r->cfg];
@@ -922,12 +921,7 @@ static perfpred_status unit_times(data *D, pp_err *err)
         if (!r->tc) return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
         r->tm = r->tc + c->n;
         /* the project's own rows ran attention fused (eager PyTorch 2.x, no autograd) */
-        int fa = pp_stack_fused_attention(&probe, r->dev);
-        for (int k = 0; k < c->n; k++) {
-            pp_stack_kernel_work(fa, &c->k[k], &fl, &by);
-            pp_stack_unit_ms(&probe, r->dev, c->k[k].cls, fl, by * bf, c->k[k].blocks,
-                             c->k[k].red, &r->tc[k], &r->tm[k]);
-        }
+        pp_stack_kernel_units(&probe, r->dev, c->k, c->n, r->tc, r->tm);
     }
     return PERFPRED_OK;
 }

@@ -446,14 +446,7 @@ static int attention_of(const pp_graph *g, const pp_kernel_group *k, int n, int 
 {
     *role = malloc(((size_t)n + 1) * sizeof **role);
     *fl = malloc(((size_t)n + 1) * 2 * sizeof **fl);
-    if (!*role || !*fl) {
-        free(*role);
-        free(*fl);
-        *role = NULL;
-        *fl = NULL;
-        return -1;
-    }
-    if (pp_stack_attention(g, k, n, *role, *fl, *fl + n) < 0) {
+    if (!*role || !*fl || pp_stack_attention(g, k, n, *role, *fl, *fl + n) < 0) {
         free(*role);
         free(*fl);
         *role = NULL;

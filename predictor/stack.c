@@ -212,6 +212,12 @@ static int readers_of(const pp_graph *g, readers *r)
     return 0;
 }
 
+/* The node that reads tensor t at run time, when exactly one does (-1 otherwise). */
+static int sole_reader(const readers *rd, int t)
+{
+    return t >= 0 && rd->n[t] == 1 ? rd->first[t] : -1;
+}
+
 /* Node i is a head split or merge around an attention: a view or copy of one activation
  * (Transpose, Slice, Split, Gather, Reshape, ...), or its scale or bias (Div, Mul or Add with a
  * constant), whose output only the attention reads. */
@@ -239,7 +245,6 @@ static int activation_input(const pp_graph *g, int i)
     return -1;
 }
 
-/* Marks the kernels of the glue that feeds tensor t (back to the projection) absorbed. */
 /* 1 when node i is a Transpose whose output one node reads: batch-first attention in PyTorch's
  * slow path (the one the export traces) turns its input sequence-first and its output back,
  * views the fast path does not take. */
@@ -280,7 +285,7 @@ static int producer_past_views(const pp_graph *g, int t)
 static int reader_past_views(const pp_graph *g, const readers *rd, int t)
 {
     for (int guard = 0; t >= 0 && guard < 8; guard++) {
-        int r = t >= 0 && rd->n[t] == 1 ? rd->first[t] : -1;
+        int r = sole_reader(rd, t);
         if (r < 0 || g->nodes[r].feat.kind != PP_OPK_RESHAPE || g->nodes[r].n_outputs < 1)
             return r;
         t = g->nodes[r].outputs[0];
@@ -288,6 +293,7 @@ static int reader_past_views(const pp_graph *g, const readers *rd, int t)
     return -1;
 }
 
+/* Marks the kernels of the glue that feeds tensor t (back to the projection) absorbed. */
 static void absorb_back(const pp_graph *g, const readers *rd, const int *nk, int t, int *role)
 {
     for (int guard = 0; t >= 0 && guard < 64; guard++) {
@@ -311,16 +317,15 @@ static double tensor_bytes(const pp_graph *g, int t)
     return b > 0 ? (double)b : 0;
 }
 
-/* The node that reads tensor t at run time, when exactly one does (-1 otherwise). */
-static int sole_reader(const readers *rd, int t)
-{
-    return t >= 0 && rd->n[t] == 1 ? rd->first[t] : -1;
-}
-
 int pp_stack_attention(const pp_graph *g, const pp_kernel_group *k, int n, int *role,
                        double *flops, double *bytes)
 {
-    for (int i = 0; i < n; i++) role[i] = PP_ATTN_NONE, flops[i] = bytes[i] = 0;
+    int any = 0;
+    for (int i = 0; i < n; i++) {
+        role[i] = PP_ATTN_NONE, flops[i] = bytes[i] = 0;
+        any |= g->nodes[k[i].nodes[0]].feat.kind == PP_OPK_SOFTMAX;
+    }
+    if (!any) return 0; /* no attention: no reader index to build */
     int *nk = malloc(((size_t)g->n_nodes + 1) * sizeof *nk);
     readers rd = {0};
     if (!nk || readers_of(g, &rd)) {
@@ -413,16 +418,22 @@ int pp_stack_bn_pass(const pp_graph *g, int conv, pp_stack_kernel *bn)
     return 1;
 }
 
-double pp_stack_latency_ms(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k, int n,
-                           double *scratch, double *host_ms, double *gpu_ms)
+void pp_stack_kernel_units(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k, int n,
+                           double *tc, double *tm)
 {
-    double *tc = scratch + 2 * n, *tm = scratch + 3 * n;
     double bf = s->precision == PP_PREC_FP16 ? 0.5 : 1.0, fl, by;
     int fa = pp_stack_fused_attention(s, d);
     for (int i = 0; i < n; i++) {
         pp_stack_kernel_work(fa, &k[i], &fl, &by);
         pp_stack_unit_ms(s, d, k[i].cls, fl, by * bf, k[i].blocks, k[i].red, &tc[i], &tm[i]);
     }
+}
+
+double pp_stack_latency_ms(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k, int n,
+                           double *scratch, double *host_ms, double *gpu_ms)
+{
+    double *tc = scratch + 2 * n, *tm = scratch + 3 * n;
+    pp_stack_kernel_units(s, d, k, n, tc, tm);
     return pp_stack_latency_units_ms(s, d, k, tc, tm, n, scratch, host_ms, gpu_ms);
 }
 

@@ -225,7 +225,11 @@ perfpred_status pp_graph_stack_kernels(const pp_graph *g, const pp_device *d,
  * totals. scratch holds 4n doubles. */
 double pp_stack_latency_ms(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k, int n,
                            double *scratch, double *host_ms, double *gpu_ms);
-/* The same from unit times already computed on d (pp_stack_unit_ms), as a fit calls it;
+/* The unit times (pp_stack_unit_ms) of n kernels under s on d, each at the work it does there
+ * (pp_stack_kernel_work: a fused attention's core its fused figures; bytes halved for fp16). */
+void pp_stack_kernel_units(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k, int n,
+                           double *tc, double *tm);
+/* The same from unit times already computed on d (pp_stack_kernel_units), as a fit calls it;
  * scratch holds 2n doubles. */
 double pp_stack_latency_units_ms(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k,
                                  const double *tc_ms, const double *tm_ms, int n, double *scratch,

@@ -82,14 +82,22 @@ static void mig_scaling_should_follow_waves(void **state)
  *   with TF32 convolutions, cc 8.0:     1e9 / (40e12 x 0.5 x 0.25) = 0.2 ms
  *   the same GPU as cc 9.0 (Hopper):    1e9 / (40e12 x 0.5 x 0.5)  = 0.1 ms
  * and a matrix product stays on the fp32 lanes (PyTorch's default) whatever tc_eff is: 0.2 ms. */
+/* A stack of precision p with every class at efficiency eff and tensor-core shares tc0 (before
+ * Hopper) and tc1 (Hopper); nothing else set. */
+static pp_stack flat_stack(pp_precision p, double eff, double tc0, double tc1)
+{
+    pp_stack s = {0};
+    s.precision = p;
+    for (int c = 0; c < PP_SK__COUNT; c++) s.eff[c] = eff;
+    s.tc_eff[0] = tc0;
+    s.tc_eff[1] = tc1;
+    return s;
+}
+
 static void tensor_efficiency_should_apply_on_tensor_cores_only(void **state)
 {
     (void)state;
-    pp_stack s = {0};
-    s.precision = PP_PREC_FP32;
-    for (int c = 0; c < PP_SK__COUNT; c++) s.eff[c] = 0.5;
-    s.tc_eff[0] = 0.25;
-    s.tc_eff[1] = 0.5;
+    pp_stack s = flat_stack(PP_PREC_FP32, 0.5, 0.25, 0.5);
     pp_device d = {0};
     d.peak_tflops[PP_PREC_FP32] = 10;
     d.peak_tflops[PP_PREC_TF32] = 40;
@@ -116,10 +124,7 @@ static void tensor_efficiency_should_apply_on_tensor_cores_only(void **state)
 static void fp16_accumulation_should_take_its_own_peak_where_the_stack_uses_it(void **state)
 {
     (void)state;
-    pp_stack eager = {0};
-    eager.precision = PP_PREC_FP16;
-    for (int c = 0; c < PP_SK__COUNT; c++) eager.eff[c] = 0.5;
-    eager.tc_eff[0] = eager.tc_eff[1] = 0.25;
+    pp_stack eager = flat_stack(PP_PREC_FP16, 0.5, 0.25, 0.25);
     pp_stack trt = eager;
     trt.fp16_acc16 = 1;
     pp_device d = {0};
@@ -155,10 +160,7 @@ static void fp16_accumulation_should_take_its_own_peak_where_the_stack_uses_it(v
 static void memory_time_should_use_the_measured_stream_bandwidth(void **state)
 {
     (void)state;
-    pp_stack s = {0};
-    s.precision = PP_PREC_FP32;
-    for (int c = 0; c < PP_SK__COUNT; c++) s.eff[c] = 0.5;
-    s.tc_eff[0] = s.tc_eff[1] = 1;
+    pp_stack s = flat_stack(PP_PREC_FP32, 0.5, 1, 1);
     pp_device d = {0};
     d.peak_tflops[PP_PREC_FP32] = 10;
     d.memory_bandwidth_gbs = 1000;
