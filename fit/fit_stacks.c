@@ -43,6 +43,12 @@ static const struct {
 };
 #define N_STACKS ((int)(sizeof stack_defs / sizeof stack_defs[0]))
 
+/* The share of the L2 a kernel may find an earlier kernel's output in (pp_stack.l2_share): the
+ * whole of it, the datasheet's size; not fitted */
+#ifndef PP_FIT_L2_SHARE
+#define PP_FIT_L2_SHARE 1.0
+#endif
+
 /* GPU file stems (lower case) -> descriptors. The V100's form factor is not recorded: the SXM2
  * 32GB card is assumed (docs/gpu-stacks.md). */
 static const char *const gpu_map[][2] = {
@@ -695,6 +701,7 @@ static void fit_one(fit_job *J)
     J->s.fuse_epilogue = stack_defs[D->si].fuse;
     J->s.bn_kernel = stack_defs[D->si].bn;
     J->s.fp16_acc16 = stack_defs[D->si].acc16;
+    J->s.l2_share = PP_FIT_L2_SHARE;
     J->s.timing_calls = 100; /* torch.utils.benchmark Timer: 100 back-to-back calls */
     J->s.sync_us = 0;        /* one synchronize per 100 calls: not identifiable from these rows */
     /* which generations' tensor cores the training rows ran a conv or matmul on */
@@ -913,6 +920,7 @@ static perfpred_status unit_times(data *D, pp_err *err)
     probe.precision = stack_defs[D->si].prec;
     probe.tf32_conv = stack_defs[D->si].tf32;
     probe.fp16_acc16 = stack_defs[D->si].acc16;
+    probe.l2_share = PP_FIT_L2_SHARE;
     snprintf(probe.framework, sizeof probe.framework, "%s", stack_defs[D->si].framework);
     for (int i = 0; i < D->n_rows; i++) {
         row *r = &D->rows[i];

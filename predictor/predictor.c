@@ -486,6 +486,7 @@ perfpred_status pp_graph_stack_kernels(const pp_graph *g, const pp_device *d,
         m++;
         m += pp_stack_bn_pass(g, kernels[i].nodes[0], &sk[m]);
     }
+    pp_stack_mark_reuse(g, kernels, n, sk, m);
     free(role);
     free(afl);
     free(kernels);
@@ -683,6 +684,7 @@ typedef struct kernel_sums {
     double *scratch, *node_ms;
     double *cal_ms; /* per node: the layer models' figure for a kernel it leads, NAN until asked */
     int n_sk;
+    pp_stack_reuse reuse; /* what the L2 may hold of the kernels' outputs so far */
     double roof_sum_ms, total_ms, energy_mj, total_bytes;
     int nk, ncal, untimed;
 } kernel_sums;
@@ -808,6 +810,7 @@ static void stack_time(const predict_setup *P, const pp_kernel_group *G, const k
         S->attn_flops = sums->attn_fl[sums->cur];
         S->attn_bytes = sums->attn_fl[sums->n_groups + sums->cur];
     }
+    pp_stack_reuse_kernel(&sums->reuse, g, G, S);
     /* under the stack its layer models were measured in, a device keeps its calibrated
      * kernel times and its roofline for memory-bound ops; uncovered conv and matmul
      * kernels, and every kernel elsewhere, take the stack's fitted model (depthwise
@@ -835,16 +838,18 @@ static void stack_time(const predict_setup *P, const pp_kernel_group *G, const k
     if (!keep) {
         double fl, by;
         pp_stack_kernel_work(sums->attn != NULL, S, &fl, &by);
+        double sbf = stk->precision == PP_PREC_FP16 ? 0.5 : 1.0;
         kt->t = S->attn == PP_ATTN_ABSORBED
                     ? 0 /* no kernel of its own: a view, or part of the fused one */
                     : pp_stack_gpu_ms(stk, d, S->cls, fl,
-                                      by * (stk->precision == PP_PREC_FP16 ? 0.5 : 1.0), S->blocks,
+                                      pp_stack_dram_bytes(stk, d, S, by * sbf, sbf), S->blocks,
                                       S->red);
         kt->calibrated = 0;
     }
     sums->roof_sum_ms += fmin(kt->roof_d, kt->t);
     pp_stack_kernel *B = &sums->sk[sums->n_sk];
     if (pp_stack_bn_pass(g, G->nodes[0], B)) {
+        pp_stack_reuse_bn(&sums->reuse, g, G, B);
         /* memory-bound: a calibrated device keeps its roofline for it, as above */
         int bmb;
         double rb = pp_roofline_ms(d, PP_OPK_ELEMWISE, B->flops, B->bytes * P->bf, &bmb);
@@ -1073,7 +1078,9 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
     /* no room for the copies' shortcut is no error: every kernel asks its models then */
     sums.cal_ms = P.src ? malloc((size_t)g->n_nodes * sizeof *sums.cal_ms + 1) : NULL;
     for (int i = 0; sums.cal_ms && i < g->n_nodes; i++) sums.cal_ms[i] = NAN;
+    if (stk) pp_stack_reuse_init(&sums.reuse, g, kernels, n_groups); /* -1: no reuse known */
     run_kernels(&P, kernels, n_groups, &sums);
+    pp_stack_reuse_free(&sums.reuse);
     free(sums.attn);
     free(sums.attn_fl);
     free(sums.cal_ms);

@@ -418,6 +418,21 @@ int pp_stack_bn_pass(const pp_graph *g, int conv, pp_stack_kernel *bn)
     return 1;
 }
 
+double pp_stack_dram_bytes(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k,
+                           double bytes, double bf)
+{
+    if (!(s->l2_share > 0) || !(d->l2_mb > 0)) return bytes;
+    double room = s->l2_share * d->l2_mb * 1048576.0, hit = 0;
+    /* what a kernel wrote last is what the L2 holds; of a tensor that the traffic since has
+     * pushed past its size, the share that the L2's size is of that traffic (its replacement
+     * keeps part of a stream that overflows it, as on the H200's 50 MB: ResNet-50's residual
+     * adds on 103 MB tensors ran at 4.4 TB/s in torch.profiler, past its DRAM's 3.2) */
+    for (int j = 0; j < 2; j++)
+        if (k->in_bytes[j] > 0 && k->in_dist[j] > 0)
+            hit += k->in_bytes[j] * bf * fmin(1.0, room / (k->in_dist[j] * bf));
+    return hit < bytes ? bytes - hit : 0;
+}
+
 void pp_stack_kernel_units(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k, int n,
                            double *tc, double *tm)
 {
@@ -425,8 +440,101 @@ void pp_stack_kernel_units(const pp_stack *s, const pp_device *d, const pp_stack
     int fa = pp_stack_fused_attention(s, d);
     for (int i = 0; i < n; i++) {
         pp_stack_kernel_work(fa, &k[i], &fl, &by);
-        pp_stack_unit_ms(s, d, k[i].cls, fl, by * bf, k[i].blocks, k[i].red, &tc[i], &tm[i]);
+        pp_stack_unit_ms(s, d, k[i].cls, fl, pp_stack_dram_bytes(s, d, &k[i], by * bf, bf),
+                         k[i].blocks, k[i].red, &tc[i], &tm[i]);
     }
+}
+
+/* The tensor whose bytes t holds: a view (the output of a node in no kernel group) holds its
+ * first input's */
+static int reuse_root(const pp_graph *g, const int *in_group, int t)
+{
+    for (int guard = 0; t >= 0 && guard < 64; guard++) {
+        int p = g->tensors[t].producer;
+        if (p < 0 || in_group[p] || g->nodes[p].n_inputs < 1) return t;
+        t = g->nodes[p].inputs[0];
+    }
+    return t;
+}
+
+/* Keeps the two largest reads of kernel S */
+static void reuse_add(pp_stack_kernel *S, double bytes, double dist)
+{
+    int j = S->in_bytes[0] <= S->in_bytes[1] ? 0 : 1;
+    if (bytes > S->in_bytes[j]) S->in_bytes[j] = bytes, S->in_dist[j] = dist;
+}
+
+int pp_stack_reuse_init(pp_stack_reuse *r, const pp_graph *g, const pp_kernel_group *k, int n)
+{
+    r->in_group = calloc((size_t)g->n_nodes + 1, sizeof *r->in_group);
+    r->wpos = malloc(((size_t)g->n_tensors + 1) * sizeof *r->wpos);
+    r->traffic = 0;
+    if (!r->in_group || !r->wpos) {
+        pp_stack_reuse_free(r);
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        for (int s = 0; s < k[i].n; s++) r->in_group[k[i].nodes[s]] = i + 1;
+    for (int t = 0; t < g->n_tensors; t++) r->wpos[t] = -1;
+    return 0;
+}
+
+void pp_stack_reuse_free(pp_stack_reuse *r)
+{
+    free(r->in_group);
+    free(r->wpos);
+    r->in_group = NULL;
+    r->wpos = NULL;
+}
+
+void pp_stack_reuse_kernel(pp_stack_reuse *r, const pp_graph *g, const pp_kernel_group *G,
+                           pp_stack_kernel *S)
+{
+    S->in_bytes[0] = S->in_bytes[1] = S->in_dist[0] = S->in_dist[1] = 0;
+    if (!r->in_group) return;
+    int gi = r->in_group[G->nodes[0]];
+    for (int s = 0; s < G->n; s++) {
+        const pp_node *nd = &g->nodes[G->nodes[s]];
+        for (int a = 0; a < nd->n_inputs; a++) {
+            int t = nd->inputs[a], p = t >= 0 ? g->tensors[t].producer : -1;
+            if (t < 0 || (p >= 0 && r->in_group[p] == gi)) continue; /* made inside it */
+            int root = reuse_root(g, r->in_group, t);
+            int64_t e = root >= 0 ? pp_tensor_elems(&g->tensors[root]) : 0;
+            if (root < 0 || r->wpos[root] < 0 || e <= 0) continue;
+            double b = 4.0 * (double)e;
+            reuse_add(S, b, r->traffic - r->wpos[root] + b);
+        }
+    }
+    r->traffic += S->bytes;
+    for (int s = 0; s < G->n; s++) {
+        const pp_node *nd = &g->nodes[G->nodes[s]];
+        for (int o = 0; o < nd->n_outputs; o++)
+            if (nd->outputs[o] >= 0) r->wpos[nd->outputs[o]] = r->traffic;
+    }
+}
+
+void pp_stack_reuse_bn(pp_stack_reuse *r, const pp_graph *g, const pp_kernel_group *G,
+                       pp_stack_kernel *B)
+{
+    B->in_bytes[0] = B->in_bytes[1] = B->in_dist[0] = B->in_dist[1] = 0;
+    if (!r->in_group) return;
+    int out = g->nodes[G->nodes[0]].outputs[0];
+    int64_t e = out >= 0 ? pp_tensor_elems(&g->tensors[out]) : 0;
+    if (e > 0) reuse_add(B, 4.0 * (double)e, 4.0 * (double)e); /* just written */
+    r->traffic += B->bytes;
+    if (out >= 0) r->wpos[out] = r->traffic;
+}
+
+void pp_stack_mark_reuse(const pp_graph *g, const pp_kernel_group *k, int n, pp_stack_kernel *sk,
+                         int m)
+{
+    pp_stack_reuse r;
+    pp_stack_reuse_init(&r, g, k, n); /* out of memory: no reuse, every byte from the DRAM */
+    for (int i = 0, j = 0; i < n && j < m; i++, j++) {
+        pp_stack_reuse_kernel(&r, g, &k[i], &sk[j]);
+        if (j + 1 < m && sk[j + 1].bn) pp_stack_reuse_bn(&r, g, &k[i], &sk[++j]);
+    }
+    pp_stack_reuse_free(&r);
 }
 
 double pp_stack_latency_ms(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k, int n,
@@ -567,6 +675,10 @@ static perfpred_status parse_stack(const cJSON *o, const char *path, pp_stack *s
         (st = pp_artifact_num(o, path, "fp32_dual_issue_efficiency", 0.01, 1, &s->fp32_dual_eff,
                               err)))
         return st;
+    s->l2_share = 0; /* optional: stacks fitted before it read every byte from the DRAM */
+    if (cJSON_GetObjectItemCaseSensitive(o, "l2_reuse_share") &&
+        (st = pp_artifact_num(o, path, "l2_reuse_share", 0, 1, &s->l2_share, err)))
+        return st;
     d = 0; /* optional: stacks fitted before it accumulate in fp32 */
     if (cJSON_GetObjectItemCaseSensitive(o, "fp16_accumulate") &&
         (st = pp_artifact_num(o, path, "fp16_accumulate", 0, 1, &d, err)))
@@ -697,6 +809,7 @@ cJSON *pp_stack_json(const pp_stack *s)
     cJSON_AddNumberToObject(o, "call_us", s->call_us);
     cJSON_AddNumberToObject(o, "sync_us", s->sync_us);
     cJSON_AddNumberToObject(o, "gpu_min_us", s->gpu_min_us);
+    cJSON_AddNumberToObject(o, "l2_reuse_share", s->l2_share);
     cJSON_AddNumberToObject(o, "ws_factor", s->ws_factor);
     cJSON_AddNumberToObject(o, "tensor_efficiency", s->tc_eff[0]);
     cJSON_AddNumberToObject(o, "tensor_efficiency_hopper", s->tc_eff[1]);

@@ -69,6 +69,13 @@ typedef struct pp_stack {
                                       Volta reach about 95 % of theirs; 1 elsewhere (0 reads
                                       as 1) */
     double gpu_min_us;             /* shortest kernel on the GPU (launch to completion) */
+    double l2_share;               /* a kernel reads an activation an earlier kernel wrote from the
+                                      L2, not the DRAM, while the traffic since that write (the
+                                      tensor itself included) is within l2_share x the L2
+                                      (descriptor l2_mb; a MIG slice its share): the BatchNorm
+                                      pass, ReLU and residual add after a convolution find its
+                                      output there. 0: every byte from the DRAM (stacks fitted
+                                      before it) */
     /* memory as NVML reports it: context(cc) + what the caching allocator reserved replaying
      * the run (predictor/allocator.h) */
     int n_ctx;
@@ -164,6 +171,10 @@ typedef struct pp_stack_kernel {
     double red;              /* reduction length of a conv / matmul (Cin kh kw, or K); 0 else */
     int attn;                /* PP_ATTN_*: its part in an attention a runtime may fuse */
     double attn_flops, attn_bytes; /* a PP_ATTN_CORE's work when fused (bytes at fp32) */
+    /* the two largest activations it reads that kernels before it wrote (pp_stack_mark_reuse):
+     * their bytes and the traffic since each was written, the tensor itself included (both at
+     * fp32); 0 where none */
+    double in_bytes[2], in_dist[2];
 } pp_stack_kernel;
 
 /* Attention as the export writes it: Q K^T (a matrix product of two activations), a scale or
@@ -213,6 +224,32 @@ static inline int pp_stack_role(const pp_stack *s, int fused_attn, const pp_stac
  * as a kernel in eager PyTorch. *bn gets the pass: element-wise over the conv's output (read and
  * write, a scale and a shift per element). */
 int pp_stack_bn_pass(const pp_graph *g, int conv, pp_stack_kernel *bn);
+
+/* Fills in_bytes / in_dist of sk[0..m), the stack kernels of g's n kernel groups k in order (each
+ * group's kernel, then its BatchNorm pass where sk has one): walking them in order, the traffic
+ * (every kernel's bytes at fp32) since each activation was written. A view's output (a node in no
+ * group) is its first input's. */
+void pp_stack_mark_reuse(const pp_graph *g, const pp_kernel_group *k, int n, pp_stack_kernel *sk,
+                         int m);
+/* The same one kernel at a time, as a prediction meets them: init over the n groups (-1 when out
+ * of memory: every read then counts as from the DRAM), then for each group in order its kernel
+ * (pp_stack_reuse_kernel, S->bytes set) and its BatchNorm pass where it has one. */
+typedef struct pp_stack_reuse {
+    int *in_group;  /* per node: 1 + its kernel group, 0 for none */
+    double *wpos;   /* per tensor: the traffic when it was last written, -1 never */
+    double traffic; /* bytes (fp32) the kernels so far moved */
+} pp_stack_reuse;
+int pp_stack_reuse_init(pp_stack_reuse *r, const pp_graph *g, const pp_kernel_group *k, int n);
+void pp_stack_reuse_kernel(pp_stack_reuse *r, const pp_graph *g, const pp_kernel_group *G,
+                           pp_stack_kernel *S);
+void pp_stack_reuse_bn(pp_stack_reuse *r, const pp_graph *g, const pp_kernel_group *G,
+                       pp_stack_kernel *B);
+void pp_stack_reuse_free(pp_stack_reuse *r);
+/* The bytes kernel k moves to and from the DRAM under s on d, when it moves `bytes` in all (at the
+ * stack's precision, bf: that precision's bytes per fp32 byte): its reads the L2 still holds
+ * (in_dist x bf within s->l2_share x the L2) come from there. */
+double pp_stack_dram_bytes(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k,
+                           double bytes, double bf);
 
 /* The kernels of g on d (pp_graph_kernels) as the stack model sees them, cal_ms NaN, each folded
  * BatchNorm as a pass after its conv (pp_stack_bn_pass). *out is malloc'd (free it). */

@@ -358,6 +358,57 @@ static void bn_pass_should_follow_each_folded_conv(void **state)
     }
 }
 
+/* ResNet-18 at batch 1 as the eager stack runs its stem: conv1 (7x7, 3 -> 64, to 112 x 112; it
+ * reads the image, which no kernel wrote), its BatchNorm pass (reads the 64 x 112 x 112 output at
+ * fp32, 3,211,264 B, just written), ReLU (reads what the pass rewrote: nothing written since, so
+ * its distance is the tensor itself), MaxPool (reads ReLU's output, the same size). With the whole
+ * of a 6 MiB L2 (6,291,456 B) those reads come from the L2: the ReLU's 6,422,528 B (read and
+ * write) leave 3,211,264 B for the DRAM; a 2 MiB L2 holds 2,097,152 B of the 3,211,264 written
+ * since, so 6,422,528 - 2,097,152 = 4,325,376 B remain. fp16 halves both the bytes and the
+ * distances: in 2 MiB then all 1,605,632 B of the read hit and 1,605,632 B remain. A stack without
+ * l2_share reads everything from the DRAM. */
+static void l2_reuse_should_find_the_stems_outputs_in_the_cache(void **state)
+{
+    (void)state;
+    pp_graph *g = NULL;
+    pp_err err = {0};
+    pp_shape_opts opts = {.batch = 1};
+    assert_int_equal(pp_graph_load_full(pp_test_path("examples/resnet18.onnx"), &opts, &g, &err),
+                     PERFPRED_OK);
+    pp_device_db *db = NULL;
+    assert_int_equal(pp_devices_load_dir(pp_test_path("configs/devices"), &db, &err), PERFPRED_OK);
+    const pp_device *h100 = pp_devices_find(db, "h100-sxm5-80gb");
+    assert_non_null(h100);
+    pp_stack_kernel *k = NULL;
+    int n = 0;
+    assert_int_equal(pp_graph_stack_kernels(g, h100, &k, &n, &err), PERFPRED_OK);
+    assert_true(n > 4);
+    const double out = 4.0 * 64 * 112 * 112;
+    assert_true(k[0].in_bytes[0] == 0 && k[0].in_bytes[1] == 0);
+    assert_int_equal(k[1].bn, 1);
+    for (int i = 1; i <= 3; i++) {
+        int j = k[i].in_bytes[0] > 0 ? 0 : 1;
+        assert_rel_close(k[i].in_bytes[j], out, 1e-15);
+        assert_rel_close(k[i].in_dist[j], out, 1e-15);
+        assert_true(k[i].in_bytes[1 - j] == 0);
+    }
+    assert_rel_close(k[2].bytes, 2 * out, 1e-15);
+    pp_stack s = {0};
+    s.l2_share = 1;
+    pp_device d = {0};
+    d.l2_mb = 6;
+    assert_rel_close(pp_stack_dram_bytes(&s, &d, &k[2], k[2].bytes, 1), 3211264.0, 1e-15);
+    d.l2_mb = 2;
+    assert_rel_close(pp_stack_dram_bytes(&s, &d, &k[2], k[2].bytes, 1), 4325376.0, 1e-15);
+    assert_rel_close(pp_stack_dram_bytes(&s, &d, &k[2], k[2].bytes / 2, 0.5), 1605632.0, 1e-15);
+    s.l2_share = 0;
+    d.l2_mb = 6;
+    assert_rel_close(pp_stack_dram_bytes(&s, &d, &k[2], k[2].bytes, 1), 6422528.0, 1e-15);
+    free(k);
+    pp_graph_free(g);
+    pp_devices_free(db);
+}
+
 static const char *toy_dir(void)
 {
     static char dir[4096];
@@ -441,11 +492,13 @@ static void stack_artifact_should_round_trip_and_name_a_bad_field(void **state)
     pp_stack s = toy_stack(), back;
     s.eff[PP_SK_CONV3] = 7.5;
     s.fp16_acc16 = 1;
+    s.l2_share = 0.625;
     pp_err err = {0};
     assert_int_equal(pp_stack_save(&s, path, "{\"rows\": 3}", &err), PERFPRED_OK);
     assert_int_equal(pp_stack_load(path, &back, &err), PERFPRED_OK);
     assert_string_equal(back.name, s.name);
     assert_int_equal(back.fp16_acc16, 1);
+    assert_rel_close(back.l2_share, 0.625, 1e-15);
     assert_int_equal(back.timing_calls, 1);
     assert_rel_close(back.host_us[PP_SK_CONV3], 1000, 1e-15);
     assert_rel_close(back.eff[PP_SK_CONV3], 7.5, 1e-15);
@@ -736,6 +789,7 @@ int main(void)
         cmocka_unit_test(batchnorm_pass_should_cost_the_host_its_own),
         cmocka_unit_test(stack_roles_should_run_batchnorm_where_the_runtime_does),
         cmocka_unit_test(bn_pass_should_follow_each_folded_conv),
+        cmocka_unit_test(l2_reuse_should_find_the_stems_outputs_in_the_cache),
         cmocka_unit_test(attention_should_mark_the_fast_paths_kernels),
         cmocka_unit_test(fused_attention_should_charge_one_dispatch_per_fused_op),
         cmocka_unit_test(stack_artifact_should_round_trip_and_name_a_bad_field),
