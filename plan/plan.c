@@ -32,13 +32,6 @@ static double rng_unit(uint64_t *s)
     return ((double)(rng_next(s) >> 11) + 0.5) / 9007199254740992.0;
 }
 
-static uint64_t fnv1a(const char *s)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-    return h;
-}
-
 static int name_chars_ok(const char *s)
 {
     if (!*s) return 0;
@@ -166,38 +159,19 @@ static void note_skip(plan *P, const char *op, const char *reason, const char *e
     s->count = count;
 }
 
-static perfpred_status map_grow(plan *P, pp_err *err)
-{
-    size_t ns = P->n_slots ? 2 * P->n_slots : 4096;
-    int *s = malloc(ns * sizeof *s);
-    if (!s) return pp_err_set(err, PERFPRED_ERR_NOMEM, "plan: out of memory");
-    for (size_t i = 0; i < ns; i++) s[i] = -1;
-    for (int i = 0; i < P->n; i++) {
-        size_t h = (size_t)fnv1a(P->c[i].sig) & (ns - 1);
-        while (s[h] >= 0) h = (h + 1) & (ns - 1);
-        s[h] = i;
-    }
-    free(P->slots);
-    P->slots = s;
-    P->n_slots = ns;
-    return PERFPRED_OK;
-}
-
 int pp_plan_map_find(const plan *P, const char *sig)
 {
-    if (!P->n_slots) return -1;
-    size_t h = (size_t)fnv1a(sig) & (P->n_slots - 1);
-    while (P->slots[h] >= 0) {
-        if (strcmp(P->c[P->slots[h]].sig, sig) == 0) return P->slots[h];
-        h = (h + 1) & (P->n_slots - 1);
-    }
-    return -1;
+    return pp_strmap_get(&P->map, sig);
 }
 
 /* Appends a candidate (sig copied) and indexes it; returns its index or -1 (err set). */
 int pp_plan_cand_add(plan *P, const char *sig, pp_err *err)
 {
-    if ((size_t)(P->n + 1) * 2 > P->n_slots && map_grow(P, err) != PERFPRED_OK) return -1;
+    /* a zoo gives thousands of configurations: start at 4096 slots */
+    if (pp_strmap_reserve(&P->map, (size_t)P->n + 1 > 2048 ? (size_t)P->n + 1 : 2048) != 0) {
+        pp_err_set(err, PERFPRED_ERR_NOMEM, "plan: out of memory");
+        return -1;
+    }
     if (P->n == P->cap) {
         int cap = P->cap ? 2 * P->cap : 1024;
         cand *c = realloc(P->c, (size_t)cap * sizeof *c);
@@ -216,9 +190,11 @@ int pp_plan_cand_add(plan *P, const char *sig, pp_err *err)
         return -1;
     }
     c->valid = -1;
-    size_t h = (size_t)fnv1a(sig) & (P->n_slots - 1);
-    while (P->slots[h] >= 0) h = (h + 1) & (P->n_slots - 1);
-    P->slots[h] = P->n;
+    /* the key is the arena's copy of sig */
+    if (pp_strmap_put(&P->map, c->sig, P->n) != 0) {
+        pp_err_set(err, PERFPRED_ERR_NOMEM, "plan: out of memory");
+        return -1;
+    }
     return P->n++;
 }
 
@@ -1083,7 +1059,7 @@ done:
     if (st != PERFPRED_OK && errbuf && errbuf_len) snprintf(errbuf, errbuf_len, "%s", err.msg);
     zoo_free(&z);
     free(P.c);
-    free(P.slots);
+    pp_strmap_free(&P.map);
     pp_arena_free(P.arena);
     pp_layer_models_free(P.lm);
     pp_plan_adapt_free(P.adapt);
