@@ -141,7 +141,13 @@ static int parse_shape(const char *s, int *rank, int64_t *dims)
     return 0;
 }
 
-int pp_measure_parse_inputs(const char *s, pp_layer_input *out, int max, char *why, size_t why_n)
+int pp_measure_weight_first_ok(const char *op_type)
+{
+    return op_type && strcmp(op_type, "Concat") == 0;
+}
+
+int pp_measure_parse_inputs(const char *op_type, const char *s, pp_layer_input *out, int max,
+                            char *why, size_t why_n)
 {
     if (!*s) return WHY("empty inputs");
     int n = 0;
@@ -170,7 +176,13 @@ int pp_measure_parse_inputs(const char *s, pp_layer_input *out, int max, char *w
         if (!semi) break;
         p = semi + 1;
     }
-    if (out[0].role != 'x') return WHY("first input must be an activation (x:...)");
+    if (out[0].role != 'x') {
+        if (!pp_measure_weight_first_ok(op_type))
+            return WHY("first input must be an activation (x:...)");
+        int has_x = 0;
+        for (int i = 0; i < n; i++) has_x |= out[i].role == 'x';
+        if (!has_x) return WHY("%s: no input is an activation (x:...)", op_type);
+    }
     return n;
 }
 
@@ -337,7 +349,8 @@ static int layer_row_from_record(const pp_csv_record *rec, const int *col_of, pp
     row->kind = (pp_op_kind)kind;
     if (pp_parse_i64(f[LC_BATCH], &row->batch) != 0 || row->batch < 1)
         return WHY("batch '%s' is not an integer >= 1", f[LC_BATCH]);
-    int n = pp_measure_parse_inputs(f[LC_INPUTS], row->inputs, PP_LAYER_MAX_INPUTS, why, why_n);
+    int n = pp_measure_parse_inputs(row->op_type, f[LC_INPUTS], row->inputs, PP_LAYER_MAX_INPUTS,
+                                    why, why_n);
     if (n < 0) return -1;
     row->n_inputs = n;
     n = pp_measure_parse_attrs(f[LC_ATTRS], a, row->attrs, PP_LAYER_MAX_ATTRS, why, why_n);

@@ -237,7 +237,7 @@ int pp_plan_sig_to_row(const char *sig, pp_arena *a, pp_layer_row *r, char *why,
     snprintf(attrs, sizeof attrs, "%s", t2 + 1);
     r->op_type = pp_arena_strndup(a, sig, (size_t)(t1 - sig));
     if (!r->op_type) return WHY("out of memory");
-    int n = pp_measure_parse_inputs(ins, r->inputs, PP_LAYER_MAX_INPUTS, why, why_n);
+    int n = pp_measure_parse_inputs(r->op_type, ins, r->inputs, PP_LAYER_MAX_INPUTS, why, why_n);
     if (n < 0) return -1;
     r->n_inputs = n;
     n = pp_measure_parse_attrs(attrs, a, r->attrs, PP_LAYER_MAX_ATTRS, why, why_n);
@@ -388,11 +388,13 @@ static int node_to_row(const pp_graph *g, const pp_node *n, pp_arena *a, pp_laye
     if (n_in > PP_LAYER_MAX_INPUTS)
         return WHY("%d inputs (a layer row holds %d)", n_in, PP_LAYER_MAX_INPUTS);
     if (n_in == 0 || ins[0].role != 'x') {
+        int has_x = 0;
+        for (int k = 0; k < n_in; k++) has_x |= ins[k].role == 'x';
         if (n_in >= 2 && ins[1].role == 'x' && is_commutative(n->op_type)) {
             pp_layer_input t = ins[0];
             ins[0] = ins[1];
             ins[1] = t;
-        } else {
+        } else if (!has_x || !pp_measure_weight_first_ok(n->op_type)) {
             snprintf(why, why_n, "first input is a constant");
             return -1;
         }

@@ -36,8 +36,14 @@ def format_dims(dims):
     return "scalar" if len(dims) == 0 else "x".join(str(int(d)) for d in dims)
 
 
-def parse_inputs(text):
-    """'x:1x64x56x56;w:64x64x3x3;-' -> [('x', (1,64,56,56)), ('w', (64,64,3,3)), ('-', None)]."""
+# Operators whose first input may be a weight (a ViT's class token joined before the patch
+# tokens): one of the inputs must still be an activation (measure/measurements.c, the same rule).
+WEIGHT_FIRST_OK = frozenset({"Concat"})
+
+
+def parse_inputs(text, op_type=None):
+    """'x:1x64x56x56;w:64x64x3x3;-' -> [('x', (1,64,56,56)), ('w', (64,64,3,3)), ('-', None)].
+    The first input must be an activation, except for op_type in WEIGHT_FIRST_OK."""
     if not text:
         raise LayerError("empty inputs")
     out = []
@@ -51,7 +57,10 @@ def parse_inputs(text):
     if len(out) > 6:
         raise LayerError("more than 6 inputs")
     if out[0][0] != "x":
-        raise LayerError("first input must be an activation (x:...)")
+        if op_type not in WEIGHT_FIRST_OK:
+            raise LayerError("first input must be an activation (x:...)")
+        if not any(r == "x" for r, _ in out):
+            raise LayerError(f"{op_type}: no input is an activation (x:...)")
     return out
 
 

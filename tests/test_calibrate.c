@@ -129,6 +129,43 @@ static void layer_csv_should_count_bad_rows_with_file_and_line(void **state)
     pp_measure_layer_table_free(t);
 }
 
+/* A weight may come first only in a Concat (a ViT's class token), and only beside an activation;
+ * such a row rebuilds with the weight in front. */
+static void layer_csv_should_take_a_weight_first_only_in_a_concat(void **state)
+{
+    (void)state;
+    char text[4096];
+    snprintf(text, sizeof text,
+             "%s"
+             "d,rt,,fp32,datamove,Concat,1,w:1x1x768;x:1x49x768,axis:i=1,0.01,,,,,s,2025-01-01\n"
+             "d,rt,,fp32,elemwise,Sub,1,w:1x1x768;x:1x49x768,,0.01,,,,,s,2025-01-01\n" /* 3 */
+             "d,rt,,fp32,datamove,Concat,1,w:1x1x768;w:1x49x768,axis:i=1,0.01,,,,,s,2025-01-01\n",
+             HEADER);
+    const char *path = write_tmp(text);
+    char saved[4096];
+    snprintf(saved, sizeof saved, "%s", path);
+    pp_layer_table *t;
+    pp_err err = {0};
+    assert_int_equal(pp_measure_layer_csv_read(saved, &t, &err), PERFPRED_OK);
+    assert_int_equal(t->n, 1);
+    assert_int_equal(t->bad.n, 2);
+    assert_true(bad_has(&t->bad, saved, 3, "first input must be an activation"));
+    assert_true(bad_has(&t->bad, saved, 4, "no input is an activation"));
+    const pp_layer_row *r = &t->rows[0];
+    assert_int_equal(r->inputs[0].role, 'w');
+    assert_int_equal(r->inputs[1].role, 'x');
+    pp_graph *g = NULL;
+    int node = -1;
+    assert_int_equal(pp_layer_row_graph(r, &g, &node, &err), PERFPRED_OK);
+    const pp_tensor *y = &g->tensors[g->nodes[node].outputs[0]];
+    assert_int_equal(y->rank, 3);
+    assert_true(y->dims[0] == 1 && y->dims[1] == 50 && y->dims[2] == 768);
+    assert_int_equal(g->n_inputs, 1); /* the activation; the class token is a weight */
+    assert_int_equal(g->nodes[node].feat.kind, PP_OPK_DATAMOVE);
+    pp_graph_free(g);
+    pp_measure_layer_table_free(t);
+}
+
 static void layer_csv_should_count_lines_across_crlf_and_quoted_newlines(void **state)
 {
     char text[2048];
@@ -625,6 +662,7 @@ int main(void)
         cmocka_unit_test(csv_should_give_a_multi_line_record_the_line_it_starts_on),
         cmocka_unit_test(csv_should_read_a_ten_megabyte_field),
         cmocka_unit_test(layer_csv_should_count_bad_rows_with_file_and_line),
+        cmocka_unit_test(layer_csv_should_take_a_weight_first_only_in_a_concat),
         cmocka_unit_test(layer_csv_should_count_lines_across_crlf_and_quoted_newlines),
         cmocka_unit_test(layer_csv_should_reject_bad_headers),
         cmocka_unit_test(layer_csv_should_reject_malformed_quotes_naming_line),

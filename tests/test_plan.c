@@ -258,6 +258,71 @@ static void plan_should_time_a_composite_op_as_its_one_operator(void **state)
     free_plan(P);
 }
 
+/* vit_b_32 joins its class token (a constant: the weight expanded to the batch) before the 49
+ * patch tokens: a Concat whose first input is a weight is planned as it is, in that order, and the
+ * runner times it. */
+static void plan_should_keep_a_concat_whose_first_input_is_a_constant(void **state)
+{
+    (void)state;
+    if (access(MODELS "/vit_b_32.onnx", R_OK) != 0) skip();
+    char out[1300], err[1024];
+    path_in(out, sizeof out, "plan_cls.csv");
+    const char *zoo[] = {MODELS "/vit_b_32.onnx"};
+    perfpred_plan_params p = plan_params(out, 1, 1);
+    p.models = zoo;
+    p.n_models = 1;
+    const int64_t b1[] = {1};
+    p.batches = b1;
+    p.n_batches = 1;
+    const char *ops[] = {"Concat"};
+    p.ops = ops;
+    p.n_ops = 1;
+    perfpred_plan_report r;
+    assert_int_equal(perfpred_calibrate_plan(&p, &r, err, sizeof err), PERFPRED_OK);
+    for (int i = 0; i < r.n_msgs; i++) assert_null(strstr(r.msgs[i], "first input is a constant"));
+    plan_rows *P = read_plan(out);
+    int cls = 0;
+    for (int i = 0; i < P->n; i++) {
+        const pp_layer_row *row = &P->rows[i];
+        assert_string_equal(row->op_type, "Concat");
+        if (!strstr(row->source, "plan:zoo:")) continue;
+        /* w:1x1x768;x:1x49x768, axis 1 */
+        assert_int_equal(row->n_inputs, 2);
+        assert_int_equal(row->inputs[0].role, 'w');
+        assert_int_equal(row->inputs[0].rank, 3);
+        assert_true(row->inputs[0].dims[0] == 1 && row->inputs[0].dims[1] == 1 &&
+                    row->inputs[0].dims[2] == 768);
+        assert_int_equal(row->inputs[1].role, 'x');
+        assert_true(row->inputs[1].dims[0] == 1 && row->inputs[1].dims[1] == 49 &&
+                    row->inputs[1].dims[2] == 768);
+        assert_int_equal(row->n_attrs, 1);
+        assert_string_equal(row->attrs[0].name, "axis");
+        assert_int_equal(row->attrs[0].i, 1);
+        cls++;
+    }
+    assert_int_equal(cls, 1);
+    free_plan(P);
+    /* the runner builds and times the row, and its CSV reads back */
+    if (python_has_torch()) {
+        char meas[1300], cmd[4096];
+        path_in(meas, sizeof meas, "measured_cls.csv");
+        snprintf(cmd, sizeof cmd,
+                 "cd '%s' && /usr/bin/python3 runners/layer_runner.py '%s' -o '%s' "
+                 "--device-name host-cpu --rounds 1 --burst 1 --warmup-ms 0 --min-sample-us 0 "
+                 "--quiet >/dev/null 2>&1", PP_SOURCE_DIR, out, meas);
+        assert_int_equal(system(cmd), 0);
+        pp_layer_table *t = NULL;
+        pp_err e = {0};
+        assert_int_equal(pp_measure_layer_csv_read(meas, &t, &e), PERFPRED_OK);
+        assert_int_equal(t->bad.n, 0);
+        int timed = 0;
+        for (int i = 0; i < t->n; i++)
+            timed += t->rows[i].inputs[0].role == 'w' && t->rows[i].latency_ms > 0;
+        assert_true(timed >= 1);
+        pp_measure_layer_table_free(t);
+    }
+}
+
 /* The ints of attribute name in a row (n = 0 when absent). */
 static int row_ints(const pp_layer_row *r, const char *name, const int64_t **v)
 {
@@ -578,6 +643,7 @@ int main(void)
         cmocka_unit_test(plan_should_fit_the_budget_and_cover_every_zoo_kind),
         cmocka_unit_test(plan_rows_should_rebuild_as_their_kind_and_run_in_the_runner),
         cmocka_unit_test(plan_should_leave_out_excluded_families),
+        cmocka_unit_test(plan_should_keep_a_concat_whose_first_input_is_a_constant),
         cmocka_unit_test(plan_should_time_a_composite_op_as_its_one_operator),
         cmocka_unit_test(plan_should_vary_windows_and_groups),
         cmocka_unit_test(plan_should_cover_kernel_stride_and_group_together),
