@@ -315,6 +315,12 @@ perfpred_status pp_measure_layer_table_add(pp_layer_table *t, const pp_layer_row
         d->attrs[i].name = dup_or_null(t->arena, row->attrs[i].name, &oom);
         d->attrs[i].s = dup_or_null(t->arena, row->attrs[i].s, &oom);
     }
+    if (row->n_inputs > PP_LAYER_MAX_INPUTS) { /* the table's own copy, as of the strings */
+        size_t k = (size_t)(row->n_inputs - PP_LAYER_MAX_INPUTS);
+        d->more_inputs = pp_arena_array(t->arena, k, sizeof *d->more_inputs);
+        if (d->more_inputs) memcpy(d->more_inputs, row->more_inputs, k * sizeof *d->more_inputs);
+        else oom = 1;
+    }
     if (oom) return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", t->path);
     t->n++;
     return PERFPRED_OK;
@@ -349,10 +355,11 @@ static int layer_row_from_record(const pp_csv_record *rec, const int *col_of, pp
     row->kind = (pp_op_kind)kind;
     if (pp_parse_i64(f[LC_BATCH], &row->batch) != 0 || row->batch < 1)
         return WHY("batch '%s' is not an integer >= 1", f[LC_BATCH]);
-    int n = pp_measure_parse_inputs(row->op_type, f[LC_INPUTS], row->inputs, PP_LAYER_MAX_INPUTS,
-                                    why, why_n);
+    pp_layer_input ins[PP_LAYER_MAX_ALL_INPUTS];
+    int n = pp_measure_parse_inputs(row->op_type, f[LC_INPUTS], ins, PP_LAYER_MAX_ALL_INPUTS, why,
+                                    why_n);
     if (n < 0) return -1;
-    row->n_inputs = n;
+    if (pp_layer_row_set_inputs(row, ins, n, a) != 0) return WHY("out of memory");
     n = pp_measure_parse_attrs(f[LC_ATTRS], a, row->attrs, PP_LAYER_MAX_ATTRS, why, why_n);
     if (n < 0) return -1;
     row->n_attrs = n;
@@ -456,7 +463,7 @@ void pp_measure_put_attr(pp_strbuf *b, const pp_layer_attr *a)
 void pp_measure_put_inputs(pp_strbuf *b, const pp_layer_row *r)
 {
     for (int k = 0; k < r->n_inputs; k++) {
-        const pp_layer_input *in = &r->inputs[k];
+        const pp_layer_input *in = pp_layer_row_input(r, k);
         if (k) pp_strbuf_put(b, ";");
         if (in->role == '-') {
             pp_strbuf_put(b, "-");
@@ -469,6 +476,7 @@ void pp_measure_put_inputs(pp_strbuf *b, const pp_layer_row *r)
 
 void pp_measure_row_add_input(pp_layer_row *row, char role, int rank, const int64_t *dims)
 {
+    PP_ASSERT(row->n_inputs < PP_LAYER_MAX_INPUTS); /* importers' rows: a handful of inputs */
     pp_layer_input *in = &row->inputs[row->n_inputs++];
     memset(in, 0, sizeof *in);
     in->role = role;

@@ -237,9 +237,10 @@ int pp_plan_sig_to_row(const char *sig, pp_arena *a, pp_layer_row *r, char *why,
     snprintf(attrs, sizeof attrs, "%s", t2 + 1);
     r->op_type = pp_arena_strndup(a, sig, (size_t)(t1 - sig));
     if (!r->op_type) return WHY("out of memory");
-    int n = pp_measure_parse_inputs(r->op_type, ins, r->inputs, PP_LAYER_MAX_INPUTS, why, why_n);
+    pp_layer_input in[PP_LAYER_MAX_ALL_INPUTS];
+    int n = pp_measure_parse_inputs(r->op_type, ins, in, PP_LAYER_MAX_ALL_INPUTS, why, why_n);
     if (n < 0) return -1;
-    r->n_inputs = n;
+    if (pp_layer_row_set_inputs(r, in, n, a) != 0) return WHY("out of memory");
     n = pp_measure_parse_attrs(attrs, a, r->attrs, PP_LAYER_MAX_ATTRS, why, why_n);
     if (n < 0) return -1;
     r->n_attrs = n;
@@ -349,9 +350,9 @@ static int node_to_row(const pp_graph *g, const pp_node *n, pp_arena *a, pp_laye
     memset(r, 0, sizeof *r);
     r->op_type = n->op_type;
     r->kind = n->feat.kind;
-    if (n->n_inputs > 16)
-        return WHY("%d inputs (a layer row holds %d)", n->n_inputs, PP_LAYER_MAX_INPUTS);
-    pp_layer_input ins[16];
+    if (n->n_inputs > PP_LAYER_MAX_ALL_INPUTS)
+        return WHY("%d inputs (a layer row holds %d)", n->n_inputs, PP_LAYER_MAX_ALL_INPUTS);
+    pp_layer_input ins[PP_LAYER_MAX_ALL_INPUTS];
     int n_in = 0;
     for (int k = 0; k < n->n_inputs; k++) {
         int t = n->inputs[k];
@@ -385,8 +386,7 @@ static int node_to_row(const pp_graph *g, const pp_node *n, pp_arena *a, pp_laye
         memcpy(in->dims, T->dims, sizeof in->dims);
     }
     while (n_in > 0 && ins[n_in - 1].role == '-') n_in--;
-    if (n_in > PP_LAYER_MAX_INPUTS)
-        return WHY("%d inputs (a layer row holds %d)", n_in, PP_LAYER_MAX_INPUTS);
+
     if (n_in == 0 || ins[0].role != 'x') {
         int has_x = 0;
         for (int k = 0; k < n_in; k++) has_x |= ins[k].role == 'x';
@@ -399,8 +399,7 @@ static int node_to_row(const pp_graph *g, const pp_node *n, pp_arena *a, pp_laye
             return -1;
         }
     }
-    memcpy(r->inputs, ins, (size_t)n_in * sizeof ins[0]);
-    r->n_inputs = n_in;
+    if (pp_layer_row_set_inputs(r, ins, n_in, a) != 0) return WHY("out of memory");
     for (int i = 0; i < n->n_attrs; i++) {
         if (r->n_attrs == PP_LAYER_MAX_ATTRS)
             return WHY("more than %d attributes", PP_LAYER_MAX_ATTRS);

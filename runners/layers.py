@@ -39,6 +39,8 @@ def format_dims(dims):
 # Operators whose first input may be a weight (a ViT's class token joined before the patch
 # tokens): one of the inputs must still be an activation (measure/measurements.c, the same rule).
 WEIGHT_FIRST_OK = frozenset({"Concat"})
+# A row's inputs in all (PP_LAYER_MAX_ALL_INPUTS in C): a DenseNet Concat joins up to 49.
+MAX_INPUTS = 64
 
 
 def parse_inputs(text, op_type=None):
@@ -54,8 +56,8 @@ def parse_inputs(text, op_type=None):
         if len(part) < 3 or part[0] not in "xw" or part[1] != ":":
             raise LayerError(f"input {i + 1} {part!r} is not x:<dims>, w:<dims> or -")
         out.append((part[0], parse_dims(part[2:])))
-    if len(out) > 6:
-        raise LayerError("more than 6 inputs")
+    if len(out) > MAX_INPUTS:
+        raise LayerError(f"more than {MAX_INPUTS} inputs")
     if out[0][0] != "x":
         if op_type not in WEIGHT_FIRST_OK:
             raise LayerError("first input must be an activation (x:...)")
