@@ -193,7 +193,7 @@ typedef struct pp_fx_table {
     int n, cap;
     pp_fx_row *rows;         /* malloc'd; strings and arrays in arena */
     pp_bad_rows bad;
-    void *index;             /* name -> row hash (private) */
+    pp_strmap index;         /* Name -> row index (keys: the rows' names, in arena) */
 } pp_fx_table;
 
 /* Reads a node table. Header problems (a required column missing, an unknown or duplicate column)

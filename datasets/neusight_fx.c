@@ -193,70 +193,15 @@ pp_pv *pp_datasets_pv_parse(const char *text, pp_arena *a, char *why, size_t why
 
 /* ================================================================ the node table ==== */
 
-/* name -> row, open addressing (capacity a power of two, at most half full) */
-typedef struct name_index {
-    int cap, n;
-    const char **keys;
-    int *vals;
-} name_index;
-
-static int index_put(name_index *ix, const char *key, int val)
-{
-    if (2 * (ix->n + 1) > ix->cap) {
-        int cap = ix->cap ? ix->cap * 2 : 256;
-        const char **k2 = calloc((size_t)cap, sizeof *k2);
-        int *v2 = calloc((size_t)cap, sizeof *v2);
-        if (!k2 || !v2) {
-            free(k2);
-            free(v2);
-            return -1;
-        }
-        for (int i = 0; i < ix->cap; i++) {
-            if (!ix->keys[i]) continue;
-            uint32_t h = pp_fnv1a32(ix->keys[i], PP_FNV32_BASIS) & (uint32_t)(cap - 1);
-            while (k2[h]) h = (h + 1) & (uint32_t)(cap - 1);
-            k2[h] = ix->keys[i];
-            v2[h] = ix->vals[i];
-        }
-        free(ix->keys);
-        free(ix->vals);
-        ix->keys = k2;
-        ix->vals = v2;
-        ix->cap = cap;
-    }
-    uint32_t h = pp_fnv1a32(key, PP_FNV32_BASIS) & (uint32_t)(ix->cap - 1);
-    while (ix->keys[h]) h = (h + 1) & (uint32_t)(ix->cap - 1);
-    ix->keys[h] = key;
-    ix->vals[h] = val;
-    ix->n++;
-    return 0;
-}
-
-static int index_get(const name_index *ix, const char *key)
-{
-    if (!ix || !ix->cap || !key) return -1;
-    uint32_t h = pp_fnv1a32(key, PP_FNV32_BASIS) & (uint32_t)(ix->cap - 1);
-    while (ix->keys[h]) {
-        if (!strcmp(ix->keys[h], key)) return ix->vals[h];
-        h = (h + 1) & (uint32_t)(ix->cap - 1);
-    }
-    return -1;
-}
-
 int pp_datasets_fx_find(const pp_fx_table *t, const char *name)
 {
-    return t ? index_get(t->index, name) : -1;
+    return t ? pp_strmap_get(&t->index, name) : -1;
 }
 
 void pp_datasets_fx_free(pp_fx_table *t)
 {
     if (!t) return;
-    name_index *ix = t->index;
-    if (ix) {
-        free(ix->keys);
-        free(ix->vals);
-        free(ix);
-    }
+    pp_strmap_free(&t->index);
     free(t->rows);
     pp_arena_free(t->arena);
     free(t);
@@ -426,7 +371,7 @@ static int row_from_record(fx_read *r, const pp_csv_record *rec, pp_fx_row *row,
         if (!strcmp(f[C_OP], pp_datasets_fx_op_names[k])) op = k;
     if (op < 0) BAD("unknown op '%s'", f[C_OP]);
     row->op = (pp_fx_op)op;
-    if (index_get(t->index, row->name) >= 0) BAD("duplicate Name '%s'", row->name);
+    if (pp_strmap_get(&t->index, row->name) >= 0) BAD("duplicate Name '%s'", row->name);
     if (f[C_DTYPE][0] && dtype_of(f[C_DTYPE], &row->dtype)) BAD("unknown dtype '%s'", f[C_DTYPE]);
     if (pp_parse_double(f[C_LATENCY], &row->latency_ms) || row->latency_ms < 0)
         BAD("latency '%s' is not a number >= 0", f[C_LATENCY]);
@@ -463,7 +408,7 @@ static int row_from_record(fx_read *r, const pp_csv_record *rec, pp_fx_row *row,
         if (key->k != PP_PV_NAME || nodes->items[2 * i + 1].k != PP_PV_NONE)
             BAD("_input_nodes entry %d is not 'name: None'", i);
         row->in_names[i] = key->s;
-        if ((row->in_row[i] = index_get(t->index, key->s)) < 0)
+        if ((row->in_row[i] = pp_strmap_get(&t->index, key->s)) < 0)
             BAD("input '%s' is not defined by an earlier row", key->s);
         if (pv_shape(&shapes->items[i], &row->in_shape[i]))
             BAD("input_shapes entry %d is not a shape", i);
@@ -533,7 +478,8 @@ static int fx_record(const pp_csv_record *rec, int is_header, void *user, pp_err
         pp_measure_bad_row(&t->bad, t->arena, rec->path, rec->line, "%s", why);
     }
     /* a bad row still claims its name (if unclaimed) so that its consumers can say where it is */
-    if (row->name && index_get(t->index, row->name) < 0 && index_put(t->index, row->name, t->n)) {
+    if (row->name && pp_strmap_get(&t->index, row->name) < 0 &&
+        pp_strmap_put(&t->index, row->name, t->n)) {
         pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", t->path);
         return -1;
     }
@@ -547,8 +493,7 @@ perfpred_status pp_datasets_fx_read_buffer(const char *path, const char *buf, si
     *out = NULL;
     pp_fx_table *t = calloc(1, sizeof *t);
     fx_read r = {0};
-    if (!t || !(t->arena = pp_arena_new()) || !(t->index = calloc(1, sizeof(name_index))) ||
-        !(t->path = pp_arena_strdup(t->arena, path))) {
+    if (!t || !(t->arena = pp_arena_new()) || !(t->path = pp_arena_strdup(t->arena, path))) {
         pp_datasets_fx_free(t);
         return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", path);
     }

@@ -69,7 +69,7 @@ static void layer_label(const pp_layer_row *r, char *out, size_t n)
     pp_strbuf b = {0};
     pp_strbuf_printf(&b, "%s ", r->op_type);
     for (int k = 0; k < r->n_inputs; k++) {
-        const pp_layer_input *in = &r->inputs[k];
+        const pp_layer_input *in = pp_layer_row_input(r, k);
         if (k) pp_strbuf_put(&b, ";");
         if (in->role == '-') {
             pp_strbuf_put(&b, "-");

@@ -122,7 +122,7 @@ static int row_key(const pp_layer_row *row, char *out, size_t n)
     if (k < 0 || (size_t)k >= n) return -1;
     off = (size_t)k;
     for (int i = 0; i < row->n_inputs; i++) {
-        const pp_layer_input *in = &row->inputs[i];
+        const pp_layer_input *in = pp_layer_row_input(row, i);
         k = snprintf(out + off, n - off, "|%c:", in->role);
         if (k < 0 || (size_t)k >= n - off) return -1;
         off += (size_t)k;

@@ -58,9 +58,9 @@ static void row_key(const pp_layer_row *r, char *out, size_t n)
     pp_strbuf b = {0};
     pp_strbuf_put(&b, r->op_type);
     for (int i = 0; i < r->n_inputs; i++) {
-        pp_strbuf_printf(&b, "|%c", r->inputs[i].role);
-        for (int d = 0; d < r->inputs[i].rank; d++)
-            pp_strbuf_printf(&b, "x%lld", (long long)r->inputs[i].dims[d]);
+        const pp_layer_input *in = pp_layer_row_input(r, i);
+        pp_strbuf_printf(&b, "|%c", in->role);
+        for (int d = 0; d < in->rank; d++) pp_strbuf_printf(&b, "x%lld", (long long)in->dims[d]);
     }
     snprintf(out, n, "%s", b.data ? b.data : "");
     free(b.data);

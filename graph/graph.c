@@ -50,36 +50,12 @@ int pp_op_kind_from_name(const char *name)
     return -1;
 }
 
-/* ---- name index: open addressing, FNV-1a; slots hold tensor index + 1 ---- */
-typedef struct name_index {
-    int *slots;
-    size_t cap;     /* power of two */
-} name_index;
-
-static int index_grow(pp_graph *g)
-{
-    name_index *ix = g->index;
-    size_t ncap = ix->cap ? ix->cap * 2 : 256;
-    int *ns = calloc(ncap, sizeof *ns);
-    if (!ns) return -1;
-    for (int i = 0; i < g->n_tensors; i++) {
-        size_t h = pp_fnv1a64(g->tensors[i].name, PP_FNV64_BASIS) & (ncap - 1);
-        while (ns[h]) h = (h + 1) & (ncap - 1);
-        ns[h] = i + 1;
-    }
-    free(ix->slots);
-    ix->slots = ns;
-    ix->cap = ncap;
-    return 0;
-}
-
 pp_graph *pp_graph_new(const char *path)
 {
     pp_graph *g = calloc(1, sizeof *g);
     if (!g) return NULL;
     g->arena = pp_arena_new();
-    g->index = calloc(1, sizeof(name_index));
-    if (!g->arena || !g->index) {
+    if (!g->arena) {
         pp_graph_free(g);
         return NULL;
     }
@@ -91,9 +67,7 @@ pp_graph *pp_graph_new(const char *path)
 void pp_graph_free(pp_graph *g)
 {
     if (!g) return;
-    name_index *ix = g->index;
-    if (ix) free(ix->slots);
-    free(ix);
+    pp_strmap_free(&g->index);
     free(g->tensors);
     free(g->nodes);
     pp_arena_free(g->arena);
@@ -102,23 +76,13 @@ void pp_graph_free(pp_graph *g)
 
 int pp_graph_find(const pp_graph *g, const char *name)
 {
-    const name_index *ix = g->index;
-    if (!name || !ix->cap) return -1;
-    size_t h = pp_fnv1a64(name, PP_FNV64_BASIS) & (ix->cap - 1);
-    while (ix->slots[h]) {
-        int i = ix->slots[h] - 1;
-        if (strcmp(g->tensors[i].name, name) == 0) return i;
-        h = (h + 1) & (ix->cap - 1);
-    }
-    return -1;
+    return pp_strmap_get(&g->index, name);
 }
 
 /* Room for n_tensors tensors (the index at most half full) and n_nodes nodes. */
 static int reserve(pp_graph *g, int n_tensors, int n_nodes)
 {
-    name_index *ix = g->index;
-    while ((size_t)n_tensors * 2 > ix->cap)
-        if (index_grow(g)) return -1;
+    if (n_tensors > 0 && pp_strmap_reserve(&g->index, (size_t)n_tensors)) return -1;
     if (n_tensors > g->cap_tensors) {
         pp_tensor *nt = realloc(g->tensors, (size_t)n_tensors * sizeof *nt);
         if (!nt) return -1;
@@ -142,15 +106,8 @@ int pp_graph_reserve(pp_graph *g, int n_tensors, int n_nodes)
 
 int pp_graph_tensor(pp_graph *g, const char *name)
 {
-    name_index *ix = g->index;
-    if ((size_t)(g->n_tensors + 1) * 2 > ix->cap && index_grow(g)) return -1;
-    /* one probe: the tensor called name, or the free slot where it goes */
-    size_t h = pp_fnv1a64(name, PP_FNV64_BASIS) & (ix->cap - 1);
-    while (ix->slots[h]) {
-        int i = ix->slots[h] - 1;
-        if (strcmp(g->tensors[i].name, name) == 0) return i;
-        h = (h + 1) & (ix->cap - 1);
-    }
+    int found = pp_strmap_get(&g->index, name);
+    if (found >= 0) return found;
     if (g->n_tensors == g->cap_tensors &&
         reserve(g, g->cap_tensors ? g->cap_tensors * 2 : 64, g->cap_nodes))
         return -1;
@@ -161,9 +118,9 @@ int pp_graph_tensor(pp_graph *g, const char *name)
     t->rank = -1;
     t->producer = -1;
     for (int d = 0; d < PP_MAX_RANK; d++) t->dims[d] = -1;
-    int i = g->n_tensors++;
-    ix->slots[h] = i + 1;
-    return i;
+    /* the key is the arena's copy: it lives as long as the graph */
+    if (pp_strmap_put(&g->index, t->name, g->n_tensors)) return -1;
+    return g->n_tensors++;
 }
 
 /* A new node at the end with room for its inputs and outputs (not yet counted); -1 on OOM. */

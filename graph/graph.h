@@ -165,7 +165,7 @@ typedef struct pp_graph {
     int n_outputs;
     int *outputs;
     pp_graph_totals totals;
-    void *index;             /* name -> tensor hash table (graph.c) */
+    pp_strmap index;         /* tensor name -> tensor index (keys: the tensors' names) */
 } pp_graph;
 
 /* ---- building (graph.c) ---- */

@@ -27,18 +27,18 @@ perfpred_status pp_layer_row_graph(const pp_layer_row *row, pp_graph **out, int 
 {
     *out = NULL;
     const char *where = row->source ? row->source : "layer row";
-    if (row->n_inputs < 1 || row->n_inputs > PP_LAYER_MAX_INPUTS)
+    if (row->n_inputs < 1 || row->n_inputs > PP_LAYER_MAX_ALL_INPUTS)
         return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: %d inputs", where, row->n_inputs);
     pp_graph *g = pp_graph_new(where);
     if (!g) return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", where);
     g->ir_version = 8;
     g->opset = LAYER_GRAPH_OPSET;
     int32_t dt = precision_dtype(row->precision);
-    char names[PP_LAYER_MAX_INPUTS][16];
-    const char *in_names[PP_LAYER_MAX_INPUTS];
+    char names[PP_LAYER_MAX_ALL_INPUTS][16];
+    const char *in_names[PP_LAYER_MAX_ALL_INPUTS];
     int n_act = 0;
     for (int i = 0; i < row->n_inputs; i++) {
-        const pp_layer_input *in = &row->inputs[i];
+        const pp_layer_input *in = pp_layer_row_input(row, i);
         if (in->role == '-') {
             in_names[i] = "";
             continue;
@@ -82,7 +82,8 @@ perfpred_status pp_layer_row_graph(const pp_layer_row *row, pp_graph **out, int 
     g->outputs = pp_arena_array(g->arena, (size_t)n_out, sizeof(int));
     if ((n_act && !g->inputs) || !g->outputs) goto oom;
     for (int i = 0; i < row->n_inputs; i++)
-        if (row->inputs[i].role == 'x') g->inputs[g->n_inputs++] = pp_graph_find(g, names[i]);
+        if (pp_layer_row_input(row, i)->role == 'x')
+            g->inputs[g->n_inputs++] = pp_graph_find(g, names[i]);
     for (int k = 0; k < n_out; k++) {
         int y = pp_graph_find(g, out_name[k]);
         if (y < 0) goto oom;
@@ -158,6 +159,21 @@ perfpred_status pp_layer_row_features(const pp_layer_row *row, pp_node_feat *out
     *out = g->nodes[node].feat;
     pp_graph_free(g);
     return PERFPRED_OK;
+}
+
+int pp_layer_row_set_inputs(pp_layer_row *r, const pp_layer_input *in, int n, pp_arena *a)
+{
+    if (n < 0 || n > PP_LAYER_MAX_ALL_INPUTS) return -1;
+    int inl = n < PP_LAYER_MAX_INPUTS ? n : PP_LAYER_MAX_INPUTS;
+    memcpy(r->inputs, in, (size_t)inl * sizeof *in);
+    r->more_inputs = NULL;
+    if (n > PP_LAYER_MAX_INPUTS) {
+        r->more_inputs = pp_arena_array(a, (size_t)(n - inl), sizeof *in);
+        if (!r->more_inputs) return -1;
+        memcpy(r->more_inputs, in + inl, (size_t)(n - inl) * sizeof *in);
+    }
+    r->n_inputs = n;
+    return 0;
 }
 
 int pp_composite_row(const pp_graph *g, int first_node, const char *eager_op, pp_layer_row *row,

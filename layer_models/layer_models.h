@@ -311,7 +311,11 @@ const pp_lm_entry *pp_layer_models_entry(const pp_layer_models *lm, pp_op_kind k
 
 /* ------------------------------------------------ layer measurements as rows ---- */
 
+/* A row holds its first PP_LAYER_MAX_INPUTS inputs itself and the rest, up to
+ * PP_LAYER_MAX_ALL_INPUTS in all (a DenseNet Concat joins up to 49 tensors), in more_inputs: rows
+ * are many (tens of thousands in a table), rows with more inputs than 6 few. */
 #define PP_LAYER_MAX_INPUTS 6
+#define PP_LAYER_MAX_ALL_INPUTS 64
 #define PP_LAYER_MAX_OUTPUTS 16 /* outputs of a rebuilt row (a Split's parts) */
 #define PP_LAYER_MAX_ATTRS 8
 #define PP_LAYER_MAX_INTS 8
@@ -346,7 +350,10 @@ typedef struct pp_layer_row {
     const char *op_type;         /* ONNX op type */
     int64_t batch;               /* batch the layer ran at (informational) */
     int n_inputs;
-    pp_layer_input inputs[PP_LAYER_MAX_INPUTS];
+    pp_layer_input inputs[PP_LAYER_MAX_INPUTS]; /* the first min(n_inputs, 6): read any input with
+                                                   pp_layer_row_input */
+    pp_layer_input *more_inputs; /* inputs 6 .. n_inputs - 1, NULL when n_inputs <= 6; owned by
+                                    the arena of the row's strings (a table's, a plan's) */
     int n_attrs;
     pp_layer_attr attrs[PP_LAYER_MAX_ATTRS];
     double latency_ms;           /* median (or the source's statistic, see source), > 0 */
@@ -358,6 +365,19 @@ typedef struct pp_layer_row {
     const char *date;            /* YYYY-MM-DD */
     int line;                    /* line in the CSV it was read from, 0 if built in memory */
 } pp_layer_row;
+
+/* Input i (0 <= i < r->n_inputs) of a row, wherever the row holds it. */
+static inline const pp_layer_input *pp_layer_row_input(const pp_layer_row *r, int i)
+{
+    return i < PP_LAYER_MAX_INPUTS ? &r->inputs[i] : &r->more_inputs[i - PP_LAYER_MAX_INPUTS];
+}
+static inline pp_layer_input *pp_layer_row_input_mut(pp_layer_row *r, int i)
+{
+    return i < PP_LAYER_MAX_INPUTS ? &r->inputs[i] : &r->more_inputs[i - PP_LAYER_MAX_INPUTS];
+}
+/* Sets r's n inputs from in: the first PP_LAYER_MAX_INPUTS into the row, the rest copied into a
+ * (more_inputs). 0, or -1 when n is outside 0..PP_LAYER_MAX_ALL_INPUTS or a is out of memory. */
+int pp_layer_row_set_inputs(pp_layer_row *r, const pp_layer_input *in, int n, pp_arena *a);
 
 /* ------------------------------------------------- a row as a graph node (layer_graph.c) ---- */
 

@@ -94,8 +94,15 @@ pp_layer_attr *pp_measure_row_add_attr(pp_layer_row *row, const char *name, int 
  * roles and dims, attributes in row order. fit splits over it; the adaptive plan reproduces it. */
 void pp_measure_config_key(const pp_layer_row *r, pp_strbuf *b);
 
-/* Parsers for the compound columns (exposed for tests and for the runner-side tools). */
-int pp_measure_parse_inputs(const char *s, pp_layer_input *out, int max, char *why, size_t why_n);
+/* Parsers for the compound columns (exposed for tests and for the runner-side tools). The inputs
+ * of a row of op_type: the first must be an activation, except where
+ * pp_measure_weight_first_ok(op_type), which needs one activation among them. */
+int pp_measure_parse_inputs(const char *op_type, const char *s, pp_layer_input *out, int max,
+                            char *why, size_t why_n);
+/* 1 for the operators whose first input may be a weight (a constant) in a layer row: Concat (a
+ * ViT's class token joined before the patch tokens). The order of a Concat's inputs is its
+ * output's layout, so the row keeps it rather than moving an activation first. */
+int pp_measure_weight_first_ok(const char *op_type);
 int pp_measure_parse_attrs(const char *s, pp_arena *a, pp_layer_attr *out, int max, char *why,
                            size_t why_n);
 

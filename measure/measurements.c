@@ -141,7 +141,13 @@ static int parse_shape(const char *s, int *rank, int64_t *dims)
     return 0;
 }
 
-int pp_measure_parse_inputs(const char *s, pp_layer_input *out, int max, char *why, size_t why_n)
+int pp_measure_weight_first_ok(const char *op_type)
+{
+    return op_type && strcmp(op_type, "Concat") == 0;
+}
+
+int pp_measure_parse_inputs(const char *op_type, const char *s, pp_layer_input *out, int max,
+                            char *why, size_t why_n)
 {
     if (!*s) return WHY("empty inputs");
     int n = 0;
@@ -170,7 +176,13 @@ int pp_measure_parse_inputs(const char *s, pp_layer_input *out, int max, char *w
         if (!semi) break;
         p = semi + 1;
     }
-    if (out[0].role != 'x') return WHY("first input must be an activation (x:...)");
+    if (out[0].role != 'x') {
+        if (!pp_measure_weight_first_ok(op_type))
+            return WHY("first input must be an activation (x:...)");
+        int has_x = 0;
+        for (int i = 0; i < n; i++) has_x |= out[i].role == 'x';
+        if (!has_x) return WHY("%s: no input is an activation (x:...)", op_type);
+    }
     return n;
 }
 
@@ -303,6 +315,12 @@ perfpred_status pp_measure_layer_table_add(pp_layer_table *t, const pp_layer_row
         d->attrs[i].name = dup_or_null(t->arena, row->attrs[i].name, &oom);
         d->attrs[i].s = dup_or_null(t->arena, row->attrs[i].s, &oom);
     }
+    if (row->n_inputs > PP_LAYER_MAX_INPUTS) { /* the table's own copy, as of the strings */
+        size_t k = (size_t)(row->n_inputs - PP_LAYER_MAX_INPUTS);
+        d->more_inputs = pp_arena_array(t->arena, k, sizeof *d->more_inputs);
+        if (d->more_inputs) memcpy(d->more_inputs, row->more_inputs, k * sizeof *d->more_inputs);
+        else oom = 1;
+    }
     if (oom) return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", t->path);
     t->n++;
     return PERFPRED_OK;
@@ -337,9 +355,11 @@ static int layer_row_from_record(const pp_csv_record *rec, const int *col_of, pp
     row->kind = (pp_op_kind)kind;
     if (pp_parse_i64(f[LC_BATCH], &row->batch) != 0 || row->batch < 1)
         return WHY("batch '%s' is not an integer >= 1", f[LC_BATCH]);
-    int n = pp_measure_parse_inputs(f[LC_INPUTS], row->inputs, PP_LAYER_MAX_INPUTS, why, why_n);
+    pp_layer_input ins[PP_LAYER_MAX_ALL_INPUTS];
+    int n = pp_measure_parse_inputs(row->op_type, f[LC_INPUTS], ins, PP_LAYER_MAX_ALL_INPUTS, why,
+                                    why_n);
     if (n < 0) return -1;
-    row->n_inputs = n;
+    if (pp_layer_row_set_inputs(row, ins, n, a) != 0) return WHY("out of memory");
     n = pp_measure_parse_attrs(f[LC_ATTRS], a, row->attrs, PP_LAYER_MAX_ATTRS, why, why_n);
     if (n < 0) return -1;
     row->n_attrs = n;
@@ -443,7 +463,7 @@ void pp_measure_put_attr(pp_strbuf *b, const pp_layer_attr *a)
 void pp_measure_put_inputs(pp_strbuf *b, const pp_layer_row *r)
 {
     for (int k = 0; k < r->n_inputs; k++) {
-        const pp_layer_input *in = &r->inputs[k];
+        const pp_layer_input *in = pp_layer_row_input(r, k);
         if (k) pp_strbuf_put(b, ";");
         if (in->role == '-') {
             pp_strbuf_put(b, "-");
@@ -456,6 +476,7 @@ void pp_measure_put_inputs(pp_strbuf *b, const pp_layer_row *r)
 
 void pp_measure_row_add_input(pp_layer_row *row, char role, int rank, const int64_t *dims)
 {
+    PP_ASSERT(row->n_inputs < PP_LAYER_MAX_INPUTS); /* importers' rows: a handful of inputs */
     pp_layer_input *in = &row->inputs[row->n_inputs++];
     memset(in, 0, sizeof *in);
     in->role = role;

@@ -32,13 +32,6 @@ static double rng_unit(uint64_t *s)
     return ((double)(rng_next(s) >> 11) + 0.5) / 9007199254740992.0;
 }
 
-static uint64_t fnv1a(const char *s)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-    return h;
-}
-
 static int name_chars_ok(const char *s)
 {
     if (!*s) return 0;
@@ -166,38 +159,19 @@ static void note_skip(plan *P, const char *op, const char *reason, const char *e
     s->count = count;
 }
 
-static perfpred_status map_grow(plan *P, pp_err *err)
-{
-    size_t ns = P->n_slots ? 2 * P->n_slots : 4096;
-    int *s = malloc(ns * sizeof *s);
-    if (!s) return pp_err_set(err, PERFPRED_ERR_NOMEM, "plan: out of memory");
-    for (size_t i = 0; i < ns; i++) s[i] = -1;
-    for (int i = 0; i < P->n; i++) {
-        size_t h = (size_t)fnv1a(P->c[i].sig) & (ns - 1);
-        while (s[h] >= 0) h = (h + 1) & (ns - 1);
-        s[h] = i;
-    }
-    free(P->slots);
-    P->slots = s;
-    P->n_slots = ns;
-    return PERFPRED_OK;
-}
-
 int pp_plan_map_find(const plan *P, const char *sig)
 {
-    if (!P->n_slots) return -1;
-    size_t h = (size_t)fnv1a(sig) & (P->n_slots - 1);
-    while (P->slots[h] >= 0) {
-        if (strcmp(P->c[P->slots[h]].sig, sig) == 0) return P->slots[h];
-        h = (h + 1) & (P->n_slots - 1);
-    }
-    return -1;
+    return pp_strmap_get(&P->map, sig);
 }
 
 /* Appends a candidate (sig copied) and indexes it; returns its index or -1 (err set). */
 int pp_plan_cand_add(plan *P, const char *sig, pp_err *err)
 {
-    if ((size_t)(P->n + 1) * 2 > P->n_slots && map_grow(P, err) != PERFPRED_OK) return -1;
+    /* a zoo gives thousands of configurations: start at 4096 slots */
+    if (pp_strmap_reserve(&P->map, (size_t)P->n + 1 > 2048 ? (size_t)P->n + 1 : 2048) != 0) {
+        pp_err_set(err, PERFPRED_ERR_NOMEM, "plan: out of memory");
+        return -1;
+    }
     if (P->n == P->cap) {
         int cap = P->cap ? 2 * P->cap : 1024;
         cand *c = realloc(P->c, (size_t)cap * sizeof *c);
@@ -216,9 +190,11 @@ int pp_plan_cand_add(plan *P, const char *sig, pp_err *err)
         return -1;
     }
     c->valid = -1;
-    size_t h = (size_t)fnv1a(sig) & (P->n_slots - 1);
-    while (P->slots[h] >= 0) h = (h + 1) & (P->n_slots - 1);
-    P->slots[h] = P->n;
+    /* the key is the arena's copy of sig */
+    if (pp_strmap_put(&P->map, c->sig, P->n) != 0) {
+        pp_err_set(err, PERFPRED_ERR_NOMEM, "plan: out of memory");
+        return -1;
+    }
     return P->n++;
 }
 
@@ -261,9 +237,10 @@ int pp_plan_sig_to_row(const char *sig, pp_arena *a, pp_layer_row *r, char *why,
     snprintf(attrs, sizeof attrs, "%s", t2 + 1);
     r->op_type = pp_arena_strndup(a, sig, (size_t)(t1 - sig));
     if (!r->op_type) return WHY("out of memory");
-    int n = pp_measure_parse_inputs(ins, r->inputs, PP_LAYER_MAX_INPUTS, why, why_n);
+    pp_layer_input in[PP_LAYER_MAX_ALL_INPUTS];
+    int n = pp_measure_parse_inputs(r->op_type, ins, in, PP_LAYER_MAX_ALL_INPUTS, why, why_n);
     if (n < 0) return -1;
-    r->n_inputs = n;
+    if (pp_layer_row_set_inputs(r, in, n, a) != 0) return WHY("out of memory");
     n = pp_measure_parse_attrs(attrs, a, r->attrs, PP_LAYER_MAX_ATTRS, why, why_n);
     if (n < 0) return -1;
     r->n_attrs = n;
@@ -373,9 +350,9 @@ static int node_to_row(const pp_graph *g, const pp_node *n, pp_arena *a, pp_laye
     memset(r, 0, sizeof *r);
     r->op_type = n->op_type;
     r->kind = n->feat.kind;
-    if (n->n_inputs > 16)
-        return WHY("%d inputs (a layer row holds %d)", n->n_inputs, PP_LAYER_MAX_INPUTS);
-    pp_layer_input ins[16];
+    if (n->n_inputs > PP_LAYER_MAX_ALL_INPUTS)
+        return WHY("%d inputs (a layer row holds %d)", n->n_inputs, PP_LAYER_MAX_ALL_INPUTS);
+    pp_layer_input ins[PP_LAYER_MAX_ALL_INPUTS];
     int n_in = 0;
     for (int k = 0; k < n->n_inputs; k++) {
         int t = n->inputs[k];
@@ -409,20 +386,20 @@ static int node_to_row(const pp_graph *g, const pp_node *n, pp_arena *a, pp_laye
         memcpy(in->dims, T->dims, sizeof in->dims);
     }
     while (n_in > 0 && ins[n_in - 1].role == '-') n_in--;
-    if (n_in > PP_LAYER_MAX_INPUTS)
-        return WHY("%d inputs (a layer row holds %d)", n_in, PP_LAYER_MAX_INPUTS);
+
     if (n_in == 0 || ins[0].role != 'x') {
+        int has_x = 0;
+        for (int k = 0; k < n_in; k++) has_x |= ins[k].role == 'x';
         if (n_in >= 2 && ins[1].role == 'x' && is_commutative(n->op_type)) {
             pp_layer_input t = ins[0];
             ins[0] = ins[1];
             ins[1] = t;
-        } else {
+        } else if (!has_x || !pp_measure_weight_first_ok(n->op_type)) {
             snprintf(why, why_n, "first input is a constant");
             return -1;
         }
     }
-    memcpy(r->inputs, ins, (size_t)n_in * sizeof ins[0]);
-    r->n_inputs = n_in;
+    if (pp_layer_row_set_inputs(r, ins, n_in, a) != 0) return WHY("out of memory");
     for (int i = 0; i < n->n_attrs; i++) {
         if (r->n_attrs == PP_LAYER_MAX_ATTRS)
             return WHY("more than %d attributes", PP_LAYER_MAX_ATTRS);
@@ -1083,7 +1060,7 @@ done:
     if (st != PERFPRED_OK && errbuf && errbuf_len) snprintf(errbuf, errbuf_len, "%s", err.msg);
     zoo_free(&z);
     free(P.c);
-    free(P.slots);
+    pp_strmap_free(&P.map);
     pp_arena_free(P.arena);
     pp_layer_models_free(P.lm);
     pp_plan_adapt_free(P.adapt);

@@ -88,8 +88,7 @@ typedef struct plan {
     pp_arena *arena;
     cand *c;
     int n, cap;
-    int *slots;               /* open-addressing hash: sig -> cand index, -1 empty */
-    size_t n_slots;
+    pp_strmap map;            /* sig -> cand index (keys: the candidates' sigs, in arena) */
     skip_reason skips[MAX_SKIP_REASONS];
     int n_skips;
     perfpred_plan_report *rep;

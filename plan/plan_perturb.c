@@ -68,7 +68,7 @@ static int substitute(pp_layer_row *r, int ax, int64_t v, int64_t nv)
     int changed = 0, nchw = is_nchw(r);
     int r0 = r->inputs[0].rank;
     for (int k = 0; k < r->n_inputs; k++) {
-        pp_layer_input *in = &r->inputs[k];
+        pp_layer_input *in = pp_layer_row_input_mut(r, k);
         if (in->role == '-') continue;
         for (int d = 0; d < in->rank; d++) {
             int hit = 0;
@@ -239,6 +239,15 @@ static perfpred_status perturb(plan *P, int n_base, const range *rg, pp_err *err
                 int64_t nv = scaled(v, factors[fi], ax);
                 if (nv == v || nv < R->lo[ax] || nv > R->hi[ax]) continue;
                 pp_layer_row r = base;
+                /* inputs past the sixth are base's (arena): the variant changes its own copy */
+                if (base.more_inputs) {
+                    pp_layer_input all[PP_LAYER_MAX_ALL_INPUTS];
+                    for (int k = 0; k < base.n_inputs; k++) all[k] = *pp_layer_row_input(&base, k);
+                    if (pp_layer_row_set_inputs(&r, all, base.n_inputs, P->arena) != 0) {
+                        st = pp_err_set(err, PERFPRED_ERR_NOMEM, "plan: out of memory");
+                        break;
+                    }
+                }
                 if (!substitute(&r, ax, v, nv)) continue;
                 char tag[48];
                 snprintf(tag, sizeof tag, "%s*%g", axis_names[ax], factors[fi]);

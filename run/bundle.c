@@ -39,6 +39,28 @@ static perfpred_status copy_runners(pp_run *R)
     return pp_run_copy_file(R, from, pp_run_path(R, to, sizeof to, "tools/export_models.py"));
 }
 
+/* One line of run.sh: `prefix"$PY" <the runner's arguments, quoted>`, the same command line the
+ * local stage executes (runner_args.c). */
+static perfpred_status runner_line(pp_run *R, pp_strbuf *b, pp_run_runner which,
+                                   const char *prefix)
+{
+    pp_run_cmd *c = malloc(sizeof *c);
+    if (!c) return pp_run_fail(R, PERFPRED_ERR_NOMEM, "out of memory");
+    perfpred_status st = pp_run_runner_cmd(R, which, 1, c);
+    if (st == PERFPRED_OK) {
+        pp_strbuf_printf(b, "%s\"$PY\"", prefix);
+        for (int i = 0; i < c->argc; i++) {
+            pp_strbuf_put(b, " ");
+            pp_run_shell_quote(b, c->argv[i]);
+        }
+        pp_strbuf_put(b, "\n");
+    } else {
+        st = pp_run_fail(R, st, "%s: its command line is too long", c->what);
+    }
+    free(c);
+    return st;
+}
+
 perfpred_status pp_run_write_bundle(pp_run *R)
 {
     perfpred_status st = copy_runners(R);
@@ -58,28 +80,25 @@ perfpred_status pp_run_write_bundle(pp_run *R)
         "\"$PY\" -c 'import torch' 2>/dev/null || PY=/usr/bin/python3\n"
         "\"$PY\" -c 'import torch, torchvision' || { echo \"run.sh: $PY lacks torch or "
         "torchvision (set PYTHON)\" >&2; exit 2; }\n"
+        "# a runner whose --budget-min stopped it exits 3 with the rows so far written\n"
+        "budgeted() { st=0; \"$@\" || st=$?; [ $st -eq 0 ] || [ $st -eq 3 ] || exit $st; }\n"
         "mkdir -p measurements/sys/proc measurements/sys/sys/devices/system/cpu/cpu0\n"
         "cp /proc/cpuinfo /proc/meminfo measurements/sys/proc/\n"
         "cp -r /sys/devices/system/cpu/cpu0/cache measurements/sys/sys/devices/system/cpu/cpu0/ "
-        "2>/dev/null || true\n"
-        "\"$PY\" runners/host_probe.py -o measurements/figures.json --threads %d\n"
-        "st=0\n"
-        "\"$PY\" runners/layer_runner.py plan.csv -o measurements/layers.csv --device-name %s "
-        "--threads %d --scrub-mb 0 --canary --budget-min %.2f || st=$?\n"
-        "[ $st -eq 0 ] || [ $st -eq 3 ] || exit $st\n"
-        "for set in train judge; do\n"
-        "  out=measurements/networks.csv; min=%.2f\n"
-        "  [ $set = judge ] && out=measurements/judge.csv && min=%.2f\n"
-        "  st=0\n"
-        "  \"$PY\" runners/network_runner.py --reference graphs/$set/reference.csv "
-        "--configs graphs/$set-configs.csv --graphs-dir graphs/zoo -o $out --device-name %s "
-        "--threads %d --rounds 5 --canary --budget-min $min || st=$?\n"
-        "  [ $st -eq 0 ] || [ $st -eq 3 ] || exit $st\n"
-        "done\n"
-        "echo \"done: copy this folder back and run: perfpred calibrate run --device %s "
-        "--measurements <this folder>\"\n",
-        R->device, R->threads, R->device, R->threads, R->budget_layers, R->budget_train,
-        R->budget_judge, R->device, R->threads, R->device);
+        "2>/dev/null || true\n",
+        R->device);
+    static const pp_run_runner order[] = {PP_RUN_HOST_PROBE, PP_RUN_LAYER_RUNNER,
+                                          PP_RUN_TRAIN_NETWORKS, PP_RUN_JUDGE_NETWORKS};
+    for (size_t i = 0; st == PERFPRED_OK && i < sizeof order / sizeof order[0]; i++)
+        st = runner_line(R, &b, order[i], order[i] == PP_RUN_HOST_PROBE ? "" : "budgeted ");
+    if (st != PERFPRED_OK) {
+        free(b.data);
+        return st;
+    }
+    pp_strbuf_printf(&b,
+                     "echo \"done: copy this folder back and run: perfpred calibrate run --device "
+                     "%s --measurements <this folder>\"\n",
+                     R->device);
     if (b.oom) {
         free(b.data);
         return pp_run_fail(R, PERFPRED_ERR_NOMEM, "out of memory");

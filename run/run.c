@@ -144,17 +144,9 @@ static perfpred_status read_state(pp_run *R, int *exists)
     return st;
 }
 
-perfpred_status pp_run_python(pp_run *R, const char *what, int budgeted, ...)
+/* Runs argv (argv[0] the interpreter) and judges its exit status. */
+static perfpred_status run_python(pp_run *R, const char *what, int budgeted, char *argv[])
 {
-    char *argv[64];
-    int n = 0;
-    argv[n++] = (char *)R->python;
-    va_list ap;
-    va_start(ap, budgeted);
-    const char *a;
-    while ((a = va_arg(ap, const char *)) && n < 63) argv[n++] = (char *)a;
-    va_end(ap);
-    argv[n] = NULL;
     char eb[512];
     int rc = pp_run_spawn(argv, eb, sizeof eb);
     if (rc < 0) return pp_run_fail(R, PERFPRED_ERR_IO, "%s: %s", what, eb);
@@ -169,6 +161,28 @@ perfpred_status pp_run_python(pp_run *R, const char *what, int budgeted, ...)
                            what, argv[1] ? argv[1] : R->python, rc, R->python,
                            argv[1] ? argv[1] : "");
     return PERFPRED_OK;
+}
+
+perfpred_status pp_run_python(pp_run *R, const char *what, int budgeted, ...)
+{
+    char *argv[64];
+    int n = 0;
+    argv[n++] = (char *)R->python;
+    va_list ap;
+    va_start(ap, budgeted);
+    const char *a;
+    while ((a = va_arg(ap, const char *)) && n < 63) argv[n++] = (char *)a;
+    va_end(ap);
+    argv[n] = NULL;
+    return run_python(R, what, budgeted, argv);
+}
+
+perfpred_status pp_run_exec(pp_run *R, const pp_run_cmd *c)
+{
+    char *argv[PP_RUN_MAX_ARGS + 2];
+    argv[0] = (char *)R->python;
+    for (int i = 0; i <= c->argc; i++) argv[i + 1] = (char *)c->argv[i]; /* with its NULL */
+    return run_python(R, c->what, c->budgeted, argv);
 }
 
 perfpred_status pp_run_copy_file(pp_run *R, const char *from, const char *to)

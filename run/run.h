@@ -1,7 +1,8 @@
 /* run/run.h: `perfpred calibrate run`, one command that calibrates the CPU it runs on (or, from a
  * bundle's measurements, a remote board): the machine's figures and its descriptor (probe.c), the
  * stages of a calibration with their state on disk so that a killed run resumes (run.c), the
- * runner subprocesses (spawn.c), and the bundle for a board without a perfpred build (bundle.c).
+ * runner subprocesses (spawn.c) and their command lines, stated once for the local stages and a
+ * bundle (runner_args.c), and the bundle for a board without a perfpred build (bundle.c).
  *
  * Layering: above fit/ (it plans, fits and judges through plan/, fit/ and eval/), below cli/.
  * Prefix pp_run_. The public entry point is perfpred_calibrate_run (include/perfpred_calibrate.h).
@@ -125,6 +126,41 @@ perfpred_status pp_run_fail(pp_run *R, perfpred_status st, const char *fmt, ...)
  * except, where budgeted, a runner's 3: its --budget-min stopped it with the rows so far written. */
 perfpred_status pp_run_python(pp_run *R, const char *what, int budgeted, ...);
 perfpred_status pp_run_copy_file(pp_run *R, const char *from, const char *to);
+
+/* ---- the runners' command lines (runner_args.c): the protocol, stated once ---- */
+
+typedef enum pp_run_runner {
+    PP_RUN_HOST_PROBE,     /* runners/host_probe.py -> measurements/figures.json */
+    PP_RUN_LAYER_RUNNER,   /* runners/layer_runner.py plan.csv -> measurements/layers.csv */
+    PP_RUN_TRAIN_NETWORKS, /* runners/network_runner.py graphs/train -> measurements/networks.csv */
+    PP_RUN_JUDGE_NETWORKS  /* runners/network_runner.py graphs/judge -> measurements/judge.csv */
+} pp_run_runner;
+
+#define PP_RUN_MAX_ARGS 32
+/* One runner's command line without the interpreter: argv[0] the script, then its options,
+ * NULL-terminated; the strings live in pool (the struct owns them). */
+typedef struct pp_run_cmd {
+    const char *what; /* "runners/layer_runner.py": the step errors name */
+    int budgeted;     /* it takes --budget-min and exits 3 when that stopped it (rows kept) */
+    int argc;
+    const char *argv[PP_RUN_MAX_ARGS + 1];
+    char pool[8 * PP_RUN_PATH];
+    size_t used;
+    int overflow; /* an argument did not fit: the command is unusable */
+} pp_run_cmd;
+
+/* The command line of a runner for R's device, threads and minutes. Locally (in_bundle 0) the
+ * script is the source tree's and every file is in R->work; in a bundle (in_bundle 1) both are
+ * relative to the bundle's folder, where run.sh runs. The stages execute the first
+ * (pp_run_exec), a bundle's run.sh writes the second; nothing else spells out a runner's
+ * options. PERFPRED_ERR_INTERNAL only when the paths overflow the pool. */
+perfpred_status pp_run_runner_cmd(const pp_run *R, pp_run_runner which, int in_bundle,
+                                  pp_run_cmd *c);
+/* Runs python with c's arguments, as pp_run_python. */
+perfpred_status pp_run_exec(pp_run *R, const pp_run_cmd *c);
+/* Appends s to b as one POSIX shell word: as is where it holds only letters, digits and
+ * _-+=./:,@%, else in single quotes (a quote inside as '\''). */
+void pp_run_shell_quote(pp_strbuf *b, const char *s);
 /* Prints j into work/<rel> (write, then rename) and deletes j. */
 struct cJSON;
 perfpred_status pp_run_write_json(pp_run *R, struct cJSON *j, const char *rel);

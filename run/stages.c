@@ -95,6 +95,18 @@ void pp_run_load_probe(pp_run *R)
     cJSON_Delete(j);
 }
 
+/* Runs one runner with the command line a bundle's run.sh would give it (runner_args.c). */
+static perfpred_status run_runner(pp_run *R, pp_run_runner which)
+{
+    pp_run_cmd *c = malloc(sizeof *c);
+    if (!c) return pp_run_fail(R, PERFPRED_ERR_NOMEM, "out of memory");
+    perfpred_status st = pp_run_runner_cmd(R, which, 0, c);
+    st = st == PERFPRED_OK ? pp_run_exec(R, c)
+                           : pp_run_fail(R, st, "%s: its command line is too long", c->what);
+    free(c);
+    return st;
+}
+
 /* This machine's compute and bandwidth figures, from the C micro-benchmarks. */
 static void measure_here(pp_run_figures *f)
 {
@@ -120,19 +132,14 @@ perfpred_status pp_run_stage_probe(pp_run *R)
 {
     pp_run_figures f;
     memset(&f, 0, sizeof f);
-    char figs[PP_RUN_PATH], dir[PP_RUN_PATH], root[PP_RUN_PATH], thr[16];
+    char figs[PP_RUN_PATH], dir[PP_RUN_PATH], root[PP_RUN_PATH];
     pp_err e = {0};
     pp_run_path(R, dir, sizeof dir, "measurements");
     if (pp_mkdir_p(dir, &e) != PERFPRED_OK) return pp_run_fail(R, PERFPRED_ERR_IO, "%s", e.msg);
     pp_run_path(R, figs, sizeof figs, "measurements/figures.json");
     perfpred_status st;
     if (!R->remote) {
-        char script[PP_RUN_PATH];
-        snprintf(script, sizeof script, "%s/runners/host_probe.py", R->src_root);
-        snprintf(thr, sizeof thr, "%d", R->threads);
-        st = pp_run_python(R, "runners/host_probe.py", 0, script, "-o", figs, "--threads", thr,
-                           (const char *)NULL);
-        if (st != PERFPRED_OK) return st;
+        if ((st = run_runner(R, PP_RUN_HOST_PROBE)) != PERFPRED_OK) return st;
     }
     double mm = 0, py_triad = 0;
     if ((st = read_host_figures(R, figs, &f, &mm, &py_triad)) != PERFPRED_OK) return st;
@@ -424,48 +431,15 @@ perfpred_status pp_run_stage_plan(pp_run *R)
 
 perfpred_status pp_run_stage_layers(pp_run *R)
 {
-    char script[PP_RUN_PATH], plan[PP_RUN_PATH], out[PP_RUN_PATH], thr[16], bud[32];
-    snprintf(script, sizeof script, "%s/runners/layer_runner.py", R->src_root);
-    snprintf(thr, sizeof thr, "%d", R->threads);
-    snprintf(bud, sizeof bud, "%.2f", R->budget_layers);
-    /* no cache scrub: a layer meets warm caches where its working set fits, as inside a network
-     * where the layer before it just wrote its input; what a network adds beyond that (weights
-     * that a long network pushed out, fresh pages) is the in-network correction's. Canaries: the
-     * layers, the networks and the judging networks run minutes apart on a machine whose speed
-     * moves with its neighbours' load; each visit is scaled to the run's quiet speed */
-    return pp_run_python(R, "runners/layer_runner.py", 1, script,
-                         pp_run_path(R, plan, sizeof plan, "plan.csv"), "-o",
-                         pp_run_path(R, out, sizeof out, "measurements/layers.csv"),
-                         "--device-name", R->device, "--threads", thr, "--scrub-mb", "0",
-                         "--canary", "--budget-min", bud, (const char *)NULL);
-}
-
-static perfpred_status network_runner(pp_run *R, const char *set, const char *out_rel,
-                                      double minutes)
-{
-    char script[PP_RUN_PATH], ref[PP_RUN_PATH], cfgs[PP_RUN_PATH], zoo[PP_RUN_PATH],
-        out[PP_RUN_PATH], thr[16], bud[32], rel[64];
-    snprintf(script, sizeof script, "%s/runners/network_runner.py", R->src_root);
-    snprintf(rel, sizeof rel, "graphs/%s/reference.csv", set);
-    pp_run_path(R, ref, sizeof ref, rel);
-    snprintf(rel, sizeof rel, "graphs/%s-configs.csv", set);
-    pp_run_path(R, cfgs, sizeof cfgs, rel);
-    snprintf(thr, sizeof thr, "%d", R->threads);
-    snprintf(bud, sizeof bud, "%.2f", minutes);
-    return pp_run_python(R, "runners/network_runner.py", 1, script, "--reference", ref,
-                         "--configs", cfgs, "--graphs-dir",
-                         pp_run_path(R, zoo, sizeof zoo, "graphs/zoo"), "-o",
-                         pp_run_path(R, out, sizeof out, out_rel), "--device-name", R->device,
-                         "--threads", thr, "--rounds", "5", "--canary", "--budget-min", bud,
-                         (const char *)NULL);
+    return run_runner(R, PP_RUN_LAYER_RUNNER);
 }
 
 perfpred_status pp_run_stage_networks(pp_run *R)
 {
-    return network_runner(R, "train", "measurements/networks.csv", R->budget_train);
+    return run_runner(R, PP_RUN_TRAIN_NETWORKS);
 }
 
 perfpred_status pp_run_stage_judgenets(pp_run *R)
 {
-    return network_runner(R, "judge", "measurements/judge.csv", R->budget_judge);
+    return run_runner(R, PP_RUN_JUDGE_NETWORKS);
 }

@@ -45,7 +45,7 @@ class PlanRow:
         self.op_type = op_type
         self.inputs_text = inputs_text
         self.attrs_text = attrs_text
-        self.inputs = layers.parse_inputs(inputs_text)
+        self.inputs = layers.parse_inputs(inputs_text, op_type)
         self.attrs = layers.parse_attrs(attrs_text)
         own = layers.op_kind(op_type, self.inputs, self.attrs)
         if kind and kind != own:

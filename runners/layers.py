@@ -36,8 +36,16 @@ def format_dims(dims):
     return "scalar" if len(dims) == 0 else "x".join(str(int(d)) for d in dims)
 
 
-def parse_inputs(text):
-    """'x:1x64x56x56;w:64x64x3x3;-' -> [('x', (1,64,56,56)), ('w', (64,64,3,3)), ('-', None)]."""
+# Operators whose first input may be a weight (a ViT's class token joined before the patch
+# tokens): one of the inputs must still be an activation (measure/measurements.c, the same rule).
+WEIGHT_FIRST_OK = frozenset({"Concat"})
+# A row's inputs in all (PP_LAYER_MAX_ALL_INPUTS in C): a DenseNet Concat joins up to 49.
+MAX_INPUTS = 64
+
+
+def parse_inputs(text, op_type=None):
+    """'x:1x64x56x56;w:64x64x3x3;-' -> [('x', (1,64,56,56)), ('w', (64,64,3,3)), ('-', None)].
+    The first input must be an activation, except for op_type in WEIGHT_FIRST_OK."""
     if not text:
         raise LayerError("empty inputs")
     out = []
@@ -48,10 +56,13 @@ def parse_inputs(text):
         if len(part) < 3 or part[0] not in "xw" or part[1] != ":":
             raise LayerError(f"input {i + 1} {part!r} is not x:<dims>, w:<dims> or -")
         out.append((part[0], parse_dims(part[2:])))
-    if len(out) > 6:
-        raise LayerError("more than 6 inputs")
+    if len(out) > MAX_INPUTS:
+        raise LayerError(f"more than {MAX_INPUTS} inputs")
     if out[0][0] != "x":
-        raise LayerError("first input must be an activation (x:...)")
+        if op_type not in WEIGHT_FIRST_OK:
+            raise LayerError("first input must be an activation (x:...)")
+        if not any(r == "x" for r, _ in out):
+            raise LayerError(f"{op_type}: no input is an activation (x:...)")
     return out
 
 

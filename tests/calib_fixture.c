@@ -105,8 +105,10 @@ static int plan_record(const pp_csv_record *rec, int is_header, void *user, pp_e
     r->kind = (pp_op_kind)kind;
     r->op_type = pp_arena_strdup(P->a, rec->fields[P->col[1]]);
     r->source = pp_arena_strdup(P->a, rec->fields[P->col[4]]);
-    r->n_inputs = pp_measure_parse_inputs(rec->fields[P->col[2]], r->inputs, PP_LAYER_MAX_INPUTS,
-                                          why, sizeof why);
+    pp_layer_input ins[PP_LAYER_MAX_ALL_INPUTS];
+    int n_in = pp_measure_parse_inputs(r->op_type, rec->fields[P->col[2]], ins,
+                                       PP_LAYER_MAX_ALL_INPUTS, why, sizeof why);
+    r->n_inputs = n_in >= 0 && pp_layer_row_set_inputs(r, ins, n_in, P->a) == 0 ? n_in : -1;
     r->n_attrs = pp_measure_parse_attrs(rec->fields[P->col[3]], P->a, r->attrs, PP_LAYER_MAX_ATTRS,
                                         why, sizeof why);
     r->precision = PP_PREC_FP32;

@@ -267,6 +267,19 @@ static char *slurp(const char *path)
     return buf;
 }
 
+/* calibrate run --plan-only E->root/<name> for device: the bundle written (E->work is its folder). */
+static void write_bundle(run_env *E, const char *name, const char *device,
+                         perfpred_run_report *r)
+{
+    char eb[1024] = "";
+    snprintf(E->work, sizeof E->work, "%s/%s", E->root, name);
+    perfpred_run_params p = env_params(E, device);
+    p.work_dir = NULL;
+    p.plan_only_dir = E->work;
+    if (perfpred_calibrate_run(&p, r, eb, sizeof eb) != PERFPRED_OK) fail_msg("%s", eb);
+    assert_int_equal(r->bundle_written, 1);
+}
+
 static void test_run_resume_and_install(void **state)
 {
     (void)state;
@@ -377,13 +390,7 @@ static void test_run_resume_and_install(void **state)
 
     /* a bundle for a known device: the plan, the graphs, the runners and one command */
     unsetenv("PP_FAKE_FAIL");
-    snprintf(E.work, sizeof E.work, "%s/bundle", E.root);
-    p = env_params(&E, "new-cpu");
-    p.work_dir = NULL;
-    p.plan_only_dir = E.work;
-    st = perfpred_calibrate_run(&p, r, eb, sizeof eb);
-    if (st != PERFPRED_OK) fail_msg("%s", eb);
-    assert_int_equal(r->bundle_written, 1);
+    write_bundle(&E, "bundle", "new-cpu", r);
     assert_true(exists(E.work, "run.sh") && exists(E.work, "plan.csv") &&
                 exists(E.work, "runners/layer_runner.py") &&
                 exists(E.work, "tools/export_models.py") &&
@@ -401,8 +408,9 @@ static void test_run_resume_and_install(void **state)
     assert_non_null(strstr(nr, "--canary"));
     free(sh);
     /* and for a device no descriptor names: refused (its plan needs figures) */
-    p.device = "unknown-board";
     snprintf(E.work, sizeof E.work, "%s/bundle2", E.root);
+    p = env_params(&E, "unknown-board");
+    p.work_dir = NULL;
     p.plan_only_dir = E.work;
     assert_int_equal(perfpred_calibrate_run(&p, r, eb, sizeof eb), PERFPRED_ERR_INVALID_ARG);
     assert_non_null(strstr(eb, "unknown-board"));
@@ -410,6 +418,102 @@ static void test_run_resume_and_install(void **state)
     free(r);
     rmdir_all(E.root);
     free(E.root);
+}
+
+/* The runners' command lines in `p`'s log (fake_python.sh, PP_FAKE_ARGV), in order: the script
+ * from its folder runners/ on (locally the source tree's, in a bundle the bundle's), and `strip`
+ * (the work folder with its '/', or NULL) removed wherever a word starts with it; random_arch.py's
+ * (not a runner a bundle runs) left out. */
+static int runner_lines(const char *p, const char *strip, char out[8][1024])
+{
+    FILE *f = fopen(p, "r");
+    assert_non_null(f);
+    char line[2048];
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        char buf[1024] = "";
+        size_t len = 0;
+        for (char *w = strtok(line, " "); w; w = strtok(NULL, " ")) {
+            if (!len && strstr(w, "/runners/")) w = strstr(w, "/runners/") + 1;
+            if (strip && strncmp(w, strip, strlen(strip)) == 0) w += strlen(strip);
+            len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s", len ? " " : "", w);
+            assert_true(len < sizeof buf);
+        }
+        if (strncmp(buf, "runners/random_arch.py", 22) == 0) continue;
+        assert_true(n < 8);
+        snprintf(out[n++], sizeof out[0], "%s", buf);
+    }
+    fclose(f);
+    return n;
+}
+
+/* The local stages and a bundle's run.sh start the runners with the same arguments: the protocol
+ * (no scrub, canaries, five rounds, the stage's share of 10 minutes) written here by hand. */
+static void test_local_and_bundle_runner_args_should_agree(void **state)
+{
+    (void)state;
+    static const char *const want[4] = {
+        "runners/host_probe.py -o measurements/figures.json --threads 1",
+        "runners/layer_runner.py plan.csv -o measurements/layers.csv --device-name new-cpu "
+        "--threads 1 --scrub-mb 0 --canary --budget-min 4.50",
+        "runners/network_runner.py --reference graphs/train/reference.csv --configs "
+        "graphs/train-configs.csv --graphs-dir graphs/zoo -o measurements/networks.csv "
+        "--device-name new-cpu --threads 1 --rounds 5 --canary --budget-min 2.00",
+        "runners/network_runner.py --reference graphs/judge/reference.csv --configs "
+        "graphs/judge-configs.csv --graphs-dir graphs/zoo -o measurements/judge.csv "
+        "--device-name new-cpu --threads 1 --rounds 5 --canary --budget-min 2.00",
+    };
+    run_env E;
+    env_setup(&E);
+    unsetenv("PP_FAKE_FAIL");
+    unsetenv("PP_FAKE_SLOW");
+    char argv_log[700], work[700], got[8][1024];
+    perfpred_run_report *r = calloc(1, sizeof *r);
+    char eb[1024] = "";
+
+    /* locally: absolute paths to the source tree's runners and the work folder */
+    snprintf(argv_log, sizeof argv_log, "%s/argv-local.log", E.root);
+    setenv("PP_FAKE_ARGV", argv_log, 1);
+    perfpred_run_params p = env_params(&E, "new-cpu");
+    perfpred_status st = perfpred_calibrate_run(&p, r, eb, sizeof eb);
+    if (st != PERFPRED_OK) fail_msg("%s", eb);
+    snprintf(work, sizeof work, "%s/", E.work);
+    assert_int_equal(runner_lines(argv_log, work, got), 4);
+    for (int i = 0; i < 4; i++) assert_string_equal(got[i], want[i]);
+
+    /* a bundle's run.sh, run by the stand-in: paths relative to the bundle */
+    write_bundle(&E, "bundle", "new-cpu", r);
+    snprintf(argv_log, sizeof argv_log, "%s/argv-bundle.log", E.root);
+    setenv("PP_FAKE_ARGV", argv_log, 1);
+    char cmd[2400];
+    snprintf(cmd, sizeof cmd, "PYTHON='%s' sh '%s/run.sh' > /dev/null", E.fake, E.work);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(runner_lines(argv_log, NULL, got), 4);
+    for (int i = 0; i < 4; i++) assert_string_equal(got[i], want[i]);
+    assert_true(exists(E.work, "measurements/judge.csv"));
+    unsetenv("PP_FAKE_ARGV");
+
+    free(r);
+    rmdir_all(E.root);
+    free(E.root);
+}
+
+/* Words a shell would split or expand are quoted, and only those. */
+static void test_shell_quote_should_quote_only_what_needs_it(void **state)
+{
+    (void)state;
+    pp_strbuf b = {0};
+    pp_run_shell_quote(&b, "graphs/train-configs.csv");
+    pp_strbuf_put(&b, "|");
+    pp_run_shell_quote(&b, "my box");
+    pp_strbuf_put(&b, "|");
+    pp_run_shell_quote(&b, "it's $HOME");
+    pp_strbuf_put(&b, "|");
+    pp_run_shell_quote(&b, "");
+    assert_false(b.oom);
+    assert_string_equal(b.data, "graphs/train-configs.csv|'my box'|'it'\\''s $HOME'|''");
+    free(b.data);
 }
 
 static void test_bad_params(void **state)
@@ -439,6 +543,8 @@ int main(void)
         cmocka_unit_test(test_cpu_read_x86),       cmocka_unit_test(test_cpu_read_arm),
         cmocka_unit_test(test_microbenchmarks),    cmocka_unit_test(test_descriptor_loads),
         cmocka_unit_test(test_run_resume_and_install), cmocka_unit_test(test_bad_params),
+        cmocka_unit_test(test_local_and_bundle_runner_args_should_agree),
+        cmocka_unit_test(test_shell_quote_should_quote_only_what_needs_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

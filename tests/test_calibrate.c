@@ -129,6 +129,86 @@ static void layer_csv_should_count_bad_rows_with_file_and_line(void **state)
     pp_measure_layer_table_free(t);
 }
 
+/* HEADER and rows written to a file (its path in saved) and read as a layer table. */
+static pp_layer_table *read_layer_rows(const char *rows, char *saved, size_t saved_n)
+{
+    char text[4096];
+    snprintf(text, sizeof text, "%s%s", HEADER, rows);
+    snprintf(saved, saved_n, "%s", write_tmp(text));
+    pp_layer_table *t = NULL;
+    pp_err err = {0};
+    assert_int_equal(pp_measure_layer_csv_read(saved, &t, &err), PERFPRED_OK);
+    return t;
+}
+
+/* Row r rebuilt as a graph (the caller frees it); *y its node's output. */
+static pp_graph *rebuilt(const pp_layer_row *r, const pp_tensor **y)
+{
+    pp_graph *g = NULL;
+    int node = -1;
+    pp_err err = {0};
+    assert_int_equal(pp_layer_row_graph(r, &g, &node, &err), PERFPRED_OK);
+    *y = &g->tensors[g->nodes[node].outputs[0]];
+    return g;
+}
+
+/* A weight may come first only in a Concat (a ViT's class token), and only beside an activation;
+ * such a row rebuilds with the weight in front. */
+static void layer_csv_should_take_a_weight_first_only_in_a_concat(void **state)
+{
+    (void)state;
+    char saved[4096];
+    pp_layer_table *t = read_layer_rows(
+        "d,rt,,fp32,datamove,Concat,1,w:1x1x768;x:1x49x768,axis:i=1,0.01,,,,,s,2025-01-01\n"
+        "d,rt,,fp32,elemwise,Sub,1,w:1x1x768;x:1x49x768,,0.01,,,,,s,2025-01-01\n" /* 3 */
+        "d,rt,,fp32,datamove,Concat,1,w:1x1x768;w:1x49x768,axis:i=1,0.01,,,,,s,2025-01-01\n",
+        saved, sizeof saved);
+    assert_int_equal(t->n, 1);
+    assert_int_equal(t->bad.n, 2);
+    assert_true(bad_has(&t->bad, saved, 3, "first input must be an activation"));
+    assert_true(bad_has(&t->bad, saved, 4, "no input is an activation"));
+    const pp_layer_row *r = &t->rows[0];
+    assert_int_equal(r->inputs[0].role, 'w');
+    assert_int_equal(r->inputs[1].role, 'x');
+    const pp_tensor *y = NULL;
+    pp_graph *g = rebuilt(r, &y);
+    assert_int_equal(y->rank, 3);
+    assert_true(y->dims[0] == 1 && y->dims[1] == 50 && y->dims[2] == 768);
+    assert_int_equal(g->n_inputs, 1); /* the activation; the class token is a weight */
+    assert_int_equal(g->nodes[0].feat.kind, PP_OPK_DATAMOVE);
+    pp_graph_free(g);
+    pp_measure_layer_table_free(t);
+}
+
+/* A Concat of 8 inputs (two past what a row holds in itself) reads, rebuilds and writes back as
+ * it was. */
+static void layer_csv_should_keep_every_input_of_a_wide_concat(void **state)
+{
+    (void)state;
+    char saved[4096];
+    pp_layer_table *t = read_layer_rows(
+        "d,rt,,fp32,datamove,Concat,1,x:1x64x8x8;x:1x1x8x8;x:1x2x8x8;x:1x3x8x8;x:1x4x8x8;"
+        "x:1x5x8x8;x:1x6x8x8;x:1x7x8x8,axis:i=1,0.01,,,,,s,2025-01-01\n",
+        saved, sizeof saved);
+    assert_int_equal(t->n, 1);
+    const pp_layer_row *r = &t->rows[0];
+    assert_int_equal(r->n_inputs, 8);
+    for (int k = 1; k < 8; k++) assert_int_equal(pp_layer_row_input(r, k)->dims[1], k);
+    const pp_tensor *y = NULL;
+    pp_graph *g = rebuilt(r, &y);
+    assert_true(y->rank == 4 && y->dims[1] == 64 + 28 && y->dims[3] == 8);
+    assert_int_equal(g->n_inputs, 8);
+    pp_graph_free(g);
+    char *out = NULL;
+    size_t len = 0;
+    pp_err err = {0};
+    assert_int_equal(pp_measure_layer_csv_format(t->rows, 1, &out, &len, &err), PERFPRED_OK);
+    assert_non_null(strstr(out, "x:1x64x8x8;x:1x1x8x8;x:1x2x8x8;x:1x3x8x8;x:1x4x8x8;x:1x5x8x8;"
+                                "x:1x6x8x8;x:1x7x8x8,axis:i=1,"));
+    free(out);
+    pp_measure_layer_table_free(t);
+}
+
 static void layer_csv_should_count_lines_across_crlf_and_quoted_newlines(void **state)
 {
     char text[2048];
@@ -625,6 +705,8 @@ int main(void)
         cmocka_unit_test(csv_should_give_a_multi_line_record_the_line_it_starts_on),
         cmocka_unit_test(csv_should_read_a_ten_megabyte_field),
         cmocka_unit_test(layer_csv_should_count_bad_rows_with_file_and_line),
+        cmocka_unit_test(layer_csv_should_take_a_weight_first_only_in_a_concat),
+        cmocka_unit_test(layer_csv_should_keep_every_input_of_a_wide_concat),
         cmocka_unit_test(layer_csv_should_count_lines_across_crlf_and_quoted_newlines),
         cmocka_unit_test(layer_csv_should_reject_bad_headers),
         cmocka_unit_test(layer_csv_should_reject_malformed_quotes_naming_line),

@@ -341,6 +341,40 @@ static void name_index_should_find_each_name_and_the_first_of_equal_names(void *
     for (int i = 0; i < PP_NAME_SLOTS / 2; i++) assert_int_equal(pp_name_index_find(&x, many[i]), i);
 }
 
+/* The growable map: every key found across growth (256 slots first, at most half full), absent keys
+ * and NULL not, reserve keeping what is there, free leaving an empty map that works again. */
+static void strmap_should_find_every_key_across_growth(void **state)
+{
+    (void)state;
+    static char keys[1000][8];
+    pp_strmap m = {0};
+    assert_int_equal(pp_strmap_get(&m, "k0"), -1);
+    for (int i = 0; i < 1000; i++) {
+        snprintf(keys[i], sizeof keys[i], "k%d", i);
+        assert_int_equal(pp_strmap_put(&m, keys[i], 3 * i), 0);
+        if (i == 127) assert_int_equal(m.cap, 256);
+        if (i == 128) assert_int_equal(m.cap, 512); /* 129 keys: more than half of 256 */
+    }
+    assert_int_equal(m.n, 1000);
+    assert_int_equal(m.cap, 2048);
+    for (int i = 0; i < 1000; i++) assert_int_equal(pp_strmap_get(&m, keys[i]), 3 * i);
+    assert_int_equal(pp_strmap_get(&m, "k1000"), -1);
+    assert_int_equal(pp_strmap_get(&m, "k"), -1);
+    assert_int_equal(pp_strmap_get(&m, ""), -1);
+    assert_int_equal(pp_strmap_get(&m, NULL), -1);
+    assert_int_equal(pp_strmap_reserve(&m, 3000), 0);
+    assert_int_equal(m.cap, 8192);
+    assert_int_equal(pp_strmap_get(&m, "k999"), 2997);
+    assert_int_equal(pp_strmap_reserve(&m, 10), 0); /* never shrinks */
+    assert_int_equal(m.cap, 8192);
+    pp_strmap_free(&m);
+    assert_int_equal(m.cap, 0);
+    assert_int_equal(pp_strmap_get(&m, "k1"), -1);
+    assert_int_equal(pp_strmap_put(&m, "", 7), 0);
+    assert_int_equal(pp_strmap_get(&m, ""), 7);
+    pp_strmap_free(&m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -359,6 +393,7 @@ int main(void)
         cmocka_unit_test(parse_dims_should_be_strict),
         cmocka_unit_test(list_items_should_walk_commas),
         cmocka_unit_test(read_file_should_end_with_a_nul),
+        cmocka_unit_test(strmap_should_find_every_key_across_growth),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

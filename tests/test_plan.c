@@ -123,6 +123,45 @@ static int python_has_torch(void)
     return system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0;
 }
 
+/* A Concat-only plan of one zoo model at batch 1 into out, over `minutes`; no skip message may
+ * hold `not_skipped`. */
+static plan_rows *concat_plan(const char *model, const char *out, double minutes,
+                              const char *not_skipped)
+{
+    char err[1024];
+    const char *zoo[] = {model};
+    perfpred_plan_params p = plan_params(out, minutes, 1);
+    p.models = zoo;
+    p.n_models = 1;
+    const int64_t b1[] = {1};
+    p.batches = b1;
+    p.n_batches = 1;
+    const char *ops[] = {"Concat"};
+    p.ops = ops;
+    p.n_ops = 1;
+    perfpred_plan_report r;
+    assert_int_equal(perfpred_calibrate_plan(&p, &r, err, sizeof err), PERFPRED_OK);
+    for (int i = 0; i < r.n_msgs; i++) assert_null(strstr(r.msgs[i], not_skipped));
+    return read_plan(out);
+}
+
+/* The PyTorch layer runner over plan, one quick round, into meas; its CSV read back (the caller
+ * frees it). */
+static pp_layer_table *run_layers(const char *plan, const char *meas)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && /usr/bin/python3 runners/layer_runner.py '%s' -o '%s' "
+             "--device-name host-cpu --rounds 1 --burst 1 --warmup-ms 0 --min-sample-us 0 "
+             "--quiet >/dev/null 2>&1", PP_SOURCE_DIR, plan, meas);
+    assert_int_equal(system(cmd), 0);
+    pp_layer_table *t = NULL;
+    pp_err e = {0};
+    assert_int_equal(pp_measure_layer_csv_read(meas, &t, &e), PERFPRED_OK);
+    assert_int_equal(t->bad.n, 0);
+    return t;
+}
+
 static void plan_rows_should_rebuild_as_their_kind_and_run_in_the_runner(void **state)
 {
     (void)state;
@@ -153,7 +192,7 @@ static void plan_rows_should_rebuild_as_their_kind_and_run_in_the_runner(void **
     free(layers_py);
     /* the first 3 rows through the PyTorch runner: it reads the plan, and its CSV reads back */
     if (python_has_torch()) {
-        char *text = pp_test_read_text(out), three[1300], meas[1300], cmd[4096];
+        char *text = pp_test_read_text(out), three[1300], meas[1300];
         char *end = text;
         for (int k = 0; k < 4 && end; k++) end = strchr(end + (k ? 1 : 0), '\n');
         assert_non_null(end);
@@ -162,16 +201,8 @@ static void plan_rows_should_rebuild_as_their_kind_and_run_in_the_runner(void **
         path_in(meas, sizeof meas, "measured3.csv");
         pp_test_write_text(three, text);
         free(text);
-        snprintf(cmd, sizeof cmd,
-                 "cd '%s' && /usr/bin/python3 runners/layer_runner.py '%s' -o '%s' "
-                 "--device-name host-cpu --rounds 1 --burst 1 --warmup-ms 0 --min-sample-us 0 "
-                 "--quiet >/dev/null 2>&1", PP_SOURCE_DIR, three, meas);
-        assert_int_equal(system(cmd), 0);
-        pp_layer_table *t = NULL;
-        pp_err e = {0};
-        assert_int_equal(pp_measure_layer_csv_read(meas, &t, &e), PERFPRED_OK);
+        pp_layer_table *t = run_layers(three, meas);
         assert_int_equal(t->n, 3);
-        assert_int_equal(t->bad.n, 0);
         for (int i = 0; i < 3; i++) {
             assert_int_equal(t->rows[i].kind, P->rows[i].kind);
             assert_string_equal(t->rows[i].op_type, P->rows[i].op_type);
@@ -256,6 +287,119 @@ static void plan_should_time_a_composite_op_as_its_one_operator(void **state)
     }
     assert_int_equal(stage1, 1);
     free_plan(P);
+}
+
+/* vit_b_32 joins its class token (a constant: the weight expanded to the batch) before the 49
+ * patch tokens: a Concat whose first input is a weight is planned as it is, in that order, and the
+ * runner times it. */
+static void plan_should_keep_a_concat_whose_first_input_is_a_constant(void **state)
+{
+    (void)state;
+    if (access(MODELS "/vit_b_32.onnx", R_OK) != 0) skip();
+    char out[1300];
+    path_in(out, sizeof out, "plan_cls.csv");
+    plan_rows *P = concat_plan(MODELS "/vit_b_32.onnx", out, 1, "first input is a constant");
+    int cls = 0;
+    for (int i = 0; i < P->n; i++) {
+        const pp_layer_row *row = &P->rows[i];
+        assert_string_equal(row->op_type, "Concat");
+        if (!strstr(row->source, "plan:zoo:")) continue;
+        /* w:1x1x768;x:1x49x768, axis 1 */
+        assert_int_equal(row->n_inputs, 2);
+        assert_int_equal(row->inputs[0].role, 'w');
+        assert_int_equal(row->inputs[0].rank, 3);
+        assert_true(row->inputs[0].dims[0] == 1 && row->inputs[0].dims[1] == 1 &&
+                    row->inputs[0].dims[2] == 768);
+        assert_int_equal(row->inputs[1].role, 'x');
+        assert_true(row->inputs[1].dims[0] == 1 && row->inputs[1].dims[1] == 49 &&
+                    row->inputs[1].dims[2] == 768);
+        assert_int_equal(row->n_attrs, 1);
+        assert_string_equal(row->attrs[0].name, "axis");
+        assert_int_equal(row->attrs[0].i, 1);
+        cls++;
+    }
+    assert_int_equal(cls, 1);
+    free_plan(P);
+    /* the runner builds and times the row, and its CSV reads back */
+    if (python_has_torch()) {
+        char meas[1300];
+        path_in(meas, sizeof meas, "measured_cls.csv");
+        pp_layer_table *t = run_layers(out, meas);
+        int timed = 0;
+        for (int i = 0; i < t->n; i++)
+            timed += t->rows[i].inputs[0].role == 'w' && t->rows[i].latency_ms > 0;
+        assert_true(timed >= 1);
+        pp_measure_layer_table_free(t);
+    }
+}
+
+/* densenet121's third dense block ends in a Concat of its 256 input channels and 24 layers of 32:
+ * 25 inputs, more than a row holds in itself. It is planned, rebuilds as that node, and the runner
+ * times it; the measured CSV reads back with every input. */
+static void plan_should_keep_a_densenet_concat_of_25_inputs(void **state)
+{
+    (void)state;
+    if (access(MODELS "/densenet121.onnx", R_OK) != 0) skip();
+    char out[1300];
+    path_in(out, sizeof out, "plan_dense.csv");
+    plan_rows *P = concat_plan(MODELS "/densenet121.onnx", out, 5, "a layer row holds");
+    int found = 0, wide = 0;
+    for (int i = 0; i < P->n; i++) {
+        const pp_layer_row *row = &P->rows[i];
+        assert_string_equal(row->op_type, "Concat");
+        if (!strstr(row->source, "plan:zoo:")) continue;
+        wide += row->n_inputs > 6;
+        if (row->n_inputs != 25 || pp_layer_row_input(row, 0)->dims[1] != 256) continue;
+        for (int k = 0; k < 25; k++) {
+            const pp_layer_input *in = pp_layer_row_input(row, k);
+            assert_int_equal(in->role, 'x');
+            assert_int_equal(in->rank, 4);
+            assert_true(in->dims[0] == 1 && in->dims[1] == (k ? 32 : 256) && in->dims[2] == 14 &&
+                        in->dims[3] == 14);
+        }
+        pp_graph *g = NULL;
+        int node = -1;
+        pp_err e = {0};
+        assert_int_equal(pp_layer_row_graph(row, &g, &node, &e), PERFPRED_OK);
+        const pp_tensor *y = &g->tensors[g->nodes[node].outputs[0]];
+        assert_true(y->rank == 4 && y->dims[1] == 1024 && y->dims[2] == 14); /* 256 + 24 x 32 */
+        assert_int_equal(g->nodes[node].n_inputs, 25);
+        pp_graph_free(g);
+        found++;
+    }
+    assert_int_equal(found, 1);
+    assert_true(wide > 1); /* the other blocks' and the growing concats inside each block */
+    free_plan(P);
+    /* that row alone through the runner: measured, and read back with its 25 inputs */
+    if (python_has_torch()) {
+        char *text = pp_test_read_text(out), one[1300], meas[1300];
+        assert_non_null(text);
+        pp_strbuf b = {0}, want = {0};
+        pp_strbuf_put(&want, ",x:1x256x14x14");
+        for (int k = 1; k < 25; k++) pp_strbuf_put(&want, ";x:1x32x14x14");
+        pp_strbuf_put(&want, ",");
+        char *save = NULL;
+        int kept = 0;
+        for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+            if (!b.len || (strstr(line, "plan:zoo:") && strstr(line, want.data))) {
+                kept += b.len > 0;
+                pp_strbuf_put(&b, line);
+                pp_strbuf_put(&b, "\n");
+            }
+        free(want.data);
+        free(text);
+        assert_int_equal(kept, 1);
+        path_in(one, sizeof one, "plan_dense1.csv");
+        path_in(meas, sizeof meas, "measured_dense1.csv");
+        pp_test_write_text(one, b.data);
+        free(b.data);
+        pp_layer_table *t = run_layers(one, meas);
+        assert_int_equal(t->n, 1);
+        assert_int_equal(t->rows[0].n_inputs, 25);
+        assert_int_equal(pp_layer_row_input(&t->rows[0], 24)->dims[1], 32);
+        assert_true(t->rows[0].latency_ms > 0);
+        pp_measure_layer_table_free(t);
+    }
 }
 
 /* The ints of attribute name in a row (n = 0 when absent). */
@@ -578,6 +722,8 @@ int main(void)
         cmocka_unit_test(plan_should_fit_the_budget_and_cover_every_zoo_kind),
         cmocka_unit_test(plan_rows_should_rebuild_as_their_kind_and_run_in_the_runner),
         cmocka_unit_test(plan_should_leave_out_excluded_families),
+        cmocka_unit_test(plan_should_keep_a_concat_whose_first_input_is_a_constant),
+        cmocka_unit_test(plan_should_keep_a_densenet_concat_of_25_inputs),
         cmocka_unit_test(plan_should_time_a_composite_op_as_its_one_operator),
         cmocka_unit_test(plan_should_vary_windows_and_groups),
         cmocka_unit_test(plan_should_cover_kernel_stride_and_group_together),

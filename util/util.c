@@ -430,6 +430,70 @@ void pp_fmt_double(char *out, size_t n, double v)
     }
 }
 
+/* ---- string map ---- */
+
+/* Rehashes m into ncap slots (a power of two). */
+static int strmap_rehash(pp_strmap *m, size_t ncap)
+{
+    const char **k2 = calloc(ncap, sizeof *k2);
+    int *v2 = calloc(ncap, sizeof *v2);
+    if (!k2 || !v2) {
+        free(k2);
+        free(v2);
+        return -1;
+    }
+    for (size_t i = 0; i < m->cap; i++) {
+        if (!m->keys[i]) continue;
+        size_t h = (size_t)pp_fnv1a64(m->keys[i], PP_FNV64_BASIS) & (ncap - 1);
+        while (k2[h]) h = (h + 1) & (ncap - 1);
+        k2[h] = m->keys[i];
+        v2[h] = m->vals[i];
+    }
+    free(m->keys);
+    free(m->vals);
+    m->keys = k2;
+    m->vals = v2;
+    m->cap = ncap;
+    return 0;
+}
+
+int pp_strmap_reserve(pp_strmap *m, size_t n)
+{
+    if (n > SIZE_MAX / 4 / sizeof(const char *)) return -1;
+    size_t cap = m->cap ? m->cap : 256;
+    while (2 * n > cap) cap *= 2;
+    return cap == m->cap ? 0 : strmap_rehash(m, cap);
+}
+
+int pp_strmap_get(const pp_strmap *m, const char *key)
+{
+    if (!key || !m->cap) return -1;
+    size_t h = (size_t)pp_fnv1a64(key, PP_FNV64_BASIS) & (m->cap - 1);
+    while (m->keys[h]) {
+        if (strcmp(m->keys[h], key) == 0) return m->vals[h];
+        h = (h + 1) & (m->cap - 1);
+    }
+    return -1;
+}
+
+int pp_strmap_put(pp_strmap *m, const char *key, int val)
+{
+    if (pp_strmap_reserve(m, m->n + 1) != 0) return -1;
+    size_t h = (size_t)pp_fnv1a64(key, PP_FNV64_BASIS) & (m->cap - 1);
+    while (m->keys[h]) h = (h + 1) & (m->cap - 1);
+    m->keys[h] = key;
+    m->vals[h] = val;
+    m->n++;
+    return 0;
+}
+
+void pp_strmap_free(pp_strmap *m)
+{
+    free(m->keys);
+    free(m->vals);
+    memset(m, 0, sizeof *m);
+}
+
 /* ---- name index ---- */
 
 int pp_name_index_build(pp_name_index *x, const char *const *names, int n)

@@ -107,6 +107,23 @@ void pp_strbuf_csv_field(pp_strbuf *b, const char *s);
 /* Shortest decimal text that strtod reads back to exactly v ("%.15g".."%.17g"). */
 void pp_fmt_double(char *out, size_t n, double v);
 
+/* A growable map from strings to ints >= 0 (names to indices: a graph's tensors, a table's rows):
+ * open addressing with linear probing on FNV-1a (64-bit), capacity a power of two (256 first) kept
+ * at most half full. Keys are borrowed: each key's string must outlive the map, unchanged (an
+ * arena's copy). A zeroed pp_strmap is empty; pp_strmap_free empties it again. */
+typedef struct pp_strmap {
+    const char **keys; /* NULL: empty slot */
+    int *vals;
+    size_t cap, n;
+} pp_strmap;
+/* The value of key, or -1 when absent (or key is NULL). */
+int pp_strmap_get(const pp_strmap *m, const char *key);
+/* Adds key -> val; key must be absent (pp_strmap_get first). 0, or -1 out of memory (m unchanged). */
+int pp_strmap_put(pp_strmap *m, const char *key, int val);
+/* Room for n keys without growing. 0, or -1 out of memory or too large (m unchanged). */
+int pp_strmap_reserve(pp_strmap *m, size_t n);
+void pp_strmap_free(pp_strmap *m);
+
 /* A fixed set of names looked up by exact match (op types in the graph's rule tables): FNV-1a,
  * open addressing in PP_NAME_SLOTS slots, built once; at most PP_NAME_SLOTS / 2 names. The names
  * array must outlive the index. */

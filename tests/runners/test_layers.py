@@ -29,9 +29,30 @@ class GrammarTest(unittest.TestCase):
 
     def test_inputs_should_reject_malformed_text(self):
         for bad in ("", "w:3x3", "x:", "x:3x", "x:0x3", "y:3", "x:3;;x:3", "x:3,4", "x:3x-1",
-                    "x:1;x:1;x:1;x:1;x:1;x:1;x:1"):
+                    ";".join(["x:1"] * 65)):
             with self.assertRaises(layers.LayerError, msg=bad):
                 layers.parse_inputs(bad)
+
+    def test_inputs_should_take_a_weight_first_only_in_a_concat_with_an_activation(self):
+        got = layers.parse_inputs("w:1x1x768;x:1x49x768", "Concat")
+        self.assertEqual(got, [("w", (1, 1, 768)), ("x", (1, 49, 768))])
+        for op, bad in (("Add", "w:1x1x768;x:1x49x768"), (None, "w:1x1x768;x:1x49x768"),
+                        ("Concat", "w:1x1x768;w:1x49x768")):
+            with self.assertRaises(layers.LayerError, msg=f"{op} {bad}"):
+                layers.parse_inputs(bad, op)
+        # the class token before the patches: (1, 1 + 49, 768)
+        b = layers.build_layer("Concat", got, {"axis": 1}, torch, seed=3)
+        with torch.inference_mode():
+            self.assertEqual(tuple(b().shape), (1, 50, 768))
+
+    def test_inputs_should_take_a_densenet_concat_of_49(self):
+        # densenet201's third block: its 256 input channels and 48 layers of growth 32, at 14x14
+        text = "x:1x256x14x14;" + ";".join(["x:1x32x14x14"] * 48)
+        got = layers.parse_inputs(text, "Concat")
+        self.assertEqual(len(got), 49)
+        b = layers.build_layer("Concat", got, {"axis": 1}, torch, seed=3)
+        with torch.inference_mode():
+            self.assertEqual(tuple(b().shape), (1, 1792, 14, 14))
 
     def test_attrs_should_parse_every_type(self):
         got = layers.parse_attrs("kernel_shape:ints=3,3;group:i=-2;epsilon:f=1e-05;"
