@@ -241,16 +241,32 @@ int pp_graph_add_node_idx(pp_graph *g, const char *name, const char *op_type, co
 
 int pp_graph_copy_tensor(pp_graph *g, int src, const char *name)
 {
+    return pp_graph_copy_tensor_h(g, src, name, strlen(name), pp_fnv1a64(name, PP_FNV64_BASIS));
+}
+
+/* pp_graph_tensor's probe and insert, with src's fields copied once over the new slot instead of
+ * a blank tensor written first */
+int pp_graph_copy_tensor_h(pp_graph *g, int src, const char *name, size_t len, uint64_t hash)
+{
     if (src < 0 || src >= g->n_tensors) return -1;
-    int n = g->n_tensors, t = pp_graph_tensor(g, name);
-    if (t != n) return -1; /* OOM, or the name was taken */
+    name_index *ix = g->index;
+    if ((size_t)(g->n_tensors + 1) * 2 > ix->cap && index_grow(g)) return -1;
+    size_t h = hash & (ix->cap - 1);
+    for (; ix->slots[h]; h = (h + 1) & (ix->cap - 1))
+        if (strcmp(g->tensors[ix->slots[h] - 1].name, name) == 0) return -1; /* taken */
+    if (g->n_tensors == g->cap_tensors &&
+        reserve(g, g->cap_tensors ? g->cap_tensors * 2 : 64, g->cap_nodes))
+        return -1;
+    char *nm = pp_arena_strndup(g->arena, name, len);
+    if (!nm) return -1;
+    int t = g->n_tensors++;
     pp_tensor *T = &g->tensors[t];
-    const char *nm = T->name;
     *T = g->tensors[src];
     T->name = nm;
     T->flags &= ~(uint32_t)(PP_T_GRAPH_INPUT | PP_T_GRAPH_OUTPUT);
     T->producer = -1;
     T->n_consumers = 0;
+    ix->slots[h] = t + 1;
     return t;
 }
 

@@ -192,6 +192,9 @@ int pp_graph_reserve(pp_graph *g, int n_tensors, int n_nodes);
  * value (the value's arrays shared, both in g's arena), not yet produced; -1 on OOM or when name
  * is taken. */
 int pp_graph_copy_tensor(pp_graph *g, int src, const char *name);
+/* The same with name's length (strlen) and hash (pp_fnv1a64 from PP_FNV64_BASIS) given: a builder
+ * that makes names from a prefix and a number hashes the prefix once. */
+int pp_graph_copy_tensor_h(pp_graph *g, int src, const char *name, size_t len, uint64_t hash);
 /* A new node called name doing what node src does (op type, domain and attribute array shared
  * with src, so adding an attribute to either later copies the array first) on the given tensors
  * (as many as src has); sets copy_of. -1 on OOM or a bad index. */
