@@ -525,8 +525,10 @@ perfpred_status pp_graph_link(pp_graph *g, pp_err *err)
         g->cap_nodes = nn + 1;
         int *pos = indeg; /* all 0 again after Kahn: now new index by old index */
         for (int i = 0; i < nn; i++) pos[order[i]] = i;
-        for (int i = 0; i < nn; i++)
+        for (int i = 0; i < nn; i++) {
             if (g->nodes[i].copy_of) g->nodes[i].copy_of = pos[g->nodes[i].copy_of - 1] + 1;
+            g->nodes[i].copy_src = 0;
+        }
         for (int i = 0; i < nn; i++)
             for (int o = 0; o < g->nodes[i].n_outputs; o++)
                 if (g->nodes[i].outputs[o] >= 0) g->tensors[g->nodes[i].outputs[o]].producer = i;

@@ -140,6 +140,9 @@ typedef struct pp_node {
      * the same op and attribute array), 0 for none. A hint only: shape inference and features
      * reuse that node's results when pp_node_copy_source finds its inputs alike. */
     int copy_of;
+    /* 1 + pp_node_copy_source(g, i) as the last shape inference found it, 0 for none: features
+     * take it rather than compare the inputs again (linking resets it when it moves nodes). */
+    int copy_src;
     pp_node_feat feat;
 } pp_node;
 
