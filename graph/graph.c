@@ -56,10 +56,12 @@ typedef struct name_index {
     size_t cap;     /* power of two */
 } name_index;
 
-static int index_grow(pp_graph *g)
+/* the index at twice its capacity, or at least min_cap slots (a power of two) */
+static int index_grow_to(pp_graph *g, size_t min_cap)
 {
     name_index *ix = g->index;
     size_t ncap = ix->cap ? ix->cap * 2 : 256;
+    while (ncap < min_cap) ncap *= 2;
     int *ns = calloc(ncap, sizeof *ns);
     if (!ns) return -1;
     for (int i = 0; i < g->n_tensors; i++) {
@@ -117,8 +119,8 @@ int pp_graph_find(const pp_graph *g, const char *name)
 static int reserve(pp_graph *g, int n_tensors, int n_nodes)
 {
     name_index *ix = g->index;
-    while ((size_t)n_tensors * 2 > ix->cap)
-        if (index_grow(g)) return -1;
+    if ((size_t)n_tensors * 2 > ix->cap && index_grow_to(g, (size_t)n_tensors * 2))
+        return -1; /* grown once: each step rehashes and clears the whole table */
     if (n_tensors > g->cap_tensors) {
         pp_tensor *nt = realloc(g->tensors, (size_t)n_tensors * sizeof *nt);
         if (!nt) return -1;
@@ -143,7 +145,7 @@ int pp_graph_reserve(pp_graph *g, int n_tensors, int n_nodes)
 int pp_graph_tensor(pp_graph *g, const char *name)
 {
     name_index *ix = g->index;
-    if ((size_t)(g->n_tensors + 1) * 2 > ix->cap && index_grow(g)) return -1;
+    if ((size_t)(g->n_tensors + 1) * 2 > ix->cap && index_grow_to(g, 0)) return -1;
     /* one probe: the tensor called name, or the free slot where it goes */
     size_t h = pp_fnv1a64(name, PP_FNV64_BASIS) & (ix->cap - 1);
     while (ix->slots[h]) {
@@ -250,7 +252,7 @@ int pp_graph_copy_tensor_h(pp_graph *g, int src, const char *name, size_t len, u
 {
     if (src < 0 || src >= g->n_tensors) return -1;
     name_index *ix = g->index;
-    if ((size_t)(g->n_tensors + 1) * 2 > ix->cap && index_grow(g)) return -1;
+    if ((size_t)(g->n_tensors + 1) * 2 > ix->cap && index_grow_to(g, 0)) return -1;
     size_t h = hash & (ix->cap - 1);
     for (; ix->slots[h]; h = (h + 1) & (ix->cap - 1))
         if (strcmp(g->tensors[ix->slots[h] - 1].name, name) == 0) return -1; /* taken */

@@ -678,7 +678,7 @@ static void gnn_forward_cls(const pp_gnn *m, gnn_ws *ws, const gnn_ws *cw, const
             float *cg = ws->cg[l];
             /* the pool reads each row through its class; the next layer reads h^{l+1} only in
              * the rows of the nodes first of their class, so no row is copied */
-            pp_gnn_relu_pool_rows_t(N, cn, H, out, ldo, cg + dg);
+            pp_gnn_relu_pool_cls_t(N, cn, H, out, ldo, cg + dg);
             float *gnext = l + 1 < L ? ws->cg[l + 1] : ws->gL;
             fwd_linear(m, ws, 1, dg + 2 * H, H, cg, dg + 2 * H, lo->wg, dg + 2 * H, 0, W + lo->bg,
                        gnext, H);
