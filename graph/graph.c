@@ -188,9 +188,10 @@ static int node_append(pp_graph *g, const char *name, const char *op_type, const
         snprintf(buf, sizeof buf, "%s_%d", op_type ? op_type : "node", idx);
         n->name = pp_arena_strdup(g->arena, buf);
     }
-    n->inputs = pp_arena_array(g->arena, (size_t)n_inputs + 1, sizeof(int));
-    n->outputs = pp_arena_array(g->arena, (size_t)n_outputs + 1, sizeof(int));
-    if (!n->op_type || !n->domain || !n->name || !n->inputs || !n->outputs) return -1;
+    /* inputs and outputs in one block, each with a spare slot */
+    n->inputs = pp_arena_array(g->arena, (size_t)n_inputs + (size_t)n_outputs + 2, sizeof(int));
+    n->outputs = n->inputs ? n->inputs + n_inputs + 1 : NULL;
+    if (!n->op_type || !n->domain || !n->name || !n->inputs) return -1;
     return idx;
 }
 
@@ -290,9 +291,10 @@ int pp_graph_copy_node(pp_graph *g, int src, const char *name, const int *inputs
     n->op_type = S->op_type;
     n->domain = S->domain;
     n->name = pp_arena_strdup(g->arena, name);
-    n->inputs = pp_arena_array(g->arena, (size_t)S->n_inputs + 1, sizeof(int));
-    n->outputs = pp_arena_array(g->arena, (size_t)S->n_outputs + 1, sizeof(int));
-    if (!n->name || !n->inputs || !n->outputs) return -1;
+    n->inputs = pp_arena_array(g->arena, (size_t)S->n_inputs + (size_t)S->n_outputs + 2,
+                               sizeof(int)); /* one block, as node_append makes it */
+    n->outputs = n->inputs ? n->inputs + S->n_inputs + 1 : NULL;
+    if (!n->name || !n->inputs) return -1;
     if (S->n_inputs) memcpy(n->inputs, inputs, (size_t)S->n_inputs * sizeof *inputs);
     if (S->n_outputs) memcpy(n->outputs, outputs, (size_t)S->n_outputs * sizeof *outputs);
     n->n_inputs = S->n_inputs;

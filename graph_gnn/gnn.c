@@ -516,7 +516,9 @@ static void node_classes(gnn_ws *ws, const pp_gnn *m, const pp_gnn_graph *s)
     size_t mask = htab_mask(ws, E);
     for (int k = 0; k < E; k++) {
         const float *f = s->edge_feat + (size_t)k * Fe;
-        size_t at = hash_words(0x811c9dc5u, f, Fe) & mask;
+        uint32_t f0 = 0;
+        if (Fe == 1) memcpy(&f0, f, sizeof f0); /* one word (the usual): one mix, not five */
+        size_t at = (Fe == 1 ? mix32(0x811c9dc5u, f0) : hash_words(0x811c9dc5u, f, Fe)) & mask;
         int c = -1;
         for (; ws->htab[at] >> 32 == st; at = (at + 1) & mask) {
             int j = (int)(uint32_t)ws->htab[at];
