@@ -271,6 +271,11 @@ typedef struct gnn_ws {
     int *csize;                          /* [n]: how many nodes the class led by node i holds */
     int cls_layers;                      /* layers the classes were computed for, -1: none */
     size_t htab_cap;
+    /* forward-only: the statistics C^0's x block was standardized with in the rows of the
+     * level-0 classes, and C^0's row length (members of an ensemble trained on one data set
+     * share them: the others copy those rows) */
+    const float *std_mean, *std_std;
+    int std_ld;
 } gnn_ws;
 
 static void ws_free(gnn_ws *ws)
@@ -639,11 +644,27 @@ static void gnn_forward_cls(const pp_gnn *m, gnn_ws *ws, const gnn_ws *cw, const
     /* rows of equal x: standardized once; a pass over classes reads h^l only in the rows of the
      * nodes first of their level-l class */
     const int *c0 = dedup ? cw->cls : NULL;
-    for (int i = 0; i < N; i++) {
-        const float *xi = s->x + (size_t)i * F;
-        float *ci = ws->C[0] + (size_t)i * kc0;
-        if (c0 && c0[i] != i) continue;
-        for (int c = 0; c < F; c++) ci[c] = (xi[c] - m->x_mean[c]) / m->x_std[c];
+    ws->std_mean = ws->std_std = NULL;
+    if (dedup && cw != ws && cw->std_mean && !memcmp(cw->std_mean, m->x_mean, F * sizeof(float)) &&
+        !memcmp(cw->std_std, m->x_std, F * sizeof(float))) {
+        /* the first member's rows: the same statistics, so the same bits */
+        for (int r = 0; r < cw->n_reps[0]; r++) {
+            int i = cw->reps[r];
+            memcpy(ws->C[0] + (size_t)i * kc0, cw->C[0] + (size_t)i * cw->std_ld,
+                   (size_t)F * sizeof(float));
+        }
+    } else {
+        for (int i = 0; i < N; i++) {
+            const float *xi = s->x + (size_t)i * F;
+            float *ci = ws->C[0] + (size_t)i * kc0;
+            if (c0 && c0[i] != i) continue;
+            for (int c = 0; c < F; c++) ci[c] = (xi[c] - m->x_mean[c]) / m->x_std[c];
+        }
+        if (dedup && cw == ws) {
+            ws->std_mean = m->x_mean;
+            ws->std_std = m->x_std;
+            ws->std_ld = kc0;
+        }
     }
     for (int c = 0; c < G; c++) ws->cg[0][c] = (s->globals[c] - m->u_mean[c]) / m->u_std[c];
     for (int l = 0; l < L; l++) {
