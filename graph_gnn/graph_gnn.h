@@ -82,7 +82,8 @@ typedef struct pp_gnn_graph {
     const float *edge_feat;      /* [E][Fe] (may be NULL when E*Fe = 0) */
     const float *globals;        /* [G] (may be NULL when G = 0) */
     /* [N] or NULL: x_like[i] = an earlier node whose row of x is row i's bits, -1 for none. A hint
-     * where to look (the forward checks the bits); pp_gnn_sample_from_graph sets it for copies. */
+     * where to look (the forward checks the bits); pp_gnn_sample_from_graph sets it for copies
+     * and for nodes of the same feature bytes and time as an earlier one. */
     const int *x_like;
     float y[PP_GNN_MAX_TARGETS];         /* targets: log(measured / layer-sum) */
     unsigned char mask[PP_GNN_MAX_TARGETS]; /* 1 where y[t] is present */
