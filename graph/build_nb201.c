@@ -334,13 +334,17 @@ perfpred_status pp_nb201_parse(const char *s, pp_nb201_arch *out, pp_err *err)
 
 char *pp_nb201_format(const pp_nb201_arch *a, char *buf, size_t n)
 {
-    size_t off = 0;
+    if (!n) return buf;
+    size_t off = 0; /* cut at n - 1 bytes as snprintf would: a search formats one a network */
     buf[0] = '\0';
     for (int j = 1; j <= 3; j++) {
-        off += (size_t)snprintf(buf + off, off < n ? n - off : 0, "%s|", j > 1 ? "+" : "");
-        for (int i = 0; i < j; i++)
-            off += (size_t)snprintf(buf + off, off < n ? n - off : 0, "%s~%d|",
-                                    pp_nb201_op_name(a->op[edge_index(j, i)]), i);
+        off = cat_str(buf, n, off, j > 1 ? "+|" : "|");
+        for (int i = 0; i < j; i++) {
+            off = cat_str(buf, n, off, pp_nb201_op_name(a->op[edge_index(j, i)]));
+            off = cat_str(buf, n, off, "~");
+            off = cat_uint(buf, n, off, (unsigned)i);
+            off = cat_str(buf, n, off, "|");
+        }
     }
     return buf;
 }
@@ -606,7 +610,7 @@ perfpred_status pp_build_nb201(const pp_nb201_arch *a, const pp_nb201_opts *o, p
     if (!a || !o) return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "nb201: NULL argument");
     char arch[160], path[200];
     pp_nb201_format(a, arch, sizeof arch);
-    snprintf(path, sizeof path, "nb201:%s", arch);
+    cat_str(path, sizeof path, cat_str(path, sizeof path, 0, "nb201:"), arch);
     for (int e = 0; e < PP_NB201_EDGES; e++)
         if ((int)a->op[e] < 0 || a->op[e] > PP_NB201_AVGPOOL)
             return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: edge %d has op %d", path, e,
@@ -643,12 +647,12 @@ perfpred_status pp_build_nb201(const pp_nb201_arch *a, const pp_nb201_opts *o, p
     for (int stage = 0; stage < 3; stage++) {
         int64_t Cs = C << stage;
         if (stage > 0) {
-            snprintf(scope, sizeof scope, "cells.%d", cell++);
+            cat_uint(scope, sizeof scope, cat_str(scope, sizeof scope, 0, "cells."), (unsigned)cell++);
             b.scope = scope;
             x = nb201_reduction(&b, x, Cs / 2, Cs);
         }
         for (int i = 0; i < o->cells_per_stage; i++) {
-            snprintf(scope, sizeof scope, "cells.%d", cell++);
+            cat_uint(scope, sizeof scope, cat_str(scope, sizeof scope, 0, "cells."), (unsigned)cell++);
             b.scope = scope;
             if (i > 0 && span.ok && !atomic_load_explicit(&no_stamp, memory_order_relaxed)) {
                 x = nb201_copy_cell(&b, &span, x);
