@@ -62,7 +62,8 @@ int pp_datasets_check_row(const pp_layer_row *row, pp_node_feat *feat, char *why
         size_t k = row->source ? strlen(row->source) : 0;
         if (k && strncmp(m, row->source, k) == 0 && m[k] == ':') m += k + 1;
         while (*m == ' ') m++;
-        snprintf(why, why_n, "graph/ cannot rebuild the row: %s", m);
+        /* a long message is cut to why_n: the start names the problem */
+        if (snprintf(why, why_n, "graph/ cannot rebuild the row: %s", m) < 0 && why_n) why[0] = '\0';
         return -1;
     }
     return 0;

@@ -334,13 +334,17 @@ perfpred_status pp_nb201_parse(const char *s, pp_nb201_arch *out, pp_err *err)
 
 char *pp_nb201_format(const pp_nb201_arch *a, char *buf, size_t n)
 {
-    size_t off = 0;
+    if (!n) return buf;
+    size_t off = 0; /* cut at n - 1 bytes as snprintf would: a search formats one a network */
     buf[0] = '\0';
     for (int j = 1; j <= 3; j++) {
-        off += (size_t)snprintf(buf + off, off < n ? n - off : 0, "%s|", j > 1 ? "+" : "");
-        for (int i = 0; i < j; i++)
-            off += (size_t)snprintf(buf + off, off < n ? n - off : 0, "%s~%d|",
-                                    pp_nb201_op_name(a->op[edge_index(j, i)]), i);
+        off = cat_str(buf, n, off, j > 1 ? "+|" : "|");
+        for (int i = 0; i < j; i++) {
+            off = cat_str(buf, n, off, pp_nb201_op_name(a->op[edge_index(j, i)]));
+            off = cat_str(buf, n, off, "~");
+            off = cat_uint(buf, n, off, (unsigned)i);
+            off = cat_str(buf, n, off, "|");
+        }
     }
     return buf;
 }
@@ -479,11 +483,24 @@ static int nb201_cell(pp_bld *b, const pp_nb201_arch *a, int x, int64_t C, pp_nb
  * attribute arrays shared, pp_graph_copy_node), and shape inference and features reuse the first
  * cell's results for them (copy_of). The graph is the one building each cell gives
  * (tests/test_builders.c compares the two). */
+#define SPAN_TENSORS 96 /* a cell adds at most ~60 tensors and ~25 nodes; a larger one is built */
+#define SPAN_NODES 48
+
+/* A generated name cut as the copies renumber it: text[0..len) then the number num (+ the
+ * counter's advance); for a tensor, hash = pp_fnv1a64 of that text, continued over the digits. */
+typedef struct span_name {
+    const char *text;
+    unsigned len, num;
+    uint64_t hash;
+} span_name;
+
 typedef struct cell_span {
     int x, y;             /* the first cell's input and output tensors */
     int t0, t1, n0, n1;   /* the tensors [t0, t1) and nodes [n0, n1) it added */
     int c0, c1;           /* b->counter before and after it */
     int ok;               /* its nodes read only x and its own tensors: it can be copied */
+    span_name tn[SPAN_TENSORS]; /* tensor names */
+    span_name nn[SPAN_NODES];   /* node names after the scope's '/' */
 } cell_span;
 
 static atomic_int no_stamp;
@@ -497,6 +514,22 @@ static void span_begin(const pp_bld *b, cell_span *s, int x)
     s->c0 = b->counter;
 }
 
+/* name split before its trailing digits; 0 where it has none or the number does not fit */
+static int span_cut(const char *name, span_name *sn)
+{
+    size_t len = strlen(name), d = len;
+    while (d > 0 && name[d - 1] >= '0' && name[d - 1] <= '9') d--;
+    if (d == len || len - d > 9 || len >= BLD_NAME) return 0;
+    unsigned v = 0;
+    for (size_t i = d; i < len; i++) v = v * 10 + (unsigned)(name[i] - '0');
+    sn->text = name;
+    sn->len = (unsigned)d;
+    sn->num = v;
+    sn->hash = PP_FNV64_BASIS;
+    for (size_t i = 0; i < d; i++) sn->hash = (sn->hash ^ (unsigned char)name[i]) * 1099511628211ull;
+    return 1;
+}
+
 static void span_end(const pp_bld *b, cell_span *s, int y)
 {
     const pp_graph *g = b->g;
@@ -504,31 +537,26 @@ static void span_end(const pp_bld *b, cell_span *s, int y)
     s->t1 = g->n_tensors;
     s->n1 = g->n_nodes;
     s->c1 = b->counter;
-    s->ok = !b->st && (y == s->x || (y >= s->t0 && y < s->t1));
+    s->ok = !b->st && (y == s->x || (y >= s->t0 && y < s->t1)) && s->t1 - s->t0 <= SPAN_TENSORS &&
+            s->n1 - s->n0 <= SPAN_NODES;
     for (int i = s->n0; i < s->n1 && s->ok; i++) {
         const pp_node *n = &g->nodes[i];
-        s->ok = n->n_inputs <= 8 && n->n_outputs <= 8 && strrchr(n->name, '/');
+        const char *slash = strrchr(n->name, '/');
+        s->ok = n->n_inputs <= 8 && n->n_outputs <= 8 && slash &&
+                span_cut(slash + 1, &s->nn[i - s->n0]);
         for (int k = 0; k < n->n_inputs && s->ok; k++)
             s->ok = n->inputs[k] == s->x || (n->inputs[k] >= s->t0 && n->inputs[k] < s->t1);
     }
+    for (int t = s->t0; t < s->t1 && s->ok; t++) s->ok = span_cut(g->tensors[t].name, &s->tn[t - s->t0]);
 }
 
-/* name with its trailing number raised by dc; with scope, scope + "/" replaces the text up to
- * name's last '/' */
-static void renumber(char *dst, size_t cap, const char *scope, const char *name, unsigned dc)
+/* at dst + off: sn's text with its number raised by dc (what the builder would have numbered);
+ * returns the new length */
+static size_t renumber(char *dst, size_t cap, size_t off, const span_name *sn, unsigned dc)
 {
-    size_t off = 0;
-    if (scope) {
-        name = strrchr(name, '/') + 1; /* span_end checked that there is one */
-        off = cat_str(dst, cap, cat_str(dst, cap, 0, scope), "/");
-    }
-    size_t len = strlen(name), d = len;
-    while (d > 0 && name[d - 1] >= '0' && name[d - 1] <= '9') d--;
-    unsigned v = 0;
-    for (size_t i = d; i < len; i++) v = v * 10 + (unsigned)(name[i] - '0');
-    for (size_t i = 0; i < d && off + 1 < cap; i++) dst[off++] = name[i];
+    for (size_t i = 0; i < sn->len && off + 1 < cap; i++) dst[off++] = sn->text[i];
     dst[off] = '\0';
-    cat_uint(dst, cap, off, v + dc);
+    return cat_uint(dst, cap, off, sn->num + dc);
 }
 
 static int span_map(const cell_span *s, int t, int x, int dt)
@@ -545,16 +573,19 @@ static int nb201_copy_cell(pp_bld *b, const cell_span *s, int x)
     unsigned dc = (unsigned)(b->counter - s->c0);
     char name[BLD_NAME];
     for (int t = s->t0; t < s->t1; t++) {
-        renumber(name, sizeof name, NULL, g->tensors[t].name, dc);
-        if (pp_graph_copy_tensor(g, t, name) != t + dt)
+        const span_name *sn = &s->tn[t - s->t0];
+        size_t len = renumber(name, sizeof name, 0, sn, dc);
+        if (pp_graph_copy_tensor_h(g, t, name, len, pp_fnv1a64(name + sn->len, sn->hash)) !=
+            t + dt)
             return bld_fail(b, PERFPRED_ERR_NOMEM, "out of memory");
     }
+    size_t scope_len = cat_str(name, sizeof name, cat_str(name, sizeof name, 0, b->scope), "/");
     for (int i = s->n0; i < s->n1; i++) {
         const pp_node *n = &g->nodes[i];
         int in[8], out[8];
         for (int k = 0; k < n->n_inputs; k++) in[k] = span_map(s, n->inputs[k], x, dt);
         for (int k = 0; k < n->n_outputs; k++) out[k] = span_map(s, n->outputs[k], x, dt);
-        renumber(name, sizeof name, b->scope, n->name, dc);
+        renumber(name, sizeof name, scope_len, &s->nn[i - s->n0], dc);
         if (pp_graph_copy_node(g, i, name, in, out) < 0)
             return bld_fail(b, PERFPRED_ERR_NOMEM, "out of memory");
     }
@@ -579,7 +610,7 @@ perfpred_status pp_build_nb201(const pp_nb201_arch *a, const pp_nb201_opts *o, p
     if (!a || !o) return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "nb201: NULL argument");
     char arch[160], path[200];
     pp_nb201_format(a, arch, sizeof arch);
-    snprintf(path, sizeof path, "nb201:%s", arch);
+    cat_str(path, sizeof path, cat_str(path, sizeof path, 0, "nb201:"), arch);
     for (int e = 0; e < PP_NB201_EDGES; e++)
         if ((int)a->op[e] < 0 || a->op[e] > PP_NB201_AVGPOOL)
             return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: edge %d has op %d", path, e,
@@ -616,12 +647,12 @@ perfpred_status pp_build_nb201(const pp_nb201_arch *a, const pp_nb201_opts *o, p
     for (int stage = 0; stage < 3; stage++) {
         int64_t Cs = C << stage;
         if (stage > 0) {
-            snprintf(scope, sizeof scope, "cells.%d", cell++);
+            cat_uint(scope, sizeof scope, cat_str(scope, sizeof scope, 0, "cells."), (unsigned)cell++);
             b.scope = scope;
             x = nb201_reduction(&b, x, Cs / 2, Cs);
         }
         for (int i = 0; i < o->cells_per_stage; i++) {
-            snprintf(scope, sizeof scope, "cells.%d", cell++);
+            cat_uint(scope, sizeof scope, cat_str(scope, sizeof scope, 0, "cells."), (unsigned)cell++);
             b.scope = scope;
             if (i > 0 && span.ok && !atomic_load_explicit(&no_stamp, memory_order_relaxed)) {
                 x = nb201_copy_cell(&b, &span, x);

@@ -658,7 +658,8 @@ static perfpred_status node_features(pp_graph *g, int ni, pp_err *err)
 {
     pp_node *n = &g->nodes[ni];
     if (n->copy_of) {
-        int src = pp_node_copy_source(g, ni);
+        /* shape inference's answer when it had one: the inputs have not changed since */
+        int src = n->copy_src ? n->copy_src - 1 : pp_node_copy_source(g, ni);
         if (src >= 0 && copy_features(g, ni, src)) return PERFPRED_OK;
     }
     pp_node_feat *f = &n->feat;

@@ -82,6 +82,7 @@ int pp_graph_find(const pp_graph *g, const char *name)
 /* Room for n_tensors tensors (the index at most half full) and n_nodes nodes. */
 static int reserve(pp_graph *g, int n_tensors, int n_nodes)
 {
+    /* grown once to n_tensors: each step rehashes the whole table */
     if (n_tensors > 0 && pp_strmap_reserve(&g->index, (size_t)n_tensors)) return -1;
     if (n_tensors > g->cap_tensors) {
         pp_tensor *nt = realloc(g->tensors, (size_t)n_tensors * sizeof *nt);
@@ -143,9 +144,10 @@ static int node_append(pp_graph *g, const char *name, const char *op_type, const
         snprintf(buf, sizeof buf, "%s_%d", op_type ? op_type : "node", idx);
         n->name = pp_arena_strdup(g->arena, buf);
     }
-    n->inputs = pp_arena_array(g->arena, (size_t)n_inputs + 1, sizeof(int));
-    n->outputs = pp_arena_array(g->arena, (size_t)n_outputs + 1, sizeof(int));
-    if (!n->op_type || !n->domain || !n->name || !n->inputs || !n->outputs) return -1;
+    /* inputs and outputs in one block, each with a spare slot */
+    n->inputs = pp_arena_array(g->arena, (size_t)n_inputs + (size_t)n_outputs + 2, sizeof(int));
+    n->outputs = n->inputs ? n->inputs + n_inputs + 1 : NULL;
+    if (!n->op_type || !n->domain || !n->name || !n->inputs) return -1;
     return idx;
 }
 
@@ -198,16 +200,31 @@ int pp_graph_add_node_idx(pp_graph *g, const char *name, const char *op_type, co
 
 int pp_graph_copy_tensor(pp_graph *g, int src, const char *name)
 {
+    return pp_graph_copy_tensor_h(g, src, name, strlen(name), pp_fnv1a64(name, PP_FNV64_BASIS));
+}
+
+/* pp_graph_tensor's probe and insert, with src's fields copied once over the new slot instead of
+ * a blank tensor written first */
+int pp_graph_copy_tensor_h(pp_graph *g, int src, const char *name, size_t len, uint64_t hash)
+{
     if (src < 0 || src >= g->n_tensors) return -1;
-    int n = g->n_tensors, t = pp_graph_tensor(g, name);
-    if (t != n) return -1; /* OOM, or the name was taken */
+    if (pp_strmap_get_h(&g->index, name, hash) >= 0) return -1; /* taken */
+    if (g->n_tensors == g->cap_tensors &&
+        reserve(g, g->cap_tensors ? g->cap_tensors * 2 : 64, g->cap_nodes))
+        return -1;
+    char *nm = pp_arena_strndup(g->arena, name, len);
+    if (!nm) return -1;
+    int t = g->n_tensors++;
     pp_tensor *T = &g->tensors[t];
-    const char *nm = T->name;
     *T = g->tensors[src];
     T->name = nm;
     T->flags &= ~(uint32_t)(PP_T_GRAPH_INPUT | PP_T_GRAPH_OUTPUT);
     T->producer = -1;
     T->n_consumers = 0;
+    if (pp_strmap_put_h(&g->index, nm, hash, t)) {
+        g->n_tensors--;
+        return -1;
+    }
     return t;
 }
 
@@ -229,9 +246,10 @@ int pp_graph_copy_node(pp_graph *g, int src, const char *name, const int *inputs
     n->op_type = S->op_type;
     n->domain = S->domain;
     n->name = pp_arena_strdup(g->arena, name);
-    n->inputs = pp_arena_array(g->arena, (size_t)S->n_inputs + 1, sizeof(int));
-    n->outputs = pp_arena_array(g->arena, (size_t)S->n_outputs + 1, sizeof(int));
-    if (!n->name || !n->inputs || !n->outputs) return -1;
+    n->inputs = pp_arena_array(g->arena, (size_t)S->n_inputs + (size_t)S->n_outputs + 2,
+                               sizeof(int)); /* one block, as node_append makes it */
+    n->outputs = n->inputs ? n->inputs + S->n_inputs + 1 : NULL;
+    if (!n->name || !n->inputs) return -1;
     if (S->n_inputs) memcpy(n->inputs, inputs, (size_t)S->n_inputs * sizeof *inputs);
     if (S->n_outputs) memcpy(n->outputs, outputs, (size_t)S->n_outputs * sizeof *outputs);
     n->n_inputs = S->n_inputs;
@@ -466,8 +484,10 @@ perfpred_status pp_graph_link(pp_graph *g, pp_err *err)
         g->cap_nodes = nn + 1;
         int *pos = indeg; /* all 0 again after Kahn: now new index by old index */
         for (int i = 0; i < nn; i++) pos[order[i]] = i;
-        for (int i = 0; i < nn; i++)
+        for (int i = 0; i < nn; i++) {
             if (g->nodes[i].copy_of) g->nodes[i].copy_of = pos[g->nodes[i].copy_of - 1] + 1;
+            g->nodes[i].copy_src = 0;
+        }
         for (int i = 0; i < nn; i++)
             for (int o = 0; o < g->nodes[i].n_outputs; o++)
                 if (g->nodes[i].outputs[o] >= 0) g->tensors[g->nodes[i].outputs[o]].producer = i;

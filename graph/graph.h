@@ -140,6 +140,9 @@ typedef struct pp_node {
      * the same op and attribute array), 0 for none. A hint only: shape inference and features
      * reuse that node's results when pp_node_copy_source finds its inputs alike. */
     int copy_of;
+    /* 1 + pp_node_copy_source(g, i) as the last shape inference found it, 0 for none: features
+     * take it rather than compare the inputs again (linking resets it when it moves nodes). */
+    int copy_src;
     pp_node_feat feat;
 } pp_node;
 
@@ -192,6 +195,9 @@ int pp_graph_reserve(pp_graph *g, int n_tensors, int n_nodes);
  * value (the value's arrays shared, both in g's arena), not yet produced; -1 on OOM or when name
  * is taken. */
 int pp_graph_copy_tensor(pp_graph *g, int src, const char *name);
+/* The same with name's length (strlen) and hash (pp_fnv1a64 from PP_FNV64_BASIS) given: a builder
+ * that makes names from a prefix and a number hashes the prefix once. */
+int pp_graph_copy_tensor_h(pp_graph *g, int src, const char *name, size_t len, uint64_t hash);
 /* A new node called name doing what node src does (op type, domain and attribute array shared
  * with src, so adding an attribute to either later copies the array first) on the given tensors
  * (as many as src has); sets copy_of. -1 on OOM or a bad index. */

@@ -596,6 +596,7 @@ perfpred_status pp_graph_infer_shapes(pp_graph *g, const pp_shape_opts *opts, pp
         n->unknown_op = 0;
         n->feat.folded = 0;
         int src = n->copy_of ? pp_node_copy_source(g, i) : -1;
+        n->copy_src = src + 1;
         if (src >= 0 && copy_shapes(g, n, &g->nodes[src])) continue;
         pp_op_rule rule = find_rule(n);
         if (!rule && !opts->allow_unknown)

@@ -271,6 +271,11 @@ typedef struct gnn_ws {
     int *csize;                          /* [n]: how many nodes the class led by node i holds */
     int cls_layers;                      /* layers the classes were computed for, -1: none */
     size_t htab_cap;
+    /* forward-only: the statistics C^0's x block was standardized with in the rows of the
+     * level-0 classes, and C^0's row length (members of an ensemble trained on one data set
+     * share them: the others copy those rows) */
+    const float *std_mean, *std_std;
+    int std_ld;
 } gnn_ws;
 
 static void ws_free(gnn_ws *ws)
@@ -516,7 +521,9 @@ static void node_classes(gnn_ws *ws, const pp_gnn *m, const pp_gnn_graph *s)
     size_t mask = htab_mask(ws, E);
     for (int k = 0; k < E; k++) {
         const float *f = s->edge_feat + (size_t)k * Fe;
-        size_t at = hash_words(0x811c9dc5u, f, Fe) & mask;
+        uint32_t f0 = 0;
+        if (Fe == 1) memcpy(&f0, f, sizeof f0); /* one word (the usual): one mix, not five */
+        size_t at = (Fe == 1 ? mix32(0x811c9dc5u, f0) : hash_words(0x811c9dc5u, f, Fe)) & mask;
         int c = -1;
         for (; ws->htab[at] >> 32 == st; at = (at + 1) & mask) {
             int j = (int)(uint32_t)ws->htab[at];
@@ -637,11 +644,27 @@ static void gnn_forward_cls(const pp_gnn *m, gnn_ws *ws, const gnn_ws *cw, const
     /* rows of equal x: standardized once; a pass over classes reads h^l only in the rows of the
      * nodes first of their level-l class */
     const int *c0 = dedup ? cw->cls : NULL;
-    for (int i = 0; i < N; i++) {
-        const float *xi = s->x + (size_t)i * F;
-        float *ci = ws->C[0] + (size_t)i * kc0;
-        if (c0 && c0[i] != i) continue;
-        for (int c = 0; c < F; c++) ci[c] = (xi[c] - m->x_mean[c]) / m->x_std[c];
+    ws->std_mean = ws->std_std = NULL;
+    if (dedup && cw != ws && cw->std_mean && !memcmp(cw->std_mean, m->x_mean, F * sizeof(float)) &&
+        !memcmp(cw->std_std, m->x_std, F * sizeof(float))) {
+        /* the first member's rows: the same statistics, so the same bits */
+        for (int r = 0; r < cw->n_reps[0]; r++) {
+            int i = cw->reps[r];
+            memcpy(ws->C[0] + (size_t)i * kc0, cw->C[0] + (size_t)i * cw->std_ld,
+                   (size_t)F * sizeof(float));
+        }
+    } else {
+        for (int i = 0; i < N; i++) {
+            const float *xi = s->x + (size_t)i * F;
+            float *ci = ws->C[0] + (size_t)i * kc0;
+            if (c0 && c0[i] != i) continue;
+            for (int c = 0; c < F; c++) ci[c] = (xi[c] - m->x_mean[c]) / m->x_std[c];
+        }
+        if (dedup && cw == ws) {
+            ws->std_mean = m->x_mean;
+            ws->std_std = m->x_std;
+            ws->std_ld = kc0;
+        }
     }
     for (int c = 0; c < G; c++) ws->cg[0][c] = (s->globals[c] - m->u_mean[c]) / m->u_std[c];
     for (int l = 0; l < L; l++) {
@@ -678,7 +701,7 @@ static void gnn_forward_cls(const pp_gnn *m, gnn_ws *ws, const gnn_ws *cw, const
             float *cg = ws->cg[l];
             /* the pool reads each row through its class; the next layer reads h^{l+1} only in
              * the rows of the nodes first of their class, so no row is copied */
-            pp_gnn_relu_pool_rows_t(N, cn, H, out, ldo, cg + dg);
+            pp_gnn_relu_pool_cls_t(N, cn, H, out, ldo, cg + dg);
             float *gnext = l + 1 < L ? ws->cg[l + 1] : ws->gL;
             fwd_linear(m, ws, 1, dg + 2 * H, H, cg, dg + 2 * H, lo->wg, dg + 2 * H, 0, W + lo->bg,
                        gnext, H);

@@ -75,10 +75,14 @@ static struct pp_gnn_pool *pool_of(const pp_gnn *m)
     return p;
 }
 
-/* An idle set that fits s, or a new one (grown to s); NULL with err set on OOM. */
+/* An idle set that fits s, or a new one with a quarter more room than s: a search's graphs differ
+ * a little in size, and a set grown to each new largest one was remade every few graphs (~0.6 M
+ * instructions a member, the workspaces' zeroing). Idle sets too small for s are dropped with it:
+ * a set that fits s serves the graphs they served. NULL with err set on OOM. */
 static fwd_set *take(struct pp_gnn_pool *p, const pp_gnn *m, const pp_gnn_graph *s, pp_err *err)
 {
-    fwd_set *w = NULL;
+    fwd_set *w = NULL, *small[8];
+    int n_small = 0;
     pthread_mutex_lock(&p->lock);
     for (int i = p->n - 1; i >= 0; i--)
         if (pp_gnn_fwd_fits(p->idle[i]->f[0], s)) {
@@ -86,8 +90,16 @@ static fwd_set *take(struct pp_gnn_pool *p, const pp_gnn *m, const pp_gnn_graph 
             p->idle[i] = p->idle[--p->n];
             break;
         }
+    if (!w) /* none fits: the ones too small go (a few at a time; the rest on later calls) */
+        for (int i = p->n - 1; i >= 0 && n_small < 8; i--) {
+            small[n_small++] = p->idle[i];
+            p->idle[i] = p->idle[--p->n];
+        }
     pthread_mutex_unlock(&p->lock);
+    for (int i = 0; i < n_small; i++) set_free(small[i]);
     if (w) return w;
+    int cap_n = s->n_nodes < (1 << 28) ? s->n_nodes + s->n_nodes / 4 + 16 : s->n_nodes;
+    int cap_e = s->n_edges < (1 << 28) ? s->n_edges + s->n_edges / 4 + 16 : s->n_edges;
     int n = pp_gnn_members(m);
     w = calloc(1, sizeof *w + (size_t)n * sizeof w->f[0]);
     if (!w) {
@@ -98,7 +110,7 @@ static fwd_set *take(struct pp_gnn_pool *p, const pp_gnn *m, const pp_gnn_graph 
     int i = 0;
     for (const pp_gnn *q = m; q; q = q->next, i++)
     {
-        if (pp_gnn_fwd_new(q, s->n_nodes, s->n_edges, &w->f[i], err) != PERFPRED_OK) {
+        if (pp_gnn_fwd_new(q, cap_n, cap_e, &w->f[i], err) != PERFPRED_OK) {
             set_free(w);
             return NULL;
         }

@@ -289,6 +289,39 @@ int pp_gnn_infer_is_plain(void) { return atomic_load_explicit(&force_plain, memo
         }                                                                                         \
     } while (0)
 
+/* Over class rows (rows[i] <= i, rows[rows[i]] = rows[i]): a row is relu'd and stored where it
+ * first comes (rows[i] = i); later mentions read it as left. */
+#define POOL_CLS_KERNEL(VT, W, LD, ST, ADD, MUL, MAX, SET1, ZERO)                                 \
+    do {                                                                                          \
+        enum { V = 32 / (W) };                                                                    \
+        VT sum[V], top[V];                                                                        \
+        _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) {                                     \
+            sum[v] = ZERO();                                                                      \
+            top[v] = MAX(LD(X + (size_t)rows[0] * ldx + v * (W)), ZERO());                       \
+        }                                                                                         \
+        for (int i = 0; i < n; i++) {                                                             \
+            float *xi = X + (size_t)rows[i] * ldx;                                                \
+            VT y[V];                                                                              \
+            if (rows[i] == i) {                                                                   \
+                _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) {                             \
+                    y[v] = MAX(LD(xi + v * (W)), ZERO());                                         \
+                    ST(xi + v * (W), y[v]);                                                       \
+                }                                                                                 \
+            } else {                                                                              \
+                _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) y[v] = LD(xi + v * (W));      \
+            }                                                                                     \
+            _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) {                                 \
+                sum[v] = ADD(sum[v], y[v]);                                                       \
+                top[v] = MAX(y[v], top[v]);                                                       \
+            }                                                                                     \
+        }                                                                                         \
+        VT inv = SET1(1.0f / (float)n);                                                           \
+        _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) {                                     \
+            ST(out + v * (W), MUL(sum[v], inv));                                                  \
+            ST(out + 32 + v * (W), top[v]);                                                       \
+        }                                                                                         \
+    } while (0)
+
 #define AVX512_OPS __m512, 16, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_add_ps, _mm512_mul_ps, \
                    _mm512_max_ps, _mm512_set1_ps, _mm512_setzero_ps
 #define AVX2_OPS __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_add_ps, _mm256_mul_ps, \
@@ -316,6 +349,14 @@ __attribute__((target("avx512f"))) static void relu_pool32_avx512(POOL_ARGS)
 __attribute__((target("avx2"))) static void relu_pool32_avx2(POOL_ARGS)
 {
     EXPAND(RELU_POOL_KERNEL, AVX2_OPS);
+}
+__attribute__((target("avx512f"))) static void pool_cls32_avx512(POOL_ARGS)
+{
+    EXPAND(POOL_CLS_KERNEL, AVX512_OPS);
+}
+__attribute__((target("avx2"))) static void pool_cls32_avx2(POOL_ARGS)
+{
+    EXPAND(POOL_CLS_KERNEL, AVX2_OPS);
 }
 #endif
 
@@ -409,6 +450,37 @@ void pp_gnn_relu_pool_rows_t(int n, const int *rows, int h, float *X, int ldx, f
     for (int i = 0; i < n; i++) {
         float *xi = X + (size_t)rows[i] * ldx;
         pp_gnn_op_relu(0, 1, h, xi, NULL, ldx);
+        for (int c = 0; c < h; c++) {
+            if (!i) {
+                mean[c] = 0.0f;
+                mx[c] = xi[c];
+            }
+            mean[c] += xi[c];
+            mx[c] = xi[c] > mx[c] ? xi[c] : mx[c];
+        }
+    }
+    float inv = 1.0f / (float)n;
+    for (int c = 0; c < h; c++) mean[c] *= inv;
+}
+
+void pp_gnn_relu_pool_cls_t(int n, const int *rows, int h, float *X, int ldx, float *out)
+{
+#ifdef PP_VEC_KERNELS
+    int l = h == 32 && n > 0 ? vec_level() : 0;
+    if (l == 2) {
+        pool_cls32_avx512(n, rows, X, ldx, out);
+        return;
+    }
+    if (l == 1) {
+        pool_cls32_avx2(n, rows, X, ldx, out);
+        return;
+    }
+#endif
+    /* pp_gnn_relu_pool_rows_t's loop, relu on a row where it first comes */
+    float *mean = out, *mx = out + h;
+    for (int i = 0; i < n; i++) {
+        float *xi = X + (size_t)rows[i] * ldx;
+        if (rows[i] == i) pp_gnn_op_relu(0, 1, h, xi, NULL, ldx);
         for (int c = 0; c < h; c++) {
             if (!i) {
                 mean[c] = 0.0f;

@@ -80,6 +80,18 @@ static size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
 
 #define EF_MEMO 31 /* edge sizes remembered by pp_gnn_sample_from_graph */
 
+/* where node c's (features, time) go in a table of rows computed: FNV-1a over the feature bytes
+ * (pp_graph_features writes them all, padding included) and the time's bits */
+static size_t row_hash(const pp_node_feat *f, double ms)
+{
+    uint64_t w[sizeof *f / 8], h = 0xcbf29ce484222325ull, t;
+    memcpy(w, f, sizeof w);
+    memcpy(&t, &ms, sizeof t);
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) h = (h ^ w[i]) * 0x100000001b3ull;
+    h = (h ^ t) * 0x100000001b3ull;
+    return (size_t)(h ^ (h >> 29));
+}
+
 perfpred_status pp_gnn_sample_from_graph(const pp_graph *g, const double *per_node_pred_ms,
                                          const double *globals, int n_globals, pp_gnn_graph *out,
                                          pp_err *err)
@@ -93,8 +105,13 @@ perfpred_status pp_gnn_sample_from_graph(const pp_graph *g, const double *per_no
                           n_globals);
     const char *path = g->path ? g->path : "<graph>";
     /* compact numbering of runtime nodes */
-    int *id = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof(int));
+    /* rows computed so far, by (features, time): 1 + node, 0 free; at most half full */
+    size_t tcap = 16;
+    while (tcap < 2 * (size_t)(g->n_nodes > 0 ? g->n_nodes : 1)) tcap *= 2;
+    int *id = malloc(((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) + tcap) * sizeof(int));
     if (!id) return pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", path);
+    int *seen = id + (g->n_nodes > 0 ? g->n_nodes : 1);
+    memset(seen, 0, tcap * sizeof *seen);
     int N = 0;
     for (int i = 0; i < g->n_nodes; i++) id[i] = is_runtime(&g->nodes[i]) ? N++ : -1;
     if (N == 0) {
@@ -153,12 +170,30 @@ perfpred_status pp_gnn_sample_from_graph(const pp_graph *g, const double *per_no
             memcpy(xi, x + (size_t)id[src] * F, (size_t)F * sizeof *xi);
             like[ic] = id[src];
         } else {
-            like[ic] = -1;
-            pp_feat_vector(&n->feat, xi);
-            memset(xi + PP_FEATVEC_LEN, 0, (size_t)(F - PP_FEATVEC_LEN) * sizeof *xi);
-            if ((int)n->feat.kind >= 0 && n->feat.kind < PP_OPK__COUNT)
-                xi[PP_FEATVEC_LEN + n->feat.kind] = 1.0f;
-            xi[PP_FEATVEC_LEN + PP_OPK__COUNT] = (float)log1p(1000.0 * ms);
+            /* another node of the same feature bytes and time (a block repeated, two edges
+             * alike): its row, and the hint that the forward may skip hashing this one */
+            size_t at = row_hash(&n->feat, ms) & (tcap - 1);
+            int same = -1;
+            for (; seen[at]; at = (at + 1) & (tcap - 1)) {
+                int j = seen[at] - 1;
+                if (memcmp(&per_node_pred_ms[j], &ms, sizeof ms) == 0 &&
+                    memcmp(&g->nodes[j].feat, &n->feat, sizeof n->feat) == 0) {
+                    same = j;
+                    break;
+                }
+            }
+            if (same >= 0) {
+                memcpy(xi, x + (size_t)id[same] * F, (size_t)F * sizeof *xi);
+                like[ic] = id[same];
+            } else {
+                seen[at] = c + 1;
+                like[ic] = -1;
+                pp_feat_vector(&n->feat, xi);
+                memset(xi + PP_FEATVEC_LEN, 0, (size_t)(F - PP_FEATVEC_LEN) * sizeof *xi);
+                if ((int)n->feat.kind >= 0 && n->feat.kind < PP_OPK__COUNT)
+                    xi[PP_FEATVEC_LEN + n->feat.kind] = 1.0f;
+                xi[PP_FEATVEC_LEN + PP_OPK__COUNT] = (float)log1p(1000.0 * ms);
+            }
         }
         row_ptr[ic] = k;
         for (int i = 0; i < n->n_inputs; i++) {

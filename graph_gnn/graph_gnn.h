@@ -82,7 +82,8 @@ typedef struct pp_gnn_graph {
     const float *edge_feat;      /* [E][Fe] (may be NULL when E*Fe = 0) */
     const float *globals;        /* [G] (may be NULL when G = 0) */
     /* [N] or NULL: x_like[i] = an earlier node whose row of x is row i's bits, -1 for none. A hint
-     * where to look (the forward checks the bits); pp_gnn_sample_from_graph sets it for copies. */
+     * where to look (the forward checks the bits); pp_gnn_sample_from_graph sets it for copies
+     * and for nodes of the same feature bytes and time as an earlier one. */
     const int *x_like;
     float y[PP_GNN_MAX_TARGETS];         /* targets: log(measured / layer-sum) */
     unsigned char mask[PP_GNN_MAX_TARGETS]; /* 1 where y[t] is present */
@@ -348,6 +349,10 @@ void pp_gnn_relu_pool_t(int n, int h, float *X, int ldx, float *out);
  * that order: relu in place on each row named, the same mean and max as over a matrix that held
  * a copy of row rows[i] at i. */
 void pp_gnn_relu_pool_rows_t(int n, const int *rows, int h, float *X, int ldx, float *out);
+/* The same over class rows (rows[i] <= i and rows[rows[i]] = rows[i], as node classes give; n >= 1):
+ * a row is relu'd in place where it first comes (rows[i] = i) and read as it is after, the same
+ * bits as pp_gnn_relu_pool_rows_t with fewer loads and stores. */
+void pp_gnn_relu_pool_cls_t(int n, const int *rows, int h, float *X, int ldx, float *out);
 /* y = max(y, 0) in place; backward: dy *= [y > 0] in place (dL/dy becomes dL/dpre) */
 void pp_gnn_op_relu(int backward, int m, int n, float *y, float *dy, int ld);
 /* m_i = [mean_{s in slots(i)} (P[nb_s] + Q_s) ; max_s (P[nb_s] + Q_s)], 0 for a node without

@@ -169,6 +169,11 @@ void pp_lm_memo_free(pp_lm_memo *m);   /* NULL is a no-op */
 /* 1 and *y set when row x (PP_LM_NFEAT floats) is held. */
 int pp_lm_memo_get(pp_lm_memo *m, const float *x, float *y);
 void pp_lm_memo_put(pp_lm_memo *m, const float *x, float y);
+/* The same one step earlier, by a kernel's features (all sizeof(pp_node_feat) bytes compared) to
+ * the model's final answer (what pp_lm_model_predict gives for them); 512 entries. A hit counts
+ * as a row's lookup and hit in pp_lm_memo_counts; a miss is not counted (the row's is). */
+int pp_lm_memo_get_feat(pp_lm_memo *m, const pp_node_feat *f, double *out);
+void pp_lm_memo_put_feat(pp_lm_memo *m, const pp_node_feat *f, double out);
 void pp_lm_memo_counts(const pp_lm_memo *m, long *hits, long *lookups);
 /* Process-wide switch for benchmarks timing the trees themselves (off != 0: no lookups). */
 void pp_lm_memo_disable(int off);

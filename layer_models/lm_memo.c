@@ -19,10 +19,20 @@ typedef struct memo_slot {
     float x[PP_LM_NFEAT];
 } memo_slot;
 
+/* A step earlier: the model's answer by the kernel's features themselves (their bytes), which
+ * skips building the row (roofline terms, logs, tiles) as well as the trees. */
+#define FEAT_SLOTS 512 /* a power of two */
+typedef struct feat_slot {
+    int used;
+    double out;
+    pp_node_feat f;
+} feat_slot;
+
 struct pp_lm_memo {
     pthread_mutex_t lock[MEMO_STRIPES];
     long hits[MEMO_STRIPES], lookups[MEMO_STRIPES];
     memo_slot slot[MEMO_SLOTS];
+    feat_slot fslot[FEAT_SLOTS];
 };
 
 static atomic_int memo_off;
@@ -82,6 +92,41 @@ void pp_lm_memo_put(pp_lm_memo *m, const float *x, float y)
     m->slot[s].used = 1;
     m->slot[s].y = y;
     memcpy(m->slot[s].x, x, sizeof m->slot[s].x);
+    pthread_mutex_unlock(&m->lock[k]);
+}
+
+/* FNV-1a over the features' 64-bit words (padding included: pp_graph_features writes it) */
+static unsigned feat_slot_of(const pp_node_feat *f)
+{
+    uint64_t w[sizeof *f / 8], h = 0xcbf29ce484222325ull;
+    memcpy(w, f, sizeof w);
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) h = (h ^ w[i]) * 0x100000001b3ull;
+    return (unsigned)(h ^ (h >> 29) ^ (h >> 47)) & (FEAT_SLOTS - 1);
+}
+
+int pp_lm_memo_get_feat(pp_lm_memo *m, const pp_node_feat *f, double *out)
+{
+    if (!m || atomic_load_explicit(&memo_off, memory_order_relaxed)) return 0;
+    unsigned s = feat_slot_of(f), k = s % MEMO_STRIPES;
+    pthread_mutex_lock(&m->lock[k]);
+    int hit = m->fslot[s].used && memcmp(&m->fslot[s].f, f, sizeof *f) == 0;
+    if (hit) {
+        *out = m->fslot[s].out;
+        m->lookups[k]++; /* counted as the row's lookup and hit it stands for */
+        m->hits[k]++;
+    }
+    pthread_mutex_unlock(&m->lock[k]);
+    return hit;
+}
+
+void pp_lm_memo_put_feat(pp_lm_memo *m, const pp_node_feat *f, double out)
+{
+    if (!m || atomic_load_explicit(&memo_off, memory_order_relaxed)) return;
+    unsigned s = feat_slot_of(f), k = s % MEMO_STRIPES;
+    pthread_mutex_lock(&m->lock[k]);
+    m->fslot[s].used = 1;
+    m->fslot[s].out = out;
+    memcpy(&m->fslot[s].f, f, sizeof *f);
     pthread_mutex_unlock(&m->lock[k]);
 }
 

@@ -572,17 +572,21 @@ perfpred_status pp_lm_model_predict_many(pp_lm_model *m, const pp_node_feat *f, 
         int c = n - i0 < FLAT_CHUNK ? n - i0 : FLAT_CHUNK, miss = 0;
         for (int i = 0; i < c; i++) {
             float *x = X + (size_t)miss * PP_LM_NFEAT, y;
+            if (pp_lm_memo_get_feat(memo, &f[i0 + i], &out[i0 + i])) continue;
             pp_lm_features(&f[i0 + i], &m->base, x);
-            if (pp_lm_memo_get(memo, x, &y))
+            if (pp_lm_memo_get(memo, x, &y)) {
                 out[i0 + i] = pp_lm_base_eval(&m->base, m->target, &f[i0 + i]) * exp((double)y);
-            else
+                pp_lm_memo_put_feat(memo, &f[i0 + i], out[i0 + i]);
+            } else {
                 idx[miss++] = i0 + i;
+            }
         }
         if (!miss) continue;
         pp_lm_flat_predict(flat, X, miss, PP_LM_NFEAT, res);
         for (int j = 0; j < miss; j++) {
             pp_lm_memo_put(memo, X + (size_t)j * PP_LM_NFEAT, res[j]);
             out[idx[j]] = pp_lm_base_eval(&m->base, m->target, &f[idx[j]]) * exp((double)res[j]);
+            pp_lm_memo_put_feat(memo, &f[idx[j]], out[idx[j]]);
         }
     }
     return PERFPRED_OK;

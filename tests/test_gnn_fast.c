@@ -425,8 +425,9 @@ static void fast_forward_should_give_the_same_bits_without_row_classes(void **st
 /* Aggregate and relu+pool kernels against the portable loops, bit for bit: nodes without slots,
  * repeated neighbours, NaN, infinities and signed zeros (max and relu must pick as a branch
  * does). */
-/* pp_gnn_relu_pool_rows_t over rows named by their class gives the mean and max of a matrix that
- * holds each row's copy, with the vector kernels, the plain loops, and widths other than 32 */
+/* pp_gnn_relu_pool_rows_t and pp_gnn_relu_pool_cls_t over rows named by their class give the mean
+ * and max of a matrix that holds each row's copy, with the vector kernels, the plain loops, and
+ * widths other than 32 */
 static void pool_over_class_rows_should_equal_pool_over_copies(void **state)
 {
     (void)state;
@@ -439,19 +440,24 @@ static void pool_over_class_rows_should_equal_pool_over_copies(void **state)
         rows[i] = i && pp_gnn_rng_below(&r, 3) ? rows[pp_gnn_rng_below(&r, i)] : i;
     for (int plain = 0; plain < 2; plain++)
         for (int h = 20; h <= 32; h += 12) {
-            float X[NN * LDX], C[NN * LDX], pa[64], pb[64];
+            float X[NN * LDX], C[NN * LDX], X2[NN * LDX], pa[64], pb[64], pc[64];
             for (int i = 0; i < NN * LDX; i++)
                 X[i] = pp_gnn_rng_below(&r, 6) == 0 ? special[pp_gnn_rng_below(&r, 7)]
                                                     : (float)(pp_gnn_rng_uniform(&r) * 2.0 - 1.0);
             for (int i = 0; i < NN; i++)
                 memcpy(C + i * LDX, X + rows[i] * LDX, sizeof(float) * LDX);
+            memcpy(X2, X, sizeof X2);
             pp_gnn_infer_plain(plain);
             pp_gnn_relu_pool_t(NN, h, C, LDX, pa);
             pp_gnn_relu_pool_rows_t(NN, rows, h, X, LDX, pb);
+            pp_gnn_relu_pool_cls_t(NN, rows, h, X2, LDX, pc); /* rows are classes here */
             pp_gnn_infer_plain(0);
             assert_memory_equal(pa, pb, sizeof(float) * 2 * h);
-            for (int i = 0; i < NN; i++) /* each row named is left relu'd as its copies are */
+            assert_memory_equal(pa, pc, sizeof(float) * 2 * h);
+            for (int i = 0; i < NN; i++) { /* each row named is left relu'd as its copies are */
                 assert_memory_equal(X + rows[i] * LDX, C + i * LDX, sizeof(float) * h);
+                assert_memory_equal(X2 + rows[i] * LDX, C + i * LDX, sizeof(float) * h);
+            }
         }
 }
 

@@ -122,6 +122,10 @@ int pp_strmap_get(const pp_strmap *m, const char *key);
 int pp_strmap_put(pp_strmap *m, const char *key, int val);
 /* Room for n keys without growing. 0, or -1 out of memory or too large (m unchanged). */
 int pp_strmap_reserve(pp_strmap *m, size_t n);
+/* pp_strmap_get and pp_strmap_put with key's hash given: pp_fnv1a64(key, PP_FNV64_BASIS), as a
+ * caller that continued it over a shared prefix has it (the NAS-Bench-201 builder's copies) */
+int pp_strmap_get_h(const pp_strmap *m, const char *key, uint64_t hash);
+int pp_strmap_put_h(pp_strmap *m, const char *key, uint64_t hash, int val);
 void pp_strmap_free(pp_strmap *m);
 
 /* A fixed set of names looked up by exact match (op types in the graph's rule tables): FNV-1a,
