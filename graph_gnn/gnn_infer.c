@@ -426,6 +426,28 @@ void pp_gnn_relu_pool_t(int n, int h, float *X, int ldx, float *out)
     pp_gnn_relu_pool_rows_t(n, NULL, h, X, ldx, out);
 }
 
+/* pp_gnn_op_pool's loop over the rows named, each made relu first: every time it is named, or
+ * (first_only) where it first comes (rows[i] == i) */
+static void relu_pool_named(int n, const int *rows, int h, float *X, int ldx, float *out,
+                            int first_only)
+{
+    float *mean = out, *mx = out + h;
+    for (int i = 0; i < n; i++) {
+        float *xi = X + (size_t)rows[i] * ldx;
+        if (!first_only || rows[i] == i) pp_gnn_op_relu(0, 1, h, xi, NULL, ldx);
+        for (int c = 0; c < h; c++) {
+            if (!i) {
+                mean[c] = 0.0f;
+                mx[c] = xi[c];
+            }
+            mean[c] += xi[c];
+            mx[c] = xi[c] > mx[c] ? xi[c] : mx[c];
+        }
+    }
+    float inv = 1.0f / (float)n;
+    for (int c = 0; c < h; c++) mean[c] *= inv;
+}
+
 void pp_gnn_relu_pool_rows_t(int n, const int *rows, int h, float *X, int ldx, float *out)
 {
 #ifdef PP_VEC_KERNELS
@@ -444,23 +466,9 @@ void pp_gnn_relu_pool_rows_t(int n, const int *rows, int h, float *X, int ldx, f
         pp_gnn_op_pool(0, n, h, X, NULL, ldx, out, NULL, NULL);
         return;
     }
-    /* pp_gnn_op_pool's loop over the rows named; relu is applied once more to a row named again,
-     * which changes no bit (max(max(y, 0), 0) = max(y, 0)) */
-    float *mean = out, *mx = out + h;
-    for (int i = 0; i < n; i++) {
-        float *xi = X + (size_t)rows[i] * ldx;
-        pp_gnn_op_relu(0, 1, h, xi, NULL, ldx);
-        for (int c = 0; c < h; c++) {
-            if (!i) {
-                mean[c] = 0.0f;
-                mx[c] = xi[c];
-            }
-            mean[c] += xi[c];
-            mx[c] = xi[c] > mx[c] ? xi[c] : mx[c];
-        }
-    }
-    float inv = 1.0f / (float)n;
-    for (int c = 0; c < h; c++) mean[c] *= inv;
+    /* relu is applied once more to a row named again, which changes no bit
+     * (max(max(y, 0), 0) = max(y, 0)) */
+    relu_pool_named(n, rows, h, X, ldx, out, 0);
 }
 
 void pp_gnn_relu_pool_cls_t(int n, const int *rows, int h, float *X, int ldx, float *out)
@@ -477,21 +485,7 @@ void pp_gnn_relu_pool_cls_t(int n, const int *rows, int h, float *X, int ldx, fl
     }
 #endif
     /* pp_gnn_relu_pool_rows_t's loop, relu on a row where it first comes */
-    float *mean = out, *mx = out + h;
-    for (int i = 0; i < n; i++) {
-        float *xi = X + (size_t)rows[i] * ldx;
-        if (rows[i] == i) pp_gnn_op_relu(0, 1, h, xi, NULL, ldx);
-        for (int c = 0; c < h; c++) {
-            if (!i) {
-                mean[c] = 0.0f;
-                mx[c] = xi[c];
-            }
-            mean[c] += xi[c];
-            mx[c] = xi[c] > mx[c] ? xi[c] : mx[c];
-        }
-    }
-    float inv = 1.0f / (float)n;
-    for (int c = 0; c < h; c++) mean[c] *= inv;
+    relu_pool_named(n, rows, h, X, ldx, out, 1);
 }
 
 /* [rows][cols] at w + off -> [cols][rows] at t + off */
