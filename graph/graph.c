@@ -105,12 +105,24 @@ int pp_graph_reserve(pp_graph *g, int n_tensors, int n_nodes)
     return reserve(g, n_tensors, n_nodes);
 }
 
+/* Twice the room for tensors; the index may have grown with it, so *slot (where the absent name
+ * goes) is probed again. */
+static int grow_tensors(pp_graph *g, const char *name, uint64_t hash, size_t *slot)
+{
+    if (reserve(g, g->cap_tensors ? g->cap_tensors * 2 : 64, g->cap_nodes)) return -1;
+    pp_strmap_probe_h(&g->index, name, hash, slot);
+    return 0;
+}
+
 int pp_graph_tensor(pp_graph *g, const char *name)
 {
-    int found = pp_strmap_get(&g->index, name);
+    /* one probe: the tensor called name, or the free slot where it goes */
+    size_t slot = 0;
+    if (pp_strmap_reserve(&g->index, g->index.n + 1)) return -1;
+    int found = pp_strmap_probe_h(&g->index, name, pp_fnv1a64(name, PP_FNV64_BASIS), &slot);
     if (found >= 0) return found;
-    if (g->n_tensors == g->cap_tensors &&
-        reserve(g, g->cap_tensors ? g->cap_tensors * 2 : 64, g->cap_nodes))
+    if (g->n_tensors == g->cap_tensors && grow_tensors(g, name, pp_fnv1a64(name, PP_FNV64_BASIS),
+                                                       &slot))
         return -1;
     pp_tensor *t = &g->tensors[g->n_tensors];
     memset(t, 0, sizeof *t);
@@ -120,7 +132,7 @@ int pp_graph_tensor(pp_graph *g, const char *name)
     t->producer = -1;
     for (int d = 0; d < PP_MAX_RANK; d++) t->dims[d] = -1;
     /* the key is the arena's copy: it lives as long as the graph */
-    if (pp_strmap_put(&g->index, t->name, g->n_tensors)) return -1;
+    pp_strmap_put_at(&g->index, slot, t->name, g->n_tensors);
     return g->n_tensors++;
 }
 
@@ -208,10 +220,10 @@ int pp_graph_copy_tensor(pp_graph *g, int src, const char *name)
 int pp_graph_copy_tensor_h(pp_graph *g, int src, const char *name, size_t len, uint64_t hash)
 {
     if (src < 0 || src >= g->n_tensors) return -1;
-    if (pp_strmap_get_h(&g->index, name, hash) >= 0) return -1; /* taken */
-    if (g->n_tensors == g->cap_tensors &&
-        reserve(g, g->cap_tensors ? g->cap_tensors * 2 : 64, g->cap_nodes))
-        return -1;
+    size_t slot = 0;
+    if (pp_strmap_reserve(&g->index, g->index.n + 1)) return -1;
+    if (pp_strmap_probe_h(&g->index, name, hash, &slot) >= 0) return -1; /* taken */
+    if (g->n_tensors == g->cap_tensors && grow_tensors(g, name, hash, &slot)) return -1;
     char *nm = pp_arena_strndup(g->arena, name, len);
     if (!nm) return -1;
     int t = g->n_tensors++;
@@ -221,10 +233,7 @@ int pp_graph_copy_tensor_h(pp_graph *g, int src, const char *name, size_t len, u
     T->flags &= ~(uint32_t)(PP_T_GRAPH_INPUT | PP_T_GRAPH_OUTPUT);
     T->producer = -1;
     T->n_consumers = 0;
-    if (pp_strmap_put_h(&g->index, nm, hash, t)) {
-        g->n_tensors--;
-        return -1;
-    }
+    pp_strmap_put_at(&g->index, slot, nm, t);
     return t;
 }
 

@@ -372,6 +372,17 @@ static void strmap_should_find_every_key_across_growth(void **state)
     assert_int_equal(pp_strmap_get(&m, "k1"), -1);
     assert_int_equal(pp_strmap_put(&m, "", 7), 0);
     assert_int_equal(pp_strmap_get(&m, ""), 7);
+    /* one probe: a present key gives its value and leaves the slot alone; an absent one gives the
+     * slot where it goes, and put there it is found */
+    size_t slot = 12345;
+    assert_int_equal(pp_strmap_reserve(&m, m.n + 1), 0);
+    assert_int_equal(pp_strmap_probe_h(&m, "", pp_fnv1a64("", PP_FNV64_BASIS), &slot), 7);
+    assert_int_equal(slot, 12345);
+    assert_int_equal(pp_strmap_probe_h(&m, "k5", pp_fnv1a64("k5", PP_FNV64_BASIS), &slot), -1);
+    assert_true(slot < m.cap && !m.keys[slot]);
+    pp_strmap_put_at(&m, slot, "k5", 15);
+    assert_int_equal(m.n, 2);
+    assert_int_equal(pp_strmap_get(&m, "k5"), 15);
     pp_strmap_free(&m);
 }
 

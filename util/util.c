@@ -465,7 +465,7 @@ int pp_strmap_reserve(pp_strmap *m, size_t n)
     return cap == m->cap ? 0 : strmap_rehash(m, cap);
 }
 
-int pp_strmap_get_h(const pp_strmap *m, const char *key, uint64_t hash)
+static int strmap_get_h(const pp_strmap *m, const char *key, uint64_t hash)
 {
     if (!key || !m->cap) return -1;
     size_t h = (size_t)hash & (m->cap - 1);
@@ -476,18 +476,32 @@ int pp_strmap_get_h(const pp_strmap *m, const char *key, uint64_t hash)
     return -1;
 }
 
+int pp_strmap_probe_h(const pp_strmap *m, const char *key, uint64_t hash, size_t *slot)
+{
+    size_t h = (size_t)hash & (m->cap - 1);
+    while (m->keys[h]) {
+        if (strcmp(m->keys[h], key) == 0) return m->vals[h];
+        h = (h + 1) & (m->cap - 1);
+    }
+    *slot = h;
+    return -1;
+}
+
+void pp_strmap_put_at(pp_strmap *m, size_t slot, const char *key, int val)
+{
+    m->keys[slot] = key;
+    m->vals[slot] = val;
+    m->n++;
+}
+
 int pp_strmap_get(const pp_strmap *m, const char *key)
 {
-    return key ? pp_strmap_get_h(m, key, pp_fnv1a64(key, PP_FNV64_BASIS)) : -1;
+    return key ? strmap_get_h(m, key, pp_fnv1a64(key, PP_FNV64_BASIS)) : -1;
 }
 
 int pp_strmap_put(pp_strmap *m, const char *key, int val)
 {
-    return pp_strmap_put_h(m, key, pp_fnv1a64(key, PP_FNV64_BASIS), val);
-}
-
-int pp_strmap_put_h(pp_strmap *m, const char *key, uint64_t hash, int val)
-{
+    uint64_t hash = pp_fnv1a64(key, PP_FNV64_BASIS);
     if (pp_strmap_reserve(m, m->n + 1) != 0) return -1;
     size_t h = (size_t)hash & (m->cap - 1);
     while (m->keys[h]) h = (h + 1) & (m->cap - 1);

@@ -122,10 +122,13 @@ int pp_strmap_get(const pp_strmap *m, const char *key);
 int pp_strmap_put(pp_strmap *m, const char *key, int val);
 /* Room for n keys without growing. 0, or -1 out of memory or too large (m unchanged). */
 int pp_strmap_reserve(pp_strmap *m, size_t n);
-/* pp_strmap_get and pp_strmap_put with key's hash given: pp_fnv1a64(key, PP_FNV64_BASIS), as a
- * caller that continued it over a shared prefix has it (the NAS-Bench-201 builder's copies) */
-int pp_strmap_get_h(const pp_strmap *m, const char *key, uint64_t hash);
-int pp_strmap_put_h(pp_strmap *m, const char *key, uint64_t hash, int val);
+/* Lookup and insert in one probe, with key's hash given (pp_fnv1a64(key, PP_FNV64_BASIS), as a
+ * caller that continued it over a shared prefix has it: the NAS-Bench-201 builder's copies): the
+ * value of key, or -1 with *slot the free slot where pp_strmap_put_at puts it. Room for one more
+ * key first (pp_strmap_reserve(m, m->n + 1)); a put or a growth in between makes the slot stale
+ * (probe again). */
+int pp_strmap_probe_h(const pp_strmap *m, const char *key, uint64_t hash, size_t *slot);
+void pp_strmap_put_at(pp_strmap *m, size_t slot, const char *key, int val);
 void pp_strmap_free(pp_strmap *m);
 
 /* A fixed set of names looked up by exact match (op types in the graph's rule tables): FNV-1a,
