@@ -72,10 +72,10 @@ typedef struct pp_stack {
     double l2_share;               /* a kernel reads an activation an earlier kernel wrote from the
                                       L2, not the DRAM, while the traffic since that write (the
                                       tensor itself included) is within l2_share x the L2
-                                      (descriptor l2_mb; a MIG slice its share): the BatchNorm
-                                      pass, ReLU and residual add after a convolution find its
-                                      output there. 0: every byte from the DRAM (stacks fitted
-                                      before it) */
+                                      (descriptor l2_mb; a MIG slice its share), and beyond that
+                                      the share room / traffic of it: the BatchNorm pass, ReLU
+                                      and residual add after a convolution find its output there.
+                                      0: every byte from the DRAM (stacks fitted before it) */
     /* memory as NVML reports it: context(cc) + what the caching allocator reserved replaying
      * the run (predictor/allocator.h) */
     int n_ctx;
@@ -246,8 +246,8 @@ void pp_stack_reuse_bn(pp_stack_reuse *r, const pp_graph *g, const pp_kernel_gro
                        pp_stack_kernel *B);
 void pp_stack_reuse_free(pp_stack_reuse *r);
 /* The bytes kernel k moves to and from the DRAM under s on d, when it moves `bytes` in all (at the
- * stack's precision, bf: that precision's bytes per fp32 byte): its reads the L2 still holds
- * (in_dist x bf within s->l2_share x the L2) come from there. */
+ * stack's precision, bf: that precision's bytes per fp32 byte): of each read it records, the share
+ * min(1, room / (in_dist x bf)) comes from the L2 instead, room = s->l2_share x the L2. */
 double pp_stack_dram_bytes(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k,
                            double bytes, double bf);
 
