@@ -448,19 +448,29 @@ static void relu_pool_named(int n, const int *rows, int h, float *X, int ldx, fl
     for (int c = 0; c < h; c++) mean[c] *= inv;
 }
 
-void pp_gnn_relu_pool_rows_t(int n, const int *rows, int h, float *X, int ldx, float *out)
+/* The AVX-512 / AVX2 kernel of relu_pool_named where one runs (32 channels); 0 where none did */
+static int relu_pool_vec(int n, const int *rows, int h, float *X, int ldx, float *out,
+                         int first_only)
 {
 #ifdef PP_VEC_KERNELS
     int l = h == 32 && n > 0 ? vec_level() : 0;
     if (l == 2) {
-        relu_pool32_avx512(n, rows, X, ldx, out);
-        return;
+        (first_only ? pool_cls32_avx512 : relu_pool32_avx512)(n, rows, X, ldx, out);
+        return 1;
     }
     if (l == 1) {
-        relu_pool32_avx2(n, rows, X, ldx, out);
-        return;
+        (first_only ? pool_cls32_avx2 : relu_pool32_avx2)(n, rows, X, ldx, out);
+        return 1;
     }
+#else
+    (void)n, (void)rows, (void)h, (void)X, (void)ldx, (void)out, (void)first_only;
 #endif
+    return 0;
+}
+
+void pp_gnn_relu_pool_rows_t(int n, const int *rows, int h, float *X, int ldx, float *out)
+{
+    if (relu_pool_vec(n, rows, h, X, ldx, out, 0)) return;
     if (!rows) {
         pp_gnn_op_relu(0, n, h, X, NULL, ldx);
         pp_gnn_op_pool(0, n, h, X, NULL, ldx, out, NULL, NULL);
@@ -473,19 +483,8 @@ void pp_gnn_relu_pool_rows_t(int n, const int *rows, int h, float *X, int ldx, f
 
 void pp_gnn_relu_pool_cls_t(int n, const int *rows, int h, float *X, int ldx, float *out)
 {
-#ifdef PP_VEC_KERNELS
-    int l = h == 32 && n > 0 ? vec_level() : 0;
-    if (l == 2) {
-        pool_cls32_avx512(n, rows, X, ldx, out);
-        return;
-    }
-    if (l == 1) {
-        pool_cls32_avx2(n, rows, X, ldx, out);
-        return;
-    }
-#endif
     /* pp_gnn_relu_pool_rows_t's loop, relu on a row where it first comes */
-    relu_pool_named(n, rows, h, X, ldx, out, 1);
+    if (!relu_pool_vec(n, rows, h, X, ldx, out, 1)) relu_pool_named(n, rows, h, X, ldx, out, 1);
 }
 
 /* [rows][cols] at w + off -> [cols][rows] at t + off */
