@@ -105,25 +105,26 @@ int pp_graph_reserve(pp_graph *g, int n_tensors, int n_nodes)
     return reserve(g, n_tensors, n_nodes);
 }
 
-/* Twice the room for tensors; the index may have grown with it, so *slot (where the absent name
- * goes) is probed again. */
-static int grow_tensors(pp_graph *g, const char *name, uint64_t hash, size_t *slot)
+/* One probe of the index (hash: name's FNV-1a 64): the tensor called name, or -1 with room for
+ * one more tensor and *slot where the index takes it; -2 out of memory. Growing the tensors may
+ * grow the index, so the slot is probed again then. */
+static int tensor_slot(pp_graph *g, const char *name, uint64_t hash, size_t *slot)
 {
-    if (reserve(g, g->cap_tensors ? g->cap_tensors * 2 : 64, g->cap_nodes)) return -1;
-    pp_strmap_probe_h(&g->index, name, hash, slot);
-    return 0;
+    if (pp_strmap_reserve(&g->index, g->index.n + 1)) return -2;
+    int found = pp_strmap_probe_h(&g->index, name, hash, slot);
+    if (found >= 0) return found;
+    if (g->n_tensors == g->cap_tensors) {
+        if (reserve(g, g->cap_tensors ? g->cap_tensors * 2 : 64, g->cap_nodes)) return -2;
+        pp_strmap_probe_h(&g->index, name, hash, slot);
+    }
+    return -1;
 }
 
 int pp_graph_tensor(pp_graph *g, const char *name)
 {
-    /* one probe: the tensor called name, or the free slot where it goes */
     size_t slot = 0;
-    if (pp_strmap_reserve(&g->index, g->index.n + 1)) return -1;
-    int found = pp_strmap_probe_h(&g->index, name, pp_fnv1a64(name, PP_FNV64_BASIS), &slot);
-    if (found >= 0) return found;
-    if (g->n_tensors == g->cap_tensors && grow_tensors(g, name, pp_fnv1a64(name, PP_FNV64_BASIS),
-                                                       &slot))
-        return -1;
+    int found = tensor_slot(g, name, pp_fnv1a64(name, PP_FNV64_BASIS), &slot);
+    if (found != -1) return found >= 0 ? found : -1;
     pp_tensor *t = &g->tensors[g->n_tensors];
     memset(t, 0, sizeof *t);
     t->name = pp_arena_strdup(g->arena, name);
@@ -221,9 +222,7 @@ int pp_graph_copy_tensor_h(pp_graph *g, int src, const char *name, size_t len, u
 {
     if (src < 0 || src >= g->n_tensors) return -1;
     size_t slot = 0;
-    if (pp_strmap_reserve(&g->index, g->index.n + 1)) return -1;
-    if (pp_strmap_probe_h(&g->index, name, hash, &slot) >= 0) return -1; /* taken */
-    if (g->n_tensors == g->cap_tensors && grow_tensors(g, name, hash, &slot)) return -1;
+    if (tensor_slot(g, name, hash, &slot) != -1) return -1; /* taken, or out of memory */
     char *nm = pp_arena_strndup(g->arena, name, len);
     if (!nm) return -1;
     int t = g->n_tensors++;
