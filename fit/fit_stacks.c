@@ -45,9 +45,7 @@ static const struct {
 
 /* The share of the L2 a kernel may find an earlier kernel's output in (pp_stack.l2_share): the
  * whole of it, the datasheet's size; not fitted */
-#ifndef PP_FIT_L2_SHARE
 #define PP_FIT_L2_SHARE 1.0
-#endif
 
 /* GPU file stems (lower case) -> descriptors. The V100's form factor is not recorded: the SXM2
  * 32GB card is assumed (docs/gpu-stacks.md). */

@@ -77,7 +77,7 @@ double pp_stack_energy_mj(const pp_stack *s, const pp_device *d, const pp_power_
                           double *dyn_mj)
 {
     const double *tc = scratch + 2 * n, *tm = scratch + 3 * n;
-    double bf = s->precision == PP_PREC_FP16 ? 0.5 : 1.0, fp32 = d->peak_tflops[PP_PREC_FP32];
+    double bf = pp_stack_byte_scale(s), fp32 = d->peak_tflops[PP_PREC_FP32];
     double room_w = pw->max_w - pw->p0_w, dyn = 0;
     int prev = -1, fa = pp_stack_fused_attention(s, d);
     for (int i = 0; i < n; i++) {

@@ -559,7 +559,7 @@ static perfpred_status stack_figures(const pp_graph *g, const pp_device *d, cons
         out->energy_mj.prov = PERFPRED_PROV_UNAVAILABLE;
         out->energy_mj.source = "the descriptor states no board power";
     }
-    double sbf = stk->precision == PP_PREC_FP16 ? 0.5 : 1.0;
+    double sbf = pp_stack_byte_scale(stk);
     pp_alloc_trace tr;
     pp_stack_mem mem;
     perfpred_status mst = pp_alloc_trace_build(g, stk->bn_kernel,
@@ -838,7 +838,7 @@ static void stack_time(const predict_setup *P, const pp_kernel_group *G, const k
     if (!keep) {
         double fl, by;
         pp_stack_kernel_work(sums->attn != NULL, S, &fl, &by);
-        double sbf = stk->precision == PP_PREC_FP16 ? 0.5 : 1.0;
+        double sbf = pp_stack_byte_scale(stk);
         kt->t = S->attn == PP_ATTN_ABSORBED
                     ? 0 /* no kernel of its own: a view, or part of the fused one */
                     : pp_stack_gpu_ms(stk, d, S->cls, fl,

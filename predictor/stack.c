@@ -436,7 +436,7 @@ double pp_stack_dram_bytes(const pp_stack *s, const pp_device *d, const pp_stack
 void pp_stack_kernel_units(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k, int n,
                            double *tc, double *tm)
 {
-    double bf = s->precision == PP_PREC_FP16 ? 0.5 : 1.0, fl, by;
+    double bf = pp_stack_byte_scale(s), fl, by;
     int fa = pp_stack_fused_attention(s, d);
     for (int i = 0; i < n; i++) {
         pp_stack_kernel_work(fa, &k[i], &fl, &by);
@@ -553,7 +553,7 @@ double pp_stack_cublas_bytes(double cc)
 pp_alloc_params pp_stack_alloc_params(const pp_stack *s, const pp_device *d, double capacity)
 {
     pp_alloc_params p = {0};
-    p.scale = s->precision == PP_PREC_FP16 ? 0.5 : 1.0;
+    p.scale = pp_stack_byte_scale(s);
     p.ws_factor = s->ws_factor;
     p.cublas_bytes = pp_stack_cublas_bytes(d->compute_capability);
     p.capacity = capacity;
