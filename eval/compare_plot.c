@@ -120,8 +120,9 @@ static perfpred_status draw(const char *data, const char *tmp_out, const char *t
                             const char *title, pp_err *err)
 {
     char script[4200], logp[4200];
-    snprintf(script, sizeof script, "%s.gp", data);
-    snprintf(logp, sizeof logp, "%s.log", data);
+    if ((size_t)snprintf(script, sizeof script, "%s.gp", data) >= sizeof script ||
+        (size_t)snprintf(logp, sizeof logp, "%s.log", data) >= sizeof logp)
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "plot: path too long: %s", data);
     cmp_script c = {script, data, tmp_out, title, memory};
     perfpred_status st = pp_eval_plot_draw(script, logp, term, write_cmp_script, &c, err);
     unlink(script);

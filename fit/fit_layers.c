@@ -54,7 +54,8 @@ static void remove_tmp_dir(const char *dir)
     char path[4096];
     while ((de = readdir(d)) != NULL) {
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
-        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, de->d_name) >= sizeof path)
+            continue; /* a truncated name could name another file */
         unlink(path);
     }
     closedir(d);
@@ -113,7 +114,9 @@ static perfpred_status commit_artifacts(const char *tmp, const char *out_dir, in
                                         pp_err *err)
 {
     char path[4096], dst[4096];
-    snprintf(path, sizeof path, "%s/manifest.json", tmp);
+    if (strlen(out_dir) > 3000 ||
+        (size_t)snprintf(path, sizeof path, "%s/manifest.json", tmp) >= sizeof path)
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: path too long", out_dir);
     uint8_t *buf = NULL;
     size_t len = 0;
     perfpred_status st = pp_read_file(path, &buf, &len, err);
@@ -140,7 +143,10 @@ static perfpred_status commit_artifacts(const char *tmp, const char *out_dir, in
             st = pp_err_set(err, PERFPRED_ERR_INTERNAL, "%s: a model entry has no file", path);
             goto fail;
         }
-        snprintf(path, sizeof path, "%s/%s", tmp, f->valuestring);
+        if ((size_t)snprintf(path, sizeof path, "%s/%s", tmp, f->valuestring) >= sizeof path) {
+            st = pp_err_set(err, PERFPRED_ERR_INTERNAL, "%s: a model file name is too long", tmp);
+            goto fail;
+        }
         if ((st = pp_read_file(path, &buf, &len, err))) goto fail;
         uint64_t h = 0xcbf29ce484222325ull;
         for (size_t i = 0; i < len; i++) h = (h ^ buf[i]) * 0x100000001b3ull;

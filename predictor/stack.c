@@ -735,12 +735,14 @@ static perfpred_status parse_stack(const cJSON *o, const char *path, pp_stack *s
             q->coverage = s->iv_coverage;
             q->check_n = s->n_interval;
             q->check_pct = s->iv_checked_pct;
-            snprintf(q->source, sizeof q->source,
+            char src[sizeof q->source]; /* s->name and q->source lie in one struct */
+            snprintf(src, sizeof src,
                      "leave-one-GPU-out rows (framework-tax-gpus, data/gpu-stacks) at batch %s "
                      "16 (%d rows, "
                      "each predicted by the %s stack fitted without its GPU; calibrate "
                      "fit-stacks)",
                      c ? ">=" : "<", s->iv_n[c], s->name);
+            memcpy(q->source, src, sizeof src);
         }
     }
     const cJSON *ctx = cJSON_GetObjectItemCaseSensitive(o, "context_mb");

@@ -5,7 +5,8 @@
 # then builds again under AddressSanitizer + UndefinedBehaviorSanitizer and runs the suite again,
 # runs the concurrent-prediction tests under ThreadSanitizer (build-tsan/), and finally runs each
 # libFuzzer harness of tests/fuzz for a short smoke time (PP_FUZZ_SMOKE_SECONDS, default 5: the
-# whole script stays under 10 minutes on 2 cores) where clang is present (build-fuzz/).
+# whole script stays under 10 minutes on 2 cores; one harness per core) where clang is present
+# (build-fuzz/). The sanitizer build runs at -O1, as ASan's documentation advises.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh

@@ -330,7 +330,7 @@ static void name_index_should_find_each_name_and_the_first_of_equal_names(void *
     assert_int_equal(pp_name_index_find(&x, "ConvTranspose"), -1);
     /* past half the slots the index refuses and finds nothing */
     static const char *many[PP_NAME_SLOTS / 2 + 1];
-    static char text[PP_NAME_SLOTS / 2 + 1][8];
+    static char text[PP_NAME_SLOTS / 2 + 1][16];
     for (int i = 0; i <= PP_NAME_SLOTS / 2; i++) {
         snprintf(text[i], sizeof text[i], "op%d", i);
         many[i] = text[i];
