@@ -89,6 +89,7 @@ perfpred_status pp_net_graph_from_ref(const char *ref, const pp_shape_opts *opts
         if (p.dataset[0] && (st = pp_nb201_dataset(p.dataset, &o, err))) return st;
         o.batch = batch;
         o.mode = p.mode;
+        o.memo = opts->memo;
         return pp_build_nb201(&a, &o, out, err);
     }
     if (has_prefix(ref, "fbnet:")) {

@@ -62,6 +62,7 @@ typedef struct pp_nb201_opts {
     int cells_per_stage;            /* N: 5 */
     int64_t batch;                  /* >= 1 */
     pp_nb201_mode mode;             /* how 'none' edges end up in the deployed graph */
+    pp_node_memo *memo;             /* borrowed, may be NULL: results of earlier networks' layers */
 } pp_nb201_opts;
 
 /* Datasets of NAS-Bench-201 and HW-NAS-Bench-360: "cifar10" (3x32x32, 10 classes), "cifar100"
@@ -141,6 +142,7 @@ typedef struct pp_bld {
     perfpred_status st;
     int counter;             /* for unique tensor and node names */
     const char *scope;       /* prefix of node names ("cell3") */
+    pp_node_memo *memo;      /* borrowed, may be NULL: lent to the graph while it finishes */
 } pp_bld;
 
 /* New graph named path with one float input "input" of [n, c, h, w]. Returns the input tensor
