@@ -106,8 +106,8 @@ static int conv_block(pp_bld *b, int x, int64_t n, int64_t cin, int64_t cout, in
     return y;
 }
 
-perfpred_status pp_build_fbnet(const pp_fbnet_arch *a, int imagenet, int64_t batch, pp_graph **out,
-                               pp_err *err)
+perfpred_status pp_build_fbnet(const pp_fbnet_arch *a, int imagenet, int64_t batch,
+                               pp_node_memo *memo, pp_graph **out, pp_err *err)
 {
     *out = NULL;
     if (!a) return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "fbnet: NULL architecture");
@@ -131,6 +131,7 @@ perfpred_status pp_build_fbnet(const pp_fbnet_arch *a, int imagenet, int64_t bat
 
     pp_bld b;
     int x = pp_bld_begin(&b, path, batch, 3, hw, hw, err);
+    b.memo = memo;
     b.scope = "stem";
     x = conv_norm(&b, x, 3, 16, 3, stem_stride, 1);
     hw = (hw + 2 - 3) / stem_stride + 1;

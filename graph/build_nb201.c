@@ -257,10 +257,12 @@ perfpred_status pp_bld_finish(pp_bld *b, int y, pp_graph **out)
         b->g->n_outputs = 1;
         b->g->tensors[y].flags |= PP_T_GRAPH_OUTPUT;
         pp_shape_opts none = {0};
+        b->g->memo = b->memo;
         if ((b->st = pp_graph_link(b->g, b->err)) == PERFPRED_OK &&
             (b->st = pp_graph_infer_shapes(b->g, &none, b->err)) == PERFPRED_OK &&
             (b->st = pp_graph_features(b->g, b->err)) == PERFPRED_OK)
             b->st = pp_graph_liveness(b->g, b->err);
+        b->g->memo = NULL;
     }
     if (b->st) {
         pp_graph_free(b->g);
@@ -351,7 +353,7 @@ char *pp_nb201_format(const pp_nb201_arch *a, char *buf, size_t n)
 
 pp_nb201_opts pp_nb201_default_opts(void)
 {
-    pp_nb201_opts o = {3, 32, 32, 10, 16, 5, 1, PP_NB201_AS_PYTORCH};
+    pp_nb201_opts o = {3, 32, 32, 10, 16, 5, 1, PP_NB201_AS_PYTORCH, NULL};
     return o;
 }
 
@@ -630,6 +632,7 @@ perfpred_status pp_build_nb201(const pp_nb201_arch *a, const pp_nb201_opts *o, p
                           path);
     pp_bld b;
     int x = pp_bld_begin(&b, path, o->batch, o->in_channels, o->height, o->width, err);
+    b.memo = o->memo;
     /* room for the whole network up front, so that building it moves no array: at most 9
      * tensors and 4 nodes an edge (Relu, Conv + weight, BN + 4 weights, Add), 40 and 16 a
      * reduction block, 40 and 12 for the stem and head */

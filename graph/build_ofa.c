@@ -190,7 +190,8 @@ static int mbconv(pp_bld *b, int x, int64_t cin, int64_t cout, int k, int stride
     return pp_bld_bn(b, pp_bld_conv(b, y, mid, cout, 1, 1, 0, 1, 0), cout);
 }
 
-perfpred_status pp_build_ofa(const pp_ofa_arch *a, int64_t batch, pp_graph **out, pp_err *err)
+perfpred_status pp_build_ofa(const pp_ofa_arch *a, int64_t batch, pp_node_memo *memo, pp_graph **out,
+                             pp_err *err)
 {
     *out = NULL;
     if (!a) return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "ofa: NULL architecture");
@@ -224,6 +225,7 @@ perfpred_status pp_build_ofa(const pp_ofa_arch *a, int64_t batch, pp_graph **out
 
     pp_bld b;
     int x = pp_bld_begin(&b, path, batch, 3, a->r, a->r, err);
+    b.memo = memo;
     b.scope = "first_conv";
     x = hswish(&b, pp_bld_bn(&b, pp_bld_conv(&b, x, 3, width[0], 3, 2, 1, 1, 0), width[0]));
     b.scope = "blocks.0";

@@ -89,6 +89,7 @@ perfpred_status pp_net_graph_from_ref(const char *ref, const pp_shape_opts *opts
         if (p.dataset[0] && (st = pp_nb201_dataset(p.dataset, &o, err))) return st;
         o.batch = batch;
         o.mode = p.mode;
+        o.memo = opts->memo;
         return pp_build_nb201(&a, &o, out, err);
     }
     if (has_prefix(ref, "fbnet:")) {
@@ -103,12 +104,12 @@ perfpred_status pp_net_graph_from_ref(const char *ref, const pp_shape_opts *opts
         }
         pp_fbnet_arch a;
         if ((st = pp_fbnet_parse(p.body, &a, err))) return st;
-        return pp_build_fbnet(&a, imagenet, batch, out, err);
+        return pp_build_fbnet(&a, imagenet, batch, opts->memo, out, err);
     }
     if (has_prefix(ref, "ofa:")) {
         pp_ofa_arch a;
         if ((st = pp_ofa_parse(ref + 4, &a, err))) return st;
-        return pp_build_ofa(&a, batch, out, err);
+        return pp_build_ofa(&a, batch, opts->memo, out, err);
     }
     if (ends_with_onnx(ref)) return pp_graph_load_full(ref, opts, out, err);
     return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,

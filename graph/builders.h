@@ -62,6 +62,7 @@ typedef struct pp_nb201_opts {
     int cells_per_stage;            /* N: 5 */
     int64_t batch;                  /* >= 1 */
     pp_nb201_mode mode;             /* how 'none' edges end up in the deployed graph */
+    pp_node_memo *memo;             /* borrowed, may be NULL: results of earlier networks' layers */
 } pp_nb201_opts;
 
 /* Datasets of NAS-Bench-201 and HW-NAS-Bench-360: "cifar10" (3x32x32, 10 classes), "cifar100"
@@ -106,8 +107,8 @@ perfpred_status pp_fbnet_parse(const char *s, pp_fbnet_arch *out, pp_err *err);
  * block k<K>_e<E>[_g2] is Conv1x1(group g)-BN-ReLU, [channel shuffle], depthwise ConvKxK-BN-ReLU,
  * Conv1x1(group g)-BN, plus the input when shapes allow; skip is identity, or Conv1x1-BN-ReLU when
  * it changes stride or width. */
-perfpred_status pp_build_fbnet(const pp_fbnet_arch *a, int imagenet, int64_t batch, pp_graph **out,
-                               pp_err *err);
+perfpred_status pp_build_fbnet(const pp_fbnet_arch *a, int imagenet, int64_t batch,
+                               pp_node_memo *memo, pp_graph **out, pp_err *err);
 
 /* ----------------------------------------------------------------------------- OFA ---- */
 
@@ -130,7 +131,9 @@ perfpred_status pp_ofa_parse(const char *s, pp_ofa_arch *out, pp_err *err);
  * stages 2, 4, 5) of MBConv blocks (Conv1x1 to make_divisible(C*e, 8), depthwise KxK, [SE], Conv1x1),
  * final 1x1 to 1152 (h-swish), spatial mean, 1x1 to 1536 without BN (h-swish), Linear to 1000.
  * h-swish and h-sigmoid are written as OFA writes them: x * relu6(x + 3) / 6. */
-perfpred_status pp_build_ofa(const pp_ofa_arch *a, int64_t batch, pp_graph **out, pp_err *err);
+perfpred_status pp_build_ofa(const pp_ofa_arch *a, int64_t batch, pp_node_memo *memo, pp_graph **out,
+                             pp_err *err);
+/* (memo: borrowed, may be NULL; the results of earlier networks' layers, as pp_nb201_opts.memo) */
 
 /* ------------------------------------------------------------ the shared building kit ---- */
 /* Emits ONNX-IR nodes with generated tensor names; the first error sticks (later calls return
@@ -141,6 +144,7 @@ typedef struct pp_bld {
     perfpred_status st;
     int counter;             /* for unique tensor and node names */
     const char *scope;       /* prefix of node names ("cell3") */
+    pp_node_memo *memo;      /* borrowed, may be NULL: lent to the graph while it finishes */
 } pp_bld;
 
 /* New graph named path with one float input "input" of [n, c, h, w]. Returns the input tensor

@@ -654,14 +654,9 @@ static int copy_features(pp_graph *g, int ni, int src)
     return 1;
 }
 
-static perfpred_status node_features(pp_graph *g, int ni, pp_err *err)
+static perfpred_status node_features_calc(pp_graph *g, int ni, pp_err *err)
 {
     pp_node *n = &g->nodes[ni];
-    if (n->copy_of) {
-        /* shape inference's answer when it had one: the inputs have not changed since */
-        int src = n->copy_src ? n->copy_src - 1 : pp_node_copy_source(g, ni);
-        if (src >= 0 && copy_features(g, ni, src)) return PERFPRED_OK;
-    }
     pp_node_feat *f = &n->feat;
     int folded = f->folded;
     memset(f, 0, sizeof *f);
@@ -763,6 +758,24 @@ static perfpred_status node_features(pp_graph *g, int ni, pp_err *err)
     double denom = f->in_bytes + f->out_bytes + f->param_bytes;
     f->arith_intensity = denom > 0 ? f->flops / denom : 0;
     return PERFPRED_OK;
+}
+
+/* A copy takes its source's features, a node of an earlier graph's memo entry its features
+ * (pp_node_memo_feat), anything else computes them (and enters them in the memo). */
+static perfpred_status node_features(pp_graph *g, int ni, pp_err *err)
+{
+    pp_node *n = &g->nodes[ni];
+    if (n->copy_of) {
+        /* shape inference's answer when it had one: the inputs have not changed since */
+        int src = n->copy_src ? n->copy_src - 1 : pp_node_copy_source(g, ni);
+        if (src >= 0 && copy_features(g, ni, src)) return PERFPRED_OK;
+    }
+    if (!g->memo) return node_features_calc(g, ni, err);
+    if (pp_node_memo_feat(g, ni)) return PERFPRED_OK;
+    int folded_before = n->feat.folded;
+    perfpred_status st = node_features_calc(g, ni, err);
+    if (!st) pp_node_memo_feat_put(g, ni, folded_before);
+    return st;
 }
 
 /* A double total as int64, or an overflow error: a shape error (the shapes are what is too big). */

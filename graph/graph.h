@@ -169,6 +169,9 @@ typedef struct pp_graph {
     int *outputs;
     pp_graph_totals totals;
     pp_strmap index;         /* tensor name -> tensor index (keys: the tensors' names) */
+    /* borrowed, NULL but while a builder finishes a graph with one: shape inference and features
+     * take the results of alike nodes of earlier graphs from it (node_memo.c) */
+    struct pp_node_memo *memo;
 } pp_graph;
 
 /* ---- building (graph.c) ---- */
@@ -240,11 +243,33 @@ typedef struct pp_shape_opts {
     const perfpred_input_override *inputs;
     int n_inputs;
     int allow_unknown;
+    struct pp_node_memo *memo;                   /* for the builders (pp_net_graph_from_ref) */
 } pp_shape_opts;
 /* Applies overrides to graph inputs, then infers dtype and dims of every tensor in topological
  * order, folding constant shape arithmetic. Every tensor ends PP_T_SHAPE_KNOWN or it is an error
  * naming the node. */
 perfpred_status pp_graph_infer_shapes(pp_graph *g, const pp_shape_opts *opts, pp_err *err);
+
+/* ---- node memo (node_memo.c) ---- */
+/* Shape inference's and features' results by what they read of a node (opset, op, attributes by
+ * value, input dtypes, dims and flags), kept across graphs: a search that builds one network
+ * after another runs each distinct layer's rules once. Owned by its caller, one thread at a time;
+ * a builder lends it to its graph while it finishes (pp_graph.memo). Entries are compared word for
+ * word; a node is entered only when its outputs came out known, not constant, without symbolic
+ * dims, and none of its inputs is a constant, so a hit writes what the rules would write. */
+typedef struct pp_node_memo pp_node_memo;
+pp_node_memo *pp_node_memo_new(void); /* NULL on OOM */
+void pp_node_memo_free(pp_node_memo *m); /* NULL: no-op */
+int64_t pp_node_memo_hits(const pp_node_memo *m); /* nodes it gave their shapes so far */
+/* For the passes over g (g->memo set): shape inference begins a graph of n_nodes (-1 on OOM: run
+ * without); _shapes: 1 when node ni's outputs were given their shapes, else 0 and the rule runs,
+ * then _shapes_put enters it; _feat: 1 when its features were given, else 0 and they are computed,
+ * then _feat_put (folded_before: shape inference had folded it) enters them. */
+int pp_node_memo_begin(pp_node_memo *m, int n_nodes);
+int pp_node_memo_shapes(pp_graph *g, int ni);
+void pp_node_memo_shapes_put(pp_graph *g, int ni);
+int pp_node_memo_feat(pp_graph *g, int ni);
+void pp_node_memo_feat_put(pp_graph *g, int ni, int folded_before);
 
 /* ---- features and liveness (features.c, liveness.c) ---- */
 /* Fills every node's feat and g->totals (params, macs, flops, bytes). */

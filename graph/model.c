@@ -97,7 +97,7 @@ perfpred_model *perfpred_model_load(const char *path, const perfpred_model_param
     }
     pp_log(&lg, PERFPRED_LOG_DEBUG, "%s: loading (batch %lld, %d input overrides%s)", path,
            (long long)p->batch, p->n_inputs, p->allow_unknown ? ", unknown ops allowed" : "");
-    pp_shape_opts so = {p->batch, p->inputs, p->n_inputs, p->allow_unknown};
+    pp_shape_opts so = {p->batch, p->inputs, p->n_inputs, p->allow_unknown, NULL};
     if ((st = pp_graph_load_full(path, &so, &g, &err))) goto fail;
     m = calloc(1, sizeof *m);
     if (!m) {

@@ -591,6 +591,7 @@ perfpred_status pp_graph_infer_shapes(pp_graph *g, const pp_shape_opts *opts, pp
 
     pp_sctx c = {g, err, g->opset > 0 ? g->opset : 17};
     g->totals.n_unknown_ops = 0;
+    if (g->memo && pp_node_memo_begin(g->memo, g->n_nodes)) g->memo = NULL; /* OOM: without */
     for (int i = 0; i < g->n_nodes; i++) {
         pp_node *n = &g->nodes[i];
         n->unknown_op = 0;
@@ -598,6 +599,7 @@ perfpred_status pp_graph_infer_shapes(pp_graph *g, const pp_shape_opts *opts, pp
         int src = n->copy_of ? pp_node_copy_source(g, i) : -1;
         n->copy_src = src + 1;
         if (src >= 0 && copy_shapes(g, n, &g->nodes[src])) continue;
+        if (g->memo && pp_node_memo_shapes(g, i)) continue;
         pp_op_rule rule = find_rule(n);
         if (!rule && !opts->allow_unknown)
             return pp_err_set(err, PERFPRED_ERR_UNSUPPORTED,
@@ -625,6 +627,7 @@ perfpred_status pp_graph_infer_shapes(pp_graph *g, const pp_shape_opts *opts, pp
             n->feat.folded = 1;
             n->feat.kind = PP_OPK_SHAPE;
         }
+        if (g->memo) pp_node_memo_shapes_put(g, i);
     }
 
     for (int i = 0; i < g->n_nodes; i++) {

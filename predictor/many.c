@@ -39,7 +39,8 @@ static int emit(run *r, const perfpred_many_row *row)
 }
 
 /* "|...|" alone is a NAS-Bench-201 cell; anything else goes to the ref builder as it is. */
-static perfpred_status build(const char *item, int64_t batch, perfpred_model **out, pp_err *err)
+static perfpred_status build(const char *item, int64_t batch, pp_node_memo *memo,
+                             perfpred_model **out, pp_err *err)
 {
     char ref[1024];
     if (item[0] == '|') {
@@ -47,7 +48,7 @@ static perfpred_status build(const char *item, int64_t batch, perfpred_model **o
             return pp_err_set(err, PERFPRED_ERR_PARSE, "'%.60s...': too long", item);
         item = ref;
     }
-    pp_shape_opts o = {.batch = batch};
+    pp_shape_opts o = {.batch = batch, .memo = memo};
     pp_graph *g = NULL;
     perfpred_status st = pp_net_graph_from_ref(item, &o, &g, err);
     if (st) {
@@ -62,7 +63,7 @@ static perfpred_status build(const char *item, int64_t batch, perfpred_model **o
     return PERFPRED_OK;
 }
 
-static void do_item(run *r, int i)
+static void do_item(run *r, int i, pp_node_memo *memo)
 {
     const perfpred_many_params *p = r->p;
     int nb = p->n_batches > 0 ? p->n_batches : 1;
@@ -71,7 +72,7 @@ static void do_item(run *r, int i)
         row.batch = p->n_batches > 0 ? p->batches[b] : 1;
         perfpred_model *m = NULL;
         pp_err err = {0};
-        perfpred_status st = build(p->items[i], row.batch, &m, &err);
+        perfpred_status st = build(p->items[i], row.batch, memo, &m, &err);
         for (int d = 0; d < p->n_devices; d++) {
             perfpred_prediction pred;
             char msg[PP_ERR_MSG];
@@ -91,14 +92,18 @@ static void do_item(run *r, int i)
     }
 }
 
+/* Each worker keeps its own node memo: the networks of a search repeat a few layers, whose shapes
+ * and features it computes once (NULL, out of memory: every network computes them). */
 static void *worker(void *arg)
 {
     run *r = arg;
+    pp_node_memo *memo = pp_node_memo_new();
     while (!atomic_load(&r->stop)) {
         int i = atomic_fetch_add(&r->next, 1);
         if (i >= r->p->n_items) break;
-        do_item(r, i);
+        do_item(r, i, memo);
     }
+    pp_node_memo_free(memo);
     return NULL;
 }
 

@@ -443,6 +443,77 @@ static void nb201_copied_cells_should_give_the_graph_of_built_cells(void **state
     assert_true(n_reused > 20 * n_built);
 }
 
+/* ---- the node memo (node_memo.c): the graph of a network built without one ---- */
+
+static void node_memo_should_give_the_graph_built_without_it(void **state)
+{
+    (void)state;
+    /* 5 datasets x 3 modes x 2 batches: more distinct layers than the memo holds, so it also
+     * starts over when full */
+    static const char *const data[] = {"@cifar10", "@imagenet16", "@cifar100", "@ninapro", "@darcy"};
+    static const char *const modes[] = {"", ";fold", ";prune"};
+    pp_node_memo *memo = pp_node_memo_new();
+    assert_non_null(memo);
+    uint64_t r = 777;
+    int n_built = 0;
+    for (int it = 0; it < 600; it++) {
+        pp_nb201_arch a;
+        for (int e = 0; e < PP_NB201_EDGES; e++) {
+            r = r * 6364136223846793005ull + 1442695040888963407ull;
+            a.op[e] = (pp_nb201_op)((r >> 33) % 5);
+        }
+        char cell[160], ref[400];
+        pp_nb201_format(&a, cell, sizeof cell);
+        snprintf(ref, sizeof ref, "nb201:%s%s%s", cell, data[(r >> 20) % 5], modes[(r >> 24) % 3]);
+        if (it % 10 == 7 || it % 10 == 9) { /* the other builders lend it too */
+            int off = snprintf(ref, sizeof ref, it % 10 == 7 ? "fbnet:" : "ofa:ks=");
+            for (int k = 0; k < (it % 10 == 7 ? 22 : 20); k++) {
+                r = r * 6364136223846793005ull + 1442695040888963407ull;
+                off += snprintf(ref + off, sizeof ref - (size_t)off, "%s%d",
+                                k ? (it % 10 == 7 ? "," : " ") : "",
+                                it % 10 == 7 ? (int)((r >> 33) % 9) : 3 + 2 * (int)((r >> 33) % 3));
+            }
+            if (it % 10 == 9)
+                snprintf(ref + off, sizeof ref - (size_t)off, ";e=%s;d=3 2 4 3 2;r=%d",
+                         (r >> 40) % 2 ? "4 6 3 4 4 4 4 6 3 6 6 4 4 6 6 4 3 6 6 4"
+                                       : "3 3 3 3 4 4 4 4 6 6 6 6 3 3 3 3 4 4 4 4",
+                         (r >> 50) % 2 ? 160 : 224);
+        }
+        pp_shape_opts plain = {.batch = (r >> 28) % 2 ? 1 : 3}, with = plain;
+        with.memo = memo;
+        pp_nb201_copy_cells(it % 4 != 3); /* now and then every cell built, through the memo */
+        pp_err e1 = {0}, e2 = {0};
+        pp_graph *g1 = NULL, *g2 = NULL;
+        perfpred_status s1 = pp_net_graph_from_ref(ref, &with, &g1, &e1);
+        perfpred_status s2 = pp_net_graph_from_ref(ref, &plain, &g2, &e2);
+        pp_nb201_copy_cells(1);
+        assert_int_equal(s1, s2);
+        if (ref[0] != 'n') assert_int_equal(s1, PERFPRED_OK);
+        if (s1 == PERFPRED_OK) {
+            same_graph(g1, g2);
+            assert_null(g1->memo);
+            for (int i = 0; i < g1->n_nodes; i++) /* padding too */
+                assert_memory_equal(&g1->nodes[i].feat, &g2->nodes[i].feat, sizeof(pp_node_feat));
+            for (int t = 0; t < g1->n_tensors; t++) {
+                const pp_tensor *x = &g1->tensors[t], *y = &g2->tensors[t];
+                assert_memory_equal(x->dim_param, y->dim_param, sizeof x->dim_param);
+                assert_int_equal(x->val.n, y->val.n);
+                assert_true(!x->val.ival == !y->val.ival && !x->val.fval == !y->val.fval);
+            }
+            n_built++;
+        } else {
+            assert_string_equal(e1.msg, e2.msg);
+        }
+        pp_graph_free(g1);
+        pp_graph_free(g2);
+    }
+    assert_true(n_built > 450);
+    /* most layers came from the memo: ~75 of ~220 nodes a network go through the rules */
+    assert_true(pp_node_memo_hits(memo) > 40 * n_built);
+    pp_node_memo_free(memo);
+    pp_node_memo_free(NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -453,6 +524,7 @@ int main(void)
         cmocka_unit_test(ref_resolver_should_apply_batch_and_reject_bad_refs),
         cmocka_unit_test(families_should_hash_architectures_not_datasets),
         cmocka_unit_test(nb201_copied_cells_should_give_the_graph_of_built_cells),
+        cmocka_unit_test(node_memo_should_give_the_graph_built_without_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
