@@ -157,8 +157,27 @@ perfpred_status pp_lm_flat_from_json(const char *json, size_t len, const char *c
                                      pp_lm_flat **out, pp_err *err);
 void pp_lm_flat_free(pp_lm_flat *f);  /* NULL is a no-op */
 int pp_lm_flat_n_features(const pp_lm_flat *f);
-/* out[i] = transform(base_margin + sum of trees) for rows X + i * stride, i in [0, n). */
+/* out[i] = transform(base_margin + sum of trees) for rows X + i * stride, i in [0, n); each row
+ * holds pp_lm_flat_n_features floats (the vector kernels load them all). */
 void pp_lm_flat_predict(const pp_lm_flat *f, const float *X, int n, int stride, float *out);
+/* The kernel pp_lm_flat_predict runs, picked once from the CPU (__builtin_cpu_supports): the
+ * portable loop (trees one at a time, a branch per node: the reference), or trees in lockstep,
+ * 8 a step with AVX2 or 16 with AVX-512F, each lane walking its tree for the group's depth
+ * (gathered nodes, children chosen by masks; the rows' features in registers when they are <= 64).
+ * The vector kernels read a second copy of the trees in 8-byte nodes, made on their first use
+ * (n_nodes x 8 bytes, owned by f); an ensemble that form cannot hold (a feature index past 4095,
+ * a right child not right after its left one, a depth past 63: XGBoost writes none of these)
+ * runs the portable loop. All give the same bits: each row adds its trees' leaves one by one in
+ * tree order, in float, from the base margin, and a missing (NaN) feature takes the node's
+ * default child. pp_lm_flat_kernel_cap limits the pick to at most max_level (process-wide, for
+ * tests and bench/) and returns the level now in effect; pp_lm_flat_kernel says which it is, and
+ * pp_lm_flat_kernel_of which runs for f. */
+#define PP_LM_FLAT_PORTABLE 0
+#define PP_LM_FLAT_AVX2 1
+#define PP_LM_FLAT_AVX512 2
+int pp_lm_flat_kernel_cap(int max_level);
+int pp_lm_flat_kernel(void);
+int pp_lm_flat_kernel_of(const pp_lm_flat *f);
 
 /* ---- a regressor's memo of tree outputs by input row (lm_memo.c) ----
  * Made on a model's first flat prediction; rows are matched bit for bit, so an answer from the

@@ -7,7 +7,9 @@
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -22,6 +24,9 @@ typedef struct flat_node {
 
 #define DL_BIT 0x40000000  /* a node index never reaches 2^30 (checked at build) */
 
+struct flat_pack;
+#define PACK_NONE ((struct flat_pack *)(uintptr_t)1)  /* trees the packed form cannot hold */
+
 struct pp_lm_flat {
     int n_trees, n_nodes, n_features;
     float base_margin;
@@ -31,6 +36,8 @@ struct pp_lm_flat {
     /* a cache file mapped read-only: roots and nodes point into it (else both are malloc'd) */
     void *map;
     size_t map_len;
+    /* the vector kernels' copy of the trees, made on their first use (see flat_pack) */
+    _Atomic(struct flat_pack *) pack;
 };
 
 static perfpred_status fail(pp_err *err, const char *ctx, const char *what)
@@ -68,6 +75,8 @@ void pp_lm_flat_free(pp_lm_flat *f)
         free(f->roots);
         free(f->nodes);
     }
+    struct flat_pack *p = atomic_load(&f->pack);
+    if (p && p != PACK_NONE) free(p);
     free(f);
 }
 
@@ -211,9 +220,10 @@ done:
 int pp_lm_flat_n_features(const pp_lm_flat *f) { return f ? f->n_features : 0; }
 
 /* Rows in blocks, trees outermost within a block: a tree's nodes stay in cache across the block's
- * rows, and every row still adds its trees in XGBoost's order (the float sums agree bit for bit). */
+ * rows, and every row still adds its trees in XGBoost's order (the float sums agree bit for bit).
+ * The portable loop: the reference the vector kernels are tested against. */
 #define FLAT_BLOCK 64
-void pp_lm_flat_predict(const pp_lm_flat *F, const float *X, int n, int stride, float *out)
+static void predict_portable(const pp_lm_flat *F, const float *X, int n, int stride, float *out)
 {
     for (int r0 = 0; r0 < n; r0 += FLAT_BLOCK) {
         int r1 = r0 + FLAT_BLOCK < n ? r0 + FLAT_BLOCK : n;
@@ -234,11 +244,390 @@ void pp_lm_flat_predict(const pp_lm_flat *F, const float *X, int n, int stride, 
                 out[r] += N->value;
             }
         }
-        if (F->transform == 1)
-            for (int r = r0; r < r1; r++) out[r] = 1.0f / (1.0f + expf(-out[r]));
-        else if (F->transform == 2)
-            for (int r = r0; r < r1; r++) out[r] = expf(out[r]);
     }
+}
+
+/* ---- the vector kernels' form of the trees ----
+ * 8 bytes a node: the threshold (a leaf: its weight) and one word: feature (bits 0-11), missing
+ * goes left (bit 12), leaf (bit 13), left child's offset from the node (bits 14-31); the right
+ * child is the next node, as XGBoost allocates children in pairs. A leaf points at itself and
+ * always "goes left", so a walk of D steps from the root of a tree of depth <= D ends at its leaf
+ * with no test for having arrived. Trees outside this form (a feature past 4095, children apart,
+ * an offset past 2^18) are left to the portable loop. */
+#define PK_FEAT 0xfffu
+#define PK_DL (1u << 12)
+#define PK_LEAF (1u << 13)
+#define PK_OFF_SHIFT 14
+typedef struct pack_node {
+    float value;
+    uint32_t word;
+} pack_node;
+/* Per-tree arrays are padded to a multiple of 64 trees (PACK_TREES) with tree 0's entries: the
+ * kernels load whole batches of roots (64 trees at a time with AVX-512, 32 with AVX2). */
+#define PACK_TREES 64
+typedef struct flat_pack {
+    pack_node *nodes;  /* same indices as the flat's nodes */
+    int32_t *root;     /* per tree (padded): its root's index */
+    /* per tree (padded): value and word of [0] its root, [1] and [2] the root's left and right
+     * children (a leaf root: itself), so that a walk's first two steps load instead of gather */
+    float *tv[3];
+    uint32_t *tw[3];
+    uint8_t *depth;    /* per tree: its deepest leaf's depth (root 0) */
+} flat_pack;
+
+static flat_pack *pack_build(const pp_lm_flat *F)
+{
+    if (F->n_features > (int)PK_FEAT + 1 || F->n_trees < 1) return PACK_NONE;
+    size_t n_pad = ((size_t)F->n_trees + PACK_TREES - 1) / PACK_TREES * PACK_TREES;
+    flat_pack *P = malloc(sizeof *P + (size_t)F->n_nodes * sizeof(pack_node) + n_pad * 28 +
+                          (size_t)F->n_trees);
+    if (!P) return NULL;
+    P->nodes = (pack_node *)(void *)(P + 1);
+    P->root = (int32_t *)(void *)(P->nodes + F->n_nodes);
+    for (int k = 0; k < 3; k++) {
+        P->tv[k] = (float *)(void *)(P->root + (1 + 2 * k) * n_pad);
+        P->tw[k] = (uint32_t *)(void *)(P->root + (2 + 2 * k) * n_pad);
+    }
+    P->depth = (uint8_t *)(P->root + 7 * n_pad);
+    /* children lie after their parents (structure_ok): depths in one forward pass, a node's the
+     * most of its parents' + 1 (a hostile cache may give a node two parents, or none) */
+    uint8_t *d = calloc((size_t)F->n_nodes, 1);
+    if (!d) {
+        free(P);
+        return NULL;
+    }
+    for (int t = 0; t < F->n_trees; t++) {
+        int32_t lo = F->roots[t], hi = t + 1 < F->n_trees ? F->roots[t + 1] : F->n_nodes;
+        int deepest = 0;
+        for (int32_t i = lo; i < hi; i++) {
+            const flat_node *N = &F->nodes[i];
+            pack_node *Q = &P->nodes[i];
+            Q->value = N->value;
+            if (N->left < 0) {
+                Q->word = PK_LEAF;
+                deepest = d[i] > deepest ? d[i] : deepest;
+                continue;
+            }
+            int32_t r = N->right_dl & ~DL_BIT, off = N->left - i;
+            if (r != N->left + 1 || off >= 1 << (32 - PK_OFF_SHIFT) || d[i] >= 64) {
+                free(d);
+                free(P);
+                return PACK_NONE;
+            }
+            uint8_t c = (uint8_t)(d[i] + 1);
+            d[N->left] = d[N->left] > c ? d[N->left] : c;
+            d[r] = d[r] > c ? d[r] : c;
+            Q->word = (uint32_t)N->feature | ((N->right_dl & DL_BIT) ? PK_DL : 0) |
+                      (uint32_t)off << PK_OFF_SHIFT;
+        }
+        P->depth[t] = (uint8_t)deepest;
+    }
+    free(d);
+    for (size_t t = 0; t < n_pad; t++) {
+        int32_t r = F->roots[t < (size_t)F->n_trees ? t : 0];
+        int32_t top[3] = {r, r, r};
+        if (!(P->nodes[r].word & PK_LEAF)) {
+            top[1] = r + (int32_t)(P->nodes[r].word >> PK_OFF_SHIFT);
+            top[2] = top[1] + 1;
+        }
+        P->root[t] = r;
+        for (int k = 0; k < 3; k++) {
+            P->tv[k][t] = P->nodes[top[k]].value;
+            P->tw[k][t] = P->nodes[top[k]].word;
+        }
+    }
+    return P;
+}
+
+/* The packed trees, built by the first caller (racing builders: one wins, the others free theirs);
+ * NULL when they cannot be had (the portable loop answers). */
+static const flat_pack *pack_of(const pp_lm_flat *F)
+{
+    pp_lm_flat *M = (pp_lm_flat *)F; /* the pack is a cache beside the const trees */
+    flat_pack *p = atomic_load_explicit(&M->pack, memory_order_acquire);
+    if (!p) {
+        flat_pack *mine = pack_build(F), *expected = NULL;
+        if (!mine) return NULL; /* out of memory: try again next time */
+        if (atomic_compare_exchange_strong(&M->pack, &expected, mine)) {
+            p = mine;
+        } else {
+            if (mine != PACK_NONE) free(mine);
+            p = expected;
+        }
+    }
+    return p == PACK_NONE ? NULL : p;
+}
+
+static int group_depth(const flat_pack *P, int t0, int cnt)
+{
+    int D = 0;
+    for (int l = 0; l < cnt; l++) D = P->depth[t0 + l] > D ? P->depth[t0 + l] : D;
+    return D;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define PP_FLAT_VEC 1
+#include <immintrin.h>
+
+/* Trees in lockstep, one row at a time: lane l walks tree t0 + l for D steps (the group's depth).
+ * A step gathers each lane's node, looks its feature up in the row and moves the lane to its
+ * child: x < threshold or (x missing and the node's dl) or a leaf stays left, else right, as the
+ * portable loop decides. Lanes always hold a node of their tree, so every gather stays inside the
+ * array; the row is read only by lanes at a split, whose features the builders checked
+ * (structure_ok). The leaves are then added one by one in tree order, in float, from the row's
+ * running sum: the portable loop's bits. Lanes past the last tree walk tree 0 and are not added.
+ * Four groups of 16 walk side by side: a step waits on its gathers, and the other groups' fill
+ * the wait (about 2x one group at a time on a Xeon). The first two steps read the roots and
+ * their children from per-tree arrays instead of gathering them. */
+
+#define G512 4
+typedef struct row512 {
+    __m512 x0, x1, x2, x3;  /* the row's first 64 features, when in_regs */
+    const float *x;
+    int in_regs;
+} row512;
+
+/* One step from the nodes at (their thresholds thr and words w) to their children; *went_left
+ * says which lanes took the left one (or stayed at a leaf). */
+__attribute__((target("avx512f"), always_inline)) static inline __m512i
+decide512(__m512i at, __m512 thr, __m512i w, const row512 *R, __mmask16 *went_left)
+{
+    __mmask16 leaf = _mm512_test_epi32_mask(w, _mm512_set1_epi32(PK_LEAF));
+    __m512 v;
+    if (R->in_regs) {
+        /* feature bits 0-5: the permutes read bits 0-4, bit 5 picks the pair */
+        v = _mm512_mask_blend_ps(_mm512_test_epi32_mask(w, _mm512_set1_epi32(32)),
+                                 _mm512_permutex2var_ps(R->x0, w, R->x1),
+                                 _mm512_permutex2var_ps(R->x2, w, R->x3));
+    } else {
+        v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), (__mmask16)~leaf,
+                                     _mm512_and_si512(w, _mm512_set1_epi32(PK_FEAT)), R->x, 4);
+    }
+    __mmask16 left = _mm512_cmp_ps_mask(v, thr, _CMP_LT_OQ) |
+                     (_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q) &
+                      _mm512_test_epi32_mask(w, _mm512_set1_epi32(PK_DL))) |
+                     leaf;
+    *went_left = left;
+    at = _mm512_add_epi32(at, _mm512_srli_epi32(w, PK_OFF_SHIFT));
+    return _mm512_mask_add_epi32(at, (__mmask16)~left, at, _mm512_set1_epi32(1));
+}
+
+__attribute__((target("avx512f"), always_inline)) static inline __m512i
+step512(__m512i at, const void *base, const row512 *R)
+{
+    const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i od = _mm512_add_epi32(ev, _mm512_set1_epi32(1));
+    __m512i a0 = _mm512_i32gather_epi64(_mm512_castsi512_si256(at), base, 8);
+    __m512i a1 = _mm512_i32gather_epi64(_mm512_extracti64x4_epi64(at, 1), base, 8);
+    __mmask16 unused;
+    return decide512(at, _mm512_castsi512_ps(_mm512_permutex2var_epi32(a0, ev, a1)),
+                     _mm512_permutex2var_epi32(a0, od, a1), R, &unused);
+}
+
+__attribute__((target("avx512f"))) static void predict_avx512(const pp_lm_flat *F,
+                                                             const flat_pack *P, const float *X,
+                                                             int n, int stride, float *out)
+{
+    const void *base = P->nodes;
+    /* rows of <= 64 features sit in four registers and are looked up with permutes */
+    int nf = F->n_features;
+    __mmask16 m[4];
+    for (int q = 0; q < 4; q++)
+        m[q] = (__mmask16)(nf >= 16 * (q + 1) ? 0xffff
+                           : nf <= 16 * q    ? 0
+                                             : (1u << (nf - 16 * q)) - 1);
+    row512 R = {.in_regs = nf <= 64};
+    for (int r0 = 0; r0 < n; r0 += FLAT_BLOCK) {
+        int r1 = r0 + FLAT_BLOCK < n ? r0 + FLAT_BLOCK : n;
+        for (int r = r0; r < r1; r++) out[r] = F->base_margin;
+        for (int t0 = 0; t0 < F->n_trees; t0 += 16 * G512) {
+            int cnt[G512], D = 0;
+            for (int g = 0; g < G512; g++) {
+                int c = F->n_trees - t0 - 16 * g;
+                cnt[g] = c < 0 ? 0 : c > 16 ? 16 : c;
+                int d = cnt[g] ? group_depth(P, t0 + 16 * g, cnt[g]) : 0;
+                D = d > D ? d : D;
+            }
+            for (int r = r0; r < r1; r++) {
+                R.x = X + (size_t)r * stride;
+                if (R.in_regs) {
+                    R.x0 = _mm512_maskz_loadu_ps(m[0], R.x);
+                    R.x1 = _mm512_maskz_loadu_ps(m[1], R.x + 16);
+                    R.x2 = _mm512_maskz_loadu_ps(m[2], R.x + 32);
+                    R.x3 = _mm512_maskz_loadu_ps(m[3], R.x + 48);
+                }
+                __m512i at[G512];
+                for (int g = 0; g < G512; g++) {
+                    int t = t0 + 16 * g;
+                    at[g] = _mm512_loadu_si512(P->root + t);
+                    if (D < 1) continue;
+                    __mmask16 l;
+                    at[g] = decide512(at[g], _mm512_loadu_ps(P->tv[0] + t),
+                                      _mm512_loadu_si512(P->tw[0] + t), &R, &l);
+                    if (D < 2) continue;
+                    __m512 thr = _mm512_mask_blend_ps(l, _mm512_loadu_ps(P->tv[2] + t),
+                                                      _mm512_loadu_ps(P->tv[1] + t));
+                    __m512i w = _mm512_mask_blend_epi32(l, _mm512_loadu_si512(P->tw[2] + t),
+                                                        _mm512_loadu_si512(P->tw[1] + t));
+                    at[g] = decide512(at[g], thr, w, &R, &l);
+                }
+                for (int step = 2; step < D; step++)
+                    for (int g = 0; g < G512; g++) at[g] = step512(at[g], base, &R);
+                float leaves[16 * G512];
+                for (int g = 0; g < G512; g++)
+                    _mm512_storeu_ps(leaves + 16 * g, _mm512_i32gather_ps(at[g], base, 8));
+                float s = out[r];
+                for (int g = 0; g < G512; g++)
+                    for (int l = 0; l < cnt[g]; l++) s += leaves[16 * g + l];
+                out[r] = s;
+            }
+        }
+    }
+}
+
+/* The same with 8 lanes. The 8-byte gathers come back, after the in-lane shuffles, in lane order
+ * 0 1 4 5 2 3 6 7 (P); the walk keeps its indices in that order and swaps the middle quarters
+ * (its own inverse) for the gathers. Rows are gathered: AVX2 has no two-register permute. */
+#define G256 4
+#define SWAP_MID(v) _mm256_permute4x64_epi64((v), _MM_SHUFFLE(3, 1, 2, 0))
+#define LOAD_I(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
+#define LOAD_F(p) _mm256_castsi256_ps(SWAP_MID(LOAD_I(p)))
+__attribute__((target("avx2"), always_inline)) static inline __m256i
+decide256(__m256i atp, __m256 thr, __m256i w, const float *x, __m256 *went_left)
+{
+    const __m256i leaf_bit = _mm256_set1_epi32(PK_LEAF), dl_bit = _mm256_set1_epi32(PK_DL);
+    __m256i leaf = _mm256_cmpeq_epi32(_mm256_and_si256(w, leaf_bit), leaf_bit);
+    __m256 v = _mm256_mask_i32gather_ps(
+        _mm256_setzero_ps(), x, _mm256_and_si256(w, _mm256_set1_epi32(PK_FEAT)),
+        _mm256_castsi256_ps(_mm256_xor_si256(leaf, _mm256_set1_epi32(-1))), 4);
+    __m256 left = _mm256_or_ps(
+        _mm256_or_ps(_mm256_cmp_ps(v, thr, _CMP_LT_OQ), _mm256_castsi256_ps(leaf)),
+        _mm256_and_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q),
+                      _mm256_castsi256_ps(
+                          _mm256_cmpeq_epi32(_mm256_and_si256(w, dl_bit), dl_bit))));
+    *went_left = left;
+    atp = _mm256_add_epi32(atp, _mm256_srli_epi32(w, PK_OFF_SHIFT));
+    return _mm256_add_epi32(atp, _mm256_andnot_si256(_mm256_castps_si256(left),
+                                                     _mm256_set1_epi32(1)));
+}
+
+__attribute__((target("avx2"), always_inline)) static inline __m256i
+step256(__m256i atp, const long long *base, const float *x)
+{
+#define PICK(a, b, imm) _mm256_shuffle_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(b), (imm))
+    __m256i at = SWAP_MID(atp);
+    __m256i a0 = _mm256_i32gather_epi64(base, _mm256_castsi256_si128(at), 8);
+    __m256i a1 = _mm256_i32gather_epi64(base, _mm256_extracti128_si256(at, 1), 8);
+    __m256 unused;
+    return decide256(atp, PICK(a0, a1, _MM_SHUFFLE(2, 0, 2, 0)),
+                     _mm256_castps_si256(PICK(a0, a1, _MM_SHUFFLE(3, 1, 3, 1))), x, &unused);
+#undef PICK
+}
+
+__attribute__((target("avx2"))) static void predict_avx2(const pp_lm_flat *F, const flat_pack *P,
+                                                        const float *X, int n, int stride,
+                                                        float *out)
+{
+    const long long *base = (const long long *)(const void *)P->nodes;
+    for (int r0 = 0; r0 < n; r0 += FLAT_BLOCK) {
+        int r1 = r0 + FLAT_BLOCK < n ? r0 + FLAT_BLOCK : n;
+        for (int r = r0; r < r1; r++) out[r] = F->base_margin;
+        for (int t0 = 0; t0 < F->n_trees; t0 += 8 * G256) {
+            int cnt[G256], D = 0;
+            for (int g = 0; g < G256; g++) {
+                int c = F->n_trees - t0 - 8 * g;
+                cnt[g] = c < 0 ? 0 : c > 8 ? 8 : c;
+                int d = cnt[g] ? group_depth(P, t0 + 8 * g, cnt[g]) : 0;
+                D = d > D ? d : D;
+            }
+            for (int r = r0; r < r1; r++) {
+                const float *x = X + (size_t)r * stride;
+                __m256i atp[G256];
+                for (int g = 0; g < G256; g++) {
+                    int t = t0 + 8 * g;
+                    atp[g] = SWAP_MID(LOAD_I(P->root + t));
+                    if (D < 1) continue;
+                    __m256 l;
+                    atp[g] = decide256(atp[g], LOAD_F(P->tv[0] + t),
+                                       SWAP_MID(LOAD_I(P->tw[0] + t)), x, &l);
+                    if (D < 2) continue;
+                    __m256 thr = _mm256_blendv_ps(LOAD_F(P->tv[2] + t), LOAD_F(P->tv[1] + t), l);
+                    __m256i w = _mm256_castps_si256(
+                        _mm256_blendv_ps(_mm256_castsi256_ps(SWAP_MID(LOAD_I(P->tw[2] + t))),
+                                         _mm256_castsi256_ps(SWAP_MID(LOAD_I(P->tw[1] + t))), l));
+                    atp[g] = decide256(atp[g], thr, w, x, &l);
+                }
+                for (int step = 2; step < D; step++)
+                    for (int g = 0; g < G256; g++) atp[g] = step256(atp[g], base, x);
+                float leaves[8 * G256];
+                for (int g = 0; g < G256; g++)
+                    _mm256_storeu_ps(leaves + 8 * g,
+                                     _mm256_i32gather_ps((const float *)(const void *)base,
+                                                         SWAP_MID(atp[g]), 8));
+                float s = out[r];
+                for (int g = 0; g < G256; g++)
+                    for (int l = 0; l < cnt[g]; l++) s += leaves[8 * g + l];
+                out[r] = s;
+            }
+        }
+    }
+}
+#undef SWAP_MID
+#undef LOAD_I
+#undef LOAD_F
+
+static int cpu_level(void)
+{
+    static _Atomic int level = -1;
+    int l = level;
+    if (l < 0) {
+        __builtin_cpu_init();
+        level = l = __builtin_cpu_supports("avx512f") ? PP_LM_FLAT_AVX512
+                    : __builtin_cpu_supports("avx2")  ? PP_LM_FLAT_AVX2
+                                                      : PP_LM_FLAT_PORTABLE;
+    }
+    return l;
+}
+#else
+static int cpu_level(void) { return PP_LM_FLAT_PORTABLE; }
+#endif
+
+static atomic_int level_cap = PP_LM_FLAT_AVX512;
+
+int pp_lm_flat_kernel_cap(int max_level)
+{
+    atomic_store(&level_cap, max_level);
+    return pp_lm_flat_kernel();
+}
+
+int pp_lm_flat_kernel(void)
+{
+    int cap = atomic_load_explicit(&level_cap, memory_order_relaxed), l = cpu_level();
+    return l < cap ? l : cap < 0 ? PP_LM_FLAT_PORTABLE : cap;
+}
+
+int pp_lm_flat_kernel_of(const pp_lm_flat *F)
+{
+    int level = pp_lm_flat_kernel();
+    return level != PP_LM_FLAT_PORTABLE && pack_of(F) ? level : PP_LM_FLAT_PORTABLE;
+}
+
+void pp_lm_flat_predict(const pp_lm_flat *F, const float *X, int n, int stride, float *out)
+{
+    int level = pp_lm_flat_kernel();
+    const flat_pack *P = level != PP_LM_FLAT_PORTABLE ? pack_of(F) : NULL;
+    if (!P) level = PP_LM_FLAT_PORTABLE;
+    switch (level) {
+#ifdef PP_FLAT_VEC
+    case PP_LM_FLAT_AVX512: predict_avx512(F, P, X, n, stride, out); break;
+    case PP_LM_FLAT_AVX2: predict_avx2(F, P, X, n, stride, out); break;
+#endif
+    default: predict_portable(F, X, n, stride, out); break;
+    }
+    if (F->transform == 1)
+        for (int r = 0; r < n; r++) out[r] = 1.0f / (1.0f + expf(-out[r]));
+    else if (F->transform == 2)
+        for (int r = 0; r < n; r++) out[r] = expf(out[r]);
 }
 
 /* ---- the serialized form the tree cache stores (lm_cache.c) ----

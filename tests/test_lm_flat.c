@@ -1,7 +1,9 @@
 /* tests/test_lm_flat.c: the flat tree evaluator (layer_models/lm_flat.c) against XGBoost itself,
  * side by side in one run: every regressor shipped under configs/artifacts/, fed the features of
  * every node of real torchvision and transformer graphs (thousands of rows, several op kinds), must
- * agree with XGBoosterPredict through a DMatrix within 1e-6 relative; malformed JSON is refused. */
+ * agree with XGBoosterPredict through a DMatrix within 1e-6 relative; the vector kernels (AVX2,
+ * AVX-512, as the CPU has them) give the portable loop's bits on those rows, with missing features,
+ * and on random ensembles; malformed JSON is refused. */
 #include "tests/helpers.h"
 
 #include <dirent.h>
@@ -80,6 +82,74 @@ static void cache_round_trip_should_keep_the_figures(const pp_lm_model *m, const
     free(buf);
 }
 
+/* The kernels this CPU has, from the widest down (PP_LM_FLAT_PORTABLE last). */
+static int kernel_levels(int *lv)
+{
+    int n = 0, top = pp_lm_flat_kernel_cap(PP_LM_FLAT_AVX512);
+    for (int l = top; l >= PP_LM_FLAT_PORTABLE; l--) lv[n++] = l;
+    return n;
+}
+
+/* Every kernel gives the portable loop's bits on rows X (n of them, nf floats each), fed in
+ * chunks of sizes that are not multiples of the lane widths, as well as all at once; packable:
+ * the vector kernels run for f (else it is left to the portable loop). */
+static void kernels_should_agree_on(const pp_lm_flat *f, const float *X, int n, int nf,
+                                    int packable)
+{
+    static const int chunks[] = {1, 3, 7, 8, 9, 15, 16, 17, 31, 33, 64, 65, 100};
+    float *want = malloc((size_t)n * sizeof *want), *got = malloc((size_t)n * sizeof *got);
+    assert_true(want && got);
+    pp_lm_flat_kernel_cap(PP_LM_FLAT_PORTABLE);
+    assert_int_equal(pp_lm_flat_kernel(), PP_LM_FLAT_PORTABLE);
+    pp_lm_flat_predict(f, X, n, nf, want);
+    int lv[3], nl = kernel_levels(lv);
+    for (int k = 0; k < nl; k++) {
+        assert_int_equal(pp_lm_flat_kernel_cap(lv[k]), lv[k]);
+        if (packable) assert_int_equal(pp_lm_flat_kernel_of(f), lv[k]);
+        else assert_int_equal(pp_lm_flat_kernel_of(f), PP_LM_FLAT_PORTABLE);
+        memset(got, 0xff, (size_t)n * sizeof *got);
+        pp_lm_flat_predict(f, X, n, nf, got);
+        for (int i = 0; i < n; i++)
+            if (memcmp(&got[i], &want[i], sizeof got[i]) != 0)
+                fail_msg("kernel %d, row %d of %d: %a, portable %a", lv[k], i, n, got[i], want[i]);
+        int c = chunks[k % 13];
+        for (int i0 = 0, j = k; i0 < n; i0 += c, c = chunks[++j % 13]) {
+            int m = n - i0 < c ? n - i0 : c;
+            pp_lm_flat_predict(f, X + (size_t)i0 * nf, m, nf, got + i0);
+        }
+        assert_memory_equal(got, want, (size_t)n * sizeof *got);
+    }
+    pp_lm_flat_kernel_cap(PP_LM_FLAT_AVX512);
+    free(want);
+    free(got);
+}
+
+/* The model's rows of real nodes, then the same rows with features missing (NaN): every fifth row
+ * one feature in three, every fifth row all of them, the rest a pseudo-random few. */
+static void kernels_should_agree_on_real_rows(const pp_lm_model *m, const pp_node_feat *rows,
+                                              int n)
+{
+    const pp_lm_flat *f = pp_lm_model_flat(m);
+    assert_non_null(f);
+    assert_int_equal(pp_lm_flat_n_features(f), PP_LM_NFEAT);
+    float *X = malloc((size_t)2 * n * PP_LM_NFEAT * sizeof *X);
+    assert_non_null(X);
+    for (int i = 0; i < n; i++)
+        pp_lm_features(&rows[i], pp_lm_model_base(m), X + (size_t)i * PP_LM_NFEAT);
+    memcpy(X + (size_t)n * PP_LM_NFEAT, X, (size_t)n * PP_LM_NFEAT * sizeof *X);
+    uint32_t s = 12345;
+    for (int i = 0; i < n; i++) {
+        float *x = X + (size_t)(n + i) * PP_LM_NFEAT;
+        for (int j = 0; j < PP_LM_NFEAT; j++) {
+            s = s * 1103515245u + 12345u;
+            int drop = i % 5 == 0 ? j % 3 == 0 : i % 5 == 1 ? 1 : (s >> 16) % 7 == 0;
+            if (drop) x[j] = NAN;
+        }
+    }
+    kernels_should_agree_on(f, X, 2 * n, PP_LM_NFEAT, 1);
+    free(X);
+}
+
 static void flat_trees_should_match_xgboost_on_every_shipped_artifact(void **state)
 {
     (void)state;
@@ -125,6 +195,7 @@ static void flat_trees_should_match_xgboost_on_every_shipped_artifact(void **sta
                 assert_int_equal(pp_lm_model_predict_many_xgb(m, rows, n, b, &err), PERFPRED_OK);
                 for (int i = 0; i < n; i++) assert_rel_close(a[i], b[i], 1e-6);
                 cache_round_trip_should_keep_the_figures(m, mpath, rows, n, b);
+                kernels_should_agree_on_real_rows(m, rows, n);
                 /* one row at a time as the predictor asks: the same figures */
                 for (int i = 0; i < n; i += 97) {
                     double one;
@@ -161,10 +232,99 @@ static void flat_trees_should_follow_default_direction_for_missing_values(void *
     pp_err err = {0};
     assert_int_equal(pp_lm_flat_from_json(json, strlen(json), "toy", &f, &err), PERFPRED_OK);
     float X[5][2] = {{0, 1}, {0, 5}, {1, 0}, {NAN, 0}, {0, NAN}}, out[5];
-    pp_lm_flat_predict(f, &X[0][0], 5, 2, out);
     float want[5] = {1.5f, 2.5f, 3.5f, 3.5f, 1.5f};
-    for (int i = 0; i < 5; i++) assert_true(out[i] == want[i]);
+    int lv[3], nl = kernel_levels(lv);
+    for (int k = 0; k < nl; k++) {
+        pp_lm_flat_kernel_cap(lv[k]);
+        memset(out, 0, sizeof out);
+        pp_lm_flat_predict(f, &X[0][0], 5, 2, out);
+        for (int i = 0; i < 5; i++) assert_true(out[i] == want[i]);
+    }
+    pp_lm_flat_kernel_cap(PP_LM_FLAT_AVX512);
     pp_lm_flat_free(f);
+}
+
+/* A random ensemble as XGBoost's JSON: trees of depth up to 7 (some a lone leaf), random features
+ * among nf, thresholds and default directions; children in pairs as XGBoost allocates them, or
+ * with swap, also right before left (a form the vector kernels leave to the portable loop). */
+static char *random_model_json(int n_trees, int nf, uint32_t seed, int swap_some)
+{
+    size_t cap = 4 << 20, len = 0;
+    char *j = malloc(cap);
+    assert_non_null(j);
+#define OUT(...) (len += (size_t)snprintf(j + len, cap - len, __VA_ARGS__), assert_true(len < cap))
+    OUT("{\"learner\":{\"learner_model_param\":{\"base_score\":\"2.5E-1\",\"num_class\":\"0\","
+        "\"num_feature\":\"%d\"},\"objective\":{\"name\":\"reg:squarederror\"},"
+        "\"gradient_booster\":{\"name\":\"gbtree\",\"model\":{\"trees\":[", nf);
+    uint32_t s = seed;
+#define RND() (s = s * 1664525u + 1013904223u, s >> 8)
+    for (int t = 0; t < n_trees; t++) {
+        int lc[255], rc[255], fi[255], dl[255], depth[255], nn = 1;
+        float th[255];
+        depth[0] = 0;
+        for (int i = 0; i < nn; i++) {
+            int split = depth[i] < 7 && (i == 0 ? t % 9 != 4 : RND() % 8 != 0);
+            th[i] = (float)((int)(RND() % 2001) - 1000) / 256.0f;
+            fi[i] = (int)(RND() % (uint32_t)nf);
+            dl[i] = (int)(RND() & 1);
+            if (!split) {
+                lc[i] = rc[i] = -1;
+                continue;
+            }
+            int a = nn++, b = nn++, swap = swap_some && (RND() & 1);
+            lc[i] = swap ? b : a;
+            rc[i] = swap ? a : b;
+            depth[a] = depth[b] = depth[i] + 1;
+        }
+        OUT("%s{\"left_children\":[", t ? "," : "");
+        for (int i = 0; i < nn; i++) OUT("%s%d", i ? "," : "", lc[i]);
+        OUT("],\"right_children\":[");
+        for (int i = 0; i < nn; i++) OUT("%s%d", i ? "," : "", rc[i]);
+        OUT("],\"split_indices\":[");
+        for (int i = 0; i < nn; i++) OUT("%s%d", i ? "," : "", fi[i]);
+        OUT("],\"split_conditions\":[");
+        for (int i = 0; i < nn; i++) OUT("%s%.9g", i ? "," : "", (double)th[i]);
+        OUT("],\"default_left\":[");
+        for (int i = 0; i < nn; i++) OUT("%s%d", i ? "," : "", dl[i]);
+        OUT("]}");
+    }
+    OUT("]}}}}");
+#undef RND
+#undef OUT
+    return j;
+}
+
+/* Random ensembles: tree counts around the lane widths, rows of few features (one register), of
+ * up to 64 (looked up in registers), and of more (the row gathered from memory, up to the packed
+ * form's 4096 and past it); children in XGBoost's pairs and not; values near the thresholds,
+ * equal to them, and missing. Every kernel gives the portable loop's bits. */
+static void flat_kernels_should_match_the_portable_loop_on_random_trees(void **state)
+{
+    (void)state;
+    static const int shapes[][3] = {{1, 3, 0},   {7, 16, 0},   {8, 17, 0},  {9, 40, 0},
+                                    {16, 33, 0}, {17, 64, 0},  {33, 65, 0}, {40, 100, 0},
+                                    {100, 40, 0}, {5, 4096, 0}, {9, 40, 1},  {40, 100, 1},
+                                    {3, 4097, 0}, {0, 4, 0}};
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        int nt = shapes[k][0], nf = shapes[k][1], swap = shapes[k][2], n = 203;
+        char *json = random_model_json(nt, nf, 7u + (uint32_t)k, swap);
+        pp_lm_flat *f = NULL;
+        pp_err err = {0};
+        assert_int_equal(pp_lm_flat_from_json(json, strlen(json), "random", &f, &err), PERFPRED_OK);
+        free(json);
+        float *X = malloc((size_t)n * nf * sizeof *X);
+        assert_non_null(X);
+        uint32_t s = 99u + (uint32_t)k;
+        for (int i = 0; i < n * nf; i++) {
+            s = s * 1664525u + 1013904223u;
+            uint32_t r = s >> 8;
+            X[i] = r % 11 == 0 ? NAN : r % 13 == 0 ? (float)((int)(r >> 4) % 2001 - 1000) / 256.0f
+                                     : (float)((int)(r % 4001) - 2000) / 500.0f;
+        }
+        kernels_should_agree_on(f, X, n, nf, nt > 0 && nf <= 4096 && !swap);
+        free(X);
+        pp_lm_flat_free(f);
+    }
 }
 
 static void flat_trees_should_refuse_malformed_models(void **state)
@@ -470,6 +630,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(flat_trees_should_match_xgboost_on_every_shipped_artifact),
         cmocka_unit_test(flat_trees_should_follow_default_direction_for_missing_values),
+        cmocka_unit_test(flat_kernels_should_match_the_portable_loop_on_random_trees),
         cmocka_unit_test(flat_trees_should_refuse_malformed_models),
         cmocka_unit_test(tree_cache_should_be_read_validated_and_rebuilt),
         cmocka_unit_test(tree_cache_should_refuse_hostile_bytes),
