@@ -13,7 +13,7 @@ Printed: per SM count, measured and predicted slowdown against the whole GPU (me
 rows of a batch), and the MAPE of each batch. Batch 1 is host-bound on that machine (its host's
 dispatch moved by up to 2x between runs), so batches 8 and 64 carry the question.
 
-  /usr/bin/python3 lab/sm_limit_check.py [--csv ...] [--perfpred build/perfpred]
+  /usr/bin/python3 lab/sm_limit_check.py [--csv ...] [--perfpred build/perfpred] [--configs DIR]
 """
 import argparse
 import csv
@@ -70,6 +70,8 @@ def main():
         ROOT, "data/gpu-stacks/studies/2026_1127-h200-sm-limit.csv"))
     ap.add_argument("--perfpred", default=os.path.join(ROOT, "build/perfpred"))
     ap.add_argument("--models", default=os.path.join(ROOT, "tests/fixtures/models"))
+    ap.add_argument("--configs", default=os.path.join(ROOT, "configs"),
+                    help="the configs folder to copy (devices and artifacts)")
     a = ap.parse_args()
     rows = list(csv.DictReader(open(a.csv)))
     base = rows[0]["device"]
@@ -80,7 +82,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="sm-limit-")
     try:
         cfg = os.path.join(tmp, "configs")
-        shutil.copytree(os.path.join(ROOT, "configs"), cfg)
+        shutil.copytree(a.configs, cfg)
         with open(os.path.join(cfg, "devices", "zz-sm-limit.yaml"), "w") as f:
             for k in sorted({k for k, _ in probes}):
                 share = min(1.0, probes[(k, "copy_gbs")] / probes[(full, "copy_gbs")])
