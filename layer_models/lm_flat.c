@@ -358,6 +358,10 @@ static const flat_pack *pack_of(const pp_lm_flat *F)
     return p == PACK_NONE ? NULL : p;
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#define PP_FLAT_VEC 1
+#include <immintrin.h>
+
 static int group_depth(const flat_pack *P, int t0, int cnt)
 {
     int D = 0;
@@ -365,9 +369,20 @@ static int group_depth(const flat_pack *P, int t0, int cnt)
     return D;
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#define PP_FLAT_VEC 1
-#include <immintrin.h>
+/* The trees of the n_groups groups of `lanes` from tree t0 on: cnt[g] each (0 past the last
+ * tree); returns the deepest group's depth, the steps every group of them walks. */
+static int groups_from(const pp_lm_flat *F, const flat_pack *P, int t0, int lanes, int n_groups,
+                       int *cnt)
+{
+    int D = 0;
+    for (int g = 0; g < n_groups; g++) {
+        int c = F->n_trees - t0 - lanes * g;
+        cnt[g] = c < 0 ? 0 : c > lanes ? lanes : c;
+        int d = cnt[g] ? group_depth(P, t0 + lanes * g, cnt[g]) : 0;
+        D = d > D ? d : D;
+    }
+    return D;
+}
 
 /* Trees in lockstep, one row at a time: lane l walks tree t0 + l for D steps (the group's depth).
  * A step gathers each lane's node, looks its feature up in the row and moves the lane to its
@@ -441,13 +456,7 @@ __attribute__((target("avx512f"))) static void predict_avx512(const pp_lm_flat *
         int r1 = r0 + FLAT_BLOCK < n ? r0 + FLAT_BLOCK : n;
         for (int r = r0; r < r1; r++) out[r] = F->base_margin;
         for (int t0 = 0; t0 < F->n_trees; t0 += 16 * G512) {
-            int cnt[G512], D = 0;
-            for (int g = 0; g < G512; g++) {
-                int c = F->n_trees - t0 - 16 * g;
-                cnt[g] = c < 0 ? 0 : c > 16 ? 16 : c;
-                int d = cnt[g] ? group_depth(P, t0 + 16 * g, cnt[g]) : 0;
-                D = d > D ? d : D;
-            }
+            int cnt[G512], D = groups_from(F, P, t0, 16, G512, cnt);
             for (int r = r0; r < r1; r++) {
                 R.x = X + (size_t)r * stride;
                 if (R.in_regs) {
@@ -533,13 +542,7 @@ __attribute__((target("avx2"))) static void predict_avx2(const pp_lm_flat *F, co
         int r1 = r0 + FLAT_BLOCK < n ? r0 + FLAT_BLOCK : n;
         for (int r = r0; r < r1; r++) out[r] = F->base_margin;
         for (int t0 = 0; t0 < F->n_trees; t0 += 8 * G256) {
-            int cnt[G256], D = 0;
-            for (int g = 0; g < G256; g++) {
-                int c = F->n_trees - t0 - 8 * g;
-                cnt[g] = c < 0 ? 0 : c > 8 ? 8 : c;
-                int d = cnt[g] ? group_depth(P, t0 + 8 * g, cnt[g]) : 0;
-                D = d > D ? d : D;
-            }
+            int cnt[G256], D = groups_from(F, P, t0, 8, G256, cnt);
             for (int r = r0; r < r1; r++) {
                 const float *x = X + (size_t)r * stride;
                 __m256i atp[G256];
