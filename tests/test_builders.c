@@ -401,6 +401,20 @@ static void same_graph(const pp_graph *a, const pp_graph *b)
     assert_memory_equal(&a->totals, &b->totals, sizeof a->totals);
 }
 
+/* Knuth's MMIX step: the tests' random stream */
+static uint64_t lcg(uint64_t r) { return r * 6364136223846793005ull + 1442695040888963407ull; }
+
+/* A random NAS-Bench-201 cell: each edge one of the five ops */
+static pp_nb201_arch random_cell(uint64_t *r)
+{
+    pp_nb201_arch a;
+    for (int e = 0; e < PP_NB201_EDGES; e++) {
+        *r = lcg(*r);
+        a.op[e] = (pp_nb201_op)((*r >> 33) % 5);
+    }
+    return a;
+}
+
 static void nb201_copied_cells_should_give_the_graph_of_built_cells(void **state)
 {
     (void)state;
@@ -409,11 +423,7 @@ static void nb201_copied_cells_should_give_the_graph_of_built_cells(void **state
     uint64_t r = 12345;
     int n_built = 0, n_reused = 0;
     for (int it = 0; it < 400; it++) {
-        pp_nb201_arch a;
-        for (int e = 0; e < PP_NB201_EDGES; e++) {
-            r = r * 6364136223846793005ull + 1442695040888963407ull;
-            a.op[e] = (pp_nb201_op)((r >> 33) % 5);
-        }
+        pp_nb201_arch a = random_cell(&r);
         char cell[160], ref[200];
         pp_nb201_format(&a, cell, sizeof cell);
         snprintf(ref, sizeof ref, "nb201:%s%s", cell, tails[it % 5]);
@@ -457,18 +467,14 @@ static void node_memo_should_give_the_graph_built_without_it(void **state)
     uint64_t r = 777;
     int n_built = 0;
     for (int it = 0; it < 600; it++) {
-        pp_nb201_arch a;
-        for (int e = 0; e < PP_NB201_EDGES; e++) {
-            r = r * 6364136223846793005ull + 1442695040888963407ull;
-            a.op[e] = (pp_nb201_op)((r >> 33) % 5);
-        }
+        pp_nb201_arch a = random_cell(&r);
         char cell[160], ref[400];
         pp_nb201_format(&a, cell, sizeof cell);
         snprintf(ref, sizeof ref, "nb201:%s%s%s", cell, data[(r >> 20) % 5], modes[(r >> 24) % 3]);
         if (it % 10 == 7 || it % 10 == 9) { /* the other builders lend it too */
             int off = snprintf(ref, sizeof ref, it % 10 == 7 ? "fbnet:" : "ofa:ks=");
             for (int k = 0; k < (it % 10 == 7 ? 22 : 20); k++) {
-                r = r * 6364136223846793005ull + 1442695040888963407ull;
+                r = lcg(r);
                 off += snprintf(ref + off, sizeof ref - (size_t)off, "%s%d",
                                 k ? (it % 10 == 7 ? "," : " ") : "",
                                 it % 10 == 7 ? (int)((r >> 33) % 9) : 3 + 2 * (int)((r >> 33) % 3));
