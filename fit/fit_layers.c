@@ -64,11 +64,12 @@ static void remove_tmp_dir(const char *dir)
 
 /* ------------------------------------------------------------- committing artifacts ---- */
 
-/* A model file name we may create or remove: no folders, no leading dot, ends in .ubj. */
+/* A model file name we may create or remove: no folders, no leading dot, at most NAME_MAX (255)
+ * bytes, ends in .ubj. */
 static int safe_ubj_name(const char *s)
 {
     size_t n = strlen(s);
-    return n > 4 && !strchr(s, '/') && s[0] != '.' && strcmp(s + n - 4, ".ubj") == 0;
+    return n > 4 && n <= 255 && !strchr(s, '/') && s[0] != '.' && strcmp(s + n - 4, ".ubj") == 0;
 }
 
 /* Names of the model files a manifest lists (malloc'd strings in *out); 0 ok, -1 unreadable. */
@@ -114,6 +115,8 @@ static perfpred_status commit_artifacts(const char *tmp, const char *out_dir, in
                                         pp_err *err)
 {
     char path[4096], dst[4096];
+    /* a folder of at most 3000 bytes leaves room for every name joined to it below: safe_ubj_name
+     * bounds a manifest's names to 255 bytes (NAME_MAX), and the new names are shorter */
     if (strlen(out_dir) > 3000 ||
         (size_t)snprintf(path, sizeof path, "%s/manifest.json", tmp) >= sizeof path)
         return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: path too long", out_dir);
