@@ -4,6 +4,7 @@
 #include "devices/devices_internal.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -412,6 +413,19 @@ double pp_device_stream_gbs(const pp_device *d)
 {
     return d->stream_bandwidth_gbs > 0 ? d->stream_bandwidth_gbs
                                        : PP_STREAM_SHARE_OF_PEAK * d->memory_bandwidth_gbs;
+}
+
+double pp_device_sm_stream_gbs(const pp_device *d)
+{
+    const pp_device *p = d->is_mig && d->parent ? d->parent : d;
+    double bw = pp_device_stream_gbs(p);
+    double best = p->compute_units > 0 ? bw / p->compute_units : 0;
+    for (int i = 0; i < p->n_mig_profiles && p->mig_total_memory > 0; i++) {
+        const pp_mig_profile *m = &p->mig_profiles[i];
+        if (m->compute_units > 0)
+            best = fmax(best, bw * m->memory_slices / p->mig_total_memory / m->compute_units);
+    }
+    return best;
 }
 
 int pp_device_is_eager_pytorch_cpu(const pp_device *d)

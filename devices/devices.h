@@ -160,6 +160,11 @@ int pp_device_named(const pp_device *d, const char *name);
 /* The bandwidth a streaming kernel reaches on d, GB/s: its measured stream_bandwidth_gbs, else
  * PP_STREAM_SHARE_OF_PEAK x memory_bandwidth_gbs. */
 double pp_device_stream_gbs(const pp_device *d);
+/* The most a single SM of d streams, GB/s: the largest share of the full GPU's stream bandwidth
+ * per SM that the GPU itself or any of its MIG profiles gives its SMs (the A100's 1g.10gb: 2/8 of
+ * the bandwidth on 14 of 108 SMs, 1.9x the whole GPU's even share). The SM is the same on every
+ * slice, so a kernel whose blocks occupy a SMs streams at most a times this anywhere. */
+double pp_device_sm_stream_gbs(const pp_device *d);
 /* 1 when d is a CPU whose runtime stack is eager PyTorch (the runners' stack): what the CPU
  * calibration (`calibrate run`), its BLAS convolutions and their transfer assume. */
 int pp_device_is_eager_pytorch_cpu(const pp_device *d);

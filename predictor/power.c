@@ -79,9 +79,9 @@ double pp_stack_energy_mj(const pp_stack *s, const pp_device *d, const pp_power_
     const double *tc = scratch + 2 * n, *tm = scratch + 3 * n;
     double bf = pp_stack_byte_scale(s), fp32 = d->peak_tflops[PP_PREC_FP32];
     double room_w = pw->max_w - pw->p0_w, dyn = 0;
-    int prev = -1, fa = pp_stack_fused_attention(s, d);
+    int fa = pp_stack_fused_attention(s, d);
     for (int i = 0; i < n; i++) {
-        int role = pp_stack_role(s, fa, &k[i], &prev);
+        int role = pp_stack_role(s, fa, &k[i]);
         if (role == 0) continue;
         double fl, by;
         pp_stack_kernel_work(fa, &k[i], &fl, &by);

@@ -416,6 +416,17 @@ static void chain_figures(const pp_graph *g, const int *chain, int len, double b
     k->ai = k->bytes > 0 ? k->flops / k->bytes : 0;
 }
 
+/* 1 when kernel group G is one Concat whose inputs are all activations (tensors a node writes) */
+static int concat_of_activations(const pp_graph *g, const pp_kernel_group *G)
+{
+    if (G->n != 1) return 0;
+    const pp_node *nd = &g->nodes[G->nodes[0]];
+    if (strcmp(nd->op_type, "Concat") != 0 || nd->n_inputs < 1) return 0;
+    for (int i = 0; i < nd->n_inputs; i++)
+        if (nd->inputs[i] < 0 || g->tensors[nd->inputs[i]].producer < 0) return 0;
+    return 1;
+}
+
 /* The stack's view of one kernel from its chain figures k taken with byte factor bf (bytes back
  * at fp32: bf is a power of two, so the division is exact). */
 static void stack_kernel_of(const pp_graph *g, const pp_kernel_group *G, const kernel_acc *k,
@@ -424,6 +435,7 @@ static void stack_kernel_of(const pp_graph *g, const pp_kernel_group *G, const k
     const pp_node_feat *f = &g->nodes[G->nodes[0]].feat;
     S->cls = pp_stack_class_of(f);
     S->elementwise = k->kind == PP_OPK_ELEMWISE;
+    S->concat = concat_of_activations(g, G);
     S->bn = 0;
     S->flops = k->flops;
     S->bytes = k->bytes / bf;
@@ -839,8 +851,9 @@ static void stack_time(const predict_setup *P, const pp_kernel_group *G, const k
         double fl, by;
         pp_stack_kernel_work(sums->attn != NULL, S, &fl, &by);
         double sbf = pp_stack_byte_scale(stk);
-        kt->t = S->attn == PP_ATTN_ABSORBED
-                    ? 0 /* no kernel of its own: a view, or part of the fused one */
+        kt->t = pp_stack_role(stk, sums->attn != NULL, S) != 2
+                    ? 0 /* no kernel of its own: a view or part of the fused attention, a
+                           concatenation its producers write, an epilogue */
                     : pp_stack_gpu_ms(stk, d, S->cls, fl,
                                       pp_stack_dram_bytes(stk, d, S, by * sbf, sbf), S->blocks,
                                       S->red);

@@ -99,10 +99,16 @@ void pp_stack_unit_ms(const pp_stack *s, const pp_device *d, pp_stack_class c, d
 {
     double peak = pp_stack_peak_tflops(s, d, c) * 1e12;
     double bw = pp_device_stream_gbs(d) * 1e9; /* what a streaming kernel reaches */
-    double wf = pp_wave_factor(pp_stack_launch_blocks(d, c, blocks, red), d->compute_units,
-                               pp_stack_resident(c));
+    double lb = pp_stack_launch_blocks(d, c, blocks, red);
+    int res = pp_stack_resident(c);
+    double wf = pp_wave_factor(lb, d->compute_units, res);
     *tc_ms = c != PP_SK_MEM && peak > 0 ? flops / peak * wf * 1e3 : 0;
-    *tm_ms = bw > 0 ? bytes / bw * wf * 1e3 : 0;
+    /* the DRAM is one queue, not waves: a kernel streams through the SMs its blocks occupy, each
+     * at most what an SM of this GPU streams (the same on every MIG slice), within the device's
+     * bandwidth */
+    double active = d->compute_units > 0 && lb > 0 ? fmin(d->compute_units, lb / res) : 0;
+    double sbw = active > 0 ? fmin(bw, pp_device_sm_stream_gbs(d) * 1e9 * active) : bw;
+    *tm_ms = sbw > 0 ? bytes / sbw * 1e3 : 0;
 }
 
 double pp_stack_gpu_ms(const pp_stack *s, const pp_device *d, pp_stack_class c, double flops,
@@ -154,13 +160,13 @@ double pp_stack_latency_units_ms(const pp_stack *s, const pp_device *d, const pp
 {
     double *host = scratch, *gpu = scratch + n;
     double hs = d->host_dispatch_scale > 0 ? d->host_dispatch_scale : 1.0, hsum = 0, gsum = 0;
-    int m = 0, prev = -1, fa = pp_stack_fused_attention(s, d);
+    int m = 0, fa = pp_stack_fused_attention(s, d);
     double share[PP_SK__COUNT];
     for (int c = 0; c < PP_SK__COUNT; c++) share[c] = pp_stack_tensor_share(s, d, c);
     for (int i = 0; i < n; i++) {
         /* a folded BatchNorm the stack folds too, or an element-wise op in the epilogue of the
-         * conv or matmul before it: no launch */
-        if (pp_stack_role(s, fa, &k[i], &prev) != 2) continue;
+         * conv or matmul whose output it reads: no launch */
+        if (pp_stack_role(s, fa, &k[i]) != 2) continue;
         host[m] = (k[i].bn ? s->host_bn_us : s->host_us[k[i].cls]) * hs;
         /* a fused attention's dispatch: its kernel and the views around it */
         if (fa && k[i].attn == PP_ATTN_CORE) host[m] += s->host_us[PP_SK_MEM] * hs;
@@ -174,6 +180,14 @@ double pp_stack_latency_units_ms(const pp_stack *s, const pp_device *d, const pp
     if (host_ms) *host_ms = (hsum + s->call_us * hs) * 1e-3;
     if (gpu_ms) *gpu_ms = gsum;
     return pp_pipeline_ms(host, gpu, m, s->call_us * hs, s->sync_us, s->timing_calls, NULL);
+}
+
+void pp_stack_set_framework(pp_stack *s, const char *framework)
+{
+    if (framework != s->framework) snprintf(s->framework, sizeof s->framework, "%s", framework);
+    /* TensorRT's builder has a concatenation's producers write into their slices of its output
+     * (its verbose build log: "Eliminating concatenation ..."), so no copy runs; PyTorch copies */
+    s->elide_concat = strcmp(s->framework, "tensorrt") == 0;
 }
 
 /* ------------------------------------------------------------- attention ---- */
@@ -469,6 +483,7 @@ int pp_stack_reuse_init(pp_stack_reuse *r, const pp_graph *g, const pp_kernel_gr
     r->in_group = calloc((size_t)g->n_nodes + 1, sizeof *r->in_group);
     r->wpos = malloc(((size_t)g->n_tensors + 1) * sizeof *r->wpos);
     r->traffic = 0;
+    r->k = k;
     if (!r->in_group || !r->wpos) {
         pp_stack_reuse_free(r);
         return -1;
@@ -491,8 +506,19 @@ void pp_stack_reuse_kernel(pp_stack_reuse *r, const pp_graph *g, const pp_kernel
                            pp_stack_kernel *S)
 {
     S->in_bytes[0] = S->in_bytes[1] = S->in_dist[0] = S->in_dist[1] = 0;
+    S->epilogue = 0;
     if (!r->in_group) return;
     int gi = r->in_group[G->nodes[0]];
+    if (S->elementwise) {
+        /* an epilogue: it reads the only use of a conv or matmul kernel's output */
+        const pp_node *nd = &g->nodes[G->nodes[0]];
+        for (int a = 0; a < nd->n_inputs && !S->epilogue; a++) {
+            int t = nd->inputs[a], p = t >= 0 ? g->tensors[t].producer : -1;
+            int pg = p >= 0 ? r->in_group[p] : 0;
+            S->epilogue = pg > 0 && pg != gi && g->tensors[t].n_consumers == 1 &&
+                          pp_stack_class_of(&g->nodes[r->k[pg - 1].nodes[0]].feat) != PP_SK_MEM;
+        }
+    }
     for (int s = 0; s < G->n; s++) {
         const pp_node *nd = &g->nodes[G->nodes[s]];
         for (int a = 0; a < nd->n_inputs; a++) {
@@ -659,6 +685,7 @@ static perfpred_status parse_stack(const cJSON *o, const char *path, pp_stack *s
         (st = pp_artifact_str(o, path, "framework", s->framework, sizeof s->framework, err)) ||
         (st = pp_artifact_str(o, path, "precision", prec, sizeof prec, err)))
         return st;
+    pp_stack_set_framework(s, s->framework);
     int p = pp_precision_from_name(prec);
     if (p != PP_PREC_FP32 && p != PP_PREC_FP16)
         return pp_err_set(err, PERFPRED_ERR_MODEL, "%s: precision '%s' (fp32 or fp16)", path,

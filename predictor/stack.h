@@ -38,9 +38,14 @@ typedef struct pp_stack {
     char framework[32];            /* "pytorch-eager", "torchscript", "tensorrt" */
     pp_precision precision;        /* tensors' precision: fp32 or fp16 */
     int tf32_conv;                 /* fp32 convolutions on TF32 tensor cores where the GPU has them */
-    int fuse_epilogue;             /* an element-wise kernel after a conv/matmul runs in its epilogue */
+    int fuse_epilogue;             /* an element-wise kernel that reads the only use of a
+                                      conv/matmul's output runs in that kernel's epilogue */
     int bn_kernel;                 /* BatchNorm runs as a kernel of its own after its convolution,
                                       where the ONNX export folded it into the weights */
+    int elide_concat;              /* a Concat of activations costs nothing: the builder has its
+                                      producers write into its output (TensorRT's concatenation
+                                      elision); derived from the framework
+                                      (pp_stack_set_framework), not stored */
     int fp16_acc16;                /* fp16 kernels may accumulate in fp16 (TensorRT's h884/h1688
                                       tactics), so they see the descriptor's fp16_acc16 peak where
                                       it states one; PyTorch's cuDNN and cuBLAS calls accumulate
@@ -164,7 +169,11 @@ double pp_pipeline_ms(const double *host_us, const double *gpu_ms, int n, double
  * a calibrated GPU time from layer models measured under this very stack, or NaN. */
 typedef struct pp_stack_kernel {
     pp_stack_class cls;
-    int elementwise;         /* an element-wise op (an epilogue candidate) */
+    int elementwise;         /* an element-wise op */
+    int epilogue;            /* element-wise and reading the only use of a conv or matmul
+                                kernel's output (pp_stack_reuse_kernel): a stack that fuses
+                                epilogues runs it inside that kernel */
+    int concat;              /* a Concat whose inputs are all activations (an elision candidate) */
     int bn;                  /* the BatchNorm pass the export folded into the conv before it: a
                                 kernel only where the stack has bn_kernel */
     double flops, bytes, blocks, cal_ms;
@@ -193,6 +202,8 @@ enum {
  * core its fused flops and bytes (fp32). Returns how many cores, -1 when out of memory. */
 int pp_stack_attention(const pp_graph *g, const pp_kernel_group *k, int n, int *role,
                        double *flops, double *bytes);
+/* Sets s->framework and what follows from it (elide_concat: TensorRT). */
+void pp_stack_set_framework(pp_stack *s, const char *framework);
 /* 1 when s runs attention fused on d: eager PyTorch under the current software
  * (pp_stack_current_software). */
 int pp_stack_fused_attention(const pp_stack *s, const pp_device *d);
@@ -211,18 +222,16 @@ static inline void pp_stack_kernel_work(int fused, const pp_stack_kernel *k, dou
     *bytes = core ? k->attn_bytes : k->bytes;
 }
 
-/* How kernel k runs under s, given the class of the kernel that ran before it (*prev_cls, -1 at
- * the start; updated) and whether s fuses attention on the device (pp_stack_fused_attention): 0
- * not at all (a folded BatchNorm the stack folds too, a fused attention's absorbed op), 1 in the
- * epilogue of the conv/matmul before it (no launch of its own), 2 as a kernel of its own. */
-static inline int pp_stack_role(const pp_stack *s, int fused_attn, const pp_stack_kernel *k,
-                                int *prev_cls)
+/* How kernel k runs under s, given whether s fuses attention on the device
+ * (pp_stack_fused_attention): 0 not at all (a folded BatchNorm the stack folds too, a fused
+ * attention's absorbed op, an elided concatenation), 1 in the epilogue of the conv/matmul whose
+ * output it reads (no launch of its own), 2 as a kernel of its own. */
+static inline int pp_stack_role(const pp_stack *s, int fused_attn, const pp_stack_kernel *k)
 {
     if (k->bn && !s->bn_kernel) return 0;
+    if (k->concat && s->elide_concat) return 0;
     if (fused_attn && k->attn == PP_ATTN_ABSORBED) return 0;
-    int fused = s->fuse_epilogue && k->elementwise && *prev_cls >= 0 && *prev_cls != PP_SK_MEM;
-    *prev_cls = (int)k->cls;
-    return fused ? 1 : 2;
+    return s->fuse_epilogue && k->epilogue ? 1 : 2;
 }
 
 /* 1 when node `conv` of g is a Conv into whose weights torch.onnx folded a BatchNorm (eval-mode
@@ -242,6 +251,7 @@ void pp_stack_mark_reuse(const pp_graph *g, const pp_kernel_group *k, int n, pp_
  * (pp_stack_reuse_kernel, S->bytes set) and its BatchNorm pass where it has one. */
 typedef struct pp_stack_reuse {
     int *in_group;  /* per node: 1 + its kernel group, 0 for none */
+    const pp_kernel_group *k; /* the groups */
     double *wpos;   /* per tensor: the traffic when it was last written, -1 never */
     double traffic; /* bytes (fp32) the kernels so far moved */
 } pp_stack_reuse;

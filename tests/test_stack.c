@@ -172,6 +172,101 @@ static void memory_time_should_use_the_measured_stream_bandwidth(void **state)
     assert_rel_close(pp_stack_gpu_ms(&s, &d, PP_SK_MEM, 0, 1e9, 2000, 0), 1e3 / 444.0, 1e-12);
 }
 
+/* The DRAM is one queue: a memory-bound kernel streams through the SMs its blocks occupy, at most
+ * what one SM of the GPU streams each, within the slice's bandwidth, and takes no waves. The
+ * A100 SXM4 40GB (configs/devices/a100.yaml): stream 1,381 GB/s over 108 SMs; its densest profile
+ * per SM is 1g.10gb, 2/8 of the bandwidth on 14 SMs: 1381 x 0.25 / 14 = 24.6607 GB/s an SM.
+ * At efficiency 1:
+ *   8 blocks (4 resident: 2 SMs), 1 MB: 1e6 / (2 x 24.6607e9) s = 0.0202752 ms on the full GPU
+ *     and on every slice (even 1g.5gb streams 1381 / 8 = 172.6 GB/s, past 2 SMs' 49.3);
+ *   1e6 blocks, 1 GB: the slice's bandwidth: 1g.5gb 1e9 / 172.625e9 s = 5.79290 ms, 1g.10gb and
+ *     2g.10gb 1e9 / 345.25e9 = 2.89645 ms, the full GPU 1e9 / 1381e9 = 0.724113 ms;
+ *   330 blocks (82.5 SMs), 1 GB on the full GPU: min(1381, 82.5 x 24.6607) = 1381 GB/s, 0.724113
+ *     ms, where 1.2 waves of 432 slots would have said 0.724113 / (330 / 432) = 0.947930 ms. */
+static void memory_time_should_stream_through_the_sms_a_kernel_occupies(void **state)
+{
+    (void)state;
+    pp_device_db *db = NULL;
+    pp_err err = {0};
+    assert_int_equal(pp_devices_load_dir(pp_test_path("configs/devices"), &db, &err), PERFPRED_OK);
+    const pp_device *full = pp_devices_find(db, "a100-sxm4-40gb");
+    const pp_device *g1 = pp_devices_find(db, "a100-sxm4-40gb-mig-1g.5gb");
+    const pp_device *g1m = pp_devices_find(db, "a100-sxm4-40gb-mig-1g.10gb");
+    const pp_device *g2 = pp_devices_find(db, "a100-sxm4-40gb-mig-2g.10gb");
+    assert_non_null(full);
+    assert_non_null(g1);
+    assert_non_null(g1m);
+    assert_non_null(g2);
+    assert_rel_close(pp_device_sm_stream_gbs(full), 1381 * 0.25 / 14, 1e-12);
+    assert_rel_close(pp_device_sm_stream_gbs(g2), 1381 * 0.25 / 14, 1e-12);
+    pp_stack s = flat_stack(PP_PREC_FP32, 1, 1, 1);
+    const pp_device *all[4] = {full, g1, g1m, g2};
+    for (int i = 0; i < 4; i++)
+        assert_rel_close(pp_stack_gpu_ms(&s, all[i], PP_SK_MEM, 0, 1e6, 8, 0), 0.0202752, 1e-5);
+    assert_rel_close(pp_stack_gpu_ms(&s, g1, PP_SK_MEM, 0, 1e9, 1e6, 0), 5.79290, 1e-5);
+    assert_rel_close(pp_stack_gpu_ms(&s, g1m, PP_SK_MEM, 0, 1e9, 1e6, 0), 2.89645, 1e-5);
+    assert_rel_close(pp_stack_gpu_ms(&s, g2, PP_SK_MEM, 0, 1e9, 1e6, 0), 2.89645, 1e-5);
+    assert_rel_close(pp_stack_gpu_ms(&s, full, PP_SK_MEM, 0, 1e9, 1e6, 0), 0.724113, 1e-5);
+    assert_rel_close(pp_stack_gpu_ms(&s, full, PP_SK_MEM, 0, 1e9, 330, 0), 0.724113, 1e-5);
+    pp_devices_free(db);
+}
+
+/* A bigger MIG slice is never slower: for every pair of the A100 40GB's profiles where one has at
+ * least the other's compute slices, memory slices and SMs, GoogLeNet's and MobileNetV2's kernels
+ * (batch 1, 4 and 32, a stack that charges the GPU only) take no longer on it. */
+static void a_bigger_mig_slice_should_never_be_slower(void **state)
+{
+    (void)state;
+    pp_device_db *db = NULL;
+    pp_err err = {0};
+    assert_int_equal(pp_devices_load_dir(pp_test_path("configs/devices"), &db, &err), PERFPRED_OK);
+    const pp_device *full = pp_devices_find(db, "a100-sxm4-40gb");
+    assert_non_null(full);
+    assert_true(full->n_mig_profiles >= 6);
+    const pp_device *slice[16];
+    int ns = 0;
+    for (int i = 0; i < full->n_mig_profiles && ns < 16; i++) {
+        char name[128];
+        snprintf(name, sizeof name, "a100-sxm4-40gb-mig-%s", full->mig_profiles[i].name);
+        assert_non_null(slice[ns++] = pp_devices_find(db, name));
+    }
+    pp_stack s = flat_stack(PP_PREC_FP32, 1, 1, 1);
+    s.timing_calls = 1;
+    const char *models[2] = {"tests/fixtures/models/googlenet.onnx",
+                             "tests/fixtures/models/mobilenet_v2.onnx"};
+    const int64_t batches[3] = {1, 4, 32};
+    int pairs = 0;
+    for (int m = 0; m < 2; m++)
+        for (int b = 0; b < 3; b++) {
+            pp_graph *g = NULL;
+            pp_shape_opts opts = {.batch = batches[b]};
+            assert_int_equal(pp_graph_load_full(pp_test_path(models[m]), &opts, &g, &err),
+                             PERFPRED_OK);
+            pp_stack_kernel *k = NULL;
+            int n = 0;
+            assert_int_equal(pp_graph_stack_kernels(g, full, &k, &n, &err), PERFPRED_OK);
+            double *scratch = malloc((size_t)n * 4 * sizeof *scratch), t[16];
+            assert_non_null(scratch);
+            for (int i = 0; i < ns; i++)
+                t[i] = pp_stack_latency_ms(&s, slice[i], k, n, scratch, NULL, NULL);
+            for (int i = 0; i < ns; i++)
+                for (int j = 0; j < ns; j++) {
+                    const pp_device *a = slice[i], *c = slice[j];
+                    if (i == j || c->mig_compute_slices < a->mig_compute_slices ||
+                        c->mig_memory_slices < a->mig_memory_slices ||
+                        c->compute_units < a->compute_units)
+                        continue;
+                    pairs++;
+                    assert_true(t[j] <= t[i] * (1 + 1e-12));
+                }
+            free(scratch);
+            free(k);
+            pp_graph_free(g);
+        }
+    assert_true(pairs > 6 * 10);
+    pp_devices_free(db);
+}
+
 /* Host costs of conv 100, element-wise 10 and the BatchNorm pass 30 us, on a host at 0.5x: a
  * conv, its BatchNorm pass and a ReLU, each with no GPU work, issue at 50, 65 and 70 us, so one
  * call takes 0.070 ms; a stack that folds BatchNorm issues two kernels: 0.055 ms. */
@@ -205,21 +300,68 @@ static void batchnorm_pass_should_cost_the_host_its_own(void **state)
 static void stack_roles_should_run_batchnorm_where_the_runtime_does(void **state)
 {
     (void)state;
-    pp_stack_kernel k[3] = {{.cls = PP_SK_CONV}, {.cls = PP_SK_MEM, .bn = 1},
-                            {.cls = PP_SK_MEM, .elementwise = 1}};
+    pp_stack_kernel k[5] = {{.cls = PP_SK_CONV},
+                            {.cls = PP_SK_MEM, .bn = 1},
+                            {.cls = PP_SK_MEM, .elementwise = 1, .epilogue = 1},
+                            {.cls = PP_SK_MEM, .elementwise = 1},
+                            {.cls = PP_SK_MEM, .concat = 1}};
     pp_stack eager = {0}, trt = {0};
+    pp_stack_set_framework(&eager, "pytorch-eager");
+    pp_stack_set_framework(&trt, "tensorrt");
     eager.bn_kernel = 1;
     trt.fuse_epilogue = 1;
-    int prev = -1, roles[3];
-    for (int i = 0; i < 3; i++) roles[i] = pp_stack_role(&eager, 0, &k[i], &prev);
-    assert_int_equal(roles[0], 2);
-    assert_int_equal(roles[1], 2);
-    assert_int_equal(roles[2], 2);
-    prev = -1;
-    for (int i = 0; i < 3; i++) roles[i] = pp_stack_role(&trt, 0, &k[i], &prev);
-    assert_int_equal(roles[0], 2);
-    assert_int_equal(roles[1], 0);
-    assert_int_equal(roles[2], 1);
+    static const int want_eager[5] = {2, 2, 2, 2, 2}, want_trt[5] = {2, 0, 1, 2, 0};
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(pp_stack_role(&eager, 0, &k[i]), want_eager[i]);
+        assert_int_equal(pp_stack_role(&trt, 0, &k[i]), want_trt[i]);
+    }
+}
+
+/* GoogLeNet as torchvision exports it (read off the file with python3-onnx): 57 Conv nodes, each
+ * read by one Relu only, and 9 Concat nodes of the inception blocks, whose inputs are the
+ * branches' Relu outputs. The node order interleaves the branches (a Relu often follows another
+ * branch's Conv), so an epilogue is known by what it reads, not by the kernel before it: every
+ * Relu is one, every Concat a concatenation of activations, nothing else is either. */
+static void epilogues_and_concats_should_follow_the_dataflow(void **state)
+{
+    (void)state;
+    pp_graph *g = NULL;
+    pp_err err = {0};
+    pp_shape_opts opts = {.batch = 1};
+    assert_int_equal(pp_graph_load_full(pp_test_path("tests/fixtures/models/googlenet.onnx"),
+                                        &opts, &g, &err),
+                     PERFPRED_OK);
+    pp_device_db *db = NULL;
+    assert_int_equal(pp_devices_load_dir(pp_test_path("configs/devices"), &db, &err), PERFPRED_OK);
+    const pp_device *d = pp_devices_find(db, "quadro-rtx-8000");
+    assert_non_null(d);
+    pp_stack_kernel *sk = NULL;
+    int n = 0, relu = 0, concat = 0, after_other = 0;
+    assert_int_equal(pp_graph_stack_kernels(g, d, &sk, &n, &err), PERFPRED_OK);
+    pp_kernel_group *k = NULL;
+    int nk = 0;
+    assert_int_equal(pp_graph_kernels(g, d, &k, &nk, &err), PERFPRED_OK);
+    /* each group's kernel, then the BatchNorm pass each Conv had folded in (BasicConv2d) */
+    assert_int_equal(n, nk + 57);
+    for (int i = 0, j = 0; i < nk; i++, j++) {
+        const char *op = g->nodes[k[i].nodes[0]].op_type;
+        int is_relu = strcmp(op, "Relu") == 0, is_concat = strcmp(op, "Concat") == 0;
+        assert_false(sk[j].bn);
+        assert_int_equal(sk[j].epilogue, is_relu);
+        assert_int_equal(sk[j].concat, is_concat);
+        relu += is_relu;
+        concat += is_concat;
+        if (is_relu && i > 0 && strcmp(g->nodes[k[i - 1].nodes[0]].op_type, "Conv") != 0)
+            after_other++;
+        if (j + 1 < n && sk[j + 1].bn) j++;
+    }
+    assert_int_equal(relu, 57);
+    assert_int_equal(concat, 9);
+    assert_true(after_other > 0); /* the order alone would have missed these */
+    free(k);
+    free(sk);
+    pp_graph_free(g);
+    pp_devices_free(db);
 }
 
 /* torchvision's ViT-B/32 as torch.onnx traced nn.MultiheadAttention's slow path: per encoder layer
@@ -786,8 +928,11 @@ int main(void)
         cmocka_unit_test(tensor_efficiency_should_apply_on_tensor_cores_only),
         cmocka_unit_test(fp16_accumulation_should_take_its_own_peak_where_the_stack_uses_it),
         cmocka_unit_test(memory_time_should_use_the_measured_stream_bandwidth),
+        cmocka_unit_test(memory_time_should_stream_through_the_sms_a_kernel_occupies),
+        cmocka_unit_test(a_bigger_mig_slice_should_never_be_slower),
         cmocka_unit_test(batchnorm_pass_should_cost_the_host_its_own),
         cmocka_unit_test(stack_roles_should_run_batchnorm_where_the_runtime_does),
+        cmocka_unit_test(epilogues_and_concats_should_follow_the_dataflow),
         cmocka_unit_test(bn_pass_should_follow_each_folded_conv),
         cmocka_unit_test(l2_reuse_should_find_the_stems_outputs_in_the_cache),
         cmocka_unit_test(attention_should_mark_the_fast_paths_kernels),
