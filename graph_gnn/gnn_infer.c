@@ -223,6 +223,176 @@ void pp_gnn_op_linear_t(int m, int k, int n, const float *x, int ldx, const floa
 
 int pp_gnn_infer_is_plain(void) { return atomic_load_explicit(&force_plain, memory_order_relaxed); }
 
+/* ---- two linear ops over the same rows, zero inputs skipped ----
+ * ya = ba + x wta and yb = bb + x wtb, 32 outputs each, summed over row i's nonzero columns only.
+ * With finite weights a zero x[i][c] adds a zero product: the sum keeps its value, and its bits
+ * unless it is a zero (an accumulator at -0 plus +0 gives +0). So the skipping sums take the
+ * values of the fused kernels' sums step by step, and their bits wherever a sum is not zero; a row
+ * that ends with a zero output, or skipped nothing, is left to (or has) the fused kernels' bits:
+ * such a row is recomputed by them. ReLU'd rows (layers after the first) are ~50-75% zeros. */
+static atomic_int no_sparse;
+void pp_gnn_infer_sparse(int on) { atomic_store(&no_sparse, on == 0); }
+
+#ifdef PP_VEC_KERNELS
+#define SPARSE_MAX_K 256
+typedef struct lin2 {
+    const float *wta, *ba, *wtb, *bb;
+    float *ya, *yb;
+    int lda, ldb;
+} lin2;
+
+/* the fused kernels' bits for row rows[t] (or t) */
+static void lin2_dense_row(linear32_fn *fn, int t, const int *rows, int k, const float *x, int ldx,
+                           const lin2 *p)
+{
+    int i = rows ? rows[t] : t;
+    lin_init ia = {.b = p->ba}, ib = {.b = p->bb};
+    fn(1, &i, k, x, ldx, p->wta, &ia, p->ya, p->lda);
+    fn(1, &i, k, x, ldx, p->wtb, &ib, p->yb, p->ldb);
+}
+
+/* one row's 2 x 32 sums over the columns idx[0..n): accumulators a[4] (ya's), b[4] (yb's) */
+#define SP_STEP(VT, W, LD, SET1, FMADD, xr, c, a, b)                                            \
+    do {                                                                                          \
+        enum { V = 32 / (W) };                                                                    \
+        VT xs_ = SET1((xr)[c]);                                                                   \
+        const float *wa_ = p->wta + (size_t)(c) * 32, *wb_ = p->wtb + (size_t)(c) * 32;           \
+        _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) {                                     \
+            (a)[v] = FMADD(LD(wa_ + v * (W)), xs_, (a)[v]);                                       \
+            (b)[v] = FMADD(LD(wb_ + v * (W)), xs_, (b)[v]);                                       \
+        }                                                                                         \
+    } while (0)
+
+__attribute__((target("avx512f"))) static int nz_cols_avx512(const float *xr, int k, int *idx)
+{
+    int n = 0, c = 0;
+    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    for (; c + 16 <= k; c += 16) {
+        /* not equal or unordered: NaN is kept */
+        __mmask16 mk = _mm512_cmp_ps_mask(_mm512_loadu_ps(xr + c), _mm512_setzero_ps(), _CMP_NEQ_UQ);
+        _mm512_mask_compressstoreu_epi32(idx + n, mk, _mm512_add_epi32(iota, _mm512_set1_epi32(c)));
+        n += __builtin_popcount(mk);
+    }
+    for (; c < k; c++) {
+        idx[n] = c;
+        n += !(xr[c] == 0.0f);
+    }
+    return n;
+}
+
+/* 32 zmm: two rows at a time (8 accumulators: the fused multiply-adds' latency hidden), over the
+ * columns both rows have, then each row's own rest. */
+__attribute__((target("avx512f"))) static void linear2_sparse_avx512(int m, const int *rows, int k,
+                                                                       const float *x, int ldx,
+                                                                       const lin2 *p)
+{
+    int idx[2][SPARSE_MAX_K];
+    for (int t = 0; t < m; t += 2) {
+        int two = t + 1 < m, nr = 1 + two;
+        const float *xr[2];
+        int n[2];
+        __m512 a[2][2], b[2][2];
+        for (int r = 0; r < nr; r++) {
+            xr[r] = x + (size_t)(rows ? rows[t + r] : t + r) * ldx;
+            n[r] = nz_cols_avx512(xr[r], k, idx[r]);
+            for (int v = 0; v < 2; v++) {
+                a[r][v] = p->ba ? _mm512_loadu_ps(p->ba + 16 * v) : _mm512_setzero_ps();
+                b[r][v] = p->bb ? _mm512_loadu_ps(p->bb + 16 * v) : _mm512_setzero_ps();
+            }
+        }
+        int j = 0;
+        if (two)
+            for (int both = n[0] < n[1] ? n[0] : n[1]; j < both; j++) {
+                SP_STEP(__m512, 16, _mm512_loadu_ps, _mm512_set1_ps, _mm512_fmadd_ps, xr[0],
+                        idx[0][j], a[0], b[0]);
+                SP_STEP(__m512, 16, _mm512_loadu_ps, _mm512_set1_ps, _mm512_fmadd_ps, xr[1],
+                        idx[1][j], a[1], b[1]);
+            }
+        for (int r = 0; r < nr; r++) {
+            for (int jr = j; jr < n[r]; jr++)
+                SP_STEP(__m512, 16, _mm512_loadu_ps, _mm512_set1_ps, _mm512_fmadd_ps, xr[r],
+                        idx[r][jr], a[r], b[r]);
+            int i = rows ? rows[t + r] : t + r;
+            __mmask16 zero = 0;
+            for (int v = 0; v < 2; v++) {
+                _mm512_storeu_ps(p->ya + (size_t)i * p->lda + 16 * v, a[r][v]);
+                _mm512_storeu_ps(p->yb + (size_t)i * p->ldb + 16 * v, b[r][v]);
+                zero |= _mm512_cmp_ps_mask(a[r][v], _mm512_setzero_ps(), _CMP_EQ_OQ) |
+                        _mm512_cmp_ps_mask(b[r][v], _mm512_setzero_ps(), _CMP_EQ_OQ);
+            }
+            if (zero && n[r] < k) lin2_dense_row(linear32_avx512, t + r, rows, k, x, ldx, p);
+        }
+    }
+}
+
+/* 16 ymm: one row at a time, 8 accumulators, walking the bits of each 8 columns' nonzero mask */
+__attribute__((target("avx2,fma"))) static void linear2_sparse_avx2(int m, const int *rows, int k,
+                                                                    const float *x, int ldx,
+                                                                    const lin2 *p)
+{
+    for (int t = 0; t < m; t++) {
+        int i = rows ? rows[t] : t, n = 0;
+        const float *xr = x + (size_t)i * ldx;
+        __m256 a[4], b[4];
+        for (int v = 0; v < 4; v++) {
+            a[v] = p->ba ? _mm256_loadu_ps(p->ba + 8 * v) : _mm256_setzero_ps();
+            b[v] = p->bb ? _mm256_loadu_ps(p->bb + 8 * v) : _mm256_setzero_ps();
+        }
+        int c0 = 0;
+        for (; c0 + 8 <= k; c0 += 8) {
+            /* not equal or unordered: NaN is kept */
+            unsigned mk = (unsigned)_mm256_movemask_ps(
+                _mm256_cmp_ps(_mm256_loadu_ps(xr + c0), _mm256_setzero_ps(), _CMP_NEQ_UQ));
+            n += __builtin_popcount(mk);
+            for (; mk; mk &= mk - 1)
+                SP_STEP(__m256, 8, _mm256_loadu_ps, _mm256_set1_ps, _mm256_fmadd_ps, xr,
+                        c0 + __builtin_ctz(mk), a, b);
+        }
+        for (int c = c0; c < k; c++)
+            if (!(xr[c] == 0.0f)) {
+                n++;
+                SP_STEP(__m256, 8, _mm256_loadu_ps, _mm256_set1_ps, _mm256_fmadd_ps, xr, c, a, b);
+            }
+        __m256 zero = _mm256_setzero_ps();
+        for (int v = 0; v < 4; v++) {
+            _mm256_storeu_ps(p->ya + (size_t)i * p->lda + 8 * v, a[v]);
+            _mm256_storeu_ps(p->yb + (size_t)i * p->ldb + 8 * v, b[v]);
+            zero = _mm256_or_ps(zero, _mm256_or_ps(_mm256_cmp_ps(a[v], _mm256_setzero_ps(), _CMP_EQ_OQ),
+                                                   _mm256_cmp_ps(b[v], _mm256_setzero_ps(), _CMP_EQ_OQ)));
+        }
+        if (_mm256_movemask_ps(zero) && n < k) lin2_dense_row(linear32_avx2, t, rows, k, x, ldx, p);
+    }
+}
+#endif
+
+void pp_gnn_op_linear2_rows_t(int m, const int *rows, int k, int n, const float *x, int ldx,
+                              const float *wta, const float *ba, float *ya, int ldya,
+                              const float *wtb, const float *bb, float *yb, int ldyb,
+                              int finite_w)
+{
+#ifdef PP_VEC_KERNELS
+    if (finite_w && n == 32 && k <= SPARSE_MAX_K && m > 0 &&
+        !atomic_load_explicit(&no_sparse, memory_order_relaxed) &&
+        !atomic_load_explicit(&force_plain, memory_order_relaxed)) {
+        linear32_fn *fn = linear32_kernel();
+        lin2 p = {.wta = wta, .ba = ba, .wtb = wtb, .bb = bb, .ya = ya, .yb = yb, .lda = ldya,
+                  .ldb = ldyb};
+        if (fn == linear32_avx512) {
+            linear2_sparse_avx512(m, rows, k, x, ldx, &p);
+            return;
+        }
+        if (fn == linear32_avx2) {
+            linear2_sparse_avx2(m, rows, k, x, ldx, &p);
+            return;
+        }
+    }
+#else
+    (void)finite_w;
+#endif
+    pp_gnn_op_linear_rows_t(m, rows, k, n, x, ldx, wta, ba, ya, ldya);
+    pp_gnn_op_linear_rows_t(m, rows, k, n, x, ldx, wtb, bb, yb, ldyb);
+}
+
 /* ---- aggregate, relu and pool of the forward-only pass, 32 channels wide ----
  * The same operations as gnn_ops.c's loops, lane by lane, so the same bits: max(a, b) is MAXPS,
  * which gives b unless a > b (NaN included), as `a > b ? a : b` does; relu is max(y, +0). */
