@@ -84,15 +84,21 @@ static int reserve(pp_graph *g, int n_tensors, int n_nodes)
 {
     /* grown once to n_tensors: each step rehashes the whole table */
     if (n_tensors > 0 && pp_strmap_reserve(&g->index, (size_t)n_tensors)) return -1;
+    /* a new block and a copy of the live entries only: realloc would copy the whole old block
+     * (a builder reserves its network after its first tensor, in a block of 64) */
     if (n_tensors > g->cap_tensors) {
-        pp_tensor *nt = realloc(g->tensors, (size_t)n_tensors * sizeof *nt);
+        pp_tensor *nt = malloc((size_t)n_tensors * sizeof *nt);
         if (!nt) return -1;
+        if (g->n_tensors) memcpy(nt, g->tensors, (size_t)g->n_tensors * sizeof *nt);
+        free(g->tensors);
         g->tensors = nt;
         g->cap_tensors = n_tensors;
     }
     if (n_nodes > g->cap_nodes) {
-        pp_node *nn = realloc(g->nodes, (size_t)n_nodes * sizeof *nn);
+        pp_node *nn = malloc((size_t)n_nodes * sizeof *nn);
         if (!nn) return -1;
+        if (g->n_nodes) memcpy(nn, g->nodes, (size_t)g->n_nodes * sizeof *nn);
+        free(g->nodes);
         g->nodes = nn;
         g->cap_nodes = n_nodes;
     }

@@ -195,11 +195,19 @@ static int make_key(const pp_graph *g, const pp_node *n, uint64_t *w)
     return k;
 }
 
-/* where to look; the whole key is compared */
+/* where to look; the whole key is compared. Four lanes: one chain of multiplies over a ~40-word
+ * key waited on each multiply's latency. */
 static uint64_t hash_key(const uint64_t *w, int n)
 {
-    uint64_t h = (uint64_t)n;
-    for (int i = 0; i < n; i++) h = (h + w[i]) * 0x9e3779b97f4a7c15ull;
+    const uint64_t K = 0x9e3779b97f4a7c15ull;
+    uint64_t a[4] = {(uint64_t)n, 0xc2b2ae3d27d4eb4full, 0x165667b19e3779f9ull,
+                     0x27d4eb2f165667c5ull};
+    int i = 0;
+    for (; i + 4 <= n; i += 4)
+        for (int j = 0; j < 4; j++) a[j] = (a[j] + w[i + j]) * K;
+    for (; i < n; i++) a[0] = (a[0] + w[i]) * K;
+    uint64_t h = (((a[0] * K) ^ a[1]) * K ^ a[2]) * K ^ a[3];
+    h *= K;
     return h ^ h >> 29;
 }
 

@@ -252,6 +252,8 @@ typedef struct gnn_ws {
     float o[PP_GNN_MAX_TARGETS], d_o[PP_GNN_MAX_TARGETS];
     float *P, *dP, *Q, *dQ;              /* [n][H], [S][H] */
     const float *wt;                     /* forward-only predictions: transposed weights, else NULL */
+    size_t n_wt;                         /* the model's parameter count (wt's length) */
+    int wt_finite;                       /* every float of wt is finite */
     float *bias_g;                       /* [H] forward-only: b + g^l W[:, g block]^T */
     float *pre;                          /* [n][H] forward-only: bias_g + h^l W[:, h block]^T */
     /* forward-only: nodes whose rows are the same bits at level l (see node_classes) */
@@ -302,6 +304,7 @@ static perfpred_status ws_init(gnn_ws *ws, const pp_gnn *m, int cap_n, int cap_e
     size_t N = (size_t)cap_n, S = 2 * (size_t)cap_e, H = (size_t)m->params.hidden;
     ws->cap_n = cap_n;
     ws->cap_e = cap_e;
+    ws->n_wt = m->n_params;
     ws->slot_ptr = WS_I(N + 1);
     ws->cursor = WS_I(N + 1);
     ws->slot_nb = WS_I(S);
@@ -678,14 +681,16 @@ static void gnn_forward_cls(const pp_gnn *m, gnn_ws *ws, const gnn_ws *cw, const
             const int *rl = cw->reps + (size_t)l * N, *rn = cw->reps + (size_t)(l + 1) * N;
             int nl = cw->n_reps[l], nn = cw->n_reps[l + 1];
             /* P for one node of each level-l class; messages read it through nb_rep */
-            pp_gnn_op_linear_rows_t(nl, rl, din, H, C, kc, ws->wt + lo->we, NULL, ws->P, H);
             /* h^{l+1} = relu(bias_g + h^l W_h^T + m^l W_m^T), summed in that order: its sums over
              * the h^l block are the same for a whole level-l class, so they are made once per
              * class (pre) and each level-(l+1) class goes on from its level-l class's row */
             fwd_linear(m, ws, 1, dg, H, ws->cg[l], dg, lo->w, kc, din + 2 * H, W + lo->b,
                        ws->bias_g, H);
-            pp_gnn_op_linear_rows_t(nl, rl, din, H, C, kc, ws->wt + lo->w, ws->bias_g, ws->pre,
-                                    H);
+            /* P and pre read the same rows; after layer 0 they are relu'd, mostly zeros, which
+             * the kernels skip (the same bits) */
+            pp_gnn_op_linear2_rows_t(nl, rl, din, H, C, kc, ws->wt + lo->we, NULL, ws->P, H,
+                                     ws->wt + lo->w, ws->bias_g, ws->pre, H,
+                                     l > 0 && ws->wt_finite);
             /* Q for one slot of each kind; messages read it through slot_key */
             pp_gnn_op_linear_rows_t(cw->n_qreps, cw->qreps, Fe + 1, H, ws->Z, Fe + 1,
                                     ws->wt + lo->we + (size_t)din * H, W + lo->be, ws->Q, H);
@@ -950,7 +955,11 @@ perfpred_status pp_gnn_fwd_run_member(const pp_gnn *m, pp_gnn_fwd *f, const pp_g
 
 void pp_gnn_fwd_use_weights_t(pp_gnn_fwd *f, const float *wt)
 {
-    if (f) f->ws.wt = wt;
+    if (!f) return;
+    f->ws.wt = wt;
+    int finite = wt != NULL;
+    for (size_t i = 0; finite && i < f->ws.n_wt; i++) finite = isfinite(wt[i]);
+    f->ws.wt_finite = finite;
 }
 
 void pp_gnn_fwd_free(pp_gnn_fwd *f)

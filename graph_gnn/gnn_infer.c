@@ -223,6 +223,115 @@ void pp_gnn_op_linear_t(int m, int k, int n, const float *x, int ldx, const floa
 
 int pp_gnn_infer_is_plain(void) { return atomic_load_explicit(&force_plain, memory_order_relaxed); }
 
+/* ---- two linear ops over the same rows, zero inputs skipped ----
+ * ya = ba + x wta and yb = bb + x wtb, 32 outputs each, summed over row i's nonzero columns only.
+ * With finite weights a zero x[i][c] adds a zero product: the sum keeps its value, and its bits
+ * unless it is a zero (an accumulator at -0 plus +0 gives +0). So the skipping sums take the
+ * values of the fused kernels' sums step by step, and their bits wherever a sum is not zero; a row
+ * that ends with a zero output, or skipped nothing, is left to (or has) the fused kernels' bits:
+ * such a row is recomputed by them. ReLU'd rows (layers after the first) are ~50-75% zeros.
+ * It pays with AVX2 (one row's 8 accumulators, 1.33x the 3-row kernel at 65% zeros on an Intel
+ * Xeon guest forced to AVX2), not with AVX-512, whose 8-row kernel is bound by its fused
+ * multiply-adds and which a row at a time (or 8-row blocks skipping the columns zero in all 8)
+ * did not beat: there both ops take the fused kernel. */
+static atomic_int sparse_mode = 1;
+void pp_gnn_infer_sparse(int mode) { atomic_store(&sparse_mode, mode < 0 ? 0 : mode > 2 ? 2 : mode); }
+
+#ifdef PP_VEC_KERNELS
+#define SPARSE_MAX_K 256
+typedef struct lin2 {
+    const float *wta, *ba, *wtb, *bb;
+    float *ya, *yb;
+    int lda, ldb;
+} lin2;
+
+/* the fused kernels' bits for row rows[t] (or t) */
+static void lin2_dense_row(linear32_fn *fn, int t, const int *rows, int k, const float *x, int ldx,
+                           const lin2 *p)
+{
+    int i = rows ? rows[t] : t;
+    lin_init ia = {.b = p->ba}, ib = {.b = p->bb};
+    fn(1, &i, k, x, ldx, p->wta, &ia, p->ya, p->lda);
+    fn(1, &i, k, x, ldx, p->wtb, &ib, p->yb, p->ldb);
+}
+
+/* one row's 2 x 32 sums over the columns idx[0..n): accumulators a[4] (ya's), b[4] (yb's) */
+#define SP_STEP(VT, W, LD, SET1, FMADD, xr, c, a, b)                                            \
+    do {                                                                                          \
+        enum { V = 32 / (W) };                                                                    \
+        VT xs_ = SET1((xr)[c]);                                                                   \
+        const float *wa_ = p->wta + (size_t)(c) * 32, *wb_ = p->wtb + (size_t)(c) * 32;           \
+        _Pragma("GCC unroll 4") for (int v = 0; v < V; v++) {                                     \
+            (a)[v] = FMADD(LD(wa_ + v * (W)), xs_, (a)[v]);                                       \
+            (b)[v] = FMADD(LD(wb_ + v * (W)), xs_, (b)[v]);                                       \
+        }                                                                                         \
+    } while (0)
+
+/* 16 ymm: one row at a time, 8 accumulators, walking the bits of each 8 columns' nonzero mask */
+__attribute__((target("avx2,fma"))) static void linear2_sparse_avx2(int m, const int *rows, int k,
+                                                                    const float *x, int ldx,
+                                                                    const lin2 *p)
+{
+    for (int t = 0; t < m; t++) {
+        int i = rows ? rows[t] : t, n = 0;
+        const float *xr = x + (size_t)i * ldx;
+        __m256 a[4], b[4];
+        for (int v = 0; v < 4; v++) {
+            a[v] = p->ba ? _mm256_loadu_ps(p->ba + 8 * v) : _mm256_setzero_ps();
+            b[v] = p->bb ? _mm256_loadu_ps(p->bb + 8 * v) : _mm256_setzero_ps();
+        }
+        int c0 = 0;
+        for (; c0 + 8 <= k; c0 += 8) {
+            /* not equal or unordered: NaN is kept */
+            unsigned mk = (unsigned)_mm256_movemask_ps(
+                _mm256_cmp_ps(_mm256_loadu_ps(xr + c0), _mm256_setzero_ps(), _CMP_NEQ_UQ));
+            n += __builtin_popcount(mk);
+            for (; mk; mk &= mk - 1)
+                SP_STEP(__m256, 8, _mm256_loadu_ps, _mm256_set1_ps, _mm256_fmadd_ps, xr,
+                        c0 + __builtin_ctz(mk), a, b);
+        }
+        for (int c = c0; c < k; c++)
+            if (!(xr[c] == 0.0f)) {
+                n++;
+                SP_STEP(__m256, 8, _mm256_loadu_ps, _mm256_set1_ps, _mm256_fmadd_ps, xr, c, a, b);
+            }
+        __m256 zero = _mm256_setzero_ps();
+        for (int v = 0; v < 4; v++) {
+            _mm256_storeu_ps(p->ya + (size_t)i * p->lda + 8 * v, a[v]);
+            _mm256_storeu_ps(p->yb + (size_t)i * p->ldb + 8 * v, b[v]);
+            zero = _mm256_or_ps(zero, _mm256_or_ps(_mm256_cmp_ps(a[v], _mm256_setzero_ps(), _CMP_EQ_OQ),
+                                                   _mm256_cmp_ps(b[v], _mm256_setzero_ps(), _CMP_EQ_OQ)));
+        }
+        if (_mm256_movemask_ps(zero) && n < k) lin2_dense_row(linear32_avx2, t, rows, k, x, ldx, p);
+    }
+}
+#endif
+
+void pp_gnn_op_linear2_rows_t(int m, const int *rows, int k, int n, const float *x, int ldx,
+                              const float *wta, const float *ba, float *ya, int ldya,
+                              const float *wtb, const float *bb, float *yb, int ldyb,
+                              int finite_w)
+{
+#ifdef PP_VEC_KERNELS
+    int mode = atomic_load_explicit(&sparse_mode, memory_order_relaxed);
+    if (finite_w && n == 32 && k <= SPARSE_MAX_K && m > 0 && mode &&
+        !atomic_load_explicit(&force_plain, memory_order_relaxed)) {
+        linear32_fn *fn = linear32_kernel();
+        /* mode 2 (tests): the AVX2 kernel on an AVX-512 machine too (the same bits) */
+        if (fn == linear32_avx2 || (mode == 2 && fn == linear32_avx512)) {
+            lin2 p = {.wta = wta, .ba = ba, .wtb = wtb, .bb = bb, .ya = ya, .yb = yb,
+                      .lda = ldya, .ldb = ldyb};
+            linear2_sparse_avx2(m, rows, k, x, ldx, &p);
+            return;
+        }
+    }
+#else
+    (void)finite_w;
+#endif
+    pp_gnn_op_linear_rows_t(m, rows, k, n, x, ldx, wta, ba, ya, ldya);
+    pp_gnn_op_linear_rows_t(m, rows, k, n, x, ldx, wtb, bb, yb, ldyb);
+}
+
 /* ---- aggregate, relu and pool of the forward-only pass, 32 channels wide ----
  * The same operations as gnn_ops.c's loops, lane by lane, so the same bits: max(a, b) is MAXPS,
  * which gives b unless a > b (NaN included), as `a > b ? a : b` does; relu is max(y, +0). */

@@ -334,6 +334,19 @@ void pp_gnn_op_linear_rows_t(int m, const int *rows, int k, int n, const float *
 void pp_gnn_op_linear_rows_from_t(int m, const int *rows, int k, int n, const float *x, int ldx,
                                   const float *wt, const float *y0, const int *y0_map, int ldy0,
                                   float *y, int ldy);
+/* Two calls of pp_gnn_op_linear_rows_t over the same rows of x: ya = ba + x wta, yb = bb + x wtb
+ * (n outputs each), the same bits. finite_w != 0 (the caller checked that wta's and wtb's first k
+ * rows are finite): where the AVX2 kernel runs at n = 32, each row is summed over its nonzero
+ * columns only and a row that ends with a zero output is summed again over all (gnn_infer.c says
+ * why that gives the same bits, and why AVX-512 machines sum every column). */
+void pp_gnn_op_linear2_rows_t(int m, const int *rows, int k, int n, const float *x, int ldx,
+                              const float *wta, const float *ba, float *ya, int ldya,
+                              const float *wtb, const float *bb, float *yb, int ldyb,
+                              int finite_w);
+/* pp_gnn_op_linear2_rows_t's zero skipping: 0 off (every column summed), 1 where it pays (the
+ * default: AVX2 machines), 2 wherever AVX2 and FMA run, AVX-512 machines included (for tests:
+ * the same bits). Process-wide. */
+void pp_gnn_infer_sparse(int mode);
 /* pp_gnn_op_aggregate's forward without argmax (the same bits), vector kernels where h = 32. */
 void pp_gnn_aggregate_t(int n_nodes, int h, const int *slot_ptr, const int *slot_nb,
                         const float *P, const float *Q, float *M, int ldm);

@@ -295,6 +295,71 @@ static void linear_t_kernels_should_round_as_fused_multiply_adds(void **state)
     free(yb);
 }
 
+/* pp_gnn_op_linear2_rows_t skipping zero columns gives the bits of two calls of
+ * pp_gnn_op_linear_rows_t summing every column: rows mostly zeros (+0 and -0), rows all zeros,
+ * NaN and infinite inputs, starts with -0 (a start of -0 plus a skipped +0 product stays -0 where
+ * the full sum gives +0: such rows must be summed again), odd row counts, widths other than
+ * multiples of 8, and unfinite weights (nothing skipped). Mode 2 runs the skipping (AVX2) kernel
+ * on AVX-512 machines as well. */
+static void linear2_skipping_zeros_should_equal_two_full_calls(void **state)
+{
+    (void)state;
+    enum { M = 23, K = 45, LDX = 47, LDY = 35 };
+    static float x[M * LDX], wa[K * 32], wb[K * 32], ba[32], bb[32];
+    static float y1a[M * LDY], y1b[M * LDY], y2a[M * LDY], y2b[M * LDY];
+    pp_gnn_rng r;
+    pp_gnn_rng_seed(&r, 77);
+    static const float special[] = {-0.0f, NAN, INFINITY, 1e-39f, -1e30f, 1.0f / 3.0f};
+    for (int i = 0; i < M * LDX; i++) {
+        int u = (int)pp_gnn_rng_below(&r, 40);
+        x[i] = u < 24 ? 0.0f : u == 24 ? special[pp_gnn_rng_below(&r, 6)]
+                                       : (float)(pp_gnn_rng_uniform(&r) * 2.0 - 1.0);
+    }
+    for (int c = 0; c < LDX; c++) x[3 * LDX + c] = x[8 * LDX + c] = 0.0f; /* rows all zeros */
+    for (int c = 0; c < LDX; c++) x[9 * LDX + c] = c % 2 ? -0.0f : 0.0f;
+    for (int c = 0; c < LDX; c++) x[10 * LDX + c] = c == 5 ? 1.0f : 0.0f;
+    for (int i = 0; i < K * 32; i++) {
+        wa[i] = pp_gnn_rng_below(&r, 13) == 0 ? -0.0f : (float)(pp_gnn_rng_uniform(&r) - 0.5);
+        wb[i] = (float)pp_gnn_rng_uniform(&r); /* >= 0: skipped +0 products */
+    }
+    /* row 10 sums to exactly 0 in output 3 of wa from a start of 0 */
+    for (int j = 0; j < 32; j++) {
+        ba[j] = j % 3 == 0 ? -0.0f : (float)(pp_gnn_rng_uniform(&r) - 0.5);
+        bb[j] = j % 4 == 1 ? -0.0f : (float)pp_gnn_rng_uniform(&r);
+    }
+    wa[5 * 32 + 3] = 0.0f;
+    int rows[M], m = 0;
+    for (int i = 0; i < M; i++)
+        if (i % 7 != 6) rows[m++] = (i * 5) % M;
+    int n_cmp = 0, n_neg0 = 0;
+    for (int finite = 0; finite < 2; finite++)
+        for (int sparse = 0; sparse < 2; sparse++)
+            for (int k = 0; k <= K; k += (k < 17 ? 1 : 7))
+                for (int mm = 0; mm <= m; mm += (mm < 4 ? 1 : 5))
+                    for (int with_b = 0; with_b < 4; with_b++) {
+                        const float *pa = with_b & 1 ? ba : NULL, *pb = with_b & 2 ? bb : NULL;
+                        for (int i = 0; i < M * LDY; i++)
+                            y1a[i] = y1b[i] = y2a[i] = y2b[i] = (float)i;
+                        wa[7 * 32] = finite ? 0.5f : INFINITY;
+                        pp_gnn_infer_sparse(sparse ? 2 : 0); /* 2: the AVX2 kernel here too */
+                        pp_gnn_op_linear2_rows_t(mm, rows, k, 32, x, LDX, wa, pa, y1a, LDY, wb,
+                                                 pb, y1b, LDY, finite);
+                        pp_gnn_infer_sparse(1);
+                        pp_gnn_op_linear_rows_t(mm, rows, k, 32, x, LDX, wa, pa, y2a, LDY);
+                        pp_gnn_op_linear_rows_t(mm, rows, k, 32, x, LDX, wb, pb, y2b, LDY);
+                        assert_memory_equal(y1a, y2a, sizeof y1a);
+                        assert_memory_equal(y1b, y2b, sizeof y1b);
+                        for (int i = 0; i < M * LDY; i++)
+                            n_neg0 += (y2a[i] == 0.0f && signbit(y2a[i])) +
+                                      (y2b[i] == 0.0f && signbit(y2b[i]));
+                        n_cmp++;
+                    }
+    wa[7 * 32] = 0.5f;
+    print_message("two linear ops skipping zeros: %d cases bit for bit, %d negative zeros\n",
+                  n_cmp, n_neg0);
+    assert_true(n_neg0 > 0); /* the signed-zero cases were reached */
+}
+
 /* x_like is a hint the forward checks: none, wrong ones and right ones give the same bits. */
 static void row_hints_should_change_no_bit(void **state)
 {
@@ -634,6 +699,7 @@ int main(void)
         cmocka_unit_test(fast_forward_should_be_thread_safe),
         cmocka_unit_test(linear_t_kernels_should_round_as_fused_multiply_adds),
         cmocka_unit_test(linear_rows_from_should_equal_one_call_over_all_columns),
+        cmocka_unit_test(linear2_skipping_zeros_should_equal_two_full_calls),
         cmocka_unit_test(fast_forward_should_give_the_same_bits_without_row_classes),
         cmocka_unit_test(aggregate_and_pool_kernels_should_equal_plain_loops_bit_for_bit),
         cmocka_unit_test(pool_over_class_rows_should_equal_pool_over_copies),

@@ -436,7 +436,7 @@ void pp_fmt_double(char *out, size_t n, double v)
 static int strmap_rehash(pp_strmap *m, size_t ncap)
 {
     const char **k2 = calloc(ncap, sizeof *k2);
-    int *v2 = calloc(ncap, sizeof *v2);
+    int *v2 = malloc(ncap * sizeof *v2); /* read only where a key is set */
     if (!k2 || !v2) {
         free(k2);
         free(v2);
