@@ -476,6 +476,7 @@ static void stack_from_x(const double *x, pp_stack *s, double host_hi, const int
                                              : h;
         s->eff[c] = from_x(x, 1 + PP_SK__COUNT + c);
     }
+    if (s->one_gemm) s->eff[PP_SK_MATMUL] = s->eff[PP_SK_CONV];
     /* every op pays at least an element-wise op's dispatch; a convolution or matrix product adds
      * its library's set-up (cuDNN, cuBLAS: 2-3x an add in torch.profiler, lab/op_host_profile.py).
      * Their parameters are the excess over the memory class's, so a fit whose rows hold few of a

@@ -66,7 +66,8 @@ double pp_stack_peak_tflops(const pp_stack *s, const pp_device *d, pp_stack_clas
     if (tensor && s->precision == PP_PREC_FP16)
         tf = s->fp16_acc16 && d->peak_fp16_acc16_tflops > 0 ? d->peak_fp16_acc16_tflops
                                                             : d->peak_tflops[PP_PREC_FP16];
-    else if (tensor && s->tf32_conv && c != PP_SK_MATMUL) tf = d->peak_tflops[PP_PREC_TF32];
+    else if (tensor && s->tf32_conv && (c != PP_SK_MATMUL || s->one_gemm))
+        tf = d->peak_tflops[PP_PREC_TF32];
     /* GPUs without tensor cores for the stack's precision run it on the fp32 lanes */
     return tf > fp32 ? tf : fp32;
 }
@@ -188,6 +189,7 @@ void pp_stack_set_framework(pp_stack *s, const char *framework)
     /* TensorRT's builder has a concatenation's producers write into their slices of its output
      * (its verbose build log: "Eliminating concatenation ..."), so no copy runs; PyTorch copies */
     s->elide_concat = strcmp(s->framework, "tensorrt") == 0;
+    s->one_gemm = s->elide_concat;
 }
 
 /* ------------------------------------------------------------- attention ---- */

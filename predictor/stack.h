@@ -46,6 +46,12 @@ typedef struct pp_stack {
                                       producers write into its output (TensorRT's concatenation
                                       elision); derived from the framework
                                       (pp_stack_set_framework), not stored */
+    int one_gemm;                  /* matrix products are priced as convolutions: TF32 where
+                                      convolutions take it (TensorRT's TF32 builder flag covers
+                                      every layer; PyTorch keeps matmul in fp32 since 1.12) and
+                                      the conv class's efficiency (both run the same tensor-core
+                                      GEMM kernels, and CNN rows hold too few matrix products to
+                                      price them apart); derived from the framework, not stored */
     int fp16_acc16;                /* fp16 kernels may accumulate in fp16 (TensorRT's h884/h1688
                                       tactics), so they see the descriptor's fp16_acc16 peak where
                                       it states one; PyTorch's cuDNN and cuBLAS calls accumulate
@@ -133,11 +139,12 @@ static inline int pp_stack_fp32_doubled(const pp_device *d) { return d->compute_
 /* The share of eff[c] class c keeps on d: tc_eff of d's generation on tensor cores; on the fp32
  * lanes of a doubled-fp32 GPU, fp32_dual_eff for a compute class; else 1. */
 double pp_stack_tensor_share(const pp_stack *s, const pp_device *d, pp_stack_class c);
-/* t = max(tc / (eff[c] x share), tm / eff[memory]) + gpu_min, share from pp_stack_tensor_share */
+/* t = max(tc / (eff[c] x share), tm / eff[memory]) + gpu_min, share from pp_stack_tensor_share;
+ * a matrix product takes eff[conv] where the stack has one_gemm */
 static inline double pp_stack_time_from_units(const pp_stack *s, pp_stack_class c, double share,
                                               double tc_ms, double tm_ms)
 {
-    double e = s->eff[c] * share;
+    double e = s->eff[s->one_gemm && c == PP_SK_MATMUL ? PP_SK_CONV : c] * share;
     double a = c != PP_SK_MEM ? tc_ms / e : 0, b = tm_ms / s->eff[PP_SK_MEM];
     return (a > b ? a : b) + s->gpu_min_us * 1e-3;
 }

@@ -81,7 +81,10 @@ static void mig_scaling_should_follow_waves(void **state)
  *   fp32 stack without TF32:            1e9 / (10e12 x 0.5)        = 0.2 ms
  *   with TF32 convolutions, cc 8.0:     1e9 / (40e12 x 0.5 x 0.25) = 0.2 ms
  *   the same GPU as cc 9.0 (Hopper):    1e9 / (40e12 x 0.5 x 0.5)  = 0.1 ms
- * and a matrix product stays on the fp32 lanes (PyTorch's default) whatever tc_eff is: 0.2 ms. */
+ * and a matrix product stays on the fp32 lanes (PyTorch's default) whatever tc_eff is: 0.2 ms;
+ * under TensorRT, whose TF32 covers every layer, it takes the tensor cores as the conv does, at
+ * the conv class's efficiency (0.8 here, its own 0.5 ignored): 1e9 / (40e12 x 0.8 x 0.5) =
+ * 0.0625 ms on the Hopper. */
 /* A stack of precision p with every class at efficiency eff and tensor-core shares tc0 (before
  * Hopper) and tc1 (Hopper); nothing else set. */
 static pp_stack flat_stack(pp_precision p, double eff, double tc0, double tc1)
@@ -114,6 +117,10 @@ static void tensor_efficiency_should_apply_on_tensor_cores_only(void **state)
     assert_false(pp_stack_on_tensor_cores(&s, &d, PP_SK_MATMUL));
     assert_rel_close(pp_stack_gpu_ms(&s, &d, PP_SK_MATMUL, 1e9, 1, 1000, 64), 0.2, 1e-12);
     assert_false(pp_stack_on_tensor_cores(&s, &d, PP_SK_MEM));
+    pp_stack_set_framework(&s, "tensorrt");
+    assert_true(pp_stack_on_tensor_cores(&s, &d, PP_SK_MATMUL));
+    s.eff[PP_SK_CONV] = 0.8;
+    assert_rel_close(pp_stack_gpu_ms(&s, &d, PP_SK_MATMUL, 1e9, 1, 1000, 64), 0.0625, 1e-12);
 }
 
 /* A GeForce-like card: fp16 tensor cores at 40 TFLOP/s accumulating in fp32, 80 in fp16. A conv
