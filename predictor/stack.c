@@ -196,7 +196,10 @@ void pp_stack_set_framework(pp_stack *s, const char *framework)
 
 int pp_stack_fused_attention(const pp_stack *s, const pp_device *d)
 {
-    return strcmp(s->framework, "pytorch-eager") == 0 && pp_stack_current_software(d);
+    /* TensorRT 8.6 on fuses multi-head attention into one kernel on Ampere and later (its
+     * "MHA fusion"); the 2022 Torch-TensorRT rows hold no transformer to say otherwise */
+    return (strcmp(s->framework, "pytorch-eager") == 0 || strcmp(s->framework, "tensorrt") == 0) &&
+           pp_stack_current_software(d);
 }
 
 /* A tensor that no runtime computes (a weight or a folded constant). */

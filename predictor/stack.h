@@ -211,7 +211,7 @@ int pp_stack_attention(const pp_graph *g, const pp_kernel_group *k, int n, int *
                        double *flops, double *bytes);
 /* Sets s->framework and what follows from it (elide_concat: TensorRT). */
 void pp_stack_set_framework(pp_stack *s, const char *framework);
-/* 1 when s runs attention fused on d: eager PyTorch under the current software
+/* 1 when s runs attention fused on d: eager PyTorch or TensorRT under the current software
  * (pp_stack_current_software). */
 int pp_stack_fused_attention(const pp_stack *s, const pp_device *d);
 /* The FLOPs and bytes (fp32) kernel k does under s on d: a fused core's attn_* figures. */

@@ -441,7 +441,7 @@ static void attention_should_mark_the_fast_paths_kernels(void **state)
  * kernel nothing; the 2022 software (an estimated host) runs every kernel. Three kernels (a core,
  * an absorbed matrix product, a memory op), no GPU work worth counting, hosts 10 us (matmul) and
  * 4 us (memory) at scale 1, one call: fused, 10 + 4 for the core and 4 = 18 us; unfused, 10 + 10
- * + 4 = 24 us. TorchScript keeps every kernel. */
+ * + 4 = 24 us. TorchScript keeps every kernel; TensorRT fuses it under the current software. */
 static void fused_attention_should_charge_one_dispatch_per_fused_op(void **state)
 {
     (void)state;
@@ -474,6 +474,10 @@ static void fused_attention_should_charge_one_dispatch_per_fused_op(void **state
     assert_rel_close(host_ms, 0.024, 1e-12);
     snprintf(s.framework, sizeof s.framework, "torchscript");
     d.host_dispatch_source = PP_HOST_MEASURED;
+    assert_false(pp_stack_fused_attention(&s, &d));
+    snprintf(s.framework, sizeof s.framework, "tensorrt");
+    assert_true(pp_stack_fused_attention(&s, &d));
+    d.host_dispatch_source = PP_HOST_ESTIMATE;
     assert_false(pp_stack_fused_attention(&s, &d));
 }
 
