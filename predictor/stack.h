@@ -119,9 +119,10 @@ typedef struct pp_stack {
 double pp_stack_gpu_ms(const pp_stack *s, const pp_device *d, pp_stack_class c, double flops,
                        double bytes, double blocks, double red);
 
-/* The two parts of pp_stack_gpu_ms before the stack's efficiencies: compute at the class's peak
- * and traffic at full bandwidth, each stretched by the wave factor (ms; tc = 0 for PP_SK_MEM).
- * A fit computes them once per kernel and device, then tries efficiencies. */
+/* The two parts of pp_stack_gpu_ms before the stack's efficiencies (ms): compute at the class's
+ * peak stretched by the wave factor (tc = 0 for PP_SK_MEM), and traffic at the bandwidth the
+ * SMs its blocks occupy reach, min(stream, active SMs x pp_device_sm_stream_gbs), no waves. A
+ * fit computes them once per kernel and device, then tries efficiencies. */
 void pp_stack_unit_ms(const pp_stack *s, const pp_device *d, pp_stack_class c, double flops,
                       double bytes, double blocks, double red, double *tc_ms, double *tm_ms);
 /* Blocks a conv / matmul launches on d: its output tiles, times split-K slices (256 of the
