@@ -510,6 +510,8 @@ void pp_nb201_copy_cells(int on) { atomic_store(&no_stamp, !on); }
 
 static void span_begin(const pp_bld *b, cell_span *s, int x)
 {
+    s->ok = 0;
+    if (b->st) return; /* b->g may be NULL (pp_graph_new out of memory) */
     s->x = x;
     s->t0 = b->g->n_tensors;
     s->n0 = b->g->n_nodes;
@@ -534,6 +536,7 @@ static int span_cut(const char *name, span_name *sn)
 
 static void span_end(const pp_bld *b, cell_span *s, int y)
 {
+    if (b->st) return; /* s->ok stays 0; b->g may be NULL */
     const pp_graph *g = b->g;
     s->y = y;
     s->t1 = g->n_tensors;

@@ -18,6 +18,7 @@
 
 #include "fit/fit.h"
 #include "devices/devices.h"
+#include "graph/builders.h"
 #include "graph/graph.h"
 #include "graph_gnn/graph_gnn.h"
 #include "layer_models/layer_models.h"
@@ -264,6 +265,124 @@ static void after_fit(void *arg, perfpred_status st)
     if (st == PERFPRED_OK) assert_true(manifest);
 }
 
+/* NB201 networks built through one node memo, as a predict-many worker builds them: the memo is
+ * made in the run, so that its own allocations fail in turn too (the memo, its slots, the per-node
+ * array, the entry table grown from 64 to 128 and 256 and the key words from 4,096 to 8,192 by the
+ * six networks' distinct layers). The memo's allocations after its creation are optional (a failed
+ * one leaves a node out, or a graph built without the memo); any other makes the build fail.
+ * after_memo checks every graph built against the one built without a memo, then builds the
+ * networks again through the same memo, with whatever the run left in it, and checks those. */
+#define MEMO_NETS 6
+static const char *const memo_refs[MEMO_NETS] = {
+    "nb201:|nor_conv_3x3~0|+|nor_conv_1x1~0|nor_conv_3x3~1|+|skip_connect~0|avg_pool_3x3~1|"
+    "nor_conv_3x3~2|@cifar10",
+    "nb201:|nor_conv_1x1~0|+|avg_pool_3x3~0|nor_conv_3x3~1|+|none~0|nor_conv_3x3~1|"
+    "nor_conv_1x1~2|@imagenet16;fold",
+    "nb201:|nor_conv_3x3~0|+|nor_conv_3x3~0|nor_conv_1x1~1|+|nor_conv_1x1~0|none~1|"
+    "avg_pool_3x3~2|@darcy;prune",
+    "nb201:|avg_pool_3x3~0|+|nor_conv_1x1~0|nor_conv_3x3~1|+|nor_conv_3x3~0|nor_conv_1x1~1|"
+    "skip_connect~2|@ninapro",
+    "nb201:|nor_conv_3x3~0|+|nor_conv_1x1~0|nor_conv_3x3~1|+|nor_conv_3x3~0|nor_conv_1x1~1|"
+    "nor_conv_3x3~2|@cifar100",
+    "nb201:|nor_conv_1x1~0|+|nor_conv_3x3~0|nor_conv_1x1~1|+|nor_conv_1x1~0|nor_conv_3x3~1|"
+    "nor_conv_1x1~2|@imagenet16",
+};
+static const int64_t memo_batch[MEMO_NETS] = {1, 4, 2, 3, 8, 1};
+
+typedef struct memo_arg {
+    pp_graph *plain[MEMO_NETS]; /* built without a memo, before the runs */
+    pp_graph *got[MEMO_NETS];   /* built through the memo in the run */
+    pp_node_memo *memo;
+    int64_t clean_hits;         /* the memo's hits after a run in which nothing fails */
+    int fewer_hits;             /* runs that succeeded with fewer: a memo allocation had failed */
+} memo_arg;
+
+static perfpred_status op_memo_builds(void *arg, char *msg, size_t msg_n)
+{
+    memo_arg *a = arg;
+    a->memo = pp_node_memo_new();
+    if (!a->memo) {
+        snprintf(msg, msg_n, "out of memory for the node memo");
+        return PERFPRED_ERR_NOMEM;
+    }
+    pp_err err = {0};
+    perfpred_status st = PERFPRED_OK;
+    for (int i = 0; i < MEMO_NETS && !st; i++) {
+        pp_shape_opts o = {.batch = memo_batch[i], .memo = a->memo};
+        st = pp_net_graph_from_ref(memo_refs[i], &o, &a->got[i], &err);
+        if (st) assert_null(a->got[i]);
+    }
+    snprintf(msg, msg_n, "%s", err.msg);
+    return st;
+}
+
+/* tests/test_builders.c's comparison: field by field, features with their padding */
+static void memo_same_graph(const pp_graph *a, const pp_graph *b)
+{
+    assert_int_equal(a->n_tensors, b->n_tensors);
+    assert_int_equal(a->n_nodes, b->n_nodes);
+    assert_int_equal(a->n_inputs, b->n_inputs);
+    assert_int_equal(a->n_outputs, b->n_outputs);
+    assert_memory_equal(a->inputs, b->inputs, (size_t)a->n_inputs * sizeof(int));
+    assert_memory_equal(a->outputs, b->outputs, (size_t)a->n_outputs * sizeof(int));
+    assert_null(a->memo);
+    for (int t = 0; t < a->n_tensors; t++) {
+        const pp_tensor *x = &a->tensors[t], *y = &b->tensors[t];
+        assert_string_equal(x->name, y->name);
+        assert_int_equal(x->dtype, y->dtype);
+        assert_int_equal(x->rank, y->rank);
+        assert_memory_equal(x->dims, y->dims, sizeof x->dims);
+        assert_memory_equal(x->dim_param, y->dim_param, sizeof x->dim_param);
+        assert_int_equal(x->flags, y->flags);
+        assert_int_equal(x->producer, y->producer);
+        assert_int_equal(x->n_consumers, y->n_consumers);
+        assert_int_equal(x->val.n, y->val.n);
+        assert_true(!x->val.ival == !y->val.ival && !x->val.fval == !y->val.fval);
+        for (int64_t j = 0; j < x->val.n; j++) {
+            if (x->val.ival) assert_int_equal(x->val.ival[j], y->val.ival[j]);
+            if (x->val.fval) assert_memory_equal(&x->val.fval[j], &y->val.fval[j], sizeof(double));
+        }
+    }
+    for (int i = 0; i < a->n_nodes; i++) {
+        const pp_node *x = &a->nodes[i], *y = &b->nodes[i];
+        assert_string_equal(x->name, y->name);
+        assert_string_equal(x->op_type, y->op_type);
+        assert_int_equal(x->n_inputs, y->n_inputs);
+        assert_int_equal(x->n_outputs, y->n_outputs);
+        assert_memory_equal(x->inputs, y->inputs, (size_t)x->n_inputs * sizeof(int));
+        assert_memory_equal(x->outputs, y->outputs, (size_t)x->n_outputs * sizeof(int));
+        assert_int_equal(x->n_attrs, y->n_attrs);
+        assert_memory_equal(&x->feat, &y->feat, sizeof x->feat);
+    }
+    assert_memory_equal(&a->totals, &b->totals, sizeof a->totals);
+}
+
+static void after_memo(void *arg, perfpred_status st)
+{
+    memo_arg *a = arg;
+    for (int i = 0; i < MEMO_NETS; i++) {
+        if (a->got[i]) memo_same_graph(a->got[i], a->plain[i]);
+        else assert_int_not_equal(st, PERFPRED_OK);
+        pp_graph_free(a->got[i]);
+        a->got[i] = NULL;
+    }
+    if (!a->memo) return;
+    int64_t hits = pp_node_memo_hits(a->memo);
+    if (st == PERFPRED_OK && hits < a->clean_hits) a->fewer_hits++;
+    if (st == PERFPRED_OK && !failed) assert_int_equal(hits, a->clean_hits);
+    for (int i = 0; i < MEMO_NETS; i++) { /* what the run left in the memo gives right results */
+        pp_shape_opts o = {.batch = memo_batch[i], .memo = a->memo};
+        pp_graph *g = NULL;
+        pp_err err = {0};
+        assert_int_equal(pp_net_graph_from_ref(memo_refs[i], &o, &g, &err), PERFPRED_OK);
+        memo_same_graph(g, a->plain[i]);
+        pp_graph_free(g);
+    }
+    assert_true(pp_node_memo_hits(a->memo) > hits);
+    pp_node_memo_free(a->memo);
+    a->memo = NULL;
+}
+
 /* ---- tests ---- */
 
 static void descriptor_load_should_survive_every_allocation_failure(void **state)
@@ -331,6 +450,26 @@ static void calibrate_fit_should_write_nothing_partial_on_allocation_failure(voi
     rmdir(a.cfg);
 }
 
+static void memo_builds_should_survive_every_allocation_failure(void **state)
+{
+    memo_arg a;
+    memset(&a, 0, sizeof a);
+    for (int i = 0; i < MEMO_NETS; i++) {
+        pp_shape_opts o = {.batch = memo_batch[i]};
+        pp_err err = {0};
+        assert_int_equal(pp_net_graph_from_ref(memo_refs[i], &o, &a.plain[i], &err), PERFPRED_OK);
+    }
+    char msg[1024] = "";
+    assert_int_equal(op_memo_builds(&a, msg, sizeof msg), PERFPRED_OK); /* nothing failing */
+    a.clean_hits = pp_node_memo_hits(a.memo);
+    after_memo(&a, PERFPRED_OK);
+    fail_each_allocation("NB201 builds through a node memo", op_memo_builds, after_memo, &a);
+    /* some runs succeeded with fewer hits than the clean one: a memo allocation had failed */
+    print_message("NB201 builds through a node memo: %d runs lost memo entries\n", a.fewer_hits);
+    assert_true(a.fewer_hits > 0);
+    for (int i = 0; i < MEMO_NETS; i++) pp_graph_free(a.plain[i]);
+}
+
 int main(void)
 {
     cJSON_Hooks hooks = {hook_malloc, free};
@@ -343,6 +482,7 @@ int main(void)
         cmocka_unit_test(layer_model_load_should_survive_every_allocation_failure),
         cmocka_unit_test(gnn_save_should_leave_nothing_partial_on_allocation_failure),
         cmocka_unit_test(calibrate_fit_should_write_nothing_partial_on_allocation_failure),
+        cmocka_unit_test(memo_builds_should_survive_every_allocation_failure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
