@@ -5,7 +5,7 @@
  * (a status and a message) or a success, never a crash; the sanitized suite adds that nothing
  * leaks (LeakSanitizer at exit) and nothing is read after a free. Allocations inside libyaml,
  * XGBoost and libcsv are not seen (they are other shared objects). */
-#include "tests/helpers.h"
+#include "tests/graph_same.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -316,52 +316,11 @@ static perfpred_status op_memo_builds(void *arg, char *msg, size_t msg_n)
     return st;
 }
 
-/* tests/test_builders.c's comparison: field by field, features with their padding */
-static void memo_same_graph(const pp_graph *a, const pp_graph *b)
-{
-    assert_int_equal(a->n_tensors, b->n_tensors);
-    assert_int_equal(a->n_nodes, b->n_nodes);
-    assert_int_equal(a->n_inputs, b->n_inputs);
-    assert_int_equal(a->n_outputs, b->n_outputs);
-    assert_memory_equal(a->inputs, b->inputs, (size_t)a->n_inputs * sizeof(int));
-    assert_memory_equal(a->outputs, b->outputs, (size_t)a->n_outputs * sizeof(int));
-    assert_null(a->memo);
-    for (int t = 0; t < a->n_tensors; t++) {
-        const pp_tensor *x = &a->tensors[t], *y = &b->tensors[t];
-        assert_string_equal(x->name, y->name);
-        assert_int_equal(x->dtype, y->dtype);
-        assert_int_equal(x->rank, y->rank);
-        assert_memory_equal(x->dims, y->dims, sizeof x->dims);
-        assert_memory_equal(x->dim_param, y->dim_param, sizeof x->dim_param);
-        assert_int_equal(x->flags, y->flags);
-        assert_int_equal(x->producer, y->producer);
-        assert_int_equal(x->n_consumers, y->n_consumers);
-        assert_int_equal(x->val.n, y->val.n);
-        assert_true(!x->val.ival == !y->val.ival && !x->val.fval == !y->val.fval);
-        for (int64_t j = 0; j < x->val.n; j++) {
-            if (x->val.ival) assert_int_equal(x->val.ival[j], y->val.ival[j]);
-            if (x->val.fval) assert_memory_equal(&x->val.fval[j], &y->val.fval[j], sizeof(double));
-        }
-    }
-    for (int i = 0; i < a->n_nodes; i++) {
-        const pp_node *x = &a->nodes[i], *y = &b->nodes[i];
-        assert_string_equal(x->name, y->name);
-        assert_string_equal(x->op_type, y->op_type);
-        assert_int_equal(x->n_inputs, y->n_inputs);
-        assert_int_equal(x->n_outputs, y->n_outputs);
-        assert_memory_equal(x->inputs, y->inputs, (size_t)x->n_inputs * sizeof(int));
-        assert_memory_equal(x->outputs, y->outputs, (size_t)x->n_outputs * sizeof(int));
-        assert_int_equal(x->n_attrs, y->n_attrs);
-        assert_memory_equal(&x->feat, &y->feat, sizeof x->feat);
-    }
-    assert_memory_equal(&a->totals, &b->totals, sizeof a->totals);
-}
-
 static void after_memo(void *arg, perfpred_status st)
 {
     memo_arg *a = arg;
     for (int i = 0; i < MEMO_NETS; i++) {
-        if (a->got[i]) memo_same_graph(a->got[i], a->plain[i]);
+        if (a->got[i]) pp_test_same_graph(a->got[i], a->plain[i]);
         else assert_int_not_equal(st, PERFPRED_OK);
         pp_graph_free(a->got[i]);
         a->got[i] = NULL;
@@ -375,7 +334,7 @@ static void after_memo(void *arg, perfpred_status st)
         pp_graph *g = NULL;
         pp_err err = {0};
         assert_int_equal(pp_net_graph_from_ref(memo_refs[i], &o, &g, &err), PERFPRED_OK);
-        memo_same_graph(g, a->plain[i]);
+        pp_test_same_graph(g, a->plain[i]);
         pp_graph_free(g);
     }
     assert_true(pp_node_memo_hits(a->memo) > hits);
