@@ -14,6 +14,12 @@ rows of a batch), and the MAPE of each batch. Batch 1 is host-bound on that mach
 dispatch moved by up to 2x between runs), so batches 8 and 64 carry the question.
 
   /usr/bin/python3 lab/sm_limit_check.py [--csv ...] [--perfpred build/perfpred] [--configs DIR]
+  /usr/bin/python3 lab/sm_limit_check.py --csv data/gpu-stacks/studies/2026_1128-h200-sm-graph.csv \
+      --mode graph --precision fp16
+
+`--mode graph` reads lab/sm_limit_runner.py's CUDA-graph rows (2026-11-28: fp32 and fp16 on 16-64
+SMs and the whole GPU) and judges the stack's kernel sum (the prediction's `stack.gpu_ms`), the
+part of a prediction a runtime without per-op dispatch keeps.
 """
 import argparse
 import csv
@@ -56,12 +62,15 @@ def descriptor(base, name, k, full, bw_share, peaks, bw, stream=0.0):
     return text
 
 
-def predict(perfpred, cfg, dev, onnx, b):
+def predict(perfpred, cfg, dev, onnx, b, precision, mode):
+    """The latency of one row (mode eager), or its kernels' sum alone (mode graph: a CUDA graph's
+    replay leaves no host dispatch between them), as the eager stack of that precision gives."""
     out = subprocess.run([perfpred, "--config-dir", cfg, "--device", dev, "--runtime",
-                          "pytorch-eager", "--precision", "fp32", onnx, "--input",
+                          "pytorch-eager", "--precision", precision, onnx, "--input",
                           f"input={b}x3x224x224", "--json"], capture_output=True, text=True,
                          check=True).stdout
-    return json.loads(out)["prediction"]["latency"]["value"]
+    p = json.loads(out)["prediction"]
+    return p["stack"]["gpu_ms"] if mode == "graph" else p["latency"]["value"]
 
 
 def main():
@@ -72,8 +81,14 @@ def main():
     ap.add_argument("--models", default=os.path.join(ROOT, "tests/fixtures/models"))
     ap.add_argument("--configs", default=os.path.join(ROOT, "configs"),
                     help="the configs folder to copy (devices and artifacts)")
+    ap.add_argument("--mode", default="eager", help="the rows' mode: eager, or graph (replayed "
+                    "CUDA graphs, judged against the stack's kernel sum)")
+    ap.add_argument("--precision", default="fp32")
     a = ap.parse_args()
     rows = list(csv.DictReader(open(a.csv)))
+    # a file of the first run has neither column: eager fp32
+    rows = [r for r in rows if r["kind"] == "probe" or (
+        (r.get("mode") or "eager") == a.mode and (r.get("precision") or "fp32") == a.precision)]
     base = rows[0]["device"]
     peaks, bw, stream = gpu_figures(a.perfpred, base)
     probes = {(int(r["sm_count"]), r["model"]): float(r["probe_value"])
@@ -94,7 +109,8 @@ def main():
             k, m, b = int(r["sm_count"]), r["model"], int(r["batch_size"])
             dev = base if k == full else f"{base}-sm{k}"
             meas[(k, m, b)] = float(r["latency_ms"])
-            pred[(k, m, b)] = predict(a.perfpred, cfg, dev, os.path.join(a.models, m + ".onnx"), b)
+            pred[(k, m, b)] = predict(a.perfpred, cfg, dev, os.path.join(a.models, m + ".onnx"),
+                                      b, a.precision, a.mode)
     finally:
         shutil.rmtree(tmp)
     print(f"{'SMs':>4s} {'batch':>5s} {'slowdown measured':>18s} {'predicted':>10s} "
