@@ -74,6 +74,11 @@ static void print_report(const cJSON *all)
                num(r, "leave_one_gpu_out_mape_batch_ge16_pct"),
                num(r, "leave_one_gpu_out_mape_memory_pct"), num(r, "train_mape_latency_pct"),
                num(r, "repeat_disagreement_pct"), num(r, "interval_coverage_pct"));
+        if (cJSON_GetObjectItemCaseSensitive(r, "graph_rows"))
+            printf("  replayed as CUDA graphs (the kernels alone; in no figure above): %g rows, "
+                   "MAPE %.1f %% held out with their GPU, %.1f %% trained on\n",
+                   num(r, "graph_rows"), num(r, "graph_held_out_mape_pct"),
+                   num(r, "graph_train_mape_pct"));
         const cJSON *fam = cJSON_GetObjectItemCaseSensitive(r, "families");
         if (cJSON_IsArray(fam)) {
             printf("  %-18s %5s | %12s %12s %10s\n", "held-out family", "rows", "MAPE b<16 %",

@@ -284,6 +284,11 @@ typedef struct pp_fit_stack_report {
     int n_families;
     pp_fit_stack_gpu family[PP_FIT_STACK_MAX_FAMILIES];
     double lofo_small, lofo_large, lofo_memory;
+    /* rows of the stack's forwards replayed as CUDA graphs (their GPU's kernels alone), kept out
+     * of every figure above: their MAPE under the fit on every row and under the fit that left
+     * their GPU out (NaN without such rows) */
+    int n_graph;
+    double graph_train_mape, graph_logo_mape;
 } pp_fit_stack_report;
 
 /* Fits stack `name` on the data; fills *rep. */

@@ -65,6 +65,7 @@ static const char *const model_map[][2] = {
     {"googlenet", "googlenet"},      {"shufflenet", "shufflenet_v2_x1_0"},
     {"mobilenet_v2", "mobilenet_v2"}, {"resnext50_32x4d", "resnext50_32x4d"},
     {"wide_resnet50_2", "wide_resnet50_2"}, {"mnasnet", "mnasnet1_0"},
+    {"resnet50", "resnet50"},        {"efficientnet_b0", "efficientnet_b0"},
 };
 #define N_MODELS ((int)(sizeof model_map / sizeof model_map[0]))
 
@@ -73,7 +74,7 @@ static const char *const model_map[][2] = {
 static const char *const family_names[] = {"vit",        "efficientnet", "resnet",  "alexnet",
                                            "squeezenet", "vgg",          "densenet", "inception",
                                            "shufflenet", "mobilenet"};
-static const int model_family[] = {0, 1, 2, 3, 4, 5, 6, 7, 7, 8, 9, 2, 2, 9};
+static const int model_family[] = {0, 1, 2, 3, 4, 5, 6, 7, 7, 8, 9, 2, 2, 9, 2, 1};
 #define N_FAMILIES ((int)(sizeof family_names / sizeof family_names[0]))
 
 pp_fit_stack_params pp_fit_stack_default_params(void)
@@ -106,6 +107,10 @@ typedef struct row {
                                  model's batch sizes in the file's order without emptying the
                                  allocator's cache; the project's own rows (current software):
                                  its runners empty it before each configuration */
+    int graph;                /* an eager stack's forward replayed as a CUDA graph (run folders
+                                 *_<suffix>-graph): the same kernels with no host dispatch, so
+                                 the row times the GPU's side of the pipeline alone; latency
+                                 only, and apart from the eager rows' figures */
     const pp_device *dev;
     double lat_ms, mem_bytes;
     double res[N_WS];         /* allocator's reserved bytes after the row's pass, per ws_grid */
@@ -125,7 +130,7 @@ typedef struct data {
     int64_t model_params[N_MODELS]; /* ONNX parameter count, 0 = not loaded */
     double torch_params[N_MODELS];  /* the export's PyTorch count (reference.csv), 0 = unknown */
     pp_fit_stack_report *rep;
-    int cur_folder, cur_file, cur_sweep;
+    int cur_folder, cur_file, cur_sweep, cur_graph;
     const char *cur_path;
     int col[6];               /* model, batch_size, input_size, latency, max_memory, total_params */
     int max_kernels;
@@ -303,6 +308,7 @@ static int on_record(const pp_csv_record *rec, int is_header, void *user, pp_err
     r->folder = D->cur_folder;
     r->file = D->cur_file;
     r->sweep = D->cur_sweep;
+    r->graph = D->cur_graph;
     r->lat_ms = lat * 1e3;
     r->mem_bytes = mem;
     return 0;
@@ -391,8 +397,22 @@ static int on_reference(const pp_csv_record *rec, int is_header, void *user, pp_
     return 0;
 }
 
-/* Run folders of the stack in top: "<date>_<suffix>", read in name order and numbered from
- * *folder_no on (a folder's number tells repeats of one configuration apart). */
+/* 0 when run folder `name` is not the stack's, 1 when it is, 2 when it holds the stack's
+ * forwards replayed as CUDA graphs ("<date>_<suffix>-graph"; eager stacks only). */
+static int folder_kind(const data *D, const char *name)
+{
+    const char *u = strrchr(name, '_'), *suffix = stack_defs[D->si].suffix;
+    size_t len = strlen(suffix);
+    if (!u || strncmp(u + 1, suffix, len) != 0) return 0;
+    if (u[1 + len] == 0) return 1;
+    return strcmp(stack_defs[D->si].framework, "pytorch-eager") == 0 &&
+                   strcmp(u + 1 + len, "-graph") == 0
+               ? 2
+               : 0;
+}
+
+/* Run folders of the stack in top: "<date>_<suffix>" (and its graph replays), read in name order
+ * and numbered from *folder_no on (a folder's number tells repeats of one configuration apart). */
 static perfpred_status read_top(data *D, const char *top, int *folder_no, pp_err *err)
 {
     DIR *dp = opendir(top);
@@ -400,19 +420,19 @@ static perfpred_status read_top(data *D, const char *top, int *folder_no, pp_err
     char *names[128];
     int n = 0;
     struct dirent *e;
-    while ((e = readdir(dp)) && n < 128) {
-        const char *u = strrchr(e->d_name, '_');
-        if (u && strcmp(u + 1, stack_defs[D->si].suffix) == 0) names[n++] = strdup(e->d_name);
-    }
+    while ((e = readdir(dp)) && n < 128)
+        if (folder_kind(D, e->d_name)) names[n++] = strdup(e->d_name);
     closedir(dp);
     qsort(names, (size_t)n, sizeof *names, cmp_str);
     perfpred_status st = PERFPRED_OK;
     for (int i = 0; i < n; i++) {
         D->cur_folder = (*folder_no)++;
+        D->cur_graph = names[i] && folder_kind(D, names[i]) == 2;
         if (!st) st = names[i] ? read_folder(D, top, names[i], err)
                                : pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
         free(names[i]);
     }
+    D->cur_graph = 0;
     return st;
 }
 
@@ -503,6 +523,7 @@ typedef struct fit_job {
     int evals;
     int tc_seen[3];           /* stack_from_x's seen: tensor-core rows of each generation, rows
                                  on doubled fp32 lanes */
+    double graph_w;           /* graph_weight */
 } fit_job;
 
 /* 1 when the fit leaving out GPU `held` and family `fam` (-1: none) must not see row r */
@@ -511,27 +532,64 @@ static int held_row(int held, int fam, const data *D, const row *r)
     return r->gpu == held || (fam >= 0 && model_family[D->cfgs[r->cfg].model] == fam);
 }
 
+/* What s predicts for row r; host_ms and gpu_ms (optional) as pp_stack_latency_units_ms's. A
+ * graph row is the same kernels with no host dispatch. */
+static double row_latency_split(const pp_stack *s, const row *r, const cfg *c, double *scratch,
+                                double *host_ms, double *gpu_ms)
+{
+    pp_stack g;
+    if (r->graph) {
+        g = *s;
+        pp_stack_graph_replay(&g);
+        s = &g;
+    }
+    return pp_stack_latency_units_ms(s, r->dev, c->k, r->tc, r->tm, c->n, scratch, host_ms,
+                                     gpu_ms);
+}
+
 static double row_latency(const pp_stack *s, const row *r, const cfg *c, double *scratch)
 {
-    return pp_stack_latency_units_ms(s, r->dev, c->k, r->tc, r->tm, c->n,
-                                     scratch, NULL, NULL);
+    return row_latency_split(s, r, c, scratch, NULL, NULL);
+}
+
+/* The weight of each graph row in J's fit: the graph rows together weigh as much as one GPU's
+ * rows on average (they are one more run of one GPU, and the only rows that time the kernels
+ * without the host; counted as single rows among thousands they would not move the figures of
+ * the GPU's side at all). */
+static double graph_weight(const fit_job *J)
+{
+    const data *D = J->D;
+    int n = 0, ng = 0;
+    char seen[PP_FIT_STACK_MAX_GPUS] = {0};
+    int gpus = 0;
+    for (int i = 0; i < D->n_rows; i++) {
+        const row *r = &D->rows[i];
+        if (held_row(J->held, J->held_family, D, r)) continue;
+        if (r->graph) {
+            ng++;
+            continue;
+        }
+        n++;
+        if (!seen[r->gpu]) seen[r->gpu] = 1, gpus++;
+    }
+    return ng && gpus ? (double)n / gpus / ng : 1;
 }
 
 static double objective(fit_job *J, const double *x)
 {
     data *D = J->D;
     stack_from_x(x, &J->s, stack_defs[D->si].host_hi, J->tc_seen);
-    double sum = 0;
-    int n = 0;
+    double sum = 0, n = 0;
     for (int i = 0; i < D->n_rows; i++) {
         const row *r = &D->rows[i];
         if (held_row(J->held, J->held_family, D, r)) continue;
         double p = row_latency(&J->s, r, &D->cfgs[r->cfg], J->scratch);
-        sum += fabs(log(p / r->lat_ms));
-        n++;
+        double w = r->graph ? J->graph_w : 1;
+        sum += w * fabs(log(p / r->lat_ms));
+        n += w;
     }
     J->evals++;
-    return n ? sum / n : 0;
+    return n > 0 ? sum / n : 0;
 }
 
 /* Nelder-Mead (reflection 1, expansion 2, contraction 0.5, shrink 0.5) from x0 with step h. */
@@ -730,6 +788,7 @@ static void fit_one(fit_job *J)
                 J->tc_seen[2] = 1;
         }
     }
+    J->graph_w = graph_weight(J);
     pp_stack base = J->s;
     /* three starts (host-bound, balanced, GPU-bound: call, per-op host, efficiency), the best
      * polished; deterministic */
@@ -778,7 +837,7 @@ static void mape_rows(const data *D, const pp_stack *s, int gpu, int fam, double
     int ns = 0, nl = 0, n = 0, nm = 0;
     for (int i = 0; i < D->n_rows; i++) {
         const row *r = &D->rows[i];
-        if ((gpu >= 0 && r->gpu != gpu) ||
+        if (r->graph || (gpu >= 0 && r->gpu != gpu) ||
             (fam >= 0 && model_family[D->cfgs[r->cfg].model] != fam))
             continue;
         const cfg *c = &D->cfgs[r->cfg];
@@ -837,7 +896,7 @@ static int residuals(const data *D, const double *lat, const double *mem, int sk
     int n = 0;
     for (int i = 0; i < D->n_rows; i++) {
         const row *r = &D->rows[i];
-        if (r->gpu == skip || (cls < 2 && (D->cfgs[r->cfg].batch >= 16) != cls) ||
+        if (r->graph || r->gpu == skip || (cls < 2 && (D->cfgs[r->cfg].batch >= 16) != cls) ||
             (cls == 2 && isnan(mem[i])))
             continue;
         v[n++] = cls < 2 ? lat[i] : mem[i];
@@ -877,7 +936,7 @@ static perfpred_status intervals(const data *D, const fit_job *jobs, pp_fit_stac
         int in = 0, cnt = 0;
         for (int i = 0; fine && i < D->n_rows; i++) {
             const row *r = &D->rows[i];
-            if (r->gpu != gi) continue;
+            if (r->gpu != gi || r->graph) continue;
             int cls = D->cfgs[r->cfg].batch >= 16;
             in += lat[i] >= lo[cls] && lat[i] <= hi[cls];
             cnt++;
@@ -903,7 +962,8 @@ static void repeats(const data *D, pp_fit_stack_report *rep)
         for (int i = 0; i < D->n_rows; i++)
             for (int j = i + 1; j < D->n_rows; j++) {
                 const row *a = &D->rows[i], *b = &D->rows[j];
-                if (a->gpu != gi || b->gpu != gi || a->cfg != b->cfg || a->folder == b->folder)
+                if (a->gpu != gi || b->gpu != gi || a->cfg != b->cfg || a->folder == b->folder ||
+                    a->graph || b->graph)
                     continue;
                 s += fabs(a->lat_ms - b->lat_ms) / (0.5 * (a->lat_ms + b->lat_ms)) * 100;
                 n++;
@@ -954,18 +1014,17 @@ static perfpred_status write_rows(const data *D, const fit_job *jobs, const char
 {
     pp_strbuf b = {0};
     pp_strbuf_put(&b, "stack,device,run_folder,model,batch,latency_ms,predicted_ms,host_ms,gpu_ms,"
-                      "memory_mib,predicted_memory_mib\n");
+                      "memory_mib,predicted_memory_mib,graph\n");
     for (int i = 0; i < D->n_rows; i++) {
         const row *r = &D->rows[i];
         const cfg *c = &D->cfgs[r->cfg];
         const pp_stack *s = &jobs[r->gpu + 1].s;
         double h, g;
-        double p = pp_stack_latency_units_ms(s, r->dev, c->k, r->tc, r->tm,
-                                             c->n, jobs[0].scratch, &h, &g);
-        pp_strbuf_printf(&b, "%s,%s,%d,%s,%lld,%.4f,%.4f,%.4f,%.4f,%.1f,%.1f\n",
+        double p = row_latency_split(s, r, c, jobs[0].scratch, &h, &g);
+        pp_strbuf_printf(&b, "%s,%s,%d,%s,%lld,%.4f,%.4f,%.4f,%.4f,%.1f,%.1f,%d\n",
                          stack_defs[D->si].name, r->dev->name, r->folder, model_map[c->model][1],
                          (long long)c->batch, r->lat_ms, p, h, g, r->mem_bytes / 1048576.0,
-                         mem_pred(s, r, c) / 1048576.0);
+                         mem_pred(s, r, c) / 1048576.0, r->graph);
     }
     if (b.oom) {
         free(b.data);
@@ -1036,13 +1095,19 @@ perfpred_status pp_fit_stack_run(const pp_device_db *db, const pp_fit_stack_para
                                         : 0,
                                     "%s%s", gi ? "," : "", D.gpus[gi]->name);
         }
+        for (int m = 0; m < N_MODELS; m++) rep->n_models += D.model_params[m] > 0;
+        int n_graph = 0;
+        for (int i = 0; i < D.n_rows; i++) n_graph += D.rows[i].graph;
+        char gtext[96] = "";
+        if (n_graph)
+            snprintf(gtext, sizeof gtext, " (%d of them replayed as CUDA graphs, *_%s-graph)",
+                     n_graph, stack_defs[D.si].suffix);
         snprintf(rep->stack.source, sizeof rep->stack.source,
                  "framework-tax-gpus (github.com/JaredFern/Framework-Tax@5284969)%s%s, run "
-                 "folders *_%s: %d rows of %d torchvision models",
+                 "folders *_%s: %d rows of %d torchvision models%s",
                  p->own_data_dir ? " and this project's " : "",
                  p->own_data_dir ? p->own_data_dir : "", stack_defs[D.si].suffix, D.n_rows,
-                 N_MODELS);
-        for (int m = 0; m < N_MODELS; m++) rep->n_models += D.model_params[m] > 0;
+                 rep->n_models, gtext);
         double tl = 0, tm = 0, ls = 0, ll = 0, lm = 0;
         int nls = 0, nll = 0, nlm = 0;
         for (int gi = 0; gi < D.n_gpus; gi++) {
@@ -1055,18 +1120,35 @@ perfpred_status pp_fit_stack_run(const pp_device_db *db, const pp_fit_stack_para
                 if (g->n_memory) lm += g->mape_memory * g->n_memory, nlm += g->n_memory;
             } else {
                 g->mape_small = g->mape_large = g->mape_all = g->mape_memory = NAN;
-                for (int i = 0; i < D.n_rows; i++) g->n_rows += D.rows[i].gpu == gi;
+                for (int i = 0; i < D.n_rows; i++)
+                    g->n_rows += D.rows[i].gpu == gi && !D.rows[i].graph;
             }
         }
-        int ntm = 0;
+        int ntm = 0, ntl = 0;
+        double gt = 0, gl = 0;
         for (int i = 0; i < D.n_rows; i++) {
             const row *r = &D.rows[i];
             const cfg *c = &D.cfgs[r->cfg];
-            tl += fabs(row_latency(&rep->stack, r, c, jobs[0].scratch) / r->lat_ms - 1) * 100;
+            double e = fabs(row_latency(&rep->stack, r, c, jobs[0].scratch) / r->lat_ms - 1) * 100;
+            if (r->graph) {
+                /* graph rows apart: trained on, and held out with their GPU */
+                gt += e;
+                if (p->leave_one_out)
+                    gl += fabs(row_latency(&jobs[r->gpu + 1].s, r, c, jobs[0].scratch) /
+                                   r->lat_ms -
+                               1) *
+                          100;
+                rep->n_graph++;
+                continue;
+            }
+            tl += e, ntl++;
             if (!isnan(r->mem_bytes))
                 tm += fabs(mem_pred(&rep->stack, r, c) / r->mem_bytes - 1) * 100, ntm++;
         }
-        rep->train_mape = tl / D.n_rows;
+        rep->n_rows -= rep->n_graph;
+        rep->graph_train_mape = rep->n_graph ? gt / rep->n_graph : NAN;
+        rep->graph_logo_mape = rep->n_graph && p->leave_one_out ? gl / rep->n_graph : NAN;
+        rep->train_mape = ntl ? tl / ntl : NAN;
         rep->train_mape_memory = ntm ? tm / ntm : NAN;
         rep->logo_small = nls ? ls / nls : NAN;
         rep->logo_large = nll ? ll / nll : NAN;
@@ -1125,6 +1207,11 @@ char *pp_fit_stack_report_json(const pp_fit_stack_report *rep)
     add_num(o, "repeat_disagreement_pct", rep->repeat_mape);
     cJSON_AddNumberToObject(o, "repeat_pairs", rep->n_repeat);
     add_num(o, "interval_coverage_pct", rep->interval_coverage);
+    if (rep->n_graph) {
+        cJSON_AddNumberToObject(o, "graph_rows", rep->n_graph);
+        add_num(o, "graph_train_mape_pct", rep->graph_train_mape);
+        add_num(o, "graph_held_out_mape_pct", rep->graph_logo_mape);
+    }
     for (int i = 0; i < rep->n_gpus; i++) {
         const pp_fit_stack_gpu *g = &rep->gpu[i];
         cJSON *e = cJSON_CreateObject();

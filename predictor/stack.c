@@ -192,6 +192,13 @@ void pp_stack_set_framework(pp_stack *s, const char *framework)
     s->one_gemm = s->elide_concat;
 }
 
+void pp_stack_graph_replay(pp_stack *s)
+{
+    for (int c = 0; c < PP_SK__COUNT; c++) s->host_us[c] = 0;
+    s->host_bn_us = 0;
+    s->call_us = 0;
+}
+
 /* ------------------------------------------------------------- attention ---- */
 
 int pp_stack_fused_attention(const pp_stack *s, const pp_device *d)

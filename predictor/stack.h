@@ -212,6 +212,11 @@ int pp_stack_attention(const pp_graph *g, const pp_kernel_group *k, int n, int *
                        double *flops, double *bytes);
 /* Sets s->framework and what follows from it (elide_concat: TensorRT). */
 void pp_stack_set_framework(pp_stack *s, const char *framework);
+/* s's kernels replayed as a CUDA graph (torch.cuda.CUDAGraph): the host launches the whole graph
+ * once a call, so no op pays a dispatch and the GPU runs the kernels back to back. Zeroes s's
+ * host costs (per kernel, BatchNorm pass, call); its kernels, efficiencies and shortest kernel
+ * stay. */
+void pp_stack_graph_replay(pp_stack *s);
 /* 1 when s runs attention fused on d: eager PyTorch or TensorRT under the current software
  * (pp_stack_current_software). */
 int pp_stack_fused_attention(const pp_stack *s, const pp_device *d);

@@ -28,6 +28,37 @@ static void pipeline_should_match_a_hand_worked_three_kernel_call(void **state)
     assert_rel_close(pp_pipeline_ms(host, gpu, 3, 1, 0, 1, NULL), 0.053, 1e-12);
 }
 
+/* The same three kernels under a stack, then replayed as a CUDA graph: 10 us of host each and a
+ * 4 us sync give 56 us; the replay keeps the GPU's 5 + 30 + 2 us and the sync, 41 us, and keeps
+ * the stack's GPU figures. */
+static void graph_replay_should_leave_the_kernels_alone(void **state)
+{
+    (void)state;
+    pp_stack s = {0};
+    s.timing_calls = 1;
+    s.sync_us = 4;
+    for (int c = 0; c < PP_SK__COUNT; c++) s.host_us[c] = 10, s.eff[c] = 0.5;
+    s.host_bn_us = 10;
+    s.gpu_min_us = 3;
+    pp_stack_set_framework(&s, "pytorch-eager");
+    pp_device d = {0};
+    pp_stack_kernel k[3];
+    memset(k, 0, sizeof k);
+    const double gpu[3] = {0.005, 0.030, 0.002};
+    for (int i = 0; i < 3; i++) k[i].cls = PP_SK_MEM, k[i].cal_ms = gpu[i];
+    double tc[3] = {0}, tm[3] = {0}, scratch[12], host_ms, gpu_ms;
+    assert_rel_close(pp_stack_latency_units_ms(&s, &d, k, tc, tm, 3, scratch, &host_ms, &gpu_ms),
+                     0.056, 1e-12);
+    assert_rel_close(host_ms, 0.030, 1e-12);
+    pp_stack g = s;
+    pp_stack_graph_replay(&g);
+    assert_rel_close(pp_stack_latency_units_ms(&g, &d, k, tc, tm, 3, scratch, &host_ms, &gpu_ms),
+                     0.041, 1e-12);
+    assert_true(host_ms == 0);
+    assert_rel_close(gpu_ms, 0.037, 1e-12);
+    assert_true(g.gpu_min_us == 3 && g.eff[PP_SK_MEM] == 0.5 && g.sync_us == 4);
+}
+
 /* 100 back-to-back calls of the same kernels: the first ends at 52 us; from then on the GPU is
  * the bottleneck (37 us of kernels per call against 30 us of host), so each call adds 37 us:
  * (52 + 99 x 37) / 100 = 37.15 us per call. With 50 us of host per op the host sets the pace:
@@ -905,7 +936,7 @@ static void fit_should_read_every_mapped_row_of_framework_tax(void **state)
     assert_int_equal(pp_fit_stack_run(db, &p, "pytorch-eager-fp32", rep, &err), PERFPRED_OK);
     /* rows of the 14 torchvision models with a latency in 2022_*_pretrained-fp32/{v100,3090}.csv,
      * one per (folder, GPU, model, batch): counted by the script in docs/gpu-stacks.md */
-    assert_int_equal(rep->n_rows, 927);
+    assert_int_equal(rep->n_rows, 961);
     assert_int_equal(rep->n_skipped, 0);
     assert_int_equal(rep->n_gpus, 2);
     assert_true(rep->train_mape < 40);
@@ -929,11 +960,66 @@ static void fit_should_read_every_mapped_row_of_framework_tax(void **state)
     pp_devices_free(db);
 }
 
+/* Rows of an eager forward replayed as a CUDA graph (a run folder *_pretrained-fp32-graph) train
+ * the stack's GPU side and stay out of every eager figure: two of the H200's (lab/graph_rows.py's
+ * layout, data/gpu-stacks/2026_1128_pretrained-fp32-graph) beside framework-tax's V100 rows. */
+static void fit_should_keep_graph_rows_apart(void **state)
+{
+    (void)state;
+    const char *data = pp_test_path("../shared/datasets/framework-tax-gpus");
+    struct stat sb;
+    if (stat(data, &sb) != 0) {
+        print_message("skipped: ../shared/datasets/framework-tax-gpus is not beside the tree\n");
+        skip();
+    }
+    char dd[4096], models[4096], own[4096], sub[4200];
+    snprintf(dd, sizeof dd, "%s", data);
+    snprintf(models, sizeof models, "%s", pp_test_path("tests/fixtures/models"));
+    snprintf(own, sizeof own, "%s/test_stack_own", PP_BINARY_DIR);
+    mkdir(own, 0755);
+    snprintf(sub, sizeof sub, "%s/2026_0101_pretrained-fp32-graph", own);
+    mkdir(sub, 0755);
+    snprintf(sub, sizeof sub, "%s/2026_0101_pretrained-fp32-graph/h200.csv", own);
+    pp_test_write_text(sub, "model,torchvision_name,batch_size,input_size,latency,max_memory,"
+                            "total_params\n"
+                            "vgg16,vgg16,1,224,6.585150e-04,,138357544\n"
+                            "vgg16,vgg16,8,224,0.0024836,,138357544\n");
+    pp_device_db *db = NULL;
+    pp_err err = {0};
+    assert_int_equal(pp_devices_load_dir(pp_test_path("configs/devices"), &db, &err), PERFPRED_OK);
+    pp_fit_stack_params p = pp_fit_stack_default_params();
+    p.data_dir = dd;
+    p.own_data_dir = own;
+    p.models_dir = models;
+    p.only_gpu_files = "v100,h200";
+    p.max_evals = 200;
+    p.leave_one_out = 1;
+    pp_fit_stack_report *rep = calloc(1, sizeof *rep);
+    assert_non_null(rep);
+    assert_int_equal(pp_fit_stack_run(db, &p, "pytorch-eager-fp32", rep, &err), PERFPRED_OK);
+    assert_int_equal(rep->n_graph, 2);
+    assert_int_equal(rep->n_gpus, 2);
+    int h200 = strcmp(rep->gpu[0].device, "h200-sxm-141gb") == 0 ? 0 : 1;
+    assert_string_equal(rep->gpu[h200].device, "h200-sxm-141gb");
+    /* in no eager figure: no held-out rows, no repeats, no interval rows of the H200 */
+    assert_int_equal(rep->gpu[h200].n_rows, 0);
+    assert_int_equal(rep->gpu[h200].n_repeat, 0);
+    assert_int_equal(rep->stack.n_interval, rep->n_rows);
+    assert_true(rep->gpu[1 - h200].n_rows == rep->n_rows);
+    /* judged apart: by the fit on every row and by the V100's alone */
+    assert_true(isfinite(rep->graph_train_mape) && isfinite(rep->graph_logo_mape));
+    /* the V100's fit never saw a graph row: its kernels carry the eager rows' floor */
+    assert_true(rep->graph_logo_mape >= rep->graph_train_mape);
+    free(rep);
+    pp_devices_free(db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(pipeline_should_match_a_hand_worked_three_kernel_call),
         cmocka_unit_test(pipeline_should_average_back_to_back_calls),
+        cmocka_unit_test(graph_replay_should_leave_the_kernels_alone),
         cmocka_unit_test(wave_factor_should_count_waves_on_98_and_14_sms),
         cmocka_unit_test(mig_scaling_should_follow_waves),
         cmocka_unit_test(tensor_efficiency_should_apply_on_tensor_cores_only),
@@ -952,6 +1038,7 @@ int main(void)
         cmocka_unit_test(prediction_should_be_host_bound_under_a_slow_host),
         cmocka_unit_test(calibrated_kernels_should_drop_the_timing_floor_under_a_stack),
         cmocka_unit_test(fit_should_read_every_mapped_row_of_framework_tax),
+        cmocka_unit_test(fit_should_keep_graph_rows_apart),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
