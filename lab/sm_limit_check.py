@@ -19,7 +19,9 @@ dispatch moved by up to 2x between runs), so batches 8 and 64 carry the question
 
 `--mode graph` reads lab/sm_limit_runner.py's CUDA-graph rows (2026-11-28: fp32 and fp16 on 16-64
 SMs and the whole GPU) and judges the stack's kernel sum (the prediction's `stack.gpu_ms`), the
-part of a prediction a runtime without per-op dispatch keeps.
+part of a prediction a runtime without per-op dispatch keeps. `--runtime tensorrt` asks the
+TensorRT stack of that precision instead: its kernels are fused, so its times are not the
+replays', but its slowdown on fewer SMs should be near theirs.
 """
 import argparse
 import csv
@@ -62,11 +64,12 @@ def descriptor(base, name, k, full, bw_share, peaks, bw, stream=0.0):
     return text
 
 
-def predict(perfpred, cfg, dev, onnx, b, precision, mode):
+def predict(perfpred, cfg, dev, onnx, b, precision, mode, runtime="pytorch-eager"):
     """The latency of one row (mode eager), or its kernels' sum alone (mode graph: a CUDA graph's
-    replay leaves no host dispatch between them), as the eager stack of that precision gives."""
+    replay leaves no host dispatch between them), as the stack of that runtime and precision
+    gives."""
     out = subprocess.run([perfpred, "--config-dir", cfg, "--device", dev, "--runtime",
-                          "pytorch-eager", "--precision", precision, onnx, "--input",
+                          runtime, "--precision", precision, onnx, "--input",
                           f"input={b}x3x224x224", "--json"], capture_output=True, text=True,
                          check=True).stdout
     p = json.loads(out)["prediction"]
@@ -84,6 +87,9 @@ def main():
     ap.add_argument("--mode", default="eager", help="the rows' mode: eager, or graph (replayed "
                     "CUDA graphs, judged against the stack's kernel sum)")
     ap.add_argument("--precision", default="fp32")
+    ap.add_argument("--runtime", default="pytorch-eager",
+                    help="the stack that predicts (tensorrt: its kernels against graph replays, "
+                    "a check of its slowdown on fewer SMs, not of its times)")
     a = ap.parse_args()
     rows = list(csv.DictReader(open(a.csv)))
     # a file of the first run has neither column: eager fp32
@@ -110,7 +116,7 @@ def main():
             dev = base if k == full else f"{base}-sm{k}"
             meas[(k, m, b)] = float(r["latency_ms"])
             pred[(k, m, b)] = predict(a.perfpred, cfg, dev, os.path.join(a.models, m + ".onnx"),
-                                      b, a.precision, a.mode)
+                                      b, a.precision, a.mode, a.runtime)
     finally:
         shutil.rmtree(tmp)
     print(f"{'SMs':>4s} {'batch':>5s} {'slowdown measured':>18s} {'predicted':>10s} "

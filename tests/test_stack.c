@@ -908,19 +908,26 @@ static void calibrated_kernels_should_drop_the_timing_floor_under_a_stack(void *
     perfpred_ctx_close(ctx);
 }
 
-static void fit_should_read_every_mapped_row_of_framework_tax(void **state)
+/* The framework-tax-gpus folder and the fixtures' models into dd and models; 0 (the test is
+ * skipped by the caller) when ../shared is not beside the tree. */
+static int framework_tax_paths(char *dd, size_t n_dd, char *models, size_t n_models)
 {
-    (void)state;
     const char *data = pp_test_path("../shared/datasets/framework-tax-gpus");
     struct stat sb;
     if (stat(data, &sb) != 0) {
         print_message("skipped: ../shared/datasets/framework-tax-gpus is not beside the tree\n");
-        skip();
+        return 0;
     }
-    char dd[4096];
-    snprintf(dd, sizeof dd, "%s", data);
-    char models[4096];
-    snprintf(models, sizeof models, "%s", pp_test_path("tests/fixtures/models"));
+    snprintf(dd, n_dd, "%s", data);
+    snprintf(models, n_models, "%s", pp_test_path("tests/fixtures/models"));
+    return 1;
+}
+
+static void fit_should_read_every_mapped_row_of_framework_tax(void **state)
+{
+    (void)state;
+    char dd[4096], models[4096];
+    if (!framework_tax_paths(dd, sizeof dd, models, sizeof models)) skip();
     pp_device_db *db = NULL;
     pp_err err = {0};
     assert_int_equal(pp_devices_load_dir(pp_test_path("configs/devices"), &db, &err), PERFPRED_OK);
@@ -934,7 +941,7 @@ static void fit_should_read_every_mapped_row_of_framework_tax(void **state)
     pp_fit_stack_report *rep = calloc(1, sizeof *rep);
     assert_non_null(rep);
     assert_int_equal(pp_fit_stack_run(db, &p, "pytorch-eager-fp32", rep, &err), PERFPRED_OK);
-    /* rows of the 14 torchvision models with a latency in 2022_*_pretrained-fp32/{v100,3090}.csv,
+    /* rows of the 16 torchvision models with a latency in 2022_*_pretrained-fp32/{v100,3090}.csv,
      * one per (folder, GPU, model, batch): counted by the script in docs/gpu-stacks.md */
     assert_int_equal(rep->n_rows, 961);
     assert_int_equal(rep->n_skipped, 0);
@@ -966,15 +973,8 @@ static void fit_should_read_every_mapped_row_of_framework_tax(void **state)
 static void fit_should_keep_graph_rows_apart(void **state)
 {
     (void)state;
-    const char *data = pp_test_path("../shared/datasets/framework-tax-gpus");
-    struct stat sb;
-    if (stat(data, &sb) != 0) {
-        print_message("skipped: ../shared/datasets/framework-tax-gpus is not beside the tree\n");
-        skip();
-    }
     char dd[4096], models[4096], own[4096], sub[4200];
-    snprintf(dd, sizeof dd, "%s", data);
-    snprintf(models, sizeof models, "%s", pp_test_path("tests/fixtures/models"));
+    if (!framework_tax_paths(dd, sizeof dd, models, sizeof models)) skip();
     snprintf(own, sizeof own, "%s/test_stack_own", PP_BINARY_DIR);
     mkdir(own, 0755);
     snprintf(sub, sizeof sub, "%s/2026_0101_pretrained-fp32-graph", own);
