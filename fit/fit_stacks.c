@@ -552,6 +552,12 @@ static double row_latency(const pp_stack *s, const row *r, const cfg *c, double 
     return row_latency_split(s, r, c, scratch, NULL, NULL);
 }
 
+/* |predicted / measured - 1| of row r's latency under s, in % */
+static double row_ape(const pp_stack *s, const row *r, const cfg *c, double *scratch)
+{
+    return fabs(row_latency(s, r, c, scratch) / r->lat_ms - 1) * 100;
+}
+
 /* The weight of each graph row in J's fit: the graph rows together weigh as much as one GPU's
  * rows on average (they are one more run of one GPU, and the only rows that time the kernels
  * without the host; counted as single rows among thousands they would not move the figures of
@@ -841,7 +847,7 @@ static void mape_rows(const data *D, const pp_stack *s, int gpu, int fam, double
             (fam >= 0 && model_family[D->cfgs[r->cfg].model] != fam))
             continue;
         const cfg *c = &D->cfgs[r->cfg];
-        double e = fabs(row_latency(s, r, c, scratch) / r->lat_ms - 1) * 100;
+        double e = row_ape(s, r, c, scratch);
         if (train) {
             se += e, n++;
             continue;
@@ -1129,15 +1135,11 @@ perfpred_status pp_fit_stack_run(const pp_device_db *db, const pp_fit_stack_para
         for (int i = 0; i < D.n_rows; i++) {
             const row *r = &D.rows[i];
             const cfg *c = &D.cfgs[r->cfg];
-            double e = fabs(row_latency(&rep->stack, r, c, jobs[0].scratch) / r->lat_ms - 1) * 100;
+            double e = row_ape(&rep->stack, r, c, jobs[0].scratch);
             if (r->graph) {
                 /* graph rows apart: trained on, and held out with their GPU */
                 gt += e;
-                if (p->leave_one_out)
-                    gl += fabs(row_latency(&jobs[r->gpu + 1].s, r, c, jobs[0].scratch) /
-                                   r->lat_ms -
-                               1) *
-                          100;
+                if (p->leave_one_out) gl += row_ape(&jobs[r->gpu + 1].s, r, c, jobs[0].scratch);
                 rep->n_graph++;
                 continue;
             }
