@@ -83,7 +83,9 @@ double pp_stack_tensor_share(const pp_stack *s, const pp_device *d, pp_stack_cla
         return c != PP_SK_MEM && pp_stack_fp32_doubled(d) && s->fp32_dual_eff > 0
                    ? s->fp32_dual_eff
                    : 1.0;
-    return s->tc_eff[pp_stack_tc_generation(d)];
+    double share = s->tc_eff[pp_stack_tc_generation(d)];
+    double e = s->eff[s->one_gemm && c == PP_SK_MATMUL ? PP_SK_CONV : c];
+    return e * share > 1 ? 1 / e : share;
 }
 
 double pp_stack_launch_blocks(const pp_device *d, pp_stack_class c, double blocks, double red)

@@ -137,7 +137,9 @@ static inline int pp_stack_tc_generation(const pp_device *d) { return d->compute
  * (GA10x, Orin, Ada, Hopper, Blackwell); GA100 (8.0) and earlier have 64 per SM, or Pascal's
  * GP10x 128 of their own. */
 static inline int pp_stack_fp32_doubled(const pp_device *d) { return d->compute_capability >= 8.6; }
-/* The share of eff[c] class c keeps on d: tc_eff of d's generation on tensor cores; on the fp32
+/* The share of eff[c] class c keeps on d: tc_eff of d's generation on tensor cores, at most
+ * 1 / eff[c] there (a tensor-core kernel reaches at most the dense peak by the direct count:
+ * Winograd's fewer multiplies, which let eff[conv3x3] pass 1, are the fp32 lanes'); on the fp32
  * lanes of a doubled-fp32 GPU, fp32_dual_eff for a compute class; else 1. */
 double pp_stack_tensor_share(const pp_stack *s, const pp_device *d, pp_stack_class c);
 /* t = max(tc / (eff[c] x share), tm / eff[memory]) + gpu_min, share from pp_stack_tensor_share;

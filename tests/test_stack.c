@@ -154,6 +154,30 @@ static void tensor_efficiency_should_apply_on_tensor_cores_only(void **state)
     assert_rel_close(pp_stack_gpu_ms(&s, &d, PP_SK_MATMUL, 1e9, 1, 1000, 64), 0.0625, 1e-12);
 }
 
+/* A 3x3 convolution of 1 GFLOP in one wave (1000 blocks on 500 SMs x 2) whose stack fitted
+ * eff[conv3x3] 1.5 on fp32 lanes (Winograd) and never saw tensor cores (share 1): on the fp32
+ * lanes of a 10 TFLOP/s card 1e9 / (10e12 x 1.5) = 0.0667 ms; on TF32 tensor cores of 40 TFLOP/s
+ * no faster than the dense peak, 1e9 / 40e12 = 0.025 ms, not 1e9 / (40e12 x 1.5) = 0.0167. A
+ * share of 0.5 keeps its own: 1e9 / (40e12 x 0.75) = 0.0333 ms. */
+static void tensor_cores_should_not_pass_their_dense_peak(void **state)
+{
+    (void)state;
+    pp_stack s = flat_stack(PP_PREC_FP32, 1.0, 1.0, 0.5);
+    s.eff[PP_SK_CONV3] = 1.5;
+    pp_device d = {0};
+    d.peak_tflops[PP_PREC_FP32] = 10;
+    d.memory_bandwidth_gbs = 1e9;
+    d.compute_units = 500;
+    d.compute_capability = 8.0;
+    assert_rel_close(pp_stack_gpu_ms(&s, &d, PP_SK_CONV3, 1e9, 1, 1000, 64), 1.0 / 15, 1e-12);
+    s.tf32_conv = 1;
+    d.peak_tflops[PP_PREC_TF32] = 40;
+    assert_true(pp_stack_on_tensor_cores(&s, &d, PP_SK_CONV3));
+    assert_rel_close(pp_stack_gpu_ms(&s, &d, PP_SK_CONV3, 1e9, 1, 1000, 64), 0.025, 1e-12);
+    s.tc_eff[0] = 0.5;
+    assert_rel_close(pp_stack_gpu_ms(&s, &d, PP_SK_CONV3, 1e9, 1, 1000, 64), 1.0 / 30, 1e-12);
+}
+
 /* A GeForce-like card: fp16 tensor cores at 40 TFLOP/s accumulating in fp32, 80 in fp16. A conv
  * of 1 GFLOP in one wave (1000 blocks on 500 SMs x 2) at efficiency 0.5 x share 0.25: 1e9 /
  * (40e12 x 0.125) = 0.2 ms under PyTorch (fp32 accumulation), 0.1 ms under a stack whose kernels
@@ -1023,6 +1047,7 @@ int main(void)
         cmocka_unit_test(wave_factor_should_count_waves_on_98_and_14_sms),
         cmocka_unit_test(mig_scaling_should_follow_waves),
         cmocka_unit_test(tensor_efficiency_should_apply_on_tensor_cores_only),
+        cmocka_unit_test(tensor_cores_should_not_pass_their_dense_peak),
         cmocka_unit_test(fp16_accumulation_should_take_its_own_peak_where_the_stack_uses_it),
         cmocka_unit_test(memory_time_should_use_the_measured_stream_bandwidth),
         cmocka_unit_test(memory_time_should_stream_through_the_sms_a_kernel_occupies),
