@@ -50,10 +50,9 @@ static void print_report(const cJSON *all)
                "%.3f;  shortest kernel %.1f us;  workspace x%.2f\n",
                num(e, "conv"), num(e, "conv3x3"), num(e, "depthwise"), num(e, "matmul"),
                num(e, "memory"), num(f, "gpu_min_us"), num(f, "ws_factor"));
-        printf("  share of each class's efficiency: tensor cores before Hopper %.3f  Hopper %.3f;"
-               "  doubled fp32 lanes %.3f\n",
-               num(f, "tensor_efficiency"), num(f, "tensor_efficiency_hopper"),
-               num(f, "fp32_dual_issue_efficiency"));
+        printf("  tensor cores fed %.0f FLOP per SM per clock (0: no row on them);  share of "
+               "efficiency on doubled fp32 lanes %.3f\n",
+               num(f, "tensor_feed_flop_per_sm_clock"), num(f, "fp32_dual_issue_efficiency"));
         const cJSON *c;
         printf("  context MiB by compute capability:");
         cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(f, "context_mb"))

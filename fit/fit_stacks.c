@@ -459,18 +459,18 @@ static perfpred_status read_data(data *D, pp_err *err)
 
 /* ------------------------------------------------------------------ fit ---- */
 
-#define NP (6 + PP_SK__COUNT * 2) /* call, host[5], eff[5], fp32_dual, tc_eff[2], host_bn,
-                                     gpu_min */
+#define NP (5 + PP_SK__COUNT * 2) /* call, host[5], eff[5], fp32_dual, tc_feed, host_bn, gpu_min */
 
 /* Physical ranges of the fitted figures; the optimiser works on x with p = lo + (hi - lo) / (1 +
  * e^-x), so it can never leave them. Host: 0.5 us (a bare launch) to 400 us per op; efficiency
  * at most the peak, except 3x3 stride-1 convolutions, which Winograd F(2x2, 3x3) lets do 2.25x
- * fewer multiplies than the direct count; bandwidth 10-100 %; on doubled fp32 lanes and on
- * tensor cores 10-100 % of the fp32 lanes' share; a kernel 1-30 us at least. */
+ * fewer multiplies than the direct count; bandwidth 10-100 %; on doubled fp32 lanes 10-100 % of
+ * the fp32 lanes' share; tensor cores fed 64-8,192 FLOP per SM per clock (the densest datasheet
+ * rate, Hopper's fp8, is 8,192); a kernel 1-30 us at least. */
 static const double lo_[NP] = {0,    0.5, 0.5, 0.5, 0.5, 0.5, 0.02, 0.02,
-                               0.02, 0.02, 0.1, 0.1, 0.1, 0.1, 0.5, 1};
+                               0.02, 0.02, 0.1, 0.1, 64, 0.5, 1};
 static const double hi_[NP] = {3000, 400, 400, 400, 400, 400, 1.0, 2.25,
-                               1.0,  1.0, 1.0, 1.0, 1.0, 1.0, 400, 30};
+                               1.0,  1.0, 1.0, 1.0, 8192, 400, 30};
 
 static double from_x(const double *x, int i) { return lo_[i] + (hi_[i] - lo_[i]) / (1 + exp(-x[i])); }
 
@@ -481,10 +481,9 @@ static double to_x(double v, int i)
     return log(u / (1 - u));
 }
 
-/* host_hi: the stack's bound on a kernel's host cost (stack_defs), below hi_'s. seen[g]: some
- * training row ran on tensor cores of generation g (0 before Hopper, 1 Hopper); seen[2]: some
- * ran a conv or matmul on doubled fp32 lanes. What no row measured keeps the share 1, the
- * datasheet's word. */
+/* host_hi: the stack's bound on a kernel's host cost (stack_defs), below hi_'s. seen[0]: some
+ * training row ran a conv or matmul on tensor cores; seen[1]: on doubled fp32 lanes. What no row
+ * measured keeps the share 1, the datasheet's word. */
 static void stack_from_x(const double *x, pp_stack *s, double host_hi, const int *seen)
 {
     s->call_us = from_x(x, 0);
@@ -506,9 +505,8 @@ static void stack_from_x(const double *x, pp_stack *s, double host_hi, const int
         double cap = host_hi < hi_[1 + c] ? host_hi : hi_[1 + c];
         s->host_us[c] = fmin(cap, s->host_us[PP_SK_MEM] + s->host_us[c] - lo_[1 + c]);
     }
-    s->fp32_dual_eff = seen[2] ? from_x(x, NP - 5) : 1.0;
-    s->tc_eff[0] = seen[0] ? from_x(x, NP - 4) : 1.0;
-    s->tc_eff[1] = seen[1] ? from_x(x, NP - 3) : 1.0;
+    s->fp32_dual_eff = seen[1] ? from_x(x, NP - 4) : 1.0;
+    s->tc_feed = seen[0] ? from_x(x, NP - 3) : 0.0;
     /* the BatchNorm pass's own host cost; a stack that folds BatchNorm runs none */
     s->host_bn_us = s->bn_kernel ? from_x(x, NP - 2) : s->host_us[PP_SK_MEM];
     s->gpu_min_us = from_x(x, NP - 1);
@@ -521,8 +519,8 @@ typedef struct fit_job {
     pp_stack s;
     double *scratch;
     int evals;
-    int tc_seen[3];           /* stack_from_x's seen: tensor-core rows of each generation, rows
-                                 on doubled fp32 lanes */
+    int tc_seen[2];           /* stack_from_x's seen: rows on tensor cores, rows on doubled
+                                 fp32 lanes */
     double graph_w;           /* graph_weight */
 } fit_job;
 
@@ -783,15 +781,15 @@ static void fit_one(fit_job *J)
     J->s.timing_calls = 100; /* torch.utils.benchmark Timer: 100 back-to-back calls */
     J->s.sync_us = 0;        /* one synchronize per 100 calls: not identifiable from these rows */
     /* which generations' tensor cores the training rows ran a conv or matmul on */
-    J->tc_seen[0] = J->tc_seen[1] = J->tc_seen[2] = 0;
+    J->tc_seen[0] = J->tc_seen[1] = 0;
     for (int i = 0; i < D->n_rows; i++) {
         const row *r = &D->rows[i];
         if (held_row(J->held, J->held_family, D, r)) continue;
         for (int c = 0; c < PP_SK__COUNT; c++) {
             if (pp_stack_on_tensor_cores(&J->s, r->dev, (pp_stack_class)c))
-                J->tc_seen[pp_stack_tc_generation(r->dev)] = 1;
+                J->tc_seen[0] = 1;
             else if (c != PP_SK_MEM && pp_stack_fp32_doubled(r->dev))
-                J->tc_seen[2] = 1;
+                J->tc_seen[1] = 1;
         }
     }
     J->graph_w = graph_weight(J);
@@ -809,9 +807,8 @@ static void fit_one(fit_job *J)
             x[1 + PP_SK__COUNT + c] = to_x(c == PP_SK_MEM ? 0.7 : starts[k][2],
                                            1 + PP_SK__COUNT + c);
         }
-        x[NP - 5] = to_x(0.7, NP - 5);
         x[NP - 4] = to_x(0.7, NP - 4);
-        x[NP - 3] = to_x(0.7, NP - 3);
+        x[NP - 3] = to_x(700, NP - 3);
         x[NP - 2] = to_x(starts[k][1], NP - 2);
         x[NP - 1] = to_x(5, NP - 1);
         nelder_mead(J, x, 1.0, budget / 4);

@@ -77,13 +77,22 @@ int pp_stack_on_tensor_cores(const pp_stack *s, const pp_device *d, pp_stack_cla
     return c != PP_SK_MEM && pp_stack_peak_tflops(s, d, c) > d->peak_tflops[PP_PREC_FP32];
 }
 
+double pp_stack_sm_gclocks(const pp_device *d)
+{
+    if (d->compute_units > 0 && d->clock_mhz > 0) return d->compute_units * d->clock_mhz * 1e-3;
+    double fp32 = d->peak_tflops[PP_PREC_FP32];
+    return fp32 > 0 ? fp32 * 1e3 / (2.0 * (pp_stack_fp32_doubled(d) ? 128 : 64)) : 0;
+}
+
 double pp_stack_tensor_share(const pp_stack *s, const pp_device *d, pp_stack_class c)
 {
     if (!pp_stack_on_tensor_cores(s, d, c))
         return c != PP_SK_MEM && pp_stack_fp32_doubled(d) && s->fp32_dual_eff > 0
                    ? s->fp32_dual_eff
                    : 1.0;
-    double share = s->tc_eff[pp_stack_tc_generation(d)];
+    double gclk = pp_stack_sm_gclocks(d), share = 1.0;
+    if (s->tc_feed > 0 && gclk > 0)
+        share = 1.0 / (1.0 + pp_stack_peak_tflops(s, d, c) * 1e3 / gclk / s->tc_feed);
     double e = s->eff[s->one_gemm && c == PP_SK_MATMUL ? PP_SK_CONV : c];
     return e * share > 1 ? 1 / e : share;
 }
@@ -731,8 +740,8 @@ static perfpred_status parse_stack(const cJSON *o, const char *path, pp_stack *s
         (st = pp_artifact_num(o, path, "sync_us", 0, 1e6, &s->sync_us, err)) ||
         (st = pp_artifact_num(o, path, "gpu_min_us", 0, 1e4, &s->gpu_min_us, err)) ||
         (st = pp_artifact_num(o, path, "ws_factor", 0, 16, &s->ws_factor, err)) ||
-        (st = pp_artifact_num(o, path, "tensor_efficiency", 0.01, 1, &s->tc_eff[0], err)) ||
-        (st = pp_artifact_num(o, path, "tensor_efficiency_hopper", 0.01, 1, &s->tc_eff[1], err)) ||
+        (st = pp_artifact_num(o, path, "tensor_feed_flop_per_sm_clock", 0, 1e5, &s->tc_feed,
+                              err)) ||
         (st = class_array(o, path, "host_us", 0, 1e5, s->host_us, err)) ||
         (st = pp_artifact_num(o, path, "host_bn_us", 0, 1e5, &s->host_bn_us, err)) ||
         (st = class_array(o, path, "efficiency", 1e-4, 10, s->eff, err)) ||
@@ -854,8 +863,7 @@ cJSON *pp_stack_json(const pp_stack *s)
     cJSON_AddNumberToObject(o, "gpu_min_us", s->gpu_min_us);
     cJSON_AddNumberToObject(o, "l2_reuse_share", s->l2_share);
     cJSON_AddNumberToObject(o, "ws_factor", s->ws_factor);
-    cJSON_AddNumberToObject(o, "tensor_efficiency", s->tc_eff[0]);
-    cJSON_AddNumberToObject(o, "tensor_efficiency_hopper", s->tc_eff[1]);
+    cJSON_AddNumberToObject(o, "tensor_feed_flop_per_sm_clock", s->tc_feed);
     cJSON_AddNumberToObject(o, "fp32_dual_issue_efficiency",
                             s->fp32_dual_eff > 0 ? s->fp32_dual_eff : 1.0);
     cJSON_AddItemToObject(o, "host_us", host);

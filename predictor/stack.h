@@ -65,12 +65,16 @@ typedef struct pp_stack {
                                       where the stack runs no such pass */
     double sync_us;                /* the final synchronize */
     double eff[PP_SK__COUNT];      /* fraction of the class's peak FLOP/s (PP_SK_MEM: of bandwidth) */
-    double tc_eff[2];              /* on tensor cores (TF32, fp16) a kernel reaches tc_eff x eff[c]
-                                      of their peak (1: the fp32 lanes' share). [0] before Hopper,
-                                      [1] Hopper (compute capability 9) on: its datasheet rates
-                                      assume its warpgroup MMA (wgmma), and library kernels built
-                                      for Ampere's mma.sync, as many of cuDNN's convolutions are,
-                                      reach a smaller share of them */
+    double tc_feed;                /* on tensor cores (TF32, fp16) a kernel is fed at most tc_feed
+                                      FLOP per SM per clock: its share of eff[c] x the tensor peak
+                                      is 1 / (1 + F / tc_feed), F the GPU's dense tensor FLOP per
+                                      SM per clock (pp_stack_tensor_share). VGG-16 at batch >= 64
+                                      ran at 300-410 FLOP per SM-clock on every pre-Hopper card of
+                                      framework-tax-gpus, fp16, whether its tensor cores do 512
+                                      (GeForce, fp32 accumulation) or 1,024 a clock: the operands'
+                                      path through shared memory and the issue slots bound it, not
+                                      the datasheet's rate. <= 0: no bound (share 1), where no
+                                      training row ran on tensor cores */
     double fp32_dual_eff;          /* on the fp32 lanes of a GPU that doubled them per SM
                                       (pp_stack_fp32_doubled: Ampere GA10x on, Ada, Hopper), a
                                       kernel reaches fp32_dual_eff x eff[c] of the fp32 peak:
@@ -131,16 +135,21 @@ void pp_stack_unit_ms(const pp_stack *s, const pp_device *d, pp_stack_class c, d
 double pp_stack_launch_blocks(const pp_device *d, pp_stack_class c, double blocks, double red);
 /* 1 when class c runs on tensor cores under s on d (pp_stack_peak_tflops is their peak). */
 int pp_stack_on_tensor_cores(const pp_stack *s, const pp_device *d, pp_stack_class c);
-/* The index of d's generation in tc_eff: 0 before Hopper, 1 Hopper (compute capability 9) on. */
-static inline int pp_stack_tc_generation(const pp_device *d) { return d->compute_capability >= 9.0; }
+/* d's SMs x clock, in G SM-clocks per second: compute_units x clock_mhz / 1000; where the clock
+ * is unknown, what the fp32 peak implies (2 FLOP per lane per clock, 64 lanes an SM, 128 where
+ * pp_stack_fp32_doubled); 0 when neither is known. */
+double pp_stack_sm_gclocks(const pp_device *d);
 /* 1 when d's SMs have twice the fp32 lanes of their predecessors: compute capability 8.6 and up
  * (GA10x, Orin, Ada, Hopper, Blackwell); GA100 (8.0) and earlier have 64 per SM, or Pascal's
  * GP10x 128 of their own. */
 static inline int pp_stack_fp32_doubled(const pp_device *d) { return d->compute_capability >= 8.6; }
-/* The share of eff[c] class c keeps on d: tc_eff of d's generation on tensor cores, at most
- * 1 / eff[c] there (a tensor-core kernel reaches at most the dense peak by the direct count:
- * Winograd's fewer multiplies, which let eff[conv3x3] pass 1, are the fp32 lanes'); on the fp32
- * lanes of a doubled-fp32 GPU, fp32_dual_eff for a compute class; else 1. */
+/* The share of eff[c] class c keeps on d: on tensor cores 1 / (1 + F / tc_feed), F = the
+ * stack's tensor peak on d / pp_stack_sm_gclocks(d) (FLOP per SM per clock: 512 for a GeForce
+ * card's fp16 with fp32 accumulation, 1,024 for V100 fp16 or A100 TF32, 2,048 for A100 fp16,
+ * about 3,800 for H100 fp16), and at most 1 / eff[c] there (a tensor-core kernel reaches at most
+ * the dense peak by the direct count: Winograd's fewer multiplies, which let eff[conv3x3] pass 1,
+ * are the fp32 lanes'); on the fp32 lanes of a doubled-fp32 GPU, fp32_dual_eff for a compute
+ * class; else 1. A MIG slice scales its peak with its SMs, so it keeps its GPU's share. */
 double pp_stack_tensor_share(const pp_stack *s, const pp_device *d, pp_stack_class c);
 /* t = max(tc / (eff[c] x share), tm / eff[memory]) + gpu_min, share from pp_stack_tensor_share;
  * a matrix product takes eff[conv] where the stack has one_gemm */

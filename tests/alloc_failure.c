@@ -93,12 +93,20 @@ static void *hook_malloc(size_t n) { return __wrap_malloc(n); }
 
 /* ---- the operations ---- */
 
+/* The operation's error message into msg (msg_n bytes), cut to fit. */
+static void copy_msg(char *msg, size_t msg_n, const char *src)
+{
+    size_t n = strnlen(src, msg_n - 1);
+    memcpy(msg, src, n);
+    msg[n] = 0;
+}
+
 static perfpred_status op_descriptors(void *arg, char *msg, size_t msg_n)
 {
     pp_device_db *db = NULL;
     pp_err err = {0};
     perfpred_status st = pp_devices_load_dir(PP_SOURCE_DIR "/configs/devices", &db, &err);
-    snprintf(msg, msg_n, "%s", err.msg);
+    copy_msg(msg, msg_n, err.msg);
     pp_devices_free(db);
     return st;
 }
@@ -149,7 +157,7 @@ static perfpred_status op_alloc_replay(void *arg, char *msg, size_t msg_n)
         pp_alloc_sim_free(sim);
         pp_alloc_trace_free(&t);
     }
-    snprintf(msg, msg_n, "%s", err.msg);
+    copy_msg(msg, msg_n, err.msg);
     return st;
 }
 
@@ -160,7 +168,7 @@ static perfpred_status op_gnn_load(void *arg, char *msg, size_t msg_n)
     perfpred_status st = pp_gnn_load(PP_SOURCE_DIR "/configs/artifacts/rpi5/gnn-latency.bin",
                                      PP_SOURCE_DIR "/configs/artifacts/rpi5/gnn-latency.json", &g,
                                      &err);
-    snprintf(msg, msg_n, "%s", err.msg);
+    copy_msg(msg, msg_n, err.msg);
     pp_gnn_free(g);
     return st;
 }
@@ -172,7 +180,7 @@ static perfpred_status op_layer_models(void *arg, char *msg, size_t msg_n)
     perfpred_status st = pp_layer_models_open(PP_SOURCE_DIR "/configs/artifacts/host-cpu", 0, &lm,
                                               &err);
     if (!st) st = pp_layer_models_ready(lm, &err);
-    snprintf(msg, msg_n, "%s", err.msg);
+    copy_msg(msg, msg_n, err.msg);
     pp_layer_models_free(lm);
     return st;
 }
@@ -201,7 +209,7 @@ static perfpred_status op_gnn_save(void *arg, char *msg, size_t msg_n)
         snprintf(mp, sizeof mp, "%s/gnn-latency.json", a->dir);
         st = pp_gnn_save(g, wp, mp, NULL, &err);
     }
-    snprintf(msg, msg_n, "%s", err.msg);
+    copy_msg(msg, msg_n, err.msg);
     pp_gnn_free(g);
     return st;
 }
@@ -312,7 +320,7 @@ static perfpred_status op_memo_builds(void *arg, char *msg, size_t msg_n)
         st = pp_net_graph_from_ref(memo_refs[i], &o, &a->got[i], &err);
         if (st) assert_null(a->got[i]);
     }
-    snprintf(msg, msg_n, "%s", err.msg);
+    copy_msg(msg, msg_n, err.msg);
     return st;
 }
 

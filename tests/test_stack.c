@@ -106,87 +106,98 @@ static void mig_scaling_should_follow_waves(void **state)
 
 /* Under eager PyTorch a conv with a folded BatchNorm is followed by that BatchNorm's kernel; under
  * TensorRT it is folded, and the ReLU after it runs in the conv's epilogue. */
-/* A 1 GFLOP 3x3 conv of 1000 blocks on 500 SMs (2 resident: exactly one wave), fp32 lanes 10
- * TFLOP/s, TF32 tensor cores 40, eff[conv3x3] 0.5, tc_eff 0.25 before Hopper and 0.5 on it,
+/* A 1 GFLOP 3x3 conv of 1000 blocks on 500 SMs at 1000 MHz (2 resident: exactly one wave), fp32
+ * lanes 10 TFLOP/s, TF32 tensor cores 40: F = 40e12 / (500 x 1e9) = 80 FLOP per SM per clock;
+ * eff[conv3x3] 0.5, tensor cores fed 20 FLOP per SM-clock: share 1 / (1 + 80 / 20) = 0.2;
  * bandwidth never binding:
  *   fp32 stack without TF32:            1e9 / (10e12 x 0.5)        = 0.2 ms
- *   with TF32 convolutions, cc 8.0:     1e9 / (40e12 x 0.5 x 0.25) = 0.2 ms
- *   the same GPU as cc 9.0 (Hopper):    1e9 / (40e12 x 0.5 x 0.5)  = 0.1 ms
- * and a matrix product stays on the fp32 lanes (PyTorch's default) whatever tc_eff is: 0.2 ms;
+ *   with TF32 convolutions:             1e9 / (40e12 x 0.5 x 0.2)  = 0.25 ms
+ *   the same peak at 500 MHz (F 160):   1e9 / (40e12 x 0.5 / 9)    = 0.45 ms
+ * and a matrix product stays on the fp32 lanes (PyTorch's default) whatever the feed is: 0.2 ms;
  * under TensorRT, whose TF32 covers every layer, it takes the tensor cores as the conv does, at
- * the conv class's efficiency (0.8 here, its own 0.5 ignored): 1e9 / (40e12 x 0.8 x 0.5) =
- * 0.0625 ms on the Hopper. */
-/* A stack of precision p with every class at efficiency eff and tensor-core shares tc0 (before
- * Hopper) and tc1 (Hopper); nothing else set. */
-static pp_stack flat_stack(pp_precision p, double eff, double tc0, double tc1)
+ * the conv class's efficiency (0.8 here, its own 0.5 ignored): 1e9 / (40e12 x 0.8 x 0.2) =
+ * 0.15625 ms at 1000 MHz. Without a clock the SM-clocks come from the fp32 peak: 10e12 / (2 x 64)
+ * = 78.125 G a second (128 lanes an SM from compute capability 8.6: 39.0625). */
+/* A stack of precision p with every class at efficiency eff and tensor cores fed `feed` FLOP per
+ * SM per clock (0: at their peak); nothing else set. */
+static pp_stack flat_stack(pp_precision p, double eff, double feed)
 {
     pp_stack s = {0};
     s.precision = p;
     for (int c = 0; c < PP_SK__COUNT; c++) s.eff[c] = eff;
-    s.tc_eff[0] = tc0;
-    s.tc_eff[1] = tc1;
+    s.tc_feed = feed;
     return s;
 }
 
-static void tensor_efficiency_should_apply_on_tensor_cores_only(void **state)
+static void tensor_feed_should_apply_on_tensor_cores_only(void **state)
 {
     (void)state;
-    pp_stack s = flat_stack(PP_PREC_FP32, 0.5, 0.25, 0.5);
+    pp_stack s = flat_stack(PP_PREC_FP32, 0.5, 20);
     pp_device d = {0};
     d.peak_tflops[PP_PREC_FP32] = 10;
     d.peak_tflops[PP_PREC_TF32] = 40;
     d.memory_bandwidth_gbs = 1e9;
     d.compute_units = 500;
+    d.clock_mhz = 1000;
     d.compute_capability = 8.0;
     assert_false(pp_stack_on_tensor_cores(&s, &d, PP_SK_CONV3));
     assert_rel_close(pp_stack_gpu_ms(&s, &d, PP_SK_CONV3, 1e9, 1, 1000, 64), 0.2, 1e-12);
     s.tf32_conv = 1;
     assert_true(pp_stack_on_tensor_cores(&s, &d, PP_SK_CONV3));
-    assert_rel_close(pp_stack_gpu_ms(&s, &d, PP_SK_CONV3, 1e9, 1, 1000, 64), 0.2, 1e-12);
-    d.compute_capability = 9.0;
-    assert_rel_close(pp_stack_gpu_ms(&s, &d, PP_SK_CONV3, 1e9, 1, 1000, 64), 0.1, 1e-12);
+    assert_rel_close(pp_stack_gpu_ms(&s, &d, PP_SK_CONV3, 1e9, 1, 1000, 64), 0.25, 1e-12);
+    d.clock_mhz = 500;
+    assert_rel_close(pp_stack_gpu_ms(&s, &d, PP_SK_CONV3, 1e9, 1, 1000, 64), 0.45, 1e-12);
+    d.clock_mhz = 1000;
     assert_false(pp_stack_on_tensor_cores(&s, &d, PP_SK_MATMUL));
     assert_rel_close(pp_stack_gpu_ms(&s, &d, PP_SK_MATMUL, 1e9, 1, 1000, 64), 0.2, 1e-12);
     assert_false(pp_stack_on_tensor_cores(&s, &d, PP_SK_MEM));
     pp_stack_set_framework(&s, "tensorrt");
     assert_true(pp_stack_on_tensor_cores(&s, &d, PP_SK_MATMUL));
     s.eff[PP_SK_CONV] = 0.8;
-    assert_rel_close(pp_stack_gpu_ms(&s, &d, PP_SK_MATMUL, 1e9, 1, 1000, 64), 0.0625, 1e-12);
+    assert_rel_close(pp_stack_gpu_ms(&s, &d, PP_SK_MATMUL, 1e9, 1, 1000, 64), 0.15625, 1e-12);
+    d.clock_mhz = 0;
+    assert_rel_close(pp_stack_sm_gclocks(&d), 78.125, 1e-15);
+    d.compute_capability = 8.6;
+    assert_rel_close(pp_stack_sm_gclocks(&d), 39.0625, 1e-15);
 }
 
 /* A 3x3 convolution of 1 GFLOP in one wave (1000 blocks on 500 SMs x 2) whose stack fitted
- * eff[conv3x3] 1.5 on fp32 lanes (Winograd) and never saw tensor cores (share 1): on the fp32
- * lanes of a 10 TFLOP/s card 1e9 / (10e12 x 1.5) = 0.0667 ms; on TF32 tensor cores of 40 TFLOP/s
- * no faster than the dense peak, 1e9 / 40e12 = 0.025 ms, not 1e9 / (40e12 x 1.5) = 0.0167. A
- * share of 0.5 keeps its own: 1e9 / (40e12 x 0.75) = 0.0333 ms. */
+ * eff[conv3x3] 1.5 on fp32 lanes (Winograd) and never saw tensor cores (feed 0, share 1): on the
+ * fp32 lanes of a 10 TFLOP/s card 1e9 / (10e12 x 1.5) = 0.0667 ms; on TF32 tensor cores of 40
+ * TFLOP/s no faster than the dense peak, 1e9 / 40e12 = 0.025 ms, not 1e9 / (40e12 x 1.5) =
+ * 0.0167. A share of 0.5 (fed 80 FLOP per SM-clock at 1000 MHz, F = 80) keeps its own: 1e9 /
+ * (40e12 x 0.75) = 0.0333 ms. */
 static void tensor_cores_should_not_pass_their_dense_peak(void **state)
 {
     (void)state;
-    pp_stack s = flat_stack(PP_PREC_FP32, 1.0, 1.0, 0.5);
+    pp_stack s = flat_stack(PP_PREC_FP32, 1.0, 0);
     s.eff[PP_SK_CONV3] = 1.5;
     pp_device d = {0};
     d.peak_tflops[PP_PREC_FP32] = 10;
     d.memory_bandwidth_gbs = 1e9;
     d.compute_units = 500;
+    d.clock_mhz = 1000;
     d.compute_capability = 8.0;
     assert_rel_close(pp_stack_gpu_ms(&s, &d, PP_SK_CONV3, 1e9, 1, 1000, 64), 1.0 / 15, 1e-12);
     s.tf32_conv = 1;
     d.peak_tflops[PP_PREC_TF32] = 40;
     assert_true(pp_stack_on_tensor_cores(&s, &d, PP_SK_CONV3));
     assert_rel_close(pp_stack_gpu_ms(&s, &d, PP_SK_CONV3, 1e9, 1, 1000, 64), 0.025, 1e-12);
-    s.tc_eff[0] = 0.5;
+    s.tc_feed = 80;
     assert_rel_close(pp_stack_gpu_ms(&s, &d, PP_SK_CONV3, 1e9, 1, 1000, 64), 1.0 / 30, 1e-12);
 }
 
-/* A GeForce-like card: fp16 tensor cores at 40 TFLOP/s accumulating in fp32, 80 in fp16. A conv
- * of 1 GFLOP in one wave (1000 blocks on 500 SMs x 2) at efficiency 0.5 x share 0.25: 1e9 /
- * (40e12 x 0.125) = 0.2 ms under PyTorch (fp32 accumulation), 0.1 ms under a stack whose kernels
- * accumulate in fp16. A card stating no fp16-accumulate rate gives 0.2 ms under both, and an fp32
- * stack (no TF32 here: the fp32 lanes, share 1) 1e9 / (10e12 x 0.5) = 0.2 ms. */
+/* A GeForce-like card: fp16 tensor cores at 40 TFLOP/s accumulating in fp32, 80 in fp16, on 500
+ * SMs at 1000 MHz (F = 80 and 160 FLOP per SM-clock), fed 20: shares 1 / (1 + 4) = 0.2 and
+ * 1 / (1 + 8) = 1/9. A conv of 1 GFLOP in one wave (1000 blocks on 500 SMs x 2) at efficiency
+ * 0.5: 1e9 / (40e12 x 0.5 x 0.2) = 0.25 ms under PyTorch (fp32 accumulation), 1e9 / (80e12 x 0.5
+ * / 9) = 0.225 ms under a stack whose kernels accumulate in fp16: the doubled rate gains little
+ * where the feed binds. A card stating no fp16-accumulate rate gives 0.25 ms under both, and an
+ * fp32 stack (no TF32 here: the fp32 lanes, share 1) 1e9 / (10e12 x 0.5) = 0.2 ms. */
 static void fp16_accumulation_should_take_its_own_peak_where_the_stack_uses_it(void **state)
 {
     (void)state;
-    pp_stack eager = flat_stack(PP_PREC_FP16, 0.5, 0.25, 0.25);
+    pp_stack eager = flat_stack(PP_PREC_FP16, 0.5, 20);
     pp_stack trt = eager;
     trt.fp16_acc16 = 1;
     pp_device d = {0};
@@ -196,17 +207,18 @@ static void fp16_accumulation_should_take_its_own_peak_where_the_stack_uses_it(v
     d.memory_bandwidth_gbs = 1e9;
     d.stream_bandwidth_gbs = 1e9;
     d.compute_units = 500;
+    d.clock_mhz = 1000;
     d.compute_capability = 7.5;
     assert_rel_close(pp_stack_peak_tflops(&eager, &d, PP_SK_CONV), 40, 1e-15);
     assert_rel_close(pp_stack_peak_tflops(&trt, &d, PP_SK_CONV), 80, 1e-15);
-    assert_rel_close(pp_stack_gpu_ms(&eager, &d, PP_SK_CONV, 1e9, 1, 1000, 64), 0.2, 1e-12);
-    assert_rel_close(pp_stack_gpu_ms(&trt, &d, PP_SK_CONV, 1e9, 1, 1000, 64), 0.1, 1e-12);
-    assert_rel_close(pp_stack_gpu_ms(&trt, &d, PP_SK_MATMUL, 1e9, 1, 1000, 64), 0.1, 1e-12);
+    assert_rel_close(pp_stack_gpu_ms(&eager, &d, PP_SK_CONV, 1e9, 1, 1000, 64), 0.25, 1e-12);
+    assert_rel_close(pp_stack_gpu_ms(&trt, &d, PP_SK_CONV, 1e9, 1, 1000, 64), 0.225, 1e-12);
+    assert_rel_close(pp_stack_gpu_ms(&trt, &d, PP_SK_MATMUL, 1e9, 1, 1000, 64), 0.225, 1e-12);
     /* element-wise kernels have no tensor-core peak: 4e6 B / (0.5 x 1e18 B/s) = 8e-9 ms in one
      * wave (2000 blocks on 500 SMs x 4) */
     assert_rel_close(pp_stack_gpu_ms(&trt, &d, PP_SK_MEM, 0, 4e6, 2000, 0), 8e-9, 1e-9);
     d.peak_fp16_acc16_tflops = 0;
-    assert_rel_close(pp_stack_gpu_ms(&trt, &d, PP_SK_CONV, 1e9, 1, 1000, 64), 0.2, 1e-12);
+    assert_rel_close(pp_stack_gpu_ms(&trt, &d, PP_SK_CONV, 1e9, 1, 1000, 64), 0.25, 1e-12);
     pp_stack fp32 = trt;
     fp32.precision = PP_PREC_FP32;
     fp32.tf32_conv = 1;
@@ -222,7 +234,7 @@ static void fp16_accumulation_should_take_its_own_peak_where_the_stack_uses_it(v
 static void memory_time_should_use_the_measured_stream_bandwidth(void **state)
 {
     (void)state;
-    pp_stack s = flat_stack(PP_PREC_FP32, 0.5, 1, 1);
+    pp_stack s = flat_stack(PP_PREC_FP32, 0.5, 0);
     pp_device d = {0};
     d.peak_tflops[PP_PREC_FP32] = 10;
     d.memory_bandwidth_gbs = 1000;
@@ -261,7 +273,7 @@ static void memory_time_should_stream_through_the_sms_a_kernel_occupies(void **s
     assert_non_null(g2);
     assert_rel_close(pp_device_sm_stream_gbs(full), 1381 * 0.25 / 14, 1e-12);
     assert_rel_close(pp_device_sm_stream_gbs(g2), 1381 * 0.25 / 14, 1e-12);
-    pp_stack s = flat_stack(PP_PREC_FP32, 1, 1, 1);
+    pp_stack s = flat_stack(PP_PREC_FP32, 1, 0);
     const pp_device *all[4] = {full, g1, g1m, g2};
     for (int i = 0; i < 4; i++)
         assert_rel_close(pp_stack_gpu_ms(&s, all[i], PP_SK_MEM, 0, 1e6, 8, 0), 0.0202752, 1e-5);
@@ -292,7 +304,7 @@ static void a_bigger_mig_slice_should_never_be_slower(void **state)
         snprintf(name, sizeof name, "a100-sxm4-40gb-mig-%s", full->mig_profiles[i].name);
         assert_non_null(slice[ns++] = pp_devices_find(db, name));
     }
-    pp_stack s = flat_stack(PP_PREC_FP32, 1, 1, 1);
+    pp_stack s = flat_stack(PP_PREC_FP32, 1, 0);
     s.timing_calls = 1;
     const char *models[2] = {"tests/fixtures/models/googlenet.onnx",
                              "tests/fixtures/models/mobilenet_v2.onnx"};
@@ -339,7 +351,7 @@ static void batchnorm_pass_should_cost_the_host_its_own(void **state)
     s.timing_calls = 1;
     s.bn_kernel = 1;
     for (int c = 0; c < PP_SK__COUNT; c++) s.eff[c] = 1;
-    s.tc_eff[0] = s.tc_eff[1] = 1;
+    s.tc_feed = 0; /* tensor cores at their peak */
     s.host_us[PP_SK_CONV] = 100;
     s.host_us[PP_SK_MEM] = 10;
     s.host_bn_us = 30;
@@ -504,7 +516,7 @@ static void fused_attention_should_charge_one_dispatch_per_fused_op(void **state
     snprintf(s.framework, sizeof s.framework, "pytorch-eager");
     s.timing_calls = 1;
     for (int c = 0; c < PP_SK__COUNT; c++) s.eff[c] = 1;
-    s.tc_eff[0] = s.tc_eff[1] = 1;
+    s.tc_feed = 0; /* tensor cores at their peak */
     s.host_us[PP_SK_MATMUL] = 10;
     s.host_us[PP_SK_MEM] = 4;
     pp_device d = {0};
@@ -681,7 +693,7 @@ static pp_stack toy_stack(void)
         s.host_us[c] = 1000;
         s.eff[c] = 10;
     }
-    s.tc_eff[0] = s.tc_eff[1] = 1;
+    s.tc_feed = 0; /* tensor cores at their peak */
     s.host_bn_us = 1000;
     s.n_ctx = 1;
     s.ctx_cc[0] = 8.0;
@@ -1046,7 +1058,7 @@ int main(void)
         cmocka_unit_test(graph_replay_should_leave_the_kernels_alone),
         cmocka_unit_test(wave_factor_should_count_waves_on_98_and_14_sms),
         cmocka_unit_test(mig_scaling_should_follow_waves),
-        cmocka_unit_test(tensor_efficiency_should_apply_on_tensor_cores_only),
+        cmocka_unit_test(tensor_feed_should_apply_on_tensor_cores_only),
         cmocka_unit_test(tensor_cores_should_not_pass_their_dense_peak),
         cmocka_unit_test(fp16_accumulation_should_take_its_own_peak_where_the_stack_uses_it),
         cmocka_unit_test(memory_time_should_use_the_measured_stream_bandwidth),
