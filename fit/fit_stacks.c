@@ -780,7 +780,7 @@ static void fit_one(fit_job *J)
     J->s.l2_share = PP_FIT_L2_SHARE;
     J->s.timing_calls = 100; /* torch.utils.benchmark Timer: 100 back-to-back calls */
     J->s.sync_us = 0;        /* one synchronize per 100 calls: not identifiable from these rows */
-    /* which generations' tensor cores the training rows ran a conv or matmul on */
+    /* whether the training rows ran a conv or matmul on tensor cores, or on doubled fp32 lanes */
     J->tc_seen[0] = J->tc_seen[1] = 0;
     for (int i = 0; i < D->n_rows; i++) {
         const row *r = &D->rows[i];

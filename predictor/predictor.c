@@ -522,18 +522,6 @@ static int scaled_host(const pp_device *d)
     return d->host_dispatch_scale > 0 && d->host_dispatch_scale != 1;
 }
 
-/* 1 when d lacks a rate the stack's kernels run at: no fp32 peak, or a GPU with tensor cores
- * (compute capability 7.0 on) whose descriptor states no tensor-core rate for the stack's fp16,
- * or (8.0 on) for its TF32 convolutions: pp_stack_peak_tflops then prices them on the fp32 lanes,
- * which such a GPU does not use for them. */
-static int stack_rate_missing(const pp_device *d, const pp_stack *stk)
-{
-    if (!(d->peak_tflops[PP_PREC_FP32] > 0)) return 1;
-    if (stk->precision == PP_PREC_FP16 && d->compute_capability >= 7.0)
-        return !(d->peak_tflops[PP_PREC_FP16] > 0);
-    return stk->tf32_conv && d->compute_capability >= 8.0 && !(d->peak_tflops[PP_PREC_TF32] > 0);
-}
-
 /* A GPU prediction under a runtime stack: the host/GPU pipeline over the kernels, energy with the
  * pipeline's idle gaps at idle power, and memory as NVML reports it. */
 static perfpred_status stack_figures(const pp_graph *g, const pp_device *d, const pp_stack *stk,
@@ -566,7 +554,7 @@ static perfpred_status stack_figures(const pp_graph *g, const pp_device *d, cons
             : "runtime stack: host dispatch / GPU pipeline fitted on other GPUs' whole-model "
               "measurements (framework-tax-gpus, data/gpu-stacks), applied through this "
               "descriptor's figures";
-    if (!own && stack_rate_missing(d, stk)) {
+    if (!own && pp_stack_rate_missing(stk, d)) {
         out->latency_ms.prov = PERFPRED_PROV_ESTIMATE;
         out->latency_ms.source =
             "runtime stack fitted on other GPUs' whole-model measurements (framework-tax-gpus, "

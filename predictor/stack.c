@@ -72,6 +72,14 @@ double pp_stack_peak_tflops(const pp_stack *s, const pp_device *d, pp_stack_clas
     return tf > fp32 ? tf : fp32;
 }
 
+int pp_stack_rate_missing(const pp_stack *s, const pp_device *d)
+{
+    if (!(d->peak_tflops[PP_PREC_FP32] > 0)) return 1;
+    if (s->precision == PP_PREC_FP16 && d->compute_capability >= 7.0)
+        return !(d->peak_tflops[PP_PREC_FP16] > 0);
+    return s->tf32_conv && d->compute_capability >= 8.0 && !(d->peak_tflops[PP_PREC_TF32] > 0);
+}
+
 int pp_stack_on_tensor_cores(const pp_stack *s, const pp_device *d, pp_stack_class c)
 {
     return c != PP_SK_MEM && pp_stack_peak_tflops(s, d, c) > d->peak_tflops[PP_PREC_FP32];

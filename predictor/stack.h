@@ -133,6 +133,11 @@ void pp_stack_unit_ms(const pp_stack *s, const pp_device *d, pp_stack_class c, d
  * reduction each) where the tiles alone leave SMs idle and the reduction is long enough; the
  * libraries' heuristics fill one wave that way. Other kernels: blocks unchanged. */
 double pp_stack_launch_blocks(const pp_device *d, pp_stack_class c, double blocks, double red);
+/* 1 when d lacks a rate s's kernels run at: no fp32 peak, or a GPU with tensor cores (compute
+ * capability 7.0 on) whose descriptor states no tensor-core rate for s's fp16, or (8.0 on) for its
+ * TF32 convolutions: pp_stack_peak_tflops then prices them on the fp32 lanes, which such a GPU
+ * does not use for them. */
+int pp_stack_rate_missing(const pp_stack *s, const pp_device *d);
 /* 1 when class c runs on tensor cores under s on d (pp_stack_peak_tflops is their peak). */
 int pp_stack_on_tensor_cores(const pp_stack *s, const pp_device *d, pp_stack_class c);
 /* d's SMs x clock, in G SM-clocks per second: compute_units x clock_mhz / 1000; where the clock

@@ -72,10 +72,6 @@ def reference(models_dir):
         return {r["model"]: r for r in csv.DictReader(f)}
 
 
-def input_name(ref_row):
-    return ref_row["input_name"]
-
-
 def predict(perfpred, config_dir, dev, onnx, name, size, batch):
     cmd = [perfpred, "--device", dev, onnx, "--input", f"{name}={batch}x3x{size}x{size}",
            "--precision", "fp16", "--json"]
@@ -86,7 +82,6 @@ def predict(perfpred, config_dir, dev, onnx, name, size, batch):
         return None, r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"rc {r.returncode}"
     p = json.loads(r.stdout)["prediction"]
     return p, None
-
 
 
 def summary(label, ratios):
@@ -137,7 +132,7 @@ def main():
             batch = int(float(r["infer_batch_size"]))
             meas = float(r["infer_step_time"])
             onnx = os.path.join(a.models_dir, tv + ".onnx")
-            p, err = predict(a.perfpred, a.config_dir, dev, onnx, input_name(ref[tv]), size, batch)
+            p, err = predict(a.perfpred, a.config_dir, dev, onnx, ref[tv]["input_name"], size, batch)
             if p is None:
                 print(f"{os.path.basename(path)} {r['model']} {size} b{batch}: no prediction: {err}")
                 continue
