@@ -513,9 +513,10 @@ int pp_stack_reuse_init(pp_stack_reuse *r, const pp_graph *g, const pp_kernel_gr
 {
     r->in_group = calloc((size_t)g->n_nodes + 1, sizeof *r->in_group);
     r->wpos = malloc(((size_t)g->n_tensors + 1) * sizeof *r->wpos);
+    r->epi = calloc((size_t)n + 1, 1);
     r->traffic = 0;
     r->k = k;
-    if (!r->in_group || !r->wpos) {
+    if (!r->in_group || !r->wpos || !r->epi) {
         pp_stack_reuse_free(r);
         return -1;
     }
@@ -529,8 +530,10 @@ void pp_stack_reuse_free(pp_stack_reuse *r)
 {
     free(r->in_group);
     free(r->wpos);
+    free(r->epi);
     r->in_group = NULL;
     r->wpos = NULL;
+    r->epi = NULL;
 }
 
 void pp_stack_reuse_kernel(pp_stack_reuse *r, const pp_graph *g, const pp_kernel_group *G,
@@ -541,14 +544,19 @@ void pp_stack_reuse_kernel(pp_stack_reuse *r, const pp_graph *g, const pp_kernel
     if (!r->in_group) return;
     int gi = r->in_group[G->nodes[0]];
     if (S->elementwise) {
-        /* an epilogue: it reads the only use of a conv or matmul kernel's output */
+        /* an epilogue: it reads the only use of a conv or matmul kernel's output, or of
+         * an epilogue's (TensorRT runs a bottleneck's conv, residual add and ReLU as one
+         * kernel: "conv3 + add + relu") */
         const pp_node *nd = &g->nodes[G->nodes[0]];
         for (int a = 0; a < nd->n_inputs && !S->epilogue; a++) {
             int t = nd->inputs[a], p = t >= 0 ? g->tensors[t].producer : -1;
             int pg = p >= 0 ? r->in_group[p] : 0;
-            S->epilogue = pg > 0 && pg != gi && g->tensors[t].n_consumers == 1 &&
-                          pp_stack_class_of(&g->nodes[r->k[pg - 1].nodes[0]].feat) != PP_SK_MEM;
+            S->epilogue =
+                pg > 0 && pg != gi && g->tensors[t].n_consumers == 1 &&
+                (r->epi[pg] ||
+                 pp_stack_class_of(&g->nodes[r->k[pg - 1].nodes[0]].feat) != PP_SK_MEM);
         }
+        if (gi > 0) r->epi[gi] = (unsigned char)S->epilogue;
     }
     for (int s = 0; s < G->n; s++) {
         const pp_node *nd = &g->nodes[G->nodes[s]];

@@ -195,7 +195,8 @@ typedef struct pp_stack_kernel {
     pp_stack_class cls;
     int elementwise;         /* an element-wise op */
     int epilogue;            /* element-wise and reading the only use of a conv or matmul
-                                kernel's output (pp_stack_reuse_kernel): a stack that fuses
+                                kernel's output, or of an epilogue's (a residual add, then
+                                its ReLU; pp_stack_reuse_kernel): a stack that fuses
                                 epilogues runs it inside that kernel */
     int concat;              /* a Concat whose inputs are all activations (an elision candidate) */
     int bn;                  /* the BatchNorm pass the export folded into the conv before it: a
@@ -281,6 +282,7 @@ void pp_stack_mark_reuse(const pp_graph *g, const pp_kernel_group *k, int n, pp_
 typedef struct pp_stack_reuse {
     int *in_group;  /* per node: 1 + its kernel group, 0 for none */
     const pp_kernel_group *k; /* the groups */
+    unsigned char *epi; /* per group (1-based): 1 when it is an epilogue */
     double *wpos;   /* per tensor: the traffic when it was last written, -1 never */
     double traffic; /* bytes (fp32) the kernels so far moved */
 } pp_stack_reuse;

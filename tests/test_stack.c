@@ -438,6 +438,51 @@ static void epilogues_and_concats_should_follow_the_dataflow(void **state)
     pp_devices_free(db);
 }
 
+/* ResNet-50 (torchvision export, BatchNorm folded): 53 Conv, 49 Relu, 16 Add. TensorRT runs a
+ * bottleneck's last conv, its residual Add and the ReLU after it as one kernel ("conv3 + add +
+ * relu"): the Add reads the only use of conv3's output, the ReLU the only use of the Add's, so
+ * every Add and every Relu is an epilogue, and the kernels a TensorRT stack launches are the 53
+ * convs, the two poolings and the classifier. */
+static void a_relu_after_a_fused_residual_add_should_be_an_epilogue_too(void **state)
+{
+    (void)state;
+    pp_graph *g = NULL;
+    pp_err err = {0};
+    pp_shape_opts opts = {.batch = 1};
+    assert_int_equal(pp_graph_load_full(pp_test_path("tests/fixtures/models/resnet50.onnx"),
+                                        &opts, &g, &err),
+                     PERFPRED_OK);
+    pp_device_db *db = NULL;
+    assert_int_equal(pp_devices_load_dir(pp_test_path("configs/devices"), &db, &err), PERFPRED_OK);
+    const pp_device *d = pp_devices_find(db, "rtx-2080-ti");
+    assert_non_null(d);
+    pp_stack_kernel *sk = NULL;
+    int n = 0;
+    assert_int_equal(pp_graph_stack_kernels(g, d, &sk, &n, &err), PERFPRED_OK);
+    pp_kernel_group *k = NULL;
+    int nk = 0;
+    assert_int_equal(pp_graph_kernels(g, d, &k, &nk, &err), PERFPRED_OK);
+    pp_stack trt = flat_stack(PP_PREC_FP16, 1, 0);
+    trt.fuse_epilogue = 1;
+    int relu = 0, add = 0, launched = 0;
+    for (int i = 0, j = 0; i < nk; i++, j++) {
+        const char *op = g->nodes[k[i].nodes[0]].op_type;
+        int is_relu = strcmp(op, "Relu") == 0, is_add = strcmp(op, "Add") == 0;
+        assert_int_equal(sk[j].epilogue, is_relu || is_add);
+        relu += is_relu;
+        add += is_add;
+        launched += pp_stack_role(&trt, 0, &sk[j]) == 2;
+        if (j + 1 < n && sk[j + 1].bn) j++;
+    }
+    assert_int_equal(relu, 49);
+    assert_int_equal(add, 16);
+    assert_int_equal(launched, 53 + 2 + 1);
+    free(k);
+    free(sk);
+    pp_graph_free(g);
+    pp_devices_free(db);
+}
+
 /* torchvision's ViT-B/32 as torch.onnx traced nn.MultiheadAttention's slow path: per encoder layer
  * (read off the file with python3-onnx) Transpose (to sequence-first), MatMul+Add (the in-
  * projection), Slice x 3 (q, k, v), Transpose x 3 (their heads; k's to K^T), Div (the scale),
@@ -1067,6 +1112,7 @@ int main(void)
         cmocka_unit_test(batchnorm_pass_should_cost_the_host_its_own),
         cmocka_unit_test(stack_roles_should_run_batchnorm_where_the_runtime_does),
         cmocka_unit_test(epilogues_and_concats_should_follow_the_dataflow),
+        cmocka_unit_test(a_relu_after_a_fused_residual_add_should_be_an_epilogue_too),
         cmocka_unit_test(bn_pass_should_follow_each_folded_conv),
         cmocka_unit_test(l2_reuse_should_find_the_stems_outputs_in_the_cache),
         cmocka_unit_test(attention_should_mark_the_fast_paths_kernels),
