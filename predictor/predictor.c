@@ -833,18 +833,18 @@ static void stack_time(const predict_setup *P, const pp_kernel_group *G, const k
     }
     pp_stack_reuse_kernel(&sums->reuse, g, G, S);
     /* under the stack its layer models were measured in, a device keeps its calibrated
-     * kernel times and its roofline for memory-bound ops; uncovered conv and matmul
-     * kernels, and every kernel elsewhere, take the stack's fitted model (depthwise
-     * convolutions run far below any roofline) */
+     * kernel times; every kernel they do not cover, memory-bound ones included, and every
+     * kernel elsewhere, take the stack's fitted model (depthwise convolutions run far below
+     * any roofline, and no eager memory pass streams at the datasheet's bandwidth) */
     /* layer models timed on the fp32 lanes (the source's runtime precision) do not time
      * a convolution the stack runs on TF32 tensor cores: the stack's model does */
     int tf32_conv = P->stack_cal && (S->cls == PP_SK_CONV || S->cls == PP_SK_CONV3) &&
                     P->src->runtime_precision == PP_PREC_FP32 &&
                     pp_stack_peak_tflops(stk, d, S->cls) > d->peak_tflops[PP_PREC_FP32];
     /* a fused attention's kernels are not the operators the layer models timed */
-    int keep = P->stack_cal && (kt->calibrated || S->cls == PP_SK_MEM) && !tf32_conv &&
+    int keep = P->stack_cal && kt->calibrated && !tf32_conv &&
                S->attn == PP_ATTN_NONE;
-    if (keep && kt->calibrated) {
+    if (keep) {
         /* an event-timed operator holds its host dispatch (the model's timing floor),
          * which the pipeline charges to the host: the GPU runs the rest, at least the
          * stack's shortest kernel */
@@ -872,10 +872,10 @@ static void stack_time(const predict_setup *P, const pp_kernel_group *G, const k
     pp_stack_kernel *B = &sums->sk[sums->n_sk];
     if (pp_stack_bn_pass(g, G->nodes[0], B)) {
         pp_stack_reuse_bn(&sums->reuse, g, G, B);
-        /* memory-bound: a calibrated device keeps its roofline for it, as above */
+        /* no layer model times it: the stack's model does, as above */
         int bmb;
         double rb = pp_roofline_ms(d, PP_OPK_ELEMWISE, B->flops, B->bytes * P->bf, &bmb);
-        B->cal_ms = P->stack_cal ? rb : NAN;
+        B->cal_ms = NAN;
         if (stk->bn_kernel) sums->roof_sum_ms += rb;
         sums->n_sk++;
     }
