@@ -295,6 +295,12 @@ typedef struct pp_fit_stack_report {
 perfpred_status pp_fit_stack_run(const pp_device_db *db, const pp_fit_stack_params *p,
                                  const char *name, pp_fit_stack_report *rep, pp_err *err);
 
+/* A TF32 stack none of whose training rows ran on tensor cores (tc_feed 0; TensorRT fp32) takes
+ * its feed from the same framework's fp16 stack times the geometric mean TF32 / fp16 feed ratio
+ * of the other frameworks fitted in both, read from `config_dir`/artifacts/stacks, and says so in
+ * s->tc_feed_source. Anything else, or a sibling missing: s unchanged. */
+void pp_fit_stack_transfer_feed(const char *config_dir, pp_stack *s);
+
 /* The report as JSON text (malloc'd), stored beside the stack in its artifact. */
 char *pp_fit_stack_report_json(const pp_fit_stack_report *rep);
 

@@ -1256,6 +1256,49 @@ perfpred_stackfit_params perfpred_stackfit_default_params(void)
     return p;
 }
 
+/* A TF32 stack none of whose rows ran on tensor cores (TensorRT fp32: its Turing and Pascal
+ * cards have no TF32, and the RTX 3090's TF32 rate is its fp32 lanes') would price an A100's TF32
+ * convolutions at the datasheet's peak. A tensor core is fed through the same shared-memory path
+ * whatever the precision, and a TF32 operand is twice an fp16 one: its feed is taken from the
+ * same framework's fp16 stack times the TF32 / fp16 feed ratio of the frameworks fitted on both
+ * (eager 532 / 1,321, TorchScript 553 / 1,585 on 2026-11-29: 0.40 and 0.35, about the operands'
+ * 1/2), read from the artifacts in `dir`. Nothing changes where those are missing. */
+void pp_fit_stack_transfer_feed(const char *dir, pp_stack *s)
+{
+    if (s->tc_feed > 0 || !s->tf32_conv || s->precision != PP_PREC_FP32) return;
+    double feed[N_STACKS] = {0}, log_ratio = 0, f16 = 0;
+    char path[4096], from[96] = "";
+    for (int i = 0; i < N_STACKS; i++) {
+        pp_stack o;
+        pp_err e = {0};
+        snprintf(path, sizeof path, "%s/artifacts/stacks/%s.json", dir, stack_defs[i].name);
+        if (strcmp(stack_defs[i].name, s->name) != 0 && pp_stack_load(path, &o, &e) == PERFPRED_OK)
+            feed[i] = o.tc_feed;
+    }
+    int n = 0;
+    for (int i = 0; i < N_STACKS; i++) {
+        if (stack_defs[i].prec != PP_PREC_FP16 || !(feed[i] > 0)) continue;
+        if (strcmp(stack_defs[i].framework, s->framework) == 0) {
+            f16 = feed[i];
+            snprintf(from, sizeof from, "%s", stack_defs[i].name);
+            continue;
+        }
+        for (int j = 0; j < N_STACKS; j++)
+            if (stack_defs[j].prec == PP_PREC_FP32 && feed[j] > 0 &&
+                strcmp(stack_defs[j].framework, stack_defs[i].framework) == 0) {
+                log_ratio += log(feed[j] / feed[i]);
+                n++;
+            }
+    }
+    if (!(f16 > 0) || n == 0) return;
+    double r = exp(log_ratio / n);
+    s->tc_feed = f16 * r;
+    snprintf(s->tc_feed_source, sizeof s->tc_feed_source,
+             "transferred: %s's feed %.0f x %.3f, the TF32 / fp16 feed ratio of %d other "
+             "framework(s); no training row ran on TF32 tensor cores",
+             from, f16, r, n);
+}
+
 perfpred_status perfpred_calibrate_fit_stacks(const perfpred_ctx *ctx,
                                               const perfpred_stackfit_params *pub,
                                               char **report_json, char *errbuf,
@@ -1297,6 +1340,7 @@ perfpred_status perfpred_calibrate_fit_stacks(const perfpred_ctx *ctx,
             p.rows_csv = rows;
         }
         if ((st = pp_fit_stack_run(pp_ctx_db(ctx), &p, stack_defs[i].name, rep, &err))) break;
+        pp_fit_stack_transfer_feed(pp_ctx_config_dir(ctx), &rep->stack);
         char *text = pp_fit_stack_report_json(rep);
         cJSON *r = text ? cJSON_Parse(text) : NULL;
         cJSON *sj = pp_stack_json(&rep->stack);

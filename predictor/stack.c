@@ -764,6 +764,10 @@ static perfpred_status parse_stack(const cJSON *o, const char *path, pp_stack *s
         (st = pp_artifact_str(o, path, "trained_on", s->trained_on, sizeof s->trained_on, err)) ||
         (st = pp_artifact_str(o, path, "source", s->source, sizeof s->source, err)))
         return st;
+    if (cJSON_GetObjectItemCaseSensitive(o, "tensor_feed_source") && /* optional */
+        (st = pp_artifact_str(o, path, "tensor_feed_source", s->tc_feed_source,
+                              sizeof s->tc_feed_source, err)))
+        return st;
     const cJSON *iv = cJSON_GetObjectItemCaseSensitive(o, "interval");
     if (iv) { /* optional: artifacts fitted before intervals have none */
         double n = 0;
@@ -880,6 +884,7 @@ cJSON *pp_stack_json(const pp_stack *s)
     cJSON_AddNumberToObject(o, "l2_reuse_share", s->l2_share);
     cJSON_AddNumberToObject(o, "ws_factor", s->ws_factor);
     cJSON_AddNumberToObject(o, "tensor_feed_flop_per_sm_clock", s->tc_feed);
+    if (s->tc_feed_source[0]) cJSON_AddStringToObject(o, "tensor_feed_source", s->tc_feed_source);
     cJSON_AddNumberToObject(o, "fp32_dual_issue_efficiency",
                             s->fp32_dual_eff > 0 ? s->fp32_dual_eff : 1.0);
     cJSON_AddItemToObject(o, "host_us", host);

@@ -114,6 +114,9 @@ typedef struct pp_stack {
     pp_interval_q latency_iv[2];   /* the above as predictions apply them (filled at load) */
     char trained_on[256];          /* the GPUs whose rows fitted it, comma-separated */
     char source[256];              /* the data it was fitted on */
+    char tc_feed_source[192];      /* where tc_feed comes from when no training row ran on
+                                      tensor cores (transferred from the sibling stacks); empty:
+                                      fitted, or no bound */
 } pp_stack;
 
 /* Kernel time on the GPU in ms under stack s on device d, without host cost: the class's peak

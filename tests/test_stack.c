@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -749,6 +750,69 @@ static pp_stack toy_stack(void)
     return s;
 }
 
+/* TensorRT fp32 with no tensor-core row takes tensorrt-fp16's feed 3000 times the geometric mean
+ * of the other frameworks' TF32 / fp16 feeds: eager 500 / 1000 and TorchScript 600 / 1500, so
+ * 3000 x sqrt(0.5 x 0.4) = 1341.64; the source is written and survives a save and load. A stack
+ * with a feed of its own, or without its fp16 sibling, keeps what it has. */
+static void a_tf32_stack_without_tensor_rows_should_borrow_its_fp16_siblings_feed(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/perfpred-feed-XXXXXX", path[256];
+    assert_non_null(mkdtemp(dir));
+    const char *names[] = {"pytorch-eager-fp32", "pytorch-eager-fp16", "torchscript-fp32",
+                           "torchscript-fp16", "tensorrt-fp16"};
+    const char *fw[] = {"pytorch-eager", "pytorch-eager", "torchscript", "torchscript", "tensorrt"};
+    const double feed[] = {500, 1000, 600, 1500, 3000};
+    pp_err err = {0};
+    snprintf(path, sizeof path, "%s/artifacts/stacks", dir);
+    assert_int_equal(pp_mkdir_p(path, &err), PERFPRED_OK);
+    for (int i = 0; i < 5; i++) {
+        pp_stack s = toy_stack();
+        snprintf(s.name, sizeof s.name, "%s", names[i]);
+        snprintf(s.framework, sizeof s.framework, "%s", fw[i]);
+        s.precision = strstr(names[i], "fp16") ? PP_PREC_FP16 : PP_PREC_FP32;
+        s.tc_feed = feed[i];
+        snprintf(path, sizeof path, "%s/artifacts/stacks/%s.json", dir, names[i]);
+        assert_int_equal(pp_stack_save(&s, path, NULL, &err), PERFPRED_OK);
+    }
+    pp_stack trt = toy_stack();
+    snprintf(trt.name, sizeof trt.name, "tensorrt-fp32");
+    snprintf(trt.framework, sizeof trt.framework, "tensorrt");
+    trt.tf32_conv = 1;
+    pp_fit_stack_transfer_feed(dir, &trt);
+    assert_rel_close(trt.tc_feed, 1341.640786, 1e-6);
+    assert_non_null(strstr(trt.tc_feed_source, "transferred: tensorrt-fp16's feed 3000"));
+    pp_stack back;
+    snprintf(path, sizeof path, "%s/artifacts/stacks/tensorrt-fp32.json", dir);
+    assert_int_equal(pp_stack_save(&trt, path, NULL, &err), PERFPRED_OK);
+    assert_int_equal(pp_stack_load(path, &back, &err), PERFPRED_OK);
+    assert_string_equal(back.tc_feed_source, trt.tc_feed_source);
+    pp_stack own = trt;
+    own.tc_feed = 700, own.tc_feed_source[0] = 0;
+    pp_fit_stack_transfer_feed(dir, &own);
+    assert_rel_close(own.tc_feed, 700, 1e-15);
+    snprintf(path, sizeof path, "%s/artifacts/stacks/tensorrt-fp16.json", dir);
+    assert_int_equal(remove(path), 0);
+    pp_stack alone = toy_stack();
+    snprintf(alone.name, sizeof alone.name, "tensorrt-fp32");
+    snprintf(alone.framework, sizeof alone.framework, "tensorrt");
+    alone.tf32_conv = 1;
+    pp_fit_stack_transfer_feed(dir, &alone);
+    assert_true(alone.tc_feed == 0);
+    assert_string_equal(alone.tc_feed_source, "");
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/artifacts/stacks/%s.json", dir, names[i]);
+        remove(path);
+    }
+    snprintf(path, sizeof path, "%s/artifacts/stacks/tensorrt-fp32.json", dir);
+    remove(path);
+    snprintf(path, sizeof path, "%s/artifacts/stacks", dir);
+    rmdir(path);
+    snprintf(path, sizeof path, "%s/artifacts", dir);
+    rmdir(path);
+    assert_int_equal(rmdir(dir), 0);
+}
+
 static void stack_artifact_should_round_trip_and_name_a_bad_field(void **state)
 {
     (void)state;
@@ -1113,6 +1177,7 @@ int main(void)
         cmocka_unit_test(stack_roles_should_run_batchnorm_where_the_runtime_does),
         cmocka_unit_test(epilogues_and_concats_should_follow_the_dataflow),
         cmocka_unit_test(a_relu_after_a_fused_residual_add_should_be_an_epilogue_too),
+        cmocka_unit_test(a_tf32_stack_without_tensor_rows_should_borrow_its_fp16_siblings_feed),
         cmocka_unit_test(bn_pass_should_follow_each_folded_conv),
         cmocka_unit_test(l2_reuse_should_find_the_stems_outputs_in_the_cache),
         cmocka_unit_test(attention_should_mark_the_fast_paths_kernels),
