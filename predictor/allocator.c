@@ -180,7 +180,7 @@ perfpred_status pp_alloc_trace_build(const pp_graph *g, int bn_eager, int engine
         const pp_node *n = &g->nodes[i];
         pp_stack_kernel bn;
         int tmp = -1;
-        if (bn_eager && pp_stack_bn_pass(g, i, &bn)) {
+        if (bn_eager && pp_stack_bn_pass(g, i, &bn) && !bn.bias) { /* a bias adds in place */
             /* eager: the convolution's own output, then BatchNorm's, then the first dies */
             tmp = next_buf++;
             if (push(&t, tmp, PP_ALLOC_ACT, pp_tensor_bytes(&g->tensors[n->outputs[0]])))

@@ -187,7 +187,9 @@ double pp_stack_latency_units_ms(const pp_stack *s, const pp_device *d, const pp
         /* a folded BatchNorm the stack folds too, or an element-wise op in the epilogue of the
          * conv or matmul whose output it reads: no launch */
         if (pp_stack_role(s, fa, &k[i]) != 2) continue;
-        host[m] = (k[i].bn ? s->host_bn_us : s->host_us[k[i].cls]) * hs;
+        /* a bias add is dispatched in C++ within its convolution's op, whose one call the conv
+         * class's host cost prices */
+        host[m] = (k[i].bn ? (k[i].bias ? 0 : s->host_bn_us) : s->host_us[k[i].cls]) * hs;
         /* a fused attention's dispatch: its kernel and the views around it */
         if (fa && k[i].attn == PP_ATTN_CORE) host[m] += s->host_us[PP_SK_MEM] * hs;
         gpu[m] = isfinite(k[i].cal_ms) ? k[i].cal_ms
@@ -450,13 +452,20 @@ int pp_stack_bn_pass(const pp_graph *g, int conv, pp_stack_kernel *bn)
         nd->n_outputs < 1 || nd->outputs[0] < 0)
         return 0;
     const char *w = g->tensors[nd->inputs[1]].name;
-    if (!w || strncmp(w, "onnx::Conv_", 11) != 0) return 0;
+    int folded = w && strncmp(w, "onnx::Conv_", 11) == 0;
+    /* a bias of its own on a dense conv: the cuDNN path's add_ (depthwise convolutions may take
+     * PyTorch's own kernel, which adds the bias inside) */
+    pp_stack_class c = pp_stack_class_of(&nd->feat);
+    int bias = !folded && nd->n_inputs >= 3 && is_const(g, nd->inputs[2]) &&
+               (c == PP_SK_CONV || c == PP_SK_CONV3);
+    if (!folded && !bias) return 0;
     int64_t out = pp_tensor_elems(&g->tensors[nd->outputs[0]]);
     if (out <= 0) return 0;
     memset(bn, 0, sizeof *bn);
     bn->cls = PP_SK_MEM;
     bn->bn = 1;
-    bn->flops = 2.0 * (double)out;
+    bn->bias = bias;
+    bn->flops = (bias ? 1.0 : 2.0) * (double)out;
     bn->bytes = 8.0 * (double)out; /* read and write at fp32 */
     bn->blocks = ceil((double)out / 512);
     bn->cal_ms = NAN;

@@ -202,8 +202,12 @@ typedef struct pp_stack_kernel {
                                 its ReLU; pp_stack_reuse_kernel): a stack that fuses
                                 epilogues runs it inside that kernel */
     int concat;              /* a Concat whose inputs are all activations (an elision candidate) */
-    int bn;                  /* the BatchNorm pass the export folded into the conv before it: a
-                                kernel only where the stack has bn_kernel */
+    int bn;                  /* the BatchNorm pass the export folded into the conv before it, or
+                                the bias add after a dense conv with a bias of its own (`bias`):
+                                a kernel only where the stack has bn_kernel */
+    int bias;                /* that pass is PyTorch's in-place bias add: its cuDNN convolution
+                                takes no bias and adds it after (`output.add_(bias)` in
+                                ATen's Convolution.cpp), one more kernel inside the conv's op */
     double flops, bytes, blocks, cal_ms;
     double red;              /* reduction length of a conv / matmul (Cin kh kw, or K); 0 else */
     int attn;                /* PP_ATTN_*: its part in an attention a runtime may fuse */
@@ -270,7 +274,9 @@ static inline int pp_stack_role(const pp_stack *s, int fused_attn, const pp_stac
 /* 1 when node `conv` of g is a Conv into whose weights torch.onnx folded a BatchNorm (eval-mode
  * export with constant folding names such a weight "onnx::Conv_<n>"); that BatchNorm still runs
  * as a kernel in eager PyTorch. *bn gets the pass: element-wise over the conv's output (read and
- * write, a scale and a shift per element). */
+ * write, a scale and a shift per element). Also 1 for a dense (not grouped) Conv with a bias of
+ * its own (a named weight and a constant bias): eager PyTorch's cuDNN path adds that bias in
+ * place after the convolution, a pass with bn->bias set (one add per element). */
 int pp_stack_bn_pass(const pp_graph *g, int conv, pp_stack_kernel *bn);
 
 /* Fills in_bytes / in_dist of sk[0..m), the stack kernels of g's n kernel groups k in order (each

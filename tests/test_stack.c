@@ -595,31 +595,38 @@ static void fused_attention_should_charge_one_dispatch_per_fused_op(void **state
 }
 
 /* torch.onnx folded every BatchNorm of ResNet-18 into its 20 convolutions (weights named
- * onnx::Conv_*); SqueezeNet has no BatchNorm (its 26 convolutions keep named weights). The pass of
- * ResNet-18's first conv: 64 x 112 x 112 outputs, read and written at fp32. */
+ * onnx::Conv_*): 20 BatchNorm passes, no bias add. SqueezeNet has no BatchNorm; its 26
+ * convolutions keep named weights and a bias each, which eager PyTorch's cuDNN path adds after
+ * the convolution: 26 bias passes. The first pass of each, read and written at fp32: ResNet-18's
+ * conv1 64 x 112 x 112 outputs, SqueezeNet's 96 x 109 x 109 ((224 - 7) / 2 + 1); a bias pass
+ * adds once per element, a BatchNorm pass scales and shifts. */
 static void bn_pass_should_follow_each_folded_conv(void **state)
 {
     (void)state;
     const char *names[2] = {"examples/resnet18.onnx", "tests/fixtures/models/squeezenet1_0.onnx"};
-    int want[2] = {20, 0};
+    int want[2] = {20, 26}, want_bias[2] = {0, 26};
+    double first_out[2] = {64.0 * 112 * 112, 96.0 * 109 * 109};
     for (int m = 0; m < 2; m++) {
         pp_graph *g = NULL;
         pp_err err = {0};
         pp_shape_opts opts = {.batch = 1};
         assert_int_equal(pp_graph_load_full(pp_test_path(names[m]), &opts, &g, &err), PERFPRED_OK);
-        int n = 0, first = -1;
+        int n = 0, nb = 0, first = -1;
         pp_stack_kernel b;
         for (int i = 0; i < g->n_nodes; i++)
             if (pp_stack_bn_pass(g, i, &b)) {
                 if (first < 0) {
                     first = i;
-                    assert_rel_close(b.bytes, 8.0 * 64 * 112 * 112, 1e-15);
+                    assert_rel_close(b.bytes, 8.0 * first_out[m], 1e-15);
+                    assert_rel_close(b.flops, (m ? 1.0 : 2.0) * first_out[m], 1e-15);
                     assert_int_equal(b.bn, 1);
                     assert_int_equal(b.cls, PP_SK_MEM);
                 }
                 n++;
+                nb += b.bias;
             }
         assert_int_equal(n, want[m]);
+        assert_int_equal(nb, want_bias[m]);
         pp_graph_free(g);
     }
 }
