@@ -53,6 +53,8 @@ static void print_report(const cJSON *all)
         printf("  tensor cores fed %.0f FLOP per SM per clock (0: no row on them);  share of "
                "efficiency on doubled fp32 lanes %.3f\n",
                num(f, "tensor_feed_flop_per_sm_clock"), num(f, "fp32_dual_issue_efficiency"));
+        printf("  an SM streams %.1f bytes per clock from the DRAM\n",
+               num(f, "memory_feed_bytes_per_sm_clock"));
         const cJSON *fs = cJSON_GetObjectItemCaseSensitive(f, "tensor_feed_source");
         if (cJSON_IsString(fs)) printf("  tensor feed %s\n", fs->valuestring);
         const cJSON *c;

@@ -114,7 +114,7 @@ typedef struct row {
     const pp_device *dev;
     double lat_ms, mem_bytes;
     double res[N_WS];         /* allocator's reserved bytes after the row's pass, per ws_grid */
-    double *tc, *tm;          /* unit times of cfg's kernels on dev */
+    double *tc, *tm, *nd;     /* unit times of cfg's kernels on dev; bytes per SM-clock */
 } row;
 
 typedef struct data {
@@ -459,18 +459,20 @@ static perfpred_status read_data(data *D, pp_err *err)
 
 /* ------------------------------------------------------------------ fit ---- */
 
-#define NP (5 + PP_SK__COUNT * 2) /* call, host[5], eff[5], fp32_dual, tc_feed, host_bn, gpu_min */
+#define NP (6 + PP_SK__COUNT * 2) /* call, host[5], eff[5], fp32_dual, tc_feed, host_bn, gpu_min,
+                                   mem_feed */
 
 /* Physical ranges of the fitted figures; the optimiser works on x with p = lo + (hi - lo) / (1 +
  * e^-x), so it can never leave them. Host: 0.5 us (a bare launch) to 400 us per op; efficiency
  * at most the peak, except 3x3 stride-1 convolutions, which Winograd F(2x2, 3x3) lets do 2.25x
  * fewer multiplies than the direct count; bandwidth 10-100 %; on doubled fp32 lanes 10-100 % of
  * the fp32 lanes' share; tensor cores fed 64-8,192 FLOP per SM per clock (the densest datasheet
- * rate, Hopper's fp8, is 8,192); a kernel 1-30 us at least. */
+ * rate, Hopper's fp8, is 8,192); a kernel 1-30 us at least; an SM streams 1-256 bytes a clock
+ * from the DRAM (its L1 moves 64-128). */
 static const double lo_[NP] = {0,    0.5, 0.5, 0.5, 0.5, 0.5, 0.02, 0.02,
-                               0.02, 0.02, 0.1, 0.1, 64, 0.5, 1};
+                               0.02, 0.02, 0.1, 0.1, 64, 0.5, 1, 1};
 static const double hi_[NP] = {3000, 400, 400, 400, 400, 400, 1.0, 2.25,
-                               1.0,  1.0, 1.0, 1.0, 8192, 400, 30};
+                               1.0,  1.0, 1.0, 1.0, 8192, 400, 30, 256};
 
 static double from_x(const double *x, int i) { return lo_[i] + (hi_[i] - lo_[i]) / (1 + exp(-x[i])); }
 
@@ -505,11 +507,12 @@ static void stack_from_x(const double *x, pp_stack *s, double host_hi, const int
         double cap = host_hi < hi_[1 + c] ? host_hi : hi_[1 + c];
         s->host_us[c] = fmin(cap, s->host_us[PP_SK_MEM] + s->host_us[c] - lo_[1 + c]);
     }
-    s->fp32_dual_eff = seen[1] ? from_x(x, NP - 4) : 1.0;
-    s->tc_feed = seen[0] ? from_x(x, NP - 3) : 0.0;
+    s->fp32_dual_eff = seen[1] ? from_x(x, NP - 5) : 1.0;
+    s->tc_feed = seen[0] ? from_x(x, NP - 4) : 0.0;
     /* the BatchNorm pass's own host cost; a stack that folds BatchNorm runs none */
-    s->host_bn_us = s->bn_kernel ? from_x(x, NP - 2) : s->host_us[PP_SK_MEM];
-    s->gpu_min_us = from_x(x, NP - 1);
+    s->host_bn_us = s->bn_kernel ? from_x(x, NP - 3) : s->host_us[PP_SK_MEM];
+    s->gpu_min_us = from_x(x, NP - 2);
+    s->mem_feed = from_x(x, NP - 1);
 }
 
 typedef struct fit_job {
@@ -541,7 +544,7 @@ static double row_latency_split(const pp_stack *s, const row *r, const cfg *c, d
         pp_stack_graph_replay(&g);
         s = &g;
     }
-    return pp_stack_latency_units_ms(s, r->dev, c->k, r->tc, r->tm, c->n, scratch, host_ms,
+    return pp_stack_latency_units_ms(s, r->dev, c->k, r->tc, r->tm, r->nd, c->n, scratch, host_ms,
                                      gpu_ms);
 }
 
@@ -807,10 +810,11 @@ static void fit_one(fit_job *J)
             x[1 + PP_SK__COUNT + c] = to_x(c == PP_SK_MEM ? 0.7 : starts[k][2],
                                            1 + PP_SK__COUNT + c);
         }
-        x[NP - 4] = to_x(0.7, NP - 4);
-        x[NP - 3] = to_x(700, NP - 3);
-        x[NP - 2] = to_x(starts[k][1], NP - 2);
-        x[NP - 1] = to_x(5, NP - 1);
+        x[NP - 5] = to_x(0.7, NP - 5);
+        x[NP - 4] = to_x(700, NP - 4);
+        x[NP - 3] = to_x(starts[k][1], NP - 3);
+        x[NP - 2] = to_x(5, NP - 2);
+        x[NP - 1] = to_x(32, NP - 1);
         nelder_mead(J, x, 1.0, budget / 4);
         double f = objective(J, x);
         if (f < fbest) {
@@ -1002,9 +1006,12 @@ static perfpred_status unit_times(data *D, pp_err *err)
     for (int i = 0; i < D->n_rows; i++) {
         row *r = &D->rows[i];
         const cfg *c = &D->cfgs[r->cfg];
-        r->tc = malloc(((size_t)c->n + 1) * 2 * sizeof *r->tc);
+        r->tc = malloc(((size_t)c->n + 1) * 3 * sizeof *r->tc);
         if (!r->tc) return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
         r->tm = r->tc + c->n;
+        r->nd = r->tc + 2 * c->n; /* each kernel's bytes per SM-clock: fixed by the row's GPU */
+        for (int k = 0; k < c->n; k++)
+            r->nd[k] = pp_stack_sm_need(r->dev, c->k[k].cls, c->k[k].blocks, c->k[k].red);
         /* the project's own rows ran attention fused (eager PyTorch 2.x, no autograd) */
         pp_stack_kernel_units(&probe, r->dev, c->k, c->n, r->tc, r->tm);
     }

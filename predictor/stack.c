@@ -131,12 +131,23 @@ void pp_stack_unit_ms(const pp_stack *s, const pp_device *d, pp_stack_class c, d
     *tm_ms = sbw > 0 ? bytes / sbw * 1e3 : 0;
 }
 
+double pp_stack_sm_need(const pp_device *d, pp_stack_class c, double blocks, double red)
+{
+    double gclk = pp_stack_sm_gclocks(d), lb = pp_stack_launch_blocks(d, c, blocks, red);
+    int sms = d->compute_units;
+    if (sms <= 0 || !(gclk > 0)) return 0;
+    double active = lb > 0 ? fmin(sms, lb / pp_stack_resident(c)) : sms;
+    double bw = fmin(pp_device_stream_gbs(d), pp_device_sm_stream_gbs(d) * active);
+    return bw / (active * gclk / sms);
+}
+
 double pp_stack_gpu_ms(const pp_stack *s, const pp_device *d, pp_stack_class c, double flops,
                        double bytes, double blocks, double red)
 {
     double tc, tm;
     pp_stack_unit_ms(s, d, c, flops, bytes, blocks, red, &tc, &tm);
-    return pp_stack_time_from_units(s, c, pp_stack_tensor_share(s, d, c), tc, tm);
+    double need = s->mem_feed > 0 ? pp_stack_sm_need(d, c, blocks, red) : 0;
+    return pp_stack_time_from_units(s, c, pp_stack_tensor_share(s, d, c), tc, tm, need);
 }
 
 /* One call of the pipeline from host clock *h and GPU clock *g (both ms). */
@@ -175,8 +186,8 @@ double pp_pipeline_ms(const double *host_us, const double *gpu_ms, int n, double
 }
 
 double pp_stack_latency_units_ms(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k,
-                                 const double *tc_ms, const double *tm_ms, int n, double *scratch,
-                                 double *host_ms, double *gpu_ms)
+                                 const double *tc_ms, const double *tm_ms, const double *need_bpc,
+                                 int n, double *scratch, double *host_ms, double *gpu_ms)
 {
     double *host = scratch, *gpu = scratch + n;
     double hs = d->host_dispatch_scale > 0 ? d->host_dispatch_scale : 1.0, hsum = 0, gsum = 0;
@@ -192,9 +203,12 @@ double pp_stack_latency_units_ms(const pp_stack *s, const pp_device *d, const pp
         host[m] = (k[i].bn ? (k[i].bias ? 0 : s->host_bn_us) : s->host_us[k[i].cls]) * hs;
         /* a fused attention's dispatch: its kernel and the views around it */
         if (fa && k[i].attn == PP_ATTN_CORE) host[m] += s->host_us[PP_SK_MEM] * hs;
+        double need = !(s->mem_feed > 0) ? 0
+                      : need_bpc    ? need_bpc[i]
+                                    : pp_stack_sm_need(d, k[i].cls, k[i].blocks, k[i].red);
         gpu[m] = isfinite(k[i].cal_ms) ? k[i].cal_ms
                                        : pp_stack_time_from_units(s, k[i].cls, share[k[i].cls],
-                                                                  tc_ms[i], tm_ms[i]);
+                                                                  tc_ms[i], tm_ms[i], need);
         hsum += host[m];
         gsum += gpu[m];
         m++;
@@ -616,7 +630,7 @@ double pp_stack_latency_ms(const pp_stack *s, const pp_device *d, const pp_stack
 {
     double *tc = scratch + 2 * n, *tm = scratch + 3 * n;
     pp_stack_kernel_units(s, d, k, n, tc, tm);
-    return pp_stack_latency_units_ms(s, d, k, tc, tm, n, scratch, host_ms, gpu_ms);
+    return pp_stack_latency_units_ms(s, d, k, tc, tm, NULL, n, scratch, host_ms, gpu_ms);
 }
 
 double pp_stack_cublas_bytes(double cc)
@@ -748,6 +762,11 @@ static perfpred_status parse_stack(const cJSON *o, const char *path, pp_stack *s
     s->fp32_dual_eff = 1; /* optional: stacks fitted before it had none */
     if (cJSON_GetObjectItemCaseSensitive(o, "fp32_dual_issue_efficiency") &&
         (st = pp_artifact_num(o, path, "fp32_dual_issue_efficiency", 0.01, 1, &s->fp32_dual_eff,
+                              err)))
+        return st;
+    s->mem_feed = 0; /* optional: stacks fitted before it had no per-SM limit */
+    if (cJSON_GetObjectItemCaseSensitive(o, "memory_feed_bytes_per_sm_clock") &&
+        (st = pp_artifact_num(o, path, "memory_feed_bytes_per_sm_clock", 0, 1e4, &s->mem_feed,
                               err)))
         return st;
     s->l2_share = 0; /* optional: stacks fitted before it read every byte from the DRAM */
@@ -893,6 +912,7 @@ cJSON *pp_stack_json(const pp_stack *s)
     cJSON_AddNumberToObject(o, "l2_reuse_share", s->l2_share);
     cJSON_AddNumberToObject(o, "ws_factor", s->ws_factor);
     cJSON_AddNumberToObject(o, "tensor_feed_flop_per_sm_clock", s->tc_feed);
+    cJSON_AddNumberToObject(o, "memory_feed_bytes_per_sm_clock", s->mem_feed);
     if (s->tc_feed_source[0]) cJSON_AddStringToObject(o, "tensor_feed_source", s->tc_feed_source);
     cJSON_AddNumberToObject(o, "fp32_dual_issue_efficiency",
                             s->fp32_dual_eff > 0 ? s->fp32_dual_eff : 1.0);

@@ -83,6 +83,12 @@ typedef struct pp_stack {
                                       project's H200 reached 76 % of its peak, where GA100 and
                                       Volta reach about 95 % of theirs; 1 elsewhere (0 reads
                                       as 1) */
+    double mem_feed;               /* what one SM streams from the DRAM, bytes per clock: a kernel
+                                      whose SMs would each need `need` bytes a clock to reach the
+                                      bandwidth (pp_stack_sm_need) adds tm x need / mem_feed to
+                                      its memory time, the requests an SM keeps in flight over
+                                      the DRAM's latency (Little's law); the harmonic mean of the
+                                      two limits, as the tensor feed. 0: no such limit */
     double gpu_min_us;             /* shortest kernel on the GPU (launch to completion) */
     double l2_share;               /* a kernel reads an activation an earlier kernel wrote from the
                                       L2, not the DRAM, while the traffic since that write (the
@@ -159,15 +165,24 @@ static inline int pp_stack_fp32_doubled(const pp_device *d) { return d->compute_
  * are the fp32 lanes'); on the fp32 lanes of a doubled-fp32 GPU, fp32_dual_eff for a compute
  * class; else 1. A MIG slice scales its peak with its SMs, so it keeps its GPU's share. */
 double pp_stack_tensor_share(const pp_stack *s, const pp_device *d, pp_stack_class c);
-/* t = max(tc / (eff[c] x share), tm / eff[memory]) + gpu_min, share from pp_stack_tensor_share;
+/* t = max(tc / (eff[c] x share), tm / eff[memory] + tm x need / mem_feed) + gpu_min, share
+ * from pp_stack_tensor_share, need from pp_stack_sm_need (no second term where mem_feed is 0);
  * a matrix product takes eff[conv] where the stack has one_gemm */
 static inline double pp_stack_time_from_units(const pp_stack *s, pp_stack_class c, double share,
-                                              double tc_ms, double tm_ms)
+                                              double tc_ms, double tm_ms, double need)
 {
     double e = s->eff[s->one_gemm && c == PP_SK_MATMUL ? PP_SK_CONV : c] * share;
     double a = c != PP_SK_MEM ? tc_ms / e : 0, b = tm_ms / s->eff[PP_SK_MEM];
+    if (s->mem_feed > 0) b += tm_ms * need / s->mem_feed;
     return (a > b ? a : b) + s->gpu_min_us * 1e-3;
 }
+
+/* The bytes per SM per clock that each SM a kernel of `blocks` blocks (class c, reduction `red`)
+ * occupies on d must stream for it to reach the bandwidth pp_stack_unit_ms gives it (the
+ * device's stream bandwidth, or the SMs' share of it); 0 where d states no SMs or clock. The
+ * DRAM bandwidth per SM-clock: GTX 1080 Ti 10.9, H100 12.8, H200 18.4, V100 7.4, RTX 2080 Ti 5.9,
+ * RTX A6000 5.1 (datasheet figures). */
+double pp_stack_sm_need(const pp_device *d, pp_stack_class c, double blocks, double red);
 
 /* Waves a kernel of `blocks` thread blocks runs in on `sms` SMs holding `resident` blocks each,
  * as a fraction of a full GPU's ideal time: ceil(x)/x for x = blocks / (sms x resident) >= 1, and
@@ -322,11 +337,11 @@ double pp_stack_latency_ms(const pp_stack *s, const pp_device *d, const pp_stack
  * (pp_stack_kernel_work: a fused attention's core its fused figures; bytes halved for fp16). */
 void pp_stack_kernel_units(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k, int n,
                            double *tc, double *tm);
-/* The same from unit times already computed on d (pp_stack_kernel_units), as a fit calls it;
- * scratch holds 2n doubles. */
+/* The same from unit times already computed on d (pp_stack_kernel_units), as a fit calls it,
+ * and each kernel's pp_stack_sm_need on d (NULL: computed here); scratch holds 2n doubles. */
 double pp_stack_latency_units_ms(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k,
-                                 const double *tc_ms, const double *tm_ms, int n, double *scratch,
-                                 double *host_ms, double *gpu_ms);
+                                 const double *tc_ms, const double *tm_ms, const double *need_bpc,
+                                 int n, double *scratch, double *host_ms, double *gpu_ms);
 
 /* cuBLAS's workspace as PyTorch sizes it by default (CUBLAS_WORKSPACE_CONFIG unset): 32 MiB on
  * compute capability 9.x (Hopper), 4096 KiB x 2 + 16 KiB x 8 before it. */

@@ -48,12 +48,12 @@ static void graph_replay_should_leave_the_kernels_alone(void **state)
     const double gpu[3] = {0.005, 0.030, 0.002};
     for (int i = 0; i < 3; i++) k[i].cls = PP_SK_MEM, k[i].cal_ms = gpu[i];
     double tc[3] = {0}, tm[3] = {0}, scratch[12], host_ms, gpu_ms;
-    assert_rel_close(pp_stack_latency_units_ms(&s, &d, k, tc, tm, 3, scratch, &host_ms, &gpu_ms),
+    assert_rel_close(pp_stack_latency_units_ms(&s, &d, k, tc, tm, NULL, 3, scratch, &host_ms, &gpu_ms),
                      0.056, 1e-12);
     assert_rel_close(host_ms, 0.030, 1e-12);
     pp_stack g = s;
     pp_stack_graph_replay(&g);
-    assert_rel_close(pp_stack_latency_units_ms(&g, &d, k, tc, tm, 3, scratch, &host_ms, &gpu_ms),
+    assert_rel_close(pp_stack_latency_units_ms(&g, &d, k, tc, tm, NULL, 3, scratch, &host_ms, &gpu_ms),
                      0.041, 1e-12);
     assert_true(host_ms == 0);
     assert_rel_close(gpu_ms, 0.037, 1e-12);
@@ -820,6 +820,32 @@ static void a_tf32_stack_without_tensor_rows_should_borrow_its_fp16_siblings_fee
     assert_int_equal(rmdir(dir), 0);
 }
 
+/* A GPU of 10 SMs at 1000 MHz streaming 200 GB/s (no MIG profiles: each SM's share is 20 GB/s):
+ * at full occupancy its SMs need 200 / (10 x 1) = 20 bytes per SM-clock; a memory kernel of 8
+ * blocks (4 resident per SM) occupies 2 SMs, which stream 2 x 20 = 40 GB/s: 40 / (2 x 1) = 20
+ * again. A memory kernel of 1 ms at that bandwidth, bandwidth efficiency 0.5, SMs fed 10 bytes a
+ * clock, shortest kernel 0: 1 / 0.5 + 1 x 20 / 10 = 4 ms; with no feed (0) 2 ms; a compute
+ * kernel of 5 ms at efficiency 1 stays 5 ms, its memory term (4 ms) hidden under it. */
+static void an_sms_memory_feed_should_add_its_time_harmonically(void **state)
+{
+    (void)state;
+    pp_device d = {0};
+    d.compute_units = 10;
+    d.clock_mhz = 1000;
+    d.stream_bandwidth_gbs = 200;
+    assert_rel_close(pp_stack_sm_need(&d, PP_SK_MEM, 1e6, 0), 20, 1e-12);
+    assert_rel_close(pp_stack_sm_need(&d, PP_SK_MEM, 8, 0), 20, 1e-12);
+    pp_stack s = flat_stack(PP_PREC_FP32, 1, 0);
+    s.eff[PP_SK_MEM] = 0.5;
+    s.mem_feed = 10;
+    assert_rel_close(pp_stack_time_from_units(&s, PP_SK_MEM, 1, 0, 1, 20), 4, 1e-12);
+    assert_rel_close(pp_stack_time_from_units(&s, PP_SK_CONV, 1, 5, 1, 20), 5, 1e-12);
+    s.mem_feed = 0;
+    assert_rel_close(pp_stack_time_from_units(&s, PP_SK_MEM, 1, 0, 1, 20), 2, 1e-12);
+    d.compute_units = 0; /* no SMs stated: no need known */
+    assert_true(pp_stack_sm_need(&d, PP_SK_MEM, 8, 0) == 0);
+}
+
 static void stack_artifact_should_round_trip_and_name_a_bad_field(void **state)
 {
     (void)state;
@@ -1185,6 +1211,7 @@ int main(void)
         cmocka_unit_test(epilogues_and_concats_should_follow_the_dataflow),
         cmocka_unit_test(a_relu_after_a_fused_residual_add_should_be_an_epilogue_too),
         cmocka_unit_test(a_tf32_stack_without_tensor_rows_should_borrow_its_fp16_siblings_feed),
+        cmocka_unit_test(an_sms_memory_feed_should_add_its_time_harmonically),
         cmocka_unit_test(bn_pass_should_follow_each_folded_conv),
         cmocka_unit_test(l2_reuse_should_find_the_stems_outputs_in_the_cache),
         cmocka_unit_test(attention_should_mark_the_fast_paths_kernels),
