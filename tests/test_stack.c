@@ -392,6 +392,40 @@ static void stack_roles_should_run_batchnorm_where_the_runtime_does(void **state
     }
 }
 
+/* A model's graph at batch 1, its kernel groups and its stack kernels on device `dev` (the
+ * descriptors in configs/devices); free with free_model_kernels. */
+typedef struct model_kernels {
+    pp_graph *g;
+    pp_device_db *db;
+    pp_stack_kernel *sk;
+    int n;
+    pp_kernel_group *k;
+    int nk;
+} model_kernels;
+
+static model_kernels load_model_kernels(const char *model, const char *dev)
+{
+    model_kernels m = {0};
+    pp_err err = {0};
+    pp_shape_opts opts = {.batch = 1};
+    assert_int_equal(pp_graph_load_full(pp_test_path(model), &opts, &m.g, &err), PERFPRED_OK);
+    assert_int_equal(pp_devices_load_dir(pp_test_path("configs/devices"), &m.db, &err),
+                     PERFPRED_OK);
+    const pp_device *d = pp_devices_find(m.db, dev);
+    assert_non_null(d);
+    assert_int_equal(pp_graph_stack_kernels(m.g, d, &m.sk, &m.n, &err), PERFPRED_OK);
+    assert_int_equal(pp_graph_kernels(m.g, d, &m.k, &m.nk, &err), PERFPRED_OK);
+    return m;
+}
+
+static void free_model_kernels(model_kernels *m)
+{
+    free(m->k);
+    free(m->sk);
+    pp_graph_free(m->g);
+    pp_devices_free(m->db);
+}
+
 /* GoogLeNet as torchvision exports it (read off the file with python3-onnx): 57 Conv nodes, each
  * read by one Relu only, and 9 Concat nodes of the inception blocks, whose inputs are the
  * branches' Relu outputs. The node order interleaves the branches (a Relu often follows another
@@ -400,22 +434,11 @@ static void stack_roles_should_run_batchnorm_where_the_runtime_does(void **state
 static void epilogues_and_concats_should_follow_the_dataflow(void **state)
 {
     (void)state;
-    pp_graph *g = NULL;
-    pp_err err = {0};
-    pp_shape_opts opts = {.batch = 1};
-    assert_int_equal(pp_graph_load_full(pp_test_path("tests/fixtures/models/googlenet.onnx"),
-                                        &opts, &g, &err),
-                     PERFPRED_OK);
-    pp_device_db *db = NULL;
-    assert_int_equal(pp_devices_load_dir(pp_test_path("configs/devices"), &db, &err), PERFPRED_OK);
-    const pp_device *d = pp_devices_find(db, "quadro-rtx-8000");
-    assert_non_null(d);
-    pp_stack_kernel *sk = NULL;
-    int n = 0, relu = 0, concat = 0, after_other = 0;
-    assert_int_equal(pp_graph_stack_kernels(g, d, &sk, &n, &err), PERFPRED_OK);
-    pp_kernel_group *k = NULL;
-    int nk = 0;
-    assert_int_equal(pp_graph_kernels(g, d, &k, &nk, &err), PERFPRED_OK);
+    model_kernels m = load_model_kernels("tests/fixtures/models/googlenet.onnx", "quadro-rtx-8000");
+    const pp_graph *g = m.g;
+    const pp_stack_kernel *sk = m.sk;
+    const pp_kernel_group *k = m.k;
+    int n = m.n, nk = m.nk, relu = 0, concat = 0, after_other = 0;
     /* each group's kernel, then the BatchNorm pass each Conv had folded in (BasicConv2d) */
     assert_int_equal(n, nk + 57);
     for (int i = 0, j = 0; i < nk; i++, j++) {
@@ -433,10 +456,7 @@ static void epilogues_and_concats_should_follow_the_dataflow(void **state)
     assert_int_equal(relu, 57);
     assert_int_equal(concat, 9);
     assert_true(after_other > 0); /* the order alone would have missed these */
-    free(k);
-    free(sk);
-    pp_graph_free(g);
-    pp_devices_free(db);
+    free_model_kernels(&m);
 }
 
 /* ResNet-50 (torchvision export, BatchNorm folded): 53 Conv, 49 Relu, 16 Add. TensorRT runs a
@@ -447,22 +467,11 @@ static void epilogues_and_concats_should_follow_the_dataflow(void **state)
 static void a_relu_after_a_fused_residual_add_should_be_an_epilogue_too(void **state)
 {
     (void)state;
-    pp_graph *g = NULL;
-    pp_err err = {0};
-    pp_shape_opts opts = {.batch = 1};
-    assert_int_equal(pp_graph_load_full(pp_test_path("tests/fixtures/models/resnet50.onnx"),
-                                        &opts, &g, &err),
-                     PERFPRED_OK);
-    pp_device_db *db = NULL;
-    assert_int_equal(pp_devices_load_dir(pp_test_path("configs/devices"), &db, &err), PERFPRED_OK);
-    const pp_device *d = pp_devices_find(db, "rtx-2080-ti");
-    assert_non_null(d);
-    pp_stack_kernel *sk = NULL;
-    int n = 0;
-    assert_int_equal(pp_graph_stack_kernels(g, d, &sk, &n, &err), PERFPRED_OK);
-    pp_kernel_group *k = NULL;
-    int nk = 0;
-    assert_int_equal(pp_graph_kernels(g, d, &k, &nk, &err), PERFPRED_OK);
+    model_kernels m = load_model_kernels("tests/fixtures/models/resnet50.onnx", "rtx-2080-ti");
+    const pp_graph *g = m.g;
+    const pp_stack_kernel *sk = m.sk;
+    const pp_kernel_group *k = m.k;
+    int n = m.n, nk = m.nk;
     pp_stack trt = flat_stack(PP_PREC_FP16, 1, 0);
     trt.fuse_epilogue = 1;
     int relu = 0, add = 0, launched = 0;
@@ -478,10 +487,7 @@ static void a_relu_after_a_fused_residual_add_should_be_an_epilogue_too(void **s
     assert_int_equal(relu, 49);
     assert_int_equal(add, 16);
     assert_int_equal(launched, 53 + 2 + 1);
-    free(k);
-    free(sk);
-    pp_graph_free(g);
-    pp_devices_free(db);
+    free_model_kernels(&m);
 }
 
 /* torchvision's ViT-B/32 as torch.onnx traced nn.MultiheadAttention's slow path: per encoder layer
