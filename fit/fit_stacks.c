@@ -1300,10 +1300,11 @@ void pp_fit_stack_transfer_feed(const char *dir, pp_stack *s)
     if (!(f16 > 0) || n == 0) return;
     double r = exp(log_ratio / n);
     s->tc_feed = f16 * r;
-    snprintf(s->tc_feed_source, sizeof s->tc_feed_source,
-             "transferred: %s's feed %.0f x %.3f, the TF32 / fp16 feed ratio of %d other "
-             "framework(s); no training row ran on TF32 tensor cores",
-             from, f16, r, n);
+    int w = snprintf(s->tc_feed_source, sizeof s->tc_feed_source,
+                     "transferred: %.48s's feed %d x %.3f, the TF32 / fp16 feed ratio of %d other "
+                     "framework(s); no training row ran on TF32 tensor cores",
+                     from, (int)lround(f16), r, n);
+    if (w < 0) s->tc_feed_source[0] = 0;
 }
 
 perfpred_status perfpred_calibrate_fit_stacks(const perfpred_ctx *ctx,
