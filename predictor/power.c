@@ -96,11 +96,7 @@ double pp_stack_energy_mj(const pp_stack *s, const pp_device *d, const pp_power_
                                              : pp_stack_time_from_units(
                                                    s, k[i].cls,
                                                    pp_stack_tensor_share(s, d, k[i].cls), tc[i],
-                                                   tm[i],
-                                                   s->mem_feed > 0
-                                                       ? pp_stack_sm_need(d, k[i].cls,
-                                                                          k[i].blocks, k[i].red)
-                                                       : 0);
+                                                   tm[i], pp_stack_kernel_need(s, d, &k[i]));
             if (e > room_w * t) e = room_w * t; /* W x ms = mJ: the board throttles above max */
         }
         dyn += e;

@@ -114,31 +114,43 @@ double pp_stack_launch_blocks(const pp_device *d, pp_stack_class c, double block
     return blocks * (split > 1 ? split : 1);
 }
 
+/* The DRAM is one queue, not waves: a kernel of `lb` launched blocks (`res` resident per SM)
+ * streams through the SMs its blocks occupy (*active; 0 where d states no SMs or it launches
+ * none), each at most what an SM of this GPU streams (the same on every MIG slice), within the
+ * device's stream bandwidth. Returns that bandwidth in GB/s. */
+static double kernel_stream_gbs(const pp_device *d, double lb, int res, double *active)
+{
+    double bw = pp_device_stream_gbs(d); /* what a streaming kernel reaches */
+    *active = d->compute_units > 0 && lb > 0 ? fmin(d->compute_units, lb / res) : 0;
+    return *active > 0 ? fmin(bw, pp_device_sm_stream_gbs(d) * *active) : bw;
+}
+
 void pp_stack_unit_ms(const pp_stack *s, const pp_device *d, pp_stack_class c, double flops,
                       double bytes, double blocks, double red, double *tc_ms, double *tm_ms)
 {
-    double peak = pp_stack_peak_tflops(s, d, c) * 1e12;
-    double bw = pp_device_stream_gbs(d) * 1e9; /* what a streaming kernel reaches */
+    double peak = pp_stack_peak_tflops(s, d, c) * 1e12, active;
     double lb = pp_stack_launch_blocks(d, c, blocks, red);
     int res = pp_stack_resident(c);
     double wf = pp_wave_factor(lb, d->compute_units, res);
     *tc_ms = c != PP_SK_MEM && peak > 0 ? flops / peak * wf * 1e3 : 0;
-    /* the DRAM is one queue, not waves: a kernel streams through the SMs its blocks occupy, each
-     * at most what an SM of this GPU streams (the same on every MIG slice), within the device's
-     * bandwidth */
-    double active = d->compute_units > 0 && lb > 0 ? fmin(d->compute_units, lb / res) : 0;
-    double sbw = active > 0 ? fmin(bw, pp_device_sm_stream_gbs(d) * 1e9 * active) : bw;
+    double sbw = kernel_stream_gbs(d, lb, res, &active) * 1e9;
     *tm_ms = sbw > 0 ? bytes / sbw * 1e3 : 0;
 }
 
 double pp_stack_sm_need(const pp_device *d, pp_stack_class c, double blocks, double red)
 {
-    double gclk = pp_stack_sm_gclocks(d), lb = pp_stack_launch_blocks(d, c, blocks, red);
+    double gclk = pp_stack_sm_gclocks(d), active;
     int sms = d->compute_units;
     if (sms <= 0 || !(gclk > 0)) return 0;
-    double active = lb > 0 ? fmin(sms, lb / pp_stack_resident(c)) : sms;
-    double bw = fmin(pp_device_stream_gbs(d), pp_device_sm_stream_gbs(d) * active);
+    double bw = kernel_stream_gbs(d, pp_stack_launch_blocks(d, c, blocks, red),
+                                  pp_stack_resident(c), &active);
+    if (!(active > 0)) active = sms; /* no blocks known: the whole GPU streams */
     return bw / (active * gclk / sms);
+}
+
+double pp_stack_kernel_need(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k)
+{
+    return s->mem_feed > 0 ? pp_stack_sm_need(d, k->cls, k->blocks, k->red) : 0;
 }
 
 double pp_stack_gpu_ms(const pp_stack *s, const pp_device *d, pp_stack_class c, double flops,
@@ -203,9 +215,8 @@ double pp_stack_latency_units_ms(const pp_stack *s, const pp_device *d, const pp
         host[m] = (k[i].bn ? (k[i].bias ? 0 : s->host_bn_us) : s->host_us[k[i].cls]) * hs;
         /* a fused attention's dispatch: its kernel and the views around it */
         if (fa && k[i].attn == PP_ATTN_CORE) host[m] += s->host_us[PP_SK_MEM] * hs;
-        double need = !(s->mem_feed > 0) ? 0
-                      : need_bpc    ? need_bpc[i]
-                                    : pp_stack_sm_need(d, k[i].cls, k[i].blocks, k[i].red);
+        double need =
+            need_bpc && s->mem_feed > 0 ? need_bpc[i] : pp_stack_kernel_need(s, d, &k[i]);
         gpu[m] = isfinite(k[i].cal_ms) ? k[i].cal_ms
                                        : pp_stack_time_from_units(s, k[i].cls, share[k[i].cls],
                                                                   tc_ms[i], tm_ms[i], need);

@@ -335,6 +335,8 @@ double pp_stack_latency_ms(const pp_stack *s, const pp_device *d, const pp_stack
                            double *scratch, double *host_ms, double *gpu_ms);
 /* The unit times (pp_stack_unit_ms) of n kernels under s on d, each at the work it does there
  * (pp_stack_kernel_work: a fused attention's core its fused figures; bytes halved for fp16). */
+/* pp_stack_sm_need for kernel k where s has a memory feed; 0 where it has none. */
+double pp_stack_kernel_need(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k);
 void pp_stack_kernel_units(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k, int n,
                            double *tc, double *tm);
 /* The same from unit times already computed on d (pp_stack_kernel_units), as a fit calls it,
