@@ -37,7 +37,9 @@ static const char usage_text[] =
     "  --runtime R         GPUs: the runtime stack's framework: pytorch-eager, torchscript,\n"
     "                      tensorrt (default: the descriptor's; perfpred devices show NAME\n"
     "                      lists a GPU's stacks)\n"
-    "  --precision P       GPUs: fp32 or fp16 (default: the descriptor's)\n"
+    "  --precision P       GPUs: fp32 or fp16 (default: the descriptor's); amp: PyTorch\n"
+    "                      eager under autocast (the fp16 stack, weights kept fp32 and\n"
+    "                      cast on every call)\n"
     "  --allow-unknown     treat unknown ops as memory-bound element-wise ops (listed)\n"
     "  --layer-sum-only    the layer sum alone: leave out the device's graph-level or\n"
     "                      in-network overhead correction (where one is calibrated)\n"
@@ -218,8 +220,9 @@ static int take_opt(int c, const char *v, cli_opts *o)
     case OPT_RUNTIME: o->runtime = v; return 0;
     case OPT_PRECISION:
         o->precision = v;
-        if (strcmp(v, "fp32") != 0 && strcmp(v, "fp16") != 0) {
-            cli_error("--precision: '%s' (GPU stacks are fp32 or fp16)", v);
+        if (strcmp(v, "fp32") != 0 && strcmp(v, "fp16") != 0 && strcmp(v, "amp") != 0) {
+            cli_error("--precision: '%s' (GPU stacks are fp32 or fp16; amp: PyTorch eager's "
+                      "autocast)", v);
             return -1;
         }
         return 0;

@@ -119,11 +119,13 @@ oom:
                       g->path);
 }
 
-perfpred_status pp_alloc_trace_build(const pp_graph *g, int bn_eager, int engine,
+perfpred_status pp_alloc_trace_build(const pp_graph *g, int bn_eager, int mode,
                                      pp_alloc_trace *out, pp_err *err)
 {
     memset(out, 0, sizeof *out);
-    if (engine) return engine_trace(g, out, err);
+    if (mode == PP_TRACE_ENGINE) return engine_trace(g, out, err);
+    int autocast = mode == PP_TRACE_AUTOCAST;
+    out->fp32_weights = autocast;
     int nt = g->n_tensors, nn = g->n_nodes;
     int *root = calloc((size_t)nt + 1, sizeof *root);
     int *root1 = calloc((size_t)nt + 1, sizeof *root1);
@@ -174,12 +176,18 @@ perfpred_status pp_alloc_trace_build(const pp_graph *g, int bn_eager, int engine
     for (int i = 0; i < nt; i++)
         if (root[i] == i && g->tensors[i].producer < 0) {
             int64_t b = pp_tensor_bytes(&g->tensors[i]);
-            if (b > 0 && push(&t, i, PP_ALLOC_ACT, b)) goto oom;
+            if (b > 0 && push(&t, i, autocast ? PP_ALLOC_INPUT32 : PP_ALLOC_ACT, b)) goto oom;
         }
     for (int i = 0; i < nn; i++) {
         const pp_node *n = &g->nodes[i];
         pp_stack_kernel bn;
         int tmp = -1;
+        /* autocast's fp16 copies of the op's fp32 operands (4 bytes an element at fp32 scale:
+         * the pass's 0.5 makes them fp16), held while it runs */
+        int64_t el[PP_STACK_MAX_CASTS];
+        int nc = autocast ? pp_stack_autocast_casts(g, i, el) : 0, cast0 = next_buf;
+        for (int c = 0; c < nc; c++)
+            if (push(&t, next_buf++, PP_ALLOC_ACT, 4 * el[c])) goto oom;
         if (bn_eager && pp_stack_bn_pass(g, i, &bn) && !bn.bias) { /* a bias adds in place */
             /* eager: the convolution's own output, then BatchNorm's, then the first dies */
             tmp = next_buf++;
@@ -210,6 +218,8 @@ perfpred_status pp_alloc_trace_build(const pp_graph *g, int bn_eager, int engine
                 goto oom;
         }
         if (tmp >= 0 && push(&t, tmp, PP_ALLOC_ACT, 0)) goto oom;
+        for (int c = 0; c < nc; c++)
+            if (push(&t, cast0 + c, PP_ALLOC_ACT, 0)) goto oom;
         for (int k = 0; k < n->n_inputs; k++) {
             int r = n->inputs[k] >= 0 ? root[n->inputs[k]] : -1;
             if (r < 0 || end[r] != i) continue;
@@ -442,6 +452,14 @@ static int load_weight(pp_alloc_sim *s, int64_t n, double capacity)
     return i;
 }
 
+/* Bytes per fp32 byte of event v: the pass's scale, but 1 for autocast's weights and input, which
+ * stay fp32 */
+static double ev_scale(const pp_alloc_trace *t, const pp_alloc_params *p, const pp_alloc_ev *v)
+{
+    if (v->kind == PP_ALLOC_INPUT32 || (t->fp32_weights && v->kind == PP_ALLOC_WEIGHT)) return 1.0;
+    return p->scale;
+}
+
 perfpred_status pp_alloc_sim_rebuild(pp_alloc_sim *s, const pp_alloc_trace *t,
                                      const pp_alloc_params *p, pp_err *err)
 {
@@ -452,7 +470,7 @@ perfpred_status pp_alloc_sim_rebuild(pp_alloc_sim *s, const pp_alloc_trace *t,
     for (e = 0; e < t->n; e++) {
         const pp_alloc_ev *v = &t->ev[e];
         if (v->kind != PP_ALLOC_WEIGHT || v->bytes <= 0) continue;
-        double want = (double)v->bytes * p->scale;
+        double want = (double)v->bytes * ev_scale(t, p, v);
         if (!(want >= 1)) continue;
         if (load_weight(s, request_of(s, want), p->capacity) < 0) break;
     }
@@ -482,7 +500,7 @@ perfpred_status pp_alloc_sim_run(pp_alloc_sim *s, const pp_alloc_trace *t,
         }
         if (v->bytes > 0) {
             double f = v->kind == PP_ALLOC_WS ? p->ws_factor : 1.0;
-            double want = (double)v->bytes * p->scale * f;
+            double want = (double)v->bytes * ev_scale(t, p, v) * f;
             if (!(want >= 1)) continue; /* no workspace: nothing allocated, nothing to free */
             int64_t n = request_of(s, want);
             int i = v->kind == PP_ALLOC_WEIGHT ? load_weight(s, n, p->capacity)

@@ -38,8 +38,18 @@ enum {
                          engine's activation block (bytes = the eager liveness peak); the replay
                          takes ws_factor x bytes, freed right after the kernel / the call */
     PP_ALLOC_CUBLAS,  /* cuBLAS's workspace, on the first matrix product; kept for good */
-    PP_ALLOC_ENGINE   /* a compiled engine's copy of the weights: allocated by the pass that
+    PP_ALLOC_ENGINE,  /* a compiled engine's copy of the weights: allocated by the pass that
                          builds it, never freed */
+    PP_ALLOC_INPUT32  /* autocast: the model's input, an activation that stays fp32 whatever
+                         the pass's precision */
+};
+/* What pp_alloc_trace_build traces. */
+enum {
+    PP_TRACE_EAGER = 0, /* eager PyTorch */
+    PP_TRACE_ENGINE,    /* a TensorRT engine */
+    PP_TRACE_AUTOCAST   /* eager PyTorch under autocast: the weights and the input stay fp32,
+                           and each op on autocast's fp16 list allocates fp16 copies of its fp32
+                           operands (pp_stack_autocast_casts) while it runs */
 };
 /* One event of a trace: alloc of `bytes` (fp32) for buffer `buf`, or its free (bytes = 0). */
 typedef struct pp_alloc_ev {
@@ -53,12 +63,13 @@ typedef struct pp_alloc_trace {
     pp_alloc_ev *ev;
     int n, n_bufs;
     int has_matmul;  /* a Gemm/MatMul runs: cuBLAS is initialised (its handle joins the context) */
+    int fp32_weights; /* autocast: weights take 4 bytes whatever the pass's scale */
 } pp_alloc_trace;
 
 /* Builds the trace of g (shapes, features and liveness done). bn_eager: each BatchNorm the export
- * folded into a convolution allocates its own output, as eager PyTorch runs it. engine: the
- * TensorRT trace above instead (bn_eager unused). */
-perfpred_status pp_alloc_trace_build(const pp_graph *g, int bn_eager, int engine,
+ * folded into a convolution allocates its own output, as eager PyTorch runs it. mode: PP_TRACE_*
+ * (PP_TRACE_ENGINE: the TensorRT trace above instead, bn_eager unused). */
+perfpred_status pp_alloc_trace_build(const pp_graph *g, int bn_eager, int mode,
                                      pp_alloc_trace *out, pp_err *err);
 void pp_alloc_trace_free(pp_alloc_trace *t);
 

@@ -525,13 +525,13 @@ static int scaled_host(const pp_device *d)
 /* A GPU prediction under a runtime stack: the host/GPU pipeline over the kernels, energy with the
  * pipeline's idle gaps at idle power, and memory as NVML reports it. */
 static perfpred_status stack_figures(const pp_graph *g, const pp_device *d, const pp_stack *stk,
-                                     const pp_power_set *power, int n_groups,
+                                     int amp, const pp_power_set *power, int n_groups,
                                      const pp_stack_kernel *sk, int n, double *scratch,
                                      double roof_sum_ms, int ncal, perfpred_prediction *out,
                                      pp_err *err)
 {
     int own = pp_stack_trained_on(stk, d);
-    out->stack = stk->name;
+    out->stack = amp ? "pytorch-eager-amp" : stk->name;
     out->n_kernels = n_groups;
     out->n_calibrated_kernels = ncal;
     out->latency_members_lo_ms = out->latency_members_hi_ms = NAN;
@@ -583,14 +583,16 @@ static perfpred_status stack_figures(const pp_graph *g, const pp_device *d, cons
     double sbf = pp_stack_byte_scale(stk);
     pp_alloc_trace tr;
     pp_stack_mem mem;
-    perfpred_status mst = pp_alloc_trace_build(g, stk->bn_kernel,
-                                               strcmp(stk->framework, "tensorrt") == 0, &tr, err);
+    int mode = strcmp(stk->framework, "tensorrt") == 0 ? PP_TRACE_ENGINE
+               : amp                                  ? PP_TRACE_AUTOCAST
+                                                      : PP_TRACE_EAGER;
+    perfpred_status mst = pp_alloc_trace_build(g, stk->bn_kernel, mode, &tr, err);
     if (mst) return mst;
     mst = pp_stack_memory(stk, d, &tr, &mem, err);
     pp_alloc_trace_free(&tr);
     if (mst) return mst;
     out->peak_memory_bytes.value = mem.used;
-    out->weights_bytes = (double)g->totals.param_bytes * sbf;
+    out->weights_bytes = (double)g->totals.param_bytes * (amp ? 1.0 : sbf);
     out->allocator_peak_bytes = mem.allocated;
     out->activations_bytes = fmax(0, mem.allocated - out->weights_bytes);
     out->runtime_bytes = mem.ctx;
@@ -613,9 +615,10 @@ static perfpred_status stack_figures(const pp_graph *g, const pp_device *d, cons
  * (no error) for other devices, or when nothing was asked and no stack fits the descriptor's. */
 static perfpred_status pick_stack(const perfpred_ctx *ctx, const pp_device *d,
                                   const perfpred_predict_params *pp, const pp_stack **out,
-                                  pp_err *err)
+                                  int *amp, pp_err *err)
 {
     *out = NULL;
+    *amp = 0;
     int asked = pp->runtime || pp->precision;
     if (d->kind != PP_DEV_GPU && d->kind != PP_DEV_EDGE_GPU) {
         if (!asked) return PERFPRED_OK;
@@ -627,6 +630,16 @@ static perfpred_status pick_stack(const perfpred_ctx *ctx, const pp_device *d,
     }
     const char *fw = pp->runtime ? pp->runtime : d->runtime_framework;
     int prec = pp->precision ? pp_precision_from_name(pp->precision) : (int)d->runtime_precision;
+    if (pp->precision && strcmp(pp->precision, "amp") == 0) {
+        /* autocast is eager PyTorch's: the fp16 stack's kernels and dispatch, and the casts */
+        if (!fw || strcmp(fw, "pytorch-eager") != 0)
+            return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                              "%s: --precision amp is PyTorch eager's autocast; runtime '%s' "
+                              "has none (use --runtime pytorch-eager, or --precision fp16)",
+                              d->name, fw ? fw : "?");
+        *amp = 1;
+        prec = PP_PREC_FP16;
+    }
     if (prec >= 0) *out = pp_stack_for(&ctx->stacks, fw, (pp_precision)prec);
     if (*out || !asked) return PERFPRED_OK;
     char list[600] = "";
@@ -683,6 +696,8 @@ typedef struct predict_setup {
     const char *calib_src; /* what src's layer models were fitted on */
     double bf;             /* bytes against fp32 (pp_precision_byte_factor) */
     int stack_cal;         /* stk is the stack src's layer models were measured in */
+    int amp;               /* PyTorch eager under autocast: stk is its fp16 stack, and each op
+                              on autocast's fp16 list casts its fp32 operands first */
     int can_roof;          /* both devices have the figures a roofline needs */
 } predict_setup;
 
@@ -739,7 +754,7 @@ static perfpred_status predict_setup_of(const perfpred_ctx *ctx, const pp_graph 
     P->bf = pp_precision_byte_factor(d);
 
     const pp_stack *stk = NULL;
-    if ((rst = pick_stack(ctx, d, pp, &stk, err))) return rst;
+    if ((rst = pick_stack(ctx, d, pp, &stk, &P->amp, err))) return rst;
     P->stk = stk;
     /* layer models answer under the stack they were measured in (NeuSight: PyTorch eager fp32) */
     P->stack_cal = stk && src && src->runtime_framework &&
@@ -824,6 +839,12 @@ static void stack_time(const predict_setup *P, const pp_kernel_group *G, const k
     const pp_graph *g = P->g;
     const pp_device *d = P->d;
     const pp_stack *stk = P->stk;
+    if (P->amp) {
+        /* autocast's casts of the op's fp32 operands run first, each its own op */
+        int64_t el[PP_STACK_MAX_CASTS];
+        int nc = pp_stack_autocast_casts(g, G->nodes[0], el);
+        for (int c = 0; c < nc; c++) pp_stack_cast_kernel(el[c], &sums->sk[sums->n_sk++]);
+    }
     pp_stack_kernel *S = &sums->sk[sums->n_sk++];
     stack_kernel_of(g, G, k, P->bf, S);
     if (sums->attn) {
@@ -1088,8 +1109,10 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
     sums.node_ms = gc.gnn ? calloc((size_t)g->n_nodes + 1, sizeof *sums.node_ms) : NULL;
     /* the stack's view of each kernel (and of a BatchNorm pass after each conv that had one
      * folded in), then 4 doubles of pipeline scratch per entry */
-    sums.sk = stk ? malloc(((size_t)n_groups * 2 + 1) * sizeof *sums.sk) : NULL;
-    sums.scratch = stk ? malloc(((size_t)n_groups * 2 + 1) * 4 * sizeof *sums.scratch) : NULL;
+    /* (and under autocast up to PP_STACK_MAX_CASTS casts before each) */
+    size_t per = 2 + (P.amp ? PP_STACK_MAX_CASTS : 0);
+    sums.sk = stk ? malloc(((size_t)n_groups * per + 1) * sizeof *sums.sk) : NULL;
+    sums.scratch = stk ? malloc(((size_t)n_groups * per + 1) * 4 * sizeof *sums.scratch) : NULL;
     sums.n_groups = n_groups;
     int attn_fail = stk && pp_stack_fused_attention(stk, d) &&
                     attention_of(g, kernels, n_groups, &sums.attn, &sums.attn_fl);
@@ -1112,7 +1135,8 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
     free(kernels);
     if (pp->n_kernels) *pp->n_kernels = sums.nk;
     if (stk) {
-        perfpred_status sst = stack_figures(g, d, stk, &ctx->power, n_groups, sums.sk, sums.n_sk,
+        perfpred_status sst = stack_figures(g, d, stk, P.amp, &ctx->power, n_groups, sums.sk,
+                                            sums.n_sk,
                                             sums.scratch, sums.roof_sum_ms, sums.ncal, out, err);
         free(sums.sk);
         free(sums.scratch);

@@ -470,14 +470,20 @@ int pp_stack_attention(const pp_graph *g, const pp_kernel_group *k, int n, int *
     return cores;
 }
 
+/* 1 when node nd of g is a Conv whose weights torch.onnx folded a BatchNorm into */
+static int bn_folded(const pp_graph *g, const pp_node *nd)
+{
+    const char *w = nd->n_inputs >= 2 && nd->inputs[1] >= 0 ? g->tensors[nd->inputs[1]].name : NULL;
+    return w && strncmp(w, "onnx::Conv_", 11) == 0;
+}
+
 int pp_stack_bn_pass(const pp_graph *g, int conv, pp_stack_kernel *bn)
 {
     const pp_node *nd = &g->nodes[conv];
     if (strcmp(nd->op_type, "Conv") != 0 || nd->n_inputs < 2 || nd->inputs[1] < 0 ||
         nd->n_outputs < 1 || nd->outputs[0] < 0)
         return 0;
-    const char *w = g->tensors[nd->inputs[1]].name;
-    int folded = w && strncmp(w, "onnx::Conv_", 11) == 0;
+    int folded = bn_folded(g, nd);
     /* a bias of its own on a dense conv: the cuDNN path's add_ (depthwise convolutions may take
      * PyTorch's own kernel, which adds the bias inside) */
     pp_stack_class c = pp_stack_class_of(&nd->feat);
@@ -495,6 +501,61 @@ int pp_stack_bn_pass(const pp_graph *g, int conv, pp_stack_kernel *bn)
     bn->blocks = ceil((double)out / 512);
     bn->cal_ms = NAN;
     return 1;
+}
+
+/* The Add that is the only reader of node i's output and adds a constant to it: a MatMul's bias
+ * (nn.Linear exported on 3-d input). -1 where there is none. */
+static int bias_add_of(const pp_graph *g, int i)
+{
+    const pp_node *nd = &g->nodes[i];
+    int o = nd->n_outputs > 0 ? nd->outputs[0] : -1;
+    if (o < 0 || g->tensors[o].n_consumers != 1) return -1;
+    for (int j = i + 1; j < g->n_nodes; j++) {
+        const pp_node *a = &g->nodes[j];
+        for (int k = 0; k < a->n_inputs; k++) {
+            if (a->inputs[k] != o) continue;
+            if (strcmp(a->op_type, "Add") != 0 || a->n_inputs != 2) return -1;
+            int c = a->inputs[1 - k];
+            return is_const(g, c) ? c : -1;
+        }
+    }
+    return -1;
+}
+
+int pp_stack_autocast_casts(const pp_graph *g, int i, int64_t *elems)
+{
+    const pp_node *nd = &g->nodes[i];
+    pp_op_kind kind = nd->feat.kind;
+    if (nd->feat.folded || (kind != PP_OPK_CONV && kind != PP_OPK_DWCONV && kind != PP_OPK_CONVT &&
+                            kind != PP_OPK_LINEAR))
+        return 0;
+    int n = 0, conv = strcmp(nd->op_type, "Conv") == 0, folded = conv && bn_folded(g, nd);
+    for (int k = 0; k < nd->n_inputs && n < PP_STACK_MAX_CASTS; k++) {
+        int t = nd->inputs[k];
+        if (t < 0) continue;
+        const pp_tensor *T = &g->tensors[t];
+        int operand = is_const(g, t) ? !(folded && k == 2)
+                                     : T->producer < 0 && (T->flags & PP_T_GRAPH_INPUT);
+        int64_t e = operand ? pp_tensor_elems(T) : 0;
+        if (e > 0) elems[n++] = e;
+    }
+    int b = strcmp(nd->op_type, "MatMul") == 0 ? bias_add_of(g, i) : -1;
+    if (b >= 0 && n < PP_STACK_MAX_CASTS) {
+        int64_t e = pp_tensor_elems(&g->tensors[b]);
+        if (e > 0) elems[n++] = e;
+    }
+    return n;
+}
+
+void pp_stack_cast_kernel(int64_t elems, pp_stack_kernel *k)
+{
+    memset(k, 0, sizeof *k);
+    k->cls = PP_SK_MEM;
+    k->elementwise = 1;
+    k->flops = (double)elems;
+    k->bytes = 12.0 * (double)elems; /* 6 bytes an element moved, at fp32 */
+    k->blocks = ceil((double)elems / 512);
+    k->cal_ms = NAN;
 }
 
 double pp_stack_dram_bytes(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k,

@@ -294,6 +294,20 @@ static inline int pp_stack_role(const pp_stack *s, int fused_attn, const pp_stac
  * place after the convolution, a pass with bn->bias set (one add per element). */
 int pp_stack_bn_pass(const pp_graph *g, int conv, pp_stack_kernel *bn);
 
+/* PyTorch eager under autocast (AMP, `torch.autocast("cuda")` around an fp32 model): before an
+ * op on autocast's fp16 list runs (convolutions, linear layers and matrix products), each of its
+ * fp32 operands is cast to an fp16 copy, one copy kernel each (read 4 bytes, write 2 per element,
+ * dispatched as an op of its own). Those operands are the weights (recast on every forward: the
+ * cast cache lives inside one autocast region) and the model's fp32 input; activations are fp16
+ * already. Node i's: how many (at most PP_STACK_MAX_CASTS), their element counts in elems[]. The
+ * bias torch.onnx folded in from a BatchNorm is no operand of the eager conv (BatchNorm applies
+ * it), and a MatMul's bias is the Add that reads its output alone (nn.Linear's addmm). */
+#define PP_STACK_MAX_CASTS 3
+int pp_stack_autocast_casts(const pp_graph *g, int i, int64_t *elems);
+/* The copy kernel of a cast of `elems` fp32 elements to fp16, as an fp16 stack counts bytes (at
+ * fp32: pp_stack_byte_scale halves them back to the 6 bytes an element moves). */
+void pp_stack_cast_kernel(int64_t elems, pp_stack_kernel *k);
+
 /* Fills in_bytes / in_dist of sk[0..m), the stack kernels of g's n kernel groups k in order (each
  * group's kernel, then its BatchNorm pass where sk has one): walking them in order, the traffic
  * (every kernel's bytes at fp32) since each activation was written. A view's output (a node in no

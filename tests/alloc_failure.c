@@ -142,9 +142,9 @@ static perfpred_status op_alloc_replay(void *arg, char *msg, size_t msg_n)
     const pp_graph *g = arg;
     pp_err err = {0};
     perfpred_status st = PERFPRED_OK;
-    for (int engine = 0; engine < 2 && !st; engine++) {
+    for (int mode = PP_TRACE_EAGER; mode <= PP_TRACE_AUTOCAST && !st; mode++) {
         pp_alloc_trace t;
-        if ((st = pp_alloc_trace_build(g, 1, engine, &t, &err))) break;
+        if ((st = pp_alloc_trace_build(g, 1, mode, &t, &err))) break;
         pp_alloc_params p = {1, 0.5, 8519680, 0, 1};
         pp_alloc_stats fresh;
         st = pp_alloc_fresh(&t, &p, &fresh, &err);

@@ -28,7 +28,7 @@ static pp_alloc_params params(void)
 static pp_alloc_stats replay(pp_alloc_sim *s, const pp_alloc_ev *ev, int n, int n_bufs,
                             const pp_alloc_params *p)
 {
-    pp_alloc_trace t = {(pp_alloc_ev *)ev, n, n_bufs, 0};
+    pp_alloc_trace t = {(pp_alloc_ev *)ev, n, n_bufs, 0, 0};
     pp_err err = {0};
     assert_int_equal(pp_alloc_sim_run(s, &t, p, &err), PERFPRED_OK);
     return pp_alloc_sim_stats(s);
@@ -161,7 +161,7 @@ static void rebuild_should_hold_two_models_while_the_new_one_loads(void **state)
     pp_alloc_ev ev[] = {{0, PP_ALLOC_WEIGHT, (int64_t)(30 * MIB)},
                         {1, PP_ALLOC_WEIGHT, (int64_t)(30 * MIB)},
                         {2, PP_ALLOC_ACT, (int64_t)(4 * MIB)}};
-    pp_alloc_trace t = {ev, 3, 3, 0};
+    pp_alloc_trace t = {ev, 3, 3, 0, 0};
     pp_alloc_sim *s = pp_alloc_sim_new();
     pp_alloc_stats st = replay(s, ev, 3, 3, &p);
     assert_rel_close(st.reserved, 80 * MIB, 1e-15);

@@ -947,6 +947,70 @@ static perfpred_ctx *ctx_and_resnet18(const char *config_dir, perfpred_model **m
     return ctx;
 }
 
+/* Autocast on torchvision's ResNet-18 (examples/resnet18.onnx, BatchNorm folded by the export):
+ * its 20 convolutions each cast their weight (the folded-in bias is BatchNorm's, which eager
+ * PyTorch applies itself), the Gemm casts its weight and bias, and the first convolution casts the
+ * fp32 input: 23 casts. Their elements: torchvision's 11,689,512 parameters less BatchNorm's 9,600
+ * affine ones (weight and bias of 4,800 channels), plus the 3 x 224 x 224 = 150,528 of the input.
+ * Under the toy stacks (1 ms of host per op) the casts add 23 ms of dispatch to the 48 kernels'
+ * 48; the weights stay fp32 in memory (twice the fp16 stack's), and autocast belongs to eager
+ * PyTorch only. */
+static void autocast_should_cast_each_fp32_operand_of_an_fp16_op_first(void **state)
+{
+    (void)state;
+    pp_graph *g = NULL;
+    pp_err err = {0};
+    pp_shape_opts opts = {.batch = 1};
+    assert_int_equal(pp_graph_load_full(pp_test_path("examples/resnet18.onnx"), &opts, &g, &err),
+                     PERFPRED_OK);
+    int casts = 0;
+    int64_t elems = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        int64_t el[PP_STACK_MAX_CASTS];
+        int n = pp_stack_autocast_casts(g, i, el);
+        casts += n;
+        for (int c = 0; c < n; c++) elems += el[c];
+    }
+    assert_int_equal(casts, 23);
+    assert_true(elems == 11689512 - 9600 + 150528);
+    int64_t onnx_params = g->totals.param_bytes / 4;
+    pp_graph_free(g);
+
+    char path[4400];
+    const char *dir = toy_dir();
+    pp_stack s = toy_stack();
+    snprintf(path, sizeof path, "%s/artifacts/stacks/pytorch-eager-fp32.json", dir);
+    assert_int_equal(pp_stack_save(&s, path, NULL, &err), PERFPRED_OK);
+    snprintf(s.name, sizeof s.name, "pytorch-eager-fp16");
+    s.precision = PP_PREC_FP16;
+    snprintf(path, sizeof path, "%s/artifacts/stacks/pytorch-eager-fp16.json", dir);
+    assert_int_equal(pp_stack_save(&s, path, NULL, &err), PERFPRED_OK);
+    char msg[1024];
+    perfpred_model *m;
+    perfpred_ctx *ctx = ctx_and_resnet18(dir, &m);
+    perfpred_prediction half, amp;
+    perfpred_predict_params pp = perfpred_predict_default_params();
+    pp.precision = "fp16";
+    assert_int_equal(perfpred_predict(ctx, m, "toy-gpu", &pp, &half, msg, sizeof msg), PERFPRED_OK);
+    pp.precision = "amp";
+    assert_int_equal(perfpred_predict(ctx, m, "toy-gpu", &pp, &amp, msg, sizeof msg), PERFPRED_OK);
+    assert_string_equal(half.stack, "pytorch-eager-fp16");
+    assert_string_equal(amp.stack, "pytorch-eager-amp");
+    assert_rel_close(half.host_ms, 48.0, 1e-12);
+    assert_rel_close(amp.host_ms, 48.0 + 23.0, 1e-12);
+    assert_int_equal(amp.n_kernels, half.n_kernels);
+    assert_rel_close(half.weights_bytes, 2.0 * (double)onnx_params, 1e-12);
+    assert_rel_close(amp.weights_bytes, 4.0 * (double)onnx_params, 1e-12);
+    assert_true(amp.allocator_peak_bytes >= half.allocator_peak_bytes + 2.0 * (double)onnx_params);
+    pp.runtime = "torchscript";
+    assert_int_equal(perfpred_predict(ctx, m, "toy-gpu", &pp, &amp, msg, sizeof msg),
+                     PERFPRED_ERR_INVALID_ARG);
+    assert_non_null(strstr(msg, "autocast"));
+    perfpred_model_free(m);
+    perfpred_ctx_close(ctx);
+    assert_int_equal(unlink(path), 0); /* the other tests' toy folder holds the fp32 stack only */
+}
+
 static void prediction_should_be_host_bound_under_a_slow_host(void **state)
 {
     (void)state;
@@ -1224,6 +1288,7 @@ int main(void)
         cmocka_unit_test(fused_attention_should_charge_one_dispatch_per_fused_op),
         cmocka_unit_test(stack_artifact_should_round_trip_and_name_a_bad_field),
         cmocka_unit_test(prediction_should_be_host_bound_under_a_slow_host),
+        cmocka_unit_test(autocast_should_cast_each_fp32_operand_of_an_fp16_op_first),
         cmocka_unit_test(calibrated_kernels_should_drop_the_timing_floor_under_a_stack),
         cmocka_unit_test(fit_should_read_every_mapped_row_of_framework_tax),
         cmocka_unit_test(fit_should_keep_graph_rows_apart),

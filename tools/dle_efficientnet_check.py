@@ -2,7 +2,7 @@
 """tools/dle_efficientnet_check.py: perfpred against NVIDIA DeepLearningExamples' A100 80GB
 EfficientNet inference table (../shared/datasets/nvidia-dle-efficientnet-a100), a check that no
 fit saw. TF32 rows are predicted with the eager fp32 stack (TF32 convolutions, the descriptor's
-default for a100-sxm4-80gb), AMP rows with --precision fp16. B0 runs at 224 x 224, B4 at 380 x 380
+default for a100-sxm4-80gb), AMP rows with --precision amp (autocast). B0 runs at 224 x 224, B4 at 380 x 380
 (the table's image sizes); the widese variants have no torchvision export and are left out.
 
 Run from the repository root:  /usr/bin/python3 tools/dle_efficientnet_check.py [--perfpred PATH]
@@ -22,7 +22,7 @@ def predict(perfpred, onnx, size, batch, precision):
     cmd = [perfpred, "--device", "a100-sxm4-80gb", onnx, "--input",
            f"input={batch}x3x{size}x{size}", "--json"]
     if precision == "AMP":
-        cmd += ["--precision", "fp16"]
+        cmd += ["--precision", "amp"]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     p = json.loads(out)["prediction"]
     return p["latency"]["value"], p["latency"]["provenance"], p.get("stack", {}).get("name", "-")

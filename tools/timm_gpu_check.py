@@ -9,8 +9,8 @@ the name pairs below, each checked against reference.csv's PyTorch parameter cou
 the rule fit-stacks applies to framework-tax's names); pairs that fail it (timm's inception_v3,
 regnetx_004, regnety_008) are reported and skipped. tf_* models (TensorFlow "same" padding) and
 the torch.compile (dynamo) files are left out. Each row is predicted at its own image size and
-batch with --precision fp16 (the eager fp16 stack, fitted on .half() models) and compared with
-infer_step_time (ms per batch).
+batch with --precision amp (autocast: the eager fp16 stack, fitted on .half() models, with the
+casts of the weights) and compared with infer_step_time (ms per batch).
 
 Run from the repository root:  /usr/bin/python3 tools/timm_gpu_check.py [--perfpred PATH]
     [--files GLOB] [--config-dir DIR] [--rows-out FILE.csv]
@@ -74,7 +74,7 @@ def reference(models_dir):
 
 def predict(perfpred, config_dir, dev, onnx, name, size, batch):
     cmd = [perfpred, "--device", dev, onnx, "--input", f"{name}={batch}x3x{size}x{size}",
-           "--precision", "fp16", "--json"]
+           "--precision", "amp", "--json"]
     if config_dir:
         cmd += ["--config-dir", config_dir]
     r = subprocess.run(cmd, capture_output=True, text=True)

@@ -101,11 +101,11 @@ int pp_fuzz_onnx(const uint8_t *data, size_t len)
         pp_shape_opts none = {0};
         if (!pp_graph_infer_shapes(g, &none, &err) && !pp_graph_features(g, &err) &&
             !pp_graph_liveness(g, &err)) {
-            /* the GPU memory replay of both trace kinds, against a small device so that the
-             * allocator also returns its cache (predictor/allocator.h) */
-            for (int engine = 0; engine < 2; engine++) {
+            /* the GPU memory replay of every trace kind (eager, engine, autocast), against a
+             * small device so that the allocator also returns its cache (predictor/allocator.h) */
+            for (int mode = PP_TRACE_EAGER; mode <= PP_TRACE_AUTOCAST; mode++) {
                 pp_alloc_trace t;
-                if (pp_alloc_trace_build(g, 1, engine, &t, &err)) continue;
+                if (pp_alloc_trace_build(g, 1, mode, &t, &err)) continue;
                 pp_alloc_params p = {1, 0.5, 8519680, 64.0 * 1048576, 1};
                 pp_alloc_stats st;
                 (void)pp_alloc_fresh(&t, &p, &st, &err);
