@@ -530,7 +530,8 @@ static perfpred_status stack_figures(const pp_graph *g, const pp_device *d, cons
                                      double roof_sum_ms, int ncal, perfpred_prediction *out,
                                      pp_err *err)
 {
-    int own = pp_stack_trained_on(stk, d);
+    /* under autocast the fp16 stack, fitted on .half() rows, prices ops no row ran: transferred */
+    int own = pp_stack_trained_on(stk, d) && !amp;
     out->stack = amp ? "pytorch-eager-amp" : stk->name;
     out->n_kernels = n_groups;
     out->n_calibrated_kernels = ncal;
@@ -541,6 +542,10 @@ static perfpred_status stack_figures(const pp_graph *g, const pp_device *d, cons
     out->latency_ms.source =
         own ? "runtime stack: host dispatch / GPU pipeline fitted on whole-model measurements of "
               "this GPU and others (framework-tax-gpus, data/gpu-stacks)"
+        : amp ? "runtime stack: the fp16 stack's host dispatch / GPU pipeline, fitted on "
+                "whole-model measurements of .half() models (framework-tax-gpus, data/gpu-stacks), "
+                "over autocast's ops and the casts of its fp32 weights and input; no AMP "
+                "measurement fitted it"
         : scaled_host(d) && d->host_dispatch_source == PP_HOST_TRANSFERRED
             ? "runtime stack: host dispatch / GPU pipeline fitted on other GPUs' whole-model "
               "measurements (framework-tax-gpus, data/gpu-stacks), applied through this "

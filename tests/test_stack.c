@@ -953,8 +953,8 @@ static perfpred_ctx *ctx_and_resnet18(const char *config_dir, perfpred_model **m
  * fp32 input: 23 casts. Their elements: torchvision's 11,689,512 parameters less BatchNorm's 9,600
  * affine ones (weight and bias of 4,800 channels), plus the 3 x 224 x 224 = 150,528 of the input.
  * Under the toy stacks (1 ms of host per op) the casts add 23 ms of dispatch to the 48 kernels'
- * 48; the weights stay fp32 in memory (twice the fp16 stack's), and autocast belongs to eager
- * PyTorch only. */
+ * 48; the weights stay fp32 in memory (twice the fp16 stack's), the answer is transferred (no
+ * AMP row fitted the stack), and autocast belongs to eager PyTorch only. */
 static void autocast_should_cast_each_fp32_operand_of_an_fp16_op_first(void **state)
 {
     (void)state;
@@ -988,6 +988,7 @@ static void autocast_should_cast_each_fp32_operand_of_an_fp16_op_first(void **st
     char msg[1024];
     perfpred_model *m;
     perfpred_ctx *ctx = ctx_and_resnet18(dir, &m);
+    assert_int_equal(unlink(path), 0); /* loaded; the other tests' toy folder holds fp32 only */
     perfpred_prediction half, amp;
     perfpred_predict_params pp = perfpred_predict_default_params();
     pp.precision = "fp16";
@@ -999,6 +1000,10 @@ static void autocast_should_cast_each_fp32_operand_of_an_fp16_op_first(void **st
     assert_rel_close(half.host_ms, 48.0, 1e-12);
     assert_rel_close(amp.host_ms, 48.0 + 23.0, 1e-12);
     assert_int_equal(amp.n_kernels, half.n_kernels);
+    /* the toy GPU trained the fp16 stack: calibrated; no AMP row did, so autocast is not, and
+     * as a GPU the stack did not see, one whose descriptor states no fp16 rate, an estimate */
+    assert_int_equal(half.latency_ms.prov, PERFPRED_PROV_CALIBRATED);
+    assert_int_equal(amp.latency_ms.prov, PERFPRED_PROV_ESTIMATE);
     assert_rel_close(half.weights_bytes, 2.0 * (double)onnx_params, 1e-12);
     assert_rel_close(amp.weights_bytes, 4.0 * (double)onnx_params, 1e-12);
     assert_true(amp.allocator_peak_bytes >= half.allocator_peak_bytes + 2.0 * (double)onnx_params);
@@ -1008,7 +1013,6 @@ static void autocast_should_cast_each_fp32_operand_of_an_fp16_op_first(void **st
     assert_non_null(strstr(msg, "autocast"));
     perfpred_model_free(m);
     perfpred_ctx_close(ctx);
-    assert_int_equal(unlink(path), 0); /* the other tests' toy folder holds the fp32 stack only */
 }
 
 static void prediction_should_be_host_bound_under_a_slow_host(void **state)
