@@ -637,6 +637,17 @@ static void bn_pass_should_follow_each_folded_conv(void **state)
     }
 }
 
+/* examples/resnet18.onnx at batch 1, shapes and features done */
+static pp_graph *load_resnet18_b1(void)
+{
+    pp_graph *g = NULL;
+    pp_err err = {0};
+    pp_shape_opts opts = {.batch = 1};
+    assert_int_equal(pp_graph_load_full(pp_test_path("examples/resnet18.onnx"), &opts, &g, &err),
+                     PERFPRED_OK);
+    return g;
+}
+
 /* ResNet-18 at batch 1 as the eager stack runs its stem: conv1 (7x7, 3 -> 64, to 112 x 112; it
  * reads the image, which no kernel wrote), its BatchNorm pass (reads the 64 x 112 x 112 output at
  * fp32, 3,211,264 B, just written), ReLU (reads what the pass rewrote: nothing written since, so
@@ -649,11 +660,8 @@ static void bn_pass_should_follow_each_folded_conv(void **state)
 static void l2_reuse_should_find_the_stems_outputs_in_the_cache(void **state)
 {
     (void)state;
-    pp_graph *g = NULL;
+    pp_graph *g = load_resnet18_b1();
     pp_err err = {0};
-    pp_shape_opts opts = {.batch = 1};
-    assert_int_equal(pp_graph_load_full(pp_test_path("examples/resnet18.onnx"), &opts, &g, &err),
-                     PERFPRED_OK);
     pp_device_db *db = NULL;
     assert_int_equal(pp_devices_load_dir(pp_test_path("configs/devices"), &db, &err), PERFPRED_OK);
     const pp_device *h100 = pp_devices_find(db, "h100-sxm5-80gb");
@@ -958,11 +966,8 @@ static perfpred_ctx *ctx_and_resnet18(const char *config_dir, perfpred_model **m
 static void autocast_should_cast_each_fp32_operand_of_an_fp16_op_first(void **state)
 {
     (void)state;
-    pp_graph *g = NULL;
+    pp_graph *g = load_resnet18_b1();
     pp_err err = {0};
-    pp_shape_opts opts = {.batch = 1};
-    assert_int_equal(pp_graph_load_full(pp_test_path("examples/resnet18.onnx"), &opts, &g, &err),
-                     PERFPRED_OK);
     int casts = 0;
     int64_t elems = 0;
     for (int i = 0; i < g->n_nodes; i++) {
