@@ -126,13 +126,15 @@ perfpred_status pp_alloc_trace_build(const pp_graph *g, int bn_eager, int mode,
     if (mode == PP_TRACE_ENGINE) return engine_trace(g, out, err);
     int autocast = mode == PP_TRACE_AUTOCAST;
     out->fp32_weights = autocast;
+    unsigned char *fp32 = autocast ? malloc((size_t)g->n_tensors + 1) : NULL;
     int nt = g->n_tensors, nn = g->n_nodes;
     int *root = calloc((size_t)nt + 1, sizeof *root);
     int *root1 = calloc((size_t)nt + 1, sizeof *root1);
     int *end = calloc((size_t)nt + 1, sizeof *end);
     tb t = {0};
     perfpred_status st = PERFPRED_OK;
-    if (!root || !root1 || !end || push_weights(g, &t, NULL)) goto oom;
+    if (!root || !root1 || !end || (autocast && !fp32) || push_weights(g, &t, NULL)) goto oom;
+    if (fp32) pp_stack_autocast_dtypes(g, fp32);
 
     for (int i = 0; i < nt; i++) {
         const pp_tensor *T = &g->tensors[i];
@@ -185,7 +187,7 @@ perfpred_status pp_alloc_trace_build(const pp_graph *g, int bn_eager, int mode,
         /* autocast's fp16 copies of the op's fp32 operands (4 bytes an element at fp32 scale:
          * the pass's 0.5 makes them fp16), held while it runs */
         int64_t el[PP_STACK_MAX_CASTS];
-        int nc = autocast ? pp_stack_autocast_casts(g, i, el) : 0, cast0 = next_buf;
+        int nc = fp32 ? pp_stack_autocast_casts(g, fp32, i, el) : 0, cast0 = next_buf;
         for (int c = 0; c < nc; c++)
             if (push(&t, next_buf++, PP_ALLOC_ACT, 4 * el[c])) goto oom;
         if (bn_eager && pp_stack_bn_pass(g, i, &bn) && !bn.bias) { /* a bias adds in place */
@@ -240,6 +242,7 @@ done:
     free(root);
     free(root1);
     free(end);
+    free(fp32);
     return st;
 }
 

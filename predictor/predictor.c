@@ -437,6 +437,7 @@ static void stack_kernel_of(const pp_graph *g, const pp_kernel_group *G, const k
     S->elementwise = k->kind == PP_OPK_ELEMWISE;
     S->concat = concat_of_activations(g, G);
     S->bn = 0;
+    S->cast = 0;
     S->flops = k->flops;
     S->bytes = k->bytes / bf;
     S->blocks = pp_stack_blocks(f);
@@ -703,6 +704,7 @@ typedef struct predict_setup {
     int stack_cal;         /* stk is the stack src's layer models were measured in */
     int amp;               /* PyTorch eager under autocast: stk is its fp16 stack, and each op
                               on autocast's fp16 list casts its fp32 operands first */
+    unsigned char *amp32;  /* amp: the tensors that are fp32 (pp_stack_autocast_dtypes) */
     int can_roof;          /* both devices have the figures a roofline needs */
 } predict_setup;
 
@@ -773,6 +775,11 @@ static perfpred_status predict_setup_of(const perfpred_ctx *ctx, const pp_graph 
     /* a roofline needs both figures of the device the kernels are timed on */
     P->can_roof = timed_on->peak_tflops[PP_PREC_FP32] > 0 && timed_on->memory_bandwidth_gbs > 0 &&
                   d->peak_tflops[PP_PREC_FP32] > 0 && d->memory_bandwidth_gbs > 0;
+    if (P->amp) { /* last: the caller frees it once it has what it set up */
+        P->amp32 = malloc((size_t)g->n_tensors + 1);
+        if (!P->amp32) return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
+        pp_stack_autocast_dtypes(g, P->amp32);
+    }
     return PERFPRED_OK;
 }
 
@@ -844,10 +851,11 @@ static void stack_time(const predict_setup *P, const pp_kernel_group *G, const k
     const pp_graph *g = P->g;
     const pp_device *d = P->d;
     const pp_stack *stk = P->stk;
-    if (P->amp) {
-        /* autocast's casts of the op's fp32 operands run first, each its own op */
+    if (P->amp && !(sums->attn && sums->attn[sums->cur] == PP_ATTN_ABSORBED)) {
+        /* autocast's casts of the op's fp32 operands run first, each its own op (none for a
+         * product the fused attention absorbs: its softmax never leaves the kernel) */
         int64_t el[PP_STACK_MAX_CASTS];
-        int nc = pp_stack_autocast_casts(g, G->nodes[0], el);
+        int nc = pp_stack_autocast_casts(g, P->amp32, G->nodes[0], el);
         for (int c = 0; c < nc; c++) pp_stack_cast_kernel(el[c], &sums->sk[sums->n_sk++]);
     }
     pp_stack_kernel *S = &sums->sk[sums->n_sk++];
@@ -1088,6 +1096,9 @@ static void layer_sum_memory(const pp_graph *g, const pp_device *d, double bf,
         "weights + peak live activations + runtime workspace and overhead (uncalibrated)";
 }
 
+static perfpred_status predict_set_up(const predict_setup *Pp, gnn_corr *gcp,
+                                      perfpred_prediction *out, pp_err *err);
+
 /* A prediction of g on d: the kernels timed one by one, then a runtime stack's host/GPU pipeline
  * over them, or else their sum with the device's correction; memory and energy beside. */
 static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
@@ -1104,6 +1115,21 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
     gnn_corr gc;
     perfpred_status rst = predict_setup_of(ctx, g, d, pp, &P, &gc, err);
     if (rst != PERFPRED_OK) return rst;
+    rst = predict_set_up(&P, &gc, out, err);
+    free(P.amp32);
+    return rst;
+}
+
+/* The prediction P sets up, into out. */
+static perfpred_status predict_set_up(const predict_setup *Pp, gnn_corr *gcp,
+                                      perfpred_prediction *out, pp_err *err)
+{
+    const predict_setup P = *Pp;
+    gnn_corr gc = *gcp;
+    const perfpred_ctx *ctx = P.ctx;
+    const pp_graph *g = P.g;
+    const pp_device *d = P.d;
+    const perfpred_predict_params *pp = P.pp;
     const pp_stack *stk = P.stk;
     pp_kernel_group *kernels = NULL;
     int n_groups = 0;

@@ -150,7 +150,11 @@ double pp_stack_sm_need(const pp_device *d, pp_stack_class c, double blocks, dou
 
 double pp_stack_kernel_need(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k)
 {
-    return s->mem_feed > 0 ? pp_stack_sm_need(d, k->cls, k->blocks, k->red) : 0;
+    if (!(s->mem_feed > 0)) return 0;
+    double need = pp_stack_sm_need(d, k->cls, k->blocks, k->red);
+    /* an fp16 stack's feed is that of loads of 2-byte elements; a cast loads fp32 ones, twice
+     * the bytes in flight for the same loads */
+    return k->cast && s->precision == PP_PREC_FP16 ? need / 2 : need;
 }
 
 double pp_stack_gpu_ms(const pp_stack *s, const pp_device *d, pp_stack_class c, double flops,
@@ -503,8 +507,44 @@ int pp_stack_bn_pass(const pp_graph *g, int conv, pp_stack_kernel *bn)
     return 1;
 }
 
+/* ONNX ops that run autocast's fp16 list (conv*, linear, matmul, prelu) or its fp32 list
+ * (softmax, log_softmax, layer_norm, group_norm, exp, log, pow, reciprocal, sum, prod, cumsum,
+ * norm, softplus, ...), from torch.amp's CUDA op lists */
+static int autocast_fp16_op(const char *op)
+{
+    static const char *const l[] = {"Conv", "ConvTranspose", "Gemm", "MatMul", "PRelu"};
+    for (size_t i = 0; i < sizeof l / sizeof *l; i++)
+        if (strcmp(op, l[i]) == 0) return 1;
+    return 0;
+}
+
+static int autocast_fp32_op(const char *op)
+{
+    static const char *const l[] = {"Softmax",  "LogSoftmax", "LayerNormalization",
+                                    "GroupNormalization", "Exp", "Log", "Pow", "Reciprocal",
+                                    "ReduceSum", "ReduceProd", "ReduceL1", "ReduceL2",
+                                    "ReduceLogSumExp", "CumSum", "Softplus", "Cosh", "Sinh",
+                                    "Tan", "Acos", "Asin"};
+    for (size_t i = 0; i < sizeof l / sizeof *l; i++)
+        if (strcmp(op, l[i]) == 0) return 1;
+    return 0;
+}
+
+/* A floating-point tensor (shapes, indices and masks are no operands autocast casts) */
+static int float_tensor(const pp_tensor *T)
+{
+    return T->dtype == PP_DT_FLOAT || T->dtype == PP_DT_DOUBLE;
+}
+
+/* A constant that takes part in type promotion: floating-point, with more than one element (a
+ * 0-d or one-element tensor, a Python scalar in eager code, does not promote an fp16 tensor) */
+static int promoting_const(const pp_graph *g, int t)
+{
+    return is_const(g, t) && float_tensor(&g->tensors[t]) && pp_tensor_elems(&g->tensors[t]) > 1;
+}
+
 /* The Add that is the only reader of node i's output and adds a constant to it: a MatMul's bias
- * (nn.Linear exported on 3-d input). -1 where there is none. */
+ * (nn.Linear exported on 3-d input, a MatMul of a weight). The constant; -1 where there is none. */
 static int bias_add_of(const pp_graph *g, int i)
 {
     const pp_node *nd = &g->nodes[i];
@@ -522,24 +562,64 @@ static int bias_add_of(const pp_graph *g, int i)
     return -1;
 }
 
-int pp_stack_autocast_casts(const pp_graph *g, int i, int64_t *elems)
+/* 1 when Add node nd is a linear MatMul's bias (bias_add_of): the rest of nn.Linear's addmm */
+static int linear_bias_add(const pp_graph *g, const pp_node *nd)
+{
+    if (strcmp(nd->op_type, "Add") != 0 || nd->n_inputs != 2) return 0;
+    for (int k = 0; k < 2; k++) {
+        int a = nd->inputs[k], c = nd->inputs[1 - k];
+        if (a < 0 || !is_const(g, c) || is_const(g, a) || g->tensors[a].n_consumers != 1) continue;
+        int p = g->tensors[a].producer;
+        if (p >= 0 && strcmp(g->nodes[p].op_type, "MatMul") == 0 &&
+            g->nodes[p].feat.kind == PP_OPK_LINEAR)
+            return 1;
+    }
+    return 0;
+}
+
+void pp_stack_autocast_dtypes(const pp_graph *g, unsigned char *fp32)
+{
+    for (int t = 0; t < g->n_tensors; t++) {
+        const pp_tensor *T = &g->tensors[t];
+        /* the model's weights and its floating-point input are fp32; an integer input (token
+         * ids) or constant (a shape) is no operand of a matrix product */
+        fp32[t] = float_tensor(T) &&
+                  (is_const(g, t) || (T->producer < 0 && (T->flags & PP_T_GRAPH_INPUT)));
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        const pp_node *nd = &g->nodes[i];
+        int o32 = 0;
+        if (autocast_fp16_op(nd->op_type) || linear_bias_add(g, nd)) o32 = 0;
+        else if (autocast_fp32_op(nd->op_type)) o32 = 1;
+        else if (strcmp(nd->op_type, "Cast") == 0) o32 = pp_node_attr_i(nd, "to", 0) == PP_DT_FLOAT;
+        else if (strcmp(nd->op_type, "BatchNormalization") == 0)
+            /* cuDNN's batch norm keeps its input's precision whatever its parameters' */
+            o32 = nd->n_inputs > 0 && nd->inputs[0] >= 0 && fp32[nd->inputs[0]];
+        else
+            /* type promotion: fp32 where any activation, or a constant that promotes, is */
+            for (int k = 0; k < nd->n_inputs; k++) {
+                int t = nd->inputs[k];
+                if (t >= 0 && fp32[t] && (!is_const(g, t) || promoting_const(g, t))) o32 = 1;
+            }
+        for (int k = 0; k < nd->n_outputs; k++)
+            if (nd->outputs[k] >= 0 && !is_const(g, nd->outputs[k])) fp32[nd->outputs[k]] = o32;
+    }
+}
+
+int pp_stack_autocast_casts(const pp_graph *g, const unsigned char *fp32, int i, int64_t *elems)
 {
     const pp_node *nd = &g->nodes[i];
-    pp_op_kind kind = nd->feat.kind;
-    if (nd->feat.folded || (kind != PP_OPK_CONV && kind != PP_OPK_DWCONV && kind != PP_OPK_CONVT &&
-                            kind != PP_OPK_LINEAR))
-        return 0;
-    int n = 0, conv = strcmp(nd->op_type, "Conv") == 0, folded = conv && bn_folded(g, nd);
+    if (nd->feat.folded || !autocast_fp16_op(nd->op_type)) return 0;
+    int n = 0, folded = strcmp(nd->op_type, "Conv") == 0 && bn_folded(g, nd);
     for (int k = 0; k < nd->n_inputs && n < PP_STACK_MAX_CASTS; k++) {
         int t = nd->inputs[k];
-        if (t < 0) continue;
-        const pp_tensor *T = &g->tensors[t];
-        int operand = is_const(g, t) ? !(folded && k == 2)
-                                     : T->producer < 0 && (T->flags & PP_T_GRAPH_INPUT);
-        int64_t e = operand ? pp_tensor_elems(T) : 0;
+        if (t < 0 || !fp32[t] || (folded && k == 2)) continue;
+        int64_t e = pp_tensor_elems(&g->tensors[t]);
         if (e > 0) elems[n++] = e;
     }
-    int b = strcmp(nd->op_type, "MatMul") == 0 ? bias_add_of(g, i) : -1;
+    int b = strcmp(nd->op_type, "MatMul") == 0 && nd->feat.kind == PP_OPK_LINEAR
+                ? bias_add_of(g, i)
+                : -1;
     if (b >= 0 && n < PP_STACK_MAX_CASTS) {
         int64_t e = pp_tensor_elems(&g->tensors[b]);
         if (e > 0) elems[n++] = e;
@@ -552,6 +632,7 @@ void pp_stack_cast_kernel(int64_t elems, pp_stack_kernel *k)
     memset(k, 0, sizeof *k);
     k->cls = PP_SK_MEM;
     k->elementwise = 1;
+    k->cast = 1;
     k->flops = (double)elems;
     k->bytes = 12.0 * (double)elems; /* 6 bytes an element moved, at fp32 */
     k->blocks = ceil((double)elems / 512);

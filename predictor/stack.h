@@ -231,6 +231,7 @@ typedef struct pp_stack_kernel {
      * their bytes and the traffic since each was written, the tensor itself included (both at
      * fp32); 0 where none */
     double in_bytes[2], in_dist[2];
+    int cast;                /* autocast's fp32 -> fp16 copy of an operand (pp_stack_cast_kernel) */
 } pp_stack_kernel;
 
 /* Attention as the export writes it: Q K^T (a matrix product of two activations), a scale or
@@ -294,16 +295,22 @@ static inline int pp_stack_role(const pp_stack *s, int fused_attn, const pp_stac
  * place after the convolution, a pass with bn->bias set (one add per element). */
 int pp_stack_bn_pass(const pp_graph *g, int conv, pp_stack_kernel *bn);
 
-/* PyTorch eager under autocast (AMP, `torch.autocast("cuda")` around an fp32 model): before an
- * op on autocast's fp16 list runs (convolutions, linear layers and matrix products), each of its
- * fp32 operands is cast to an fp16 copy, one copy kernel each (read 4 bytes, write 2 per element,
- * dispatched as an op of its own). Those operands are the weights (recast on every forward: the
- * cast cache lives inside one autocast region) and the model's fp32 input; activations are fp16
- * already. Node i's: how many (at most PP_STACK_MAX_CASTS), their element counts in elems[]. The
- * bias torch.onnx folded in from a BatchNorm is no operand of the eager conv (BatchNorm applies
- * it), and a MatMul's bias is the Add that reads its output alone (nn.Linear's addmm). */
+/* PyTorch eager under autocast (AMP, `torch.autocast("cuda")` around an fp32 model): an op on
+ * autocast's fp16 list (convolutions, linear layers, matrix products) runs in fp16, one on its fp32
+ * list (softmax, layer_norm, exp, pow, sum, ...) in fp32, and any other op in the widest precision
+ * of its inputs (type promotion; BatchNorm keeps its input's). Before an fp16-list op runs, each
+ * of its fp32 operands is cast to an fp16 copy, one copy kernel each (read 4 bytes, write 2 per
+ * element, dispatched as an op of its own): the weights, on every call (the cast cache lives
+ * inside one autocast region), the model's fp32 input, and activations an fp32 op wrote (a
+ * layer_norm's output before the next linear layer).
+ * pp_stack_autocast_dtypes marks each tensor of g that is fp32 under autocast (fp32[n_tensors]);
+ * pp_stack_autocast_casts gives node i's casts: how many (at most PP_STACK_MAX_CASTS), their
+ * element counts in elems[]. The bias torch.onnx folded in from a BatchNorm is no operand of the
+ * eager conv (BatchNorm applies it), and a MatMul's bias is the Add that alone reads its output
+ * (nn.Linear's addmm). */
 #define PP_STACK_MAX_CASTS 3
-int pp_stack_autocast_casts(const pp_graph *g, int i, int64_t *elems);
+void pp_stack_autocast_dtypes(const pp_graph *g, unsigned char *fp32);
+int pp_stack_autocast_casts(const pp_graph *g, const unsigned char *fp32, int i, int64_t *elems);
 /* The copy kernel of a cast of `elems` fp32 elements to fp16, as an fp16 stack counts bytes (at
  * fp32: pp_stack_byte_scale halves them back to the 6 bytes an element moves). */
 void pp_stack_cast_kernel(int64_t elems, pp_stack_kernel *k);
@@ -349,7 +356,8 @@ double pp_stack_latency_ms(const pp_stack *s, const pp_device *d, const pp_stack
                            double *scratch, double *host_ms, double *gpu_ms);
 /* The unit times (pp_stack_unit_ms) of n kernels under s on d, each at the work it does there
  * (pp_stack_kernel_work: a fused attention's core its fused figures; bytes halved for fp16). */
-/* pp_stack_sm_need for kernel k where s has a memory feed; 0 where it has none. */
+/* pp_stack_sm_need for kernel k where s has a memory feed; 0 where it has none. An autocast cast
+ * under an fp16 stack needs half: its loads are fp32 wide, where the feed is that of fp16 ones. */
 double pp_stack_kernel_need(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k);
 void pp_stack_kernel_units(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k, int n,
                            double *tc, double *tm);

@@ -970,15 +970,40 @@ static void autocast_should_cast_each_fp32_operand_of_an_fp16_op_first(void **st
     pp_err err = {0};
     int casts = 0;
     int64_t elems = 0;
+    unsigned char fp32[8192];
+    assert_true(g->n_tensors <= (int)sizeof fp32);
+    pp_stack_autocast_dtypes(g, fp32);
     for (int i = 0; i < g->n_nodes; i++) {
         int64_t el[PP_STACK_MAX_CASTS];
-        int n = pp_stack_autocast_casts(g, i, el);
+        int n = pp_stack_autocast_casts(g, fp32, i, el);
         casts += n;
         for (int c = 0; c < n; c++) elems += el[c];
     }
     assert_int_equal(casts, 23);
     assert_true(elems == 11689512 - 9600 + 150528);
     int64_t onnx_params = g->totals.param_bytes / 4;
+    pp_graph_free(g);
+
+    /* ViT-B/32 (torchvision's export): the patch conv casts the image, its weight and its bias
+     * (3); each of the 12 encoder blocks casts, for the qkv projection, layer_norm's fp32 output,
+     * the weight and the bias (3), softmax's fp32 output before it multiplies V (1; Q K^T reads
+     * fp16 projections), the output projection's weight and bias (2), for the first MLP layer
+     * layer_norm's output, weight and bias (3), for the second its weight and bias (2; GELU's
+     * output is fp16): 11; the head casts the final layer_norm's output, weight and bias (3).
+     * 3 + 12 x 11 + 3 = 138. The residual stream stays fp32 (class token and position
+     * embedding are fp32 parameters): no cast, it feeds no matrix product directly. */
+    pp_shape_opts opts = {.batch = 1};
+    assert_int_equal(pp_graph_load_full(pp_test_path("tests/fixtures/models/vit_b_32.onnx"), &opts,
+                                        &g, &err),
+                     PERFPRED_OK);
+    assert_true(g->n_tensors <= (int)sizeof fp32);
+    pp_stack_autocast_dtypes(g, fp32);
+    casts = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        int64_t el[PP_STACK_MAX_CASTS];
+        casts += pp_stack_autocast_casts(g, fp32, i, el);
+    }
+    assert_int_equal(casts, 138);
     pp_graph_free(g);
 
     char path[4400];
