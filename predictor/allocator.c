@@ -88,6 +88,12 @@ static int push_weights(const pp_graph *g, tb *t, int64_t *total)
     return 0;
 }
 
+/* A model parameter or constant, not an activation */
+static int is_weight(const pp_graph *g, int t)
+{
+    return (g->tensors[t].flags & (PP_T_WEIGHT | PP_T_CONST | PP_T_INITIALIZER)) != 0;
+}
+
 /* TensorRT: the module's weights, the input and the output, then the engine's copy of the weights
  * and its activation block (ws_factor x the liveness peak less the input and output). */
 static perfpred_status engine_trace(const pp_graph *g, pp_alloc_trace *out, pp_err *err)
@@ -127,13 +133,19 @@ perfpred_status pp_alloc_trace_build(const pp_graph *g, int bn_eager, int mode,
     int autocast = mode == PP_TRACE_AUTOCAST;
     out->fp32_weights = autocast;
     unsigned char *fp32 = autocast ? malloc((size_t)g->n_tensors + 1) : NULL;
+    unsigned char *cached = autocast ? calloc((size_t)g->n_tensors + 1, 1) : NULL;
+    int *held = autocast ? malloc(((size_t)g->n_nodes * PP_STACK_MAX_CASTS + 1) * sizeof *held)
+                         : NULL;
+    int n_held = 0;
     int nt = g->n_tensors, nn = g->n_nodes;
     int *root = calloc((size_t)nt + 1, sizeof *root);
     int *root1 = calloc((size_t)nt + 1, sizeof *root1);
     int *end = calloc((size_t)nt + 1, sizeof *end);
     tb t = {0};
     perfpred_status st = PERFPRED_OK;
-    if (!root || !root1 || !end || (autocast && !fp32) || push_weights(g, &t, NULL)) goto oom;
+    if (!root || !root1 || !end || (autocast && (!fp32 || !cached || !held)) ||
+        push_weights(g, &t, NULL))
+        goto oom;
     if (fp32) pp_stack_autocast_dtypes(g, fp32);
 
     for (int i = 0; i < nt; i++) {
@@ -185,11 +197,23 @@ perfpred_status pp_alloc_trace_build(const pp_graph *g, int bn_eager, int mode,
         pp_stack_kernel bn;
         int tmp = -1;
         /* autocast's fp16 copies of the op's fp32 operands (4 bytes an element at fp32 scale:
-         * the pass's 0.5 makes them fp16), held while it runs */
-        int64_t el[PP_STACK_MAX_CASTS];
-        int nc = fp32 ? pp_stack_autocast_casts(g, fp32, i, el) : 0, cast0 = next_buf;
-        for (int c = 0; c < nc; c++)
-            if (push(&t, next_buf++, PP_ALLOC_ACT, 4 * el[c])) goto oom;
+         * the pass's 0.5 makes them fp16): an activation's held while the op runs, a weight's
+         * kept in autocast's cast cache to the end of the pass */
+        int ct[PP_STACK_MAX_CASTS], cast_buf[PP_STACK_MAX_CASTS];
+        int nc = fp32 ? pp_stack_autocast_casts(g, fp32, i, ct) : 0;
+        for (int c = 0; c < nc; c++) {
+            cast_buf[c] = -1;
+            int w = is_weight(g, ct[c]);
+            if (w && cached[ct[c]]) continue;
+            cast_buf[c] = next_buf++;
+            if (push(&t, cast_buf[c], PP_ALLOC_ACT, 4 * pp_tensor_elems(&g->tensors[ct[c]])))
+                goto oom;
+            if (w) {
+                cached[ct[c]] = 1;
+                held[n_held++] = cast_buf[c];
+                cast_buf[c] = -1;
+            }
+        }
         if (bn_eager && pp_stack_bn_pass(g, i, &bn) && !bn.bias) { /* a bias adds in place */
             /* eager: the convolution's own output, then BatchNorm's, then the first dies */
             tmp = next_buf++;
@@ -221,7 +245,7 @@ perfpred_status pp_alloc_trace_build(const pp_graph *g, int bn_eager, int mode,
         }
         if (tmp >= 0 && push(&t, tmp, PP_ALLOC_ACT, 0)) goto oom;
         for (int c = 0; c < nc; c++)
-            if (push(&t, cast0 + c, PP_ALLOC_ACT, 0)) goto oom;
+            if (cast_buf[c] >= 0 && push(&t, cast_buf[c], PP_ALLOC_ACT, 0)) goto oom;
         for (int k = 0; k < n->n_inputs; k++) {
             int r = n->inputs[k] >= 0 ? root[n->inputs[k]] : -1;
             if (r < 0 || end[r] != i) continue;
@@ -229,6 +253,8 @@ perfpred_status pp_alloc_trace_build(const pp_graph *g, int bn_eager, int mode,
             if (push(&t, r, PP_ALLOC_ACT, 0)) goto oom;
         }
     }
+    for (int h = 0; h < n_held; h++) /* autocast's cast cache empties as its region ends */
+        if (push(&t, held[h], PP_ALLOC_ACT, 0)) goto oom;
     out->ev = t.ev;
     out->n = t.n;
     out->n_bufs = next_buf;
@@ -243,6 +269,8 @@ done:
     free(root1);
     free(end);
     free(fp32);
+    free(cached);
+    free(held);
     return st;
 }
 

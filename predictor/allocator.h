@@ -49,7 +49,10 @@ enum {
     PP_TRACE_ENGINE,    /* a TensorRT engine */
     PP_TRACE_AUTOCAST   /* eager PyTorch under autocast: the weights and the input stay fp32,
                            and each op on autocast's fp16 list allocates fp16 copies of its fp32
-                           operands (pp_stack_autocast_casts) while it runs */
+                           operands (pp_stack_autocast_casts): an activation's while it runs, a
+                           weight's once, kept in autocast's cast cache to the end of the pass
+                           (it caches leaf tensors that require grad: a module's parameters
+                           unless frozen with requires_grad_(False)) */
 };
 /* One event of a trace: alloc of `bytes` (fp32) for buffer `buf`, or its free (bytes = 0). */
 typedef struct pp_alloc_ev {

@@ -860,9 +860,10 @@ static void stack_time(const predict_setup *P, const pp_kernel_group *G, const k
     if (P->amp && !(sums->attn && sums->attn[sums->cur] == PP_ATTN_ABSORBED)) {
         /* autocast's casts of the op's fp32 operands run first, each its own op (none for a
          * product the fused attention absorbs: its softmax never leaves the kernel) */
-        int64_t el[PP_STACK_MAX_CASTS];
-        int nc = pp_stack_autocast_casts(g, P->amp32, G->nodes[0], el);
-        for (int c = 0; c < nc; c++) pp_stack_cast_kernel(el[c], &sums->sk[sums->n_sk++]);
+        int ct[PP_STACK_MAX_CASTS];
+        int nc = pp_stack_autocast_casts(g, P->amp32, G->nodes[0], ct);
+        for (int c = 0; c < nc; c++)
+            pp_stack_cast_kernel(pp_tensor_elems(&g->tensors[ct[c]]), &sums->sk[sums->n_sk++]);
     }
     pp_stack_kernel *S = &sums->sk[sums->n_sk++];
     stack_kernel_of(g, G, k, P->bf, S);

@@ -606,24 +606,21 @@ void pp_stack_autocast_dtypes(const pp_graph *g, unsigned char *fp32)
     }
 }
 
-int pp_stack_autocast_casts(const pp_graph *g, const unsigned char *fp32, int i, int64_t *elems)
+int pp_stack_autocast_casts(const pp_graph *g, const unsigned char *fp32, int i, int *tensor)
 {
     const pp_node *nd = &g->nodes[i];
     if (nd->feat.folded || !autocast_fp16_op(nd->op_type)) return 0;
     int n = 0, folded = strcmp(nd->op_type, "Conv") == 0 && bn_folded(g, nd);
     for (int k = 0; k < nd->n_inputs && n < PP_STACK_MAX_CASTS; k++) {
         int t = nd->inputs[k];
-        if (t < 0 || !fp32[t] || (folded && k == 2)) continue;
-        int64_t e = pp_tensor_elems(&g->tensors[t]);
-        if (e > 0) elems[n++] = e;
+        if (t < 0 || !fp32[t] || (folded && k == 2) || pp_tensor_elems(&g->tensors[t]) <= 0)
+            continue;
+        tensor[n++] = t;
     }
     int b = strcmp(nd->op_type, "MatMul") == 0 && nd->feat.kind == PP_OPK_LINEAR
                 ? bias_add_of(g, i)
                 : -1;
-    if (b >= 0 && n < PP_STACK_MAX_CASTS) {
-        int64_t e = pp_tensor_elems(&g->tensors[b]);
-        if (e > 0) elems[n++] = e;
-    }
+    if (b >= 0 && n < PP_STACK_MAX_CASTS && pp_tensor_elems(&g->tensors[b]) > 0) tensor[n++] = b;
     return n;
 }
 

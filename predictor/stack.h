@@ -304,13 +304,13 @@ int pp_stack_bn_pass(const pp_graph *g, int conv, pp_stack_kernel *bn);
  * inside one autocast region), the model's fp32 input, and activations an fp32 op wrote (a
  * layer_norm's output before the next linear layer).
  * pp_stack_autocast_dtypes marks each tensor of g that is fp32 under autocast (fp32[n_tensors]);
- * pp_stack_autocast_casts gives node i's casts: how many (at most PP_STACK_MAX_CASTS), their
- * element counts in elems[]. The bias torch.onnx folded in from a BatchNorm is no operand of the
+ * pp_stack_autocast_casts gives node i's casts: how many (at most PP_STACK_MAX_CASTS), the tensors
+ * cast in tensor[]. The bias torch.onnx folded in from a BatchNorm is no operand of the
  * eager conv (BatchNorm applies it), and a MatMul's bias is the Add that alone reads its output
  * (nn.Linear's addmm). */
 #define PP_STACK_MAX_CASTS 3
 void pp_stack_autocast_dtypes(const pp_graph *g, unsigned char *fp32);
-int pp_stack_autocast_casts(const pp_graph *g, const unsigned char *fp32, int i, int64_t *elems);
+int pp_stack_autocast_casts(const pp_graph *g, const unsigned char *fp32, int i, int *tensor);
 /* The copy kernel of a cast of `elems` fp32 elements to fp16, as an fp16 stack counts bytes (at
  * fp32: pp_stack_byte_scale halves them back to the 6 bytes an element moves). */
 void pp_stack_cast_kernel(int64_t elems, pp_stack_kernel *k);
