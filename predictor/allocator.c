@@ -190,7 +190,7 @@ perfpred_status pp_alloc_trace_build(const pp_graph *g, int bn_eager, int mode,
     for (int i = 0; i < nt; i++)
         if (root[i] == i && g->tensors[i].producer < 0) {
             int64_t b = pp_tensor_bytes(&g->tensors[i]);
-            if (b > 0 && push(&t, i, autocast ? PP_ALLOC_INPUT32 : PP_ALLOC_ACT, b)) goto oom;
+            if (b > 0 && push(&t, i, fp32 && fp32[i] ? PP_ALLOC_ACT32 : PP_ALLOC_ACT, b)) goto oom;
         }
     for (int i = 0; i < nn; i++) {
         const pp_node *n = &g->nodes[i];
@@ -230,7 +230,7 @@ perfpred_status pp_alloc_trace_build(const pp_graph *g, int bn_eager, int mode,
                                 g->path, n->name, g->tensors[o].name);
                 goto done;
             }
-            if (b > 0 && push(&t, o, PP_ALLOC_ACT, b)) goto oom;
+            if (b > 0 && push(&t, o, fp32 && fp32[o] ? PP_ALLOC_ACT32 : PP_ALLOC_ACT, b)) goto oom;
         }
         int mm = n->feat.kind == PP_OPK_LINEAR || n->feat.kind == PP_OPK_BMM;
         if (mm && !out->has_matmul && push(&t, -1, PP_ALLOC_CUBLAS, 1)) goto oom;
@@ -483,11 +483,11 @@ static int load_weight(pp_alloc_sim *s, int64_t n, double capacity)
     return i;
 }
 
-/* Bytes per fp32 byte of event v: the pass's scale, but 1 for autocast's weights and input, which
- * stay fp32 */
+/* Bytes per fp32 byte of event v: the pass's scale, but 1 for autocast's weights and fp32
+ * activations */
 static double ev_scale(const pp_alloc_trace *t, const pp_alloc_params *p, const pp_alloc_ev *v)
 {
-    if (v->kind == PP_ALLOC_INPUT32 || (t->fp32_weights && v->kind == PP_ALLOC_WEIGHT)) return 1.0;
+    if (v->kind == PP_ALLOC_ACT32 || (t->fp32_weights && v->kind == PP_ALLOC_WEIGHT)) return 1.0;
     return p->scale;
 }
 

@@ -40,15 +40,16 @@ enum {
     PP_ALLOC_CUBLAS,  /* cuBLAS's workspace, on the first matrix product; kept for good */
     PP_ALLOC_ENGINE,  /* a compiled engine's copy of the weights: allocated by the pass that
                          builds it, never freed */
-    PP_ALLOC_INPUT32  /* autocast: the model's input, an activation that stays fp32 whatever
-                         the pass's precision */
+    PP_ALLOC_ACT32    /* autocast: an activation that is fp32 whatever the pass's precision
+                         (the model's input, what autocast's fp32 ops and type promotion write;
+                         pp_stack_autocast_dtypes) */
 };
 /* What pp_alloc_trace_build traces. */
 enum {
     PP_TRACE_EAGER = 0, /* eager PyTorch */
     PP_TRACE_ENGINE,    /* a TensorRT engine */
-    PP_TRACE_AUTOCAST   /* eager PyTorch under autocast: the weights and the input stay fp32,
-                           and each op on autocast's fp16 list allocates fp16 copies of its fp32
+    PP_TRACE_AUTOCAST   /* eager PyTorch under autocast: the weights stay fp32, activations
+                           are fp16 or fp32 as autocast writes them, and each op on autocast's fp16 list allocates fp16 copies of its fp32
                            operands (pp_stack_autocast_casts): an activation's while it runs, a
                            weight's once, kept in autocast's cast cache to the end of the pass
                            (it caches leaf tensors that require grad: a module's parameters

@@ -867,6 +867,13 @@ static void stack_time(const predict_setup *P, const pp_kernel_group *G, const k
     }
     pp_stack_kernel *S = &sums->sk[sums->n_sk++];
     stack_kernel_of(g, G, k, P->bf, S);
+    /* under autocast a memory kernel that writes fp32 (an fp32 op's, or promoted by an fp32
+     * operand: layer_norm, softmax, the residual stream after an fp32 embedding) moves fp32 bytes,
+     * where the fp16 stack halves every kernel's */
+    const pp_node *last = &g->nodes[G->nodes[G->n - 1]];
+    if (P->amp && S->cls == PP_SK_MEM && last->n_outputs > 0 && last->outputs[0] >= 0 &&
+        P->amp32[last->outputs[0]])
+        S->bytes *= 2;
     if (sums->attn) {
         S->attn = sums->attn[sums->cur];
         S->attn_flops = sums->attn_fl[sums->cur];

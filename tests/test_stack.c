@@ -1004,6 +1004,28 @@ static void autocast_should_cast_each_fp32_operand_of_an_fp16_op_first(void **st
         casts += pp_stack_autocast_casts(g, fp32, i, ct);
     }
     assert_int_equal(casts, 138);
+    /* what autocast writes: its fp32 ops (25 layer_norms, 12 softmaxes) fp32, its fp16 ones
+     * (the patch conv, every matrix product) fp16, the residual adds fp32 */
+    int ln = 0, sm = 0, mm = 0, res = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const pp_node *nd = &g->nodes[i];
+        int o = nd->n_outputs > 0 ? nd->outputs[0] : -1;
+        if (o < 0) continue;
+        const char *op = nd->op_type;
+        if (strcmp(op, "LayerNormalization") == 0) ln += fp32[o];
+        if (strcmp(op, "Softmax") == 0) sm += fp32[o];
+        if (strcmp(op, "Conv") == 0 || strcmp(op, "MatMul") == 0 || strcmp(op, "Gemm") == 0) {
+            assert_int_equal(fp32[o], 0);
+            mm++;
+        }
+        if (strcmp(op, "Add") == 0 && strstr(nd->name, "encoder_layer_") &&
+            !strstr(nd->name, "self_attention") && !strstr(nd->name, "mlp"))
+            res += fp32[o];
+    }
+    assert_int_equal(ln, 25);
+    assert_int_equal(sm, 12);
+    assert_int_equal(mm, 1 + 12 * 6 + 1);
+    assert_int_equal(res, 24);
     pp_graph_free(g);
 
     char path[4400];
