@@ -64,6 +64,12 @@ class PredictShould(unittest.TestCase):
         self.assertEqual(p.peak_memory.unit, "bytes")
         self.assertIsNotNone(p.mig)
 
+    def test_predict_should_pass_amp_through_as_the_cli_does(self):
+        p = perfpred.predict(RESNET, device="a100", precision="amp")
+        want = cli_json("--device", "a100", RESNET, "--precision", "amp")
+        self.assertEqual(p.raw, want)
+        self.assertEqual(want["prediction"]["stack"]["name"], "pytorch-eager-amp")
+
     def test_predict_should_say_an_estimated_host_has_no_interval(self):
         p = perfpred.predict(RESNET, device="jetson-agx-orin")
         self.assertFalse(p.latency.interval)
