@@ -543,13 +543,15 @@ static int promoting_const(const pp_graph *g, int t)
     return is_const(g, t) && float_tensor(&g->tensors[t]) && pp_tensor_elems(&g->tensors[t]) > 1;
 }
 
-/* The Add that is the only reader of node i's output and adds a constant to it: a MatMul's bias
- * (nn.Linear exported on 3-d input, a MatMul of a weight). The constant; -1 where there is none. */
-static int bias_add_of(const pp_graph *g, int i)
+/* The bias of nn.Linear exported on 3-d input: node i a MatMul of a weight, and the Add that is
+ * the only reader of its output adding a constant to it. The constant; -1 where there is none. */
+static int linear_bias_of(const pp_graph *g, int i)
 {
     const pp_node *nd = &g->nodes[i];
     int o = nd->n_outputs > 0 ? nd->outputs[0] : -1;
-    if (o < 0 || g->tensors[o].n_consumers != 1) return -1;
+    if (strcmp(nd->op_type, "MatMul") != 0 || nd->feat.kind != PP_OPK_LINEAR || o < 0 ||
+        g->tensors[o].n_consumers != 1)
+        return -1;
     for (int j = i + 1; j < g->n_nodes; j++) {
         const pp_node *a = &g->nodes[j];
         for (int k = 0; k < a->n_inputs; k++) {
@@ -562,17 +564,13 @@ static int bias_add_of(const pp_graph *g, int i)
     return -1;
 }
 
-/* 1 when Add node nd is a linear MatMul's bias (bias_add_of): the rest of nn.Linear's addmm */
+/* 1 when Add node nd adds such a bias (linear_bias_of): the rest of nn.Linear's addmm */
 static int linear_bias_add(const pp_graph *g, const pp_node *nd)
 {
     if (strcmp(nd->op_type, "Add") != 0 || nd->n_inputs != 2) return 0;
     for (int k = 0; k < 2; k++) {
-        int a = nd->inputs[k], c = nd->inputs[1 - k];
-        if (a < 0 || !is_const(g, c) || is_const(g, a) || g->tensors[a].n_consumers != 1) continue;
-        int p = g->tensors[a].producer;
-        if (p >= 0 && strcmp(g->nodes[p].op_type, "MatMul") == 0 &&
-            g->nodes[p].feat.kind == PP_OPK_LINEAR)
-            return 1;
+        int a = nd->inputs[k], p = a >= 0 ? g->tensors[a].producer : -1;
+        if (p >= 0 && linear_bias_of(g, p) == nd->inputs[1 - k]) return 1;
     }
     return 0;
 }
@@ -617,9 +615,7 @@ int pp_stack_autocast_casts(const pp_graph *g, const unsigned char *fp32, int i,
             continue;
         tensor[n++] = t;
     }
-    int b = strcmp(nd->op_type, "MatMul") == 0 && nd->feat.kind == PP_OPK_LINEAR
-                ? bias_add_of(g, i)
-                : -1;
+    int b = linear_bias_of(g, i);
     if (b >= 0 && n < PP_STACK_MAX_CASTS && pp_tensor_elems(&g->tensors[b]) > 0) tensor[n++] = b;
     return n;
 }
