@@ -37,9 +37,10 @@ static const char usage_text[] =
     "  --runtime R         GPUs: the runtime stack's framework: pytorch-eager, torchscript,\n"
     "                      tensorrt (default: the descriptor's; perfpred devices show NAME\n"
     "                      lists a GPU's stacks)\n"
-    "  --precision P       GPUs: fp32 or fp16 (default: the descriptor's); amp: PyTorch\n"
-    "                      eager under autocast (the fp16 stack, weights kept fp32 and\n"
-    "                      cast on every call)\n"
+    "  --precision P       GPUs: fp32, fp16 or bf16 (default: the descriptor's); amp,\n"
+    "                      amp-bf16: PyTorch eager under autocast (the fp16 stack, weights\n"
+    "                      kept fp32 and cast on every call); bf16 takes the fp16 stack at\n"
+    "                      the bf16 tensor-core rate\n"
     "  --allow-unknown     treat unknown ops as memory-bound element-wise ops (listed)\n"
     "  --layer-sum-only    the layer sum alone: leave out the device's graph-level or\n"
     "                      in-network overhead correction (where one is calibrated)\n"
@@ -220,9 +221,10 @@ static int take_opt(int c, const char *v, cli_opts *o)
     case OPT_RUNTIME: o->runtime = v; return 0;
     case OPT_PRECISION:
         o->precision = v;
-        if (strcmp(v, "fp32") != 0 && strcmp(v, "fp16") != 0 && strcmp(v, "amp") != 0) {
-            cli_error("--precision: '%s' (GPU stacks are fp32 or fp16; amp: PyTorch eager's "
-                      "autocast)", v);
+        if (strcmp(v, "fp32") != 0 && strcmp(v, "fp16") != 0 && strcmp(v, "bf16") != 0 &&
+            strcmp(v, "amp") != 0 && strcmp(v, "amp-bf16") != 0) {
+            cli_error("--precision: '%s' (GPU stacks are fp32, fp16 or bf16; amp, amp-bf16: "
+                      "PyTorch eager's autocast)", v);
             return -1;
         }
         return 0;

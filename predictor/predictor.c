@@ -529,17 +529,30 @@ static int scaled_host(const pp_device *d)
     return d->host_dispatch_scale > 0 && d->host_dispatch_scale != 1;
 }
 
+/* The name a prediction under a stack derived from a fitted one reports (a literal: it outlives
+ * the call): autocast and bfloat16 take the fp16 stack of their framework. */
+static const char *derived_stack_name(const pp_stack *stk, int amp, int bf16)
+{
+    if (amp) return bf16 ? "pytorch-eager-amp-bf16" : "pytorch-eager-amp";
+    if (!bf16) return stk->name;
+    if (strcmp(stk->framework, "pytorch-eager") == 0) return "pytorch-eager-bf16";
+    if (strcmp(stk->framework, "torchscript") == 0) return "torchscript-bf16";
+    if (strcmp(stk->framework, "tensorrt") == 0) return "tensorrt-bf16";
+    return "bf16";
+}
+
 /* A GPU prediction under a runtime stack: the host/GPU pipeline over the kernels, energy with the
  * pipeline's idle gaps at idle power, and memory as NVML reports it. */
 static perfpred_status stack_figures(const pp_graph *g, const pp_device *d, const pp_stack *stk,
-                                     int amp, const pp_power_set *power, int n_groups,
+                                     int amp, int bf16, const pp_power_set *power, int n_groups,
                                      const pp_stack_kernel *sk, int n, double *scratch,
                                      double roof_sum_ms, int ncal, perfpred_prediction *out,
                                      pp_err *err)
 {
-    /* under autocast the fp16 stack, fitted on .half() rows, prices ops no row ran: transferred */
-    int own = pp_stack_trained_on(stk, d) && !amp;
-    out->stack = amp ? "pytorch-eager-amp" : stk->name;
+    /* under autocast or in bf16 the fp16 stack, fitted on .half() rows, prices what no row ran:
+     * transferred */
+    int own = pp_stack_trained_on(stk, d) && !amp && !bf16;
+    out->stack = derived_stack_name(stk, amp, bf16);
     out->n_kernels = n_groups;
     out->n_calibrated_kernels = ncal;
     out->latency_members_lo_ms = out->latency_members_hi_ms = NAN;
@@ -553,6 +566,10 @@ static perfpred_status stack_figures(const pp_graph *g, const pp_device *d, cons
                 "whole-model measurements of .half() models (framework-tax-gpus, data/gpu-stacks), "
                 "over autocast's ops and the casts of its fp32 weights and input; no AMP "
                 "measurement fitted it"
+        : bf16 ? "runtime stack: the fp16 stack's host dispatch / GPU pipeline, fitted on "
+                 "whole-model measurements of .half() models (framework-tax-gpus, "
+                 "data/gpu-stacks), at the descriptor's bf16 tensor-core rate; no bf16 "
+                 "measurement fitted it"
         : scaled_host(d) && d->host_dispatch_source == PP_HOST_TRANSFERRED
             ? "runtime stack: host dispatch / GPU pipeline fitted on other GPUs' whole-model "
               "measurements (framework-tax-gpus, data/gpu-stacks), applied through this "
@@ -627,10 +644,10 @@ static perfpred_status stack_figures(const pp_graph *g, const pp_device *d, cons
  * (no error) for other devices, or when nothing was asked and no stack fits the descriptor's. */
 static perfpred_status pick_stack(const perfpred_ctx *ctx, const pp_device *d,
                                   const perfpred_predict_params *pp, const pp_stack **out,
-                                  int *amp, pp_err *err)
+                                  int *amp, int *bf16, pp_err *err)
 {
     *out = NULL;
-    *amp = 0;
+    *amp = *bf16 = 0;
     int asked = pp->runtime || pp->precision;
     if (d->kind != PP_DEV_GPU && d->kind != PP_DEV_EDGE_GPU) {
         if (!asked) return PERFPRED_OK;
@@ -642,16 +659,29 @@ static perfpred_status pick_stack(const perfpred_ctx *ctx, const pp_device *d,
     }
     const char *fw = pp->runtime ? pp->runtime : d->runtime_framework;
     int prec = pp->precision ? pp_precision_from_name(pp->precision) : (int)d->runtime_precision;
-    if (pp->precision && strcmp(pp->precision, "amp") == 0) {
+    if (pp->precision && (strcmp(pp->precision, "amp") == 0 ||
+                          strcmp(pp->precision, "amp-bf16") == 0)) {
         /* autocast is eager PyTorch's: the fp16 stack's kernels and dispatch, and the casts */
         if (!fw || strcmp(fw, "pytorch-eager") != 0)
             return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
-                              "%s: --precision amp is PyTorch eager's autocast; runtime '%s' "
+                              "%s: --precision %s is PyTorch eager's autocast; runtime '%s' "
                               "has none (use --runtime pytorch-eager, or --precision fp16)",
-                              d->name, fw ? fw : "?");
+                              d->name, pp->precision, fw ? fw : "?");
         *amp = 1;
+        *bf16 = strcmp(pp->precision, "amp-bf16") == 0;
+        prec = PP_PREC_FP16;
+    } else if (prec == PP_PREC_BF16) {
+        *bf16 = 1;
         prec = PP_PREC_FP16;
     }
+    /* bf16 runs at its own tensor-core rate, on Ampere and later only; no row ran it: the
+     * fp16 stack prices it, its kernels moving the same 2-byte elements */
+    if (*bf16 && !(d->peak_tflops[PP_PREC_BF16] > 0))
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                          "%s: --precision %s: the descriptor states no bf16 tensor-core rate "
+                          "(hardware.peak_tflops.bf16; bfloat16 needs compute capability 8.0 or "
+                          "later)",
+                          d->name, pp->precision);
     if (prec >= 0) *out = pp_stack_for(&ctx->stacks, fw, (pp_precision)prec);
     if (*out || !asked) return PERFPRED_OK;
     char list[600] = "";
@@ -710,6 +740,9 @@ typedef struct predict_setup {
     int stack_cal;         /* stk is the stack src's layer models were measured in */
     int amp;               /* PyTorch eager under autocast: stk is its fp16 stack, and each op
                               on autocast's fp16 list casts its fp32 operands first */
+    int bf16;              /* bfloat16 (.to(torch.bfloat16), or autocast's bf16): stk is
+                              bf16_view, the fp16 stack at the bf16 tensor-core rate */
+    pp_stack bf16_view;
     unsigned char *amp32;  /* amp: the tensors that are fp32 (pp_stack_autocast_dtypes) */
     int can_roof;          /* both devices have the figures a roofline needs */
 } predict_setup;
@@ -767,7 +800,12 @@ static perfpred_status predict_setup_of(const perfpred_ctx *ctx, const pp_graph 
     P->bf = pp_precision_byte_factor(d);
 
     const pp_stack *stk = NULL;
-    if ((rst = pick_stack(ctx, d, pp, &stk, &P->amp, err))) return rst;
+    if ((rst = pick_stack(ctx, d, pp, &stk, &P->amp, &P->bf16, err))) return rst;
+    if (P->bf16) {
+        P->bf16_view = *stk;
+        P->bf16_view.precision = PP_PREC_BF16;
+        stk = &P->bf16_view;
+    }
     P->stk = stk;
     /* layer models answer under the stack they were measured in (NeuSight: PyTorch eager fp32) */
     P->stack_cal = stk && src && src->runtime_framework &&
@@ -1110,7 +1148,7 @@ static void layer_sum_memory(const pp_graph *g, const pp_device *d, double bf,
         "weights + peak live activations + runtime workspace and overhead (uncalibrated)";
 }
 
-static perfpred_status predict_set_up(const predict_setup *Pp, gnn_corr *gcp,
+static perfpred_status predict_set_up(const predict_setup *P, gnn_corr *gc,
                                       perfpred_prediction *out, pp_err *err);
 
 /* A prediction of g on d: the kernels timed one by one, then a runtime stack's host/GPU pipeline
@@ -1135,33 +1173,31 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
 }
 
 /* The prediction P sets up, into out. */
-static perfpred_status predict_set_up(const predict_setup *Pp, gnn_corr *gcp,
+static perfpred_status predict_set_up(const predict_setup *P, gnn_corr *gc,
                                       perfpred_prediction *out, pp_err *err)
 {
-    const predict_setup P = *Pp;
-    gnn_corr gc = *gcp;
-    const perfpred_ctx *ctx = P.ctx;
-    const pp_graph *g = P.g;
-    const pp_device *d = P.d;
-    const perfpred_predict_params *pp = P.pp;
-    const pp_stack *stk = P.stk;
+    const perfpred_ctx *ctx = P->ctx;
+    const pp_graph *g = P->g;
+    const pp_device *d = P->d;
+    const perfpred_predict_params *pp = P->pp;
+    const pp_stack *stk = P->stk;
     pp_kernel_group *kernels = NULL;
     int n_groups = 0;
     perfpred_status kst = pp_graph_kernels(g, d, &kernels, &n_groups, err);
     if (kst != PERFPRED_OK) return kst;
     kernel_sums sums;
     memset(&sums, 0, sizeof sums);
-    sums.node_ms = gc.gnn ? calloc((size_t)g->n_nodes + 1, sizeof *sums.node_ms) : NULL;
+    sums.node_ms = gc->gnn ? calloc((size_t)g->n_nodes + 1, sizeof *sums.node_ms) : NULL;
     /* the stack's view of each kernel (and of a BatchNorm pass after each conv that had one
      * folded in), then 4 doubles of pipeline scratch per entry */
     /* (and under autocast up to PP_STACK_MAX_CASTS casts before each) */
-    size_t per = 2 + (P.amp ? PP_STACK_MAX_CASTS : 0);
+    size_t per = 2 + (P->amp ? PP_STACK_MAX_CASTS : 0);
     sums.sk = stk ? malloc(((size_t)n_groups * per + 1) * sizeof *sums.sk) : NULL;
     sums.scratch = stk ? malloc(((size_t)n_groups * per + 1) * 4 * sizeof *sums.scratch) : NULL;
     sums.n_groups = n_groups;
     int attn_fail = stk && pp_stack_fused_attention(stk, d) &&
                     attention_of(g, kernels, n_groups, &sums.attn, &sums.attn_fl);
-    if ((gc.gnn && !sums.node_ms) || (stk && (!sums.sk || !sums.scratch)) || attn_fail) {
+    if ((gc->gnn && !sums.node_ms) || (stk && (!sums.sk || !sums.scratch)) || attn_fail) {
         free(kernels);
         free(sums.node_ms);
         free(sums.sk);
@@ -1169,10 +1205,10 @@ static perfpred_status predict_set_up(const predict_setup *Pp, gnn_corr *gcp,
         return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
     }
     /* no room for the copies' shortcut is no error: every kernel asks its models then */
-    sums.cal_ms = P.src ? malloc((size_t)g->n_nodes * sizeof *sums.cal_ms + 1) : NULL;
+    sums.cal_ms = P->src ? malloc((size_t)g->n_nodes * sizeof *sums.cal_ms + 1) : NULL;
     for (int i = 0; sums.cal_ms && i < g->n_nodes; i++) sums.cal_ms[i] = NAN;
     if (stk) pp_stack_reuse_init(&sums.reuse, g, kernels, n_groups); /* -1: no reuse known */
-    run_kernels(&P, kernels, n_groups, &sums);
+    run_kernels(P, kernels, n_groups, &sums);
     pp_stack_reuse_free(&sums.reuse);
     free(sums.attn);
     free(sums.attn_fl);
@@ -1180,7 +1216,8 @@ static perfpred_status predict_set_up(const predict_setup *Pp, gnn_corr *gcp,
     free(kernels);
     if (pp->n_kernels) *pp->n_kernels = sums.nk;
     if (stk) {
-        perfpred_status sst = stack_figures(g, d, stk, P.amp, &ctx->power, n_groups, sums.sk,
+        perfpred_status sst = stack_figures(g, d, stk, P->amp, P->bf16, &ctx->power, n_groups,
+                                            sums.sk,
                                             sums.n_sk,
                                             sums.scratch, sums.roof_sum_ms, sums.ncal, out, err);
         free(sums.sk);
@@ -1190,18 +1227,18 @@ static perfpred_status predict_set_up(const predict_setup *Pp, gnn_corr *gcp,
         return sst ? sst : finish_prediction(d, out, err);
     }
 
-    if (gc.gnn && !sums.untimed && sums.total_ms > 0) {
-        perfpred_status st = gnn_correct(g, d, &sums, &gc, out, err);
+    if (gc->gnn && !sums.untimed && sums.total_ms > 0) {
+        perfpred_status st = gnn_correct(g, d, &sums, gc, out, err);
         if (st) {
             free(sums.node_ms);
             return st;
         }
     }
     free(sums.node_ms);
-    const char *ovh_src = layer_sum_latency(&P, &sums, &gc, out);
-    layer_sum_energy(d, &sums, &gc, out);
-    layer_sum_memory(g, d, P.bf, out);
-    pp_interval_attach(ctx->intervals, d, out->latency_ms.prov, gc.corrected,
+    const char *ovh_src = layer_sum_latency(P, &sums, gc, out);
+    layer_sum_energy(d, &sums, gc, out);
+    layer_sum_memory(g, d, P->bf, out);
+    pp_interval_attach(ctx->intervals, d, out->latency_ms.prov, gc->corrected,
                        out->correction_gated, ovh_src != NULL, out->latency_ms.value,
                        &out->latency_interval);
     return finish_prediction(d, out, err);

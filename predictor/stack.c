@@ -66,6 +66,8 @@ double pp_stack_peak_tflops(const pp_stack *s, const pp_device *d, pp_stack_clas
     if (tensor && s->precision == PP_PREC_FP16)
         tf = s->fp16_acc16 && d->peak_fp16_acc16_tflops > 0 ? d->peak_fp16_acc16_tflops
                                                             : d->peak_tflops[PP_PREC_FP16];
+    else if (tensor && s->precision == PP_PREC_BF16)
+        tf = d->peak_tflops[PP_PREC_BF16];
     else if (tensor && s->tf32_conv && (c != PP_SK_MATMUL || s->one_gemm))
         tf = d->peak_tflops[PP_PREC_TF32];
     /* GPUs without tensor cores for the stack's precision run it on the fp32 lanes */
@@ -77,6 +79,7 @@ int pp_stack_rate_missing(const pp_stack *s, const pp_device *d)
     if (!(d->peak_tflops[PP_PREC_FP32] > 0)) return 1;
     if (s->precision == PP_PREC_FP16 && d->compute_capability >= 7.0)
         return !(d->peak_tflops[PP_PREC_FP16] > 0);
+    if (s->precision == PP_PREC_BF16) return !(d->peak_tflops[PP_PREC_BF16] > 0);
     return s->tf32_conv && d->compute_capability >= 8.0 && !(d->peak_tflops[PP_PREC_TF32] > 0);
 }
 
@@ -152,9 +155,9 @@ double pp_stack_kernel_need(const pp_stack *s, const pp_device *d, const pp_stac
 {
     if (!(s->mem_feed > 0)) return 0;
     double need = pp_stack_sm_need(d, k->cls, k->blocks, k->red);
-    /* an fp16 stack's feed is that of loads of 2-byte elements; a cast loads fp32 ones, twice
+    /* a 16-bit stack's feed is that of loads of 2-byte elements; a cast loads fp32 ones, twice
      * the bytes in flight for the same loads */
-    return k->cast && s->precision == PP_PREC_FP16 ? need / 2 : need;
+    return k->cast && pp_stack_byte_scale(s) < 1 ? need / 2 : need;
 }
 
 double pp_stack_gpu_ms(const pp_stack *s, const pp_device *d, pp_stack_class c, double flops,

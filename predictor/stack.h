@@ -261,10 +261,10 @@ void pp_stack_graph_replay(pp_stack *s);
  * (pp_stack_current_software). */
 int pp_stack_fused_attention(const pp_stack *s, const pp_device *d);
 /* The FLOPs and bytes (fp32) kernel k does under s on d: a fused core's attn_* figures. */
-/* Bytes s moves per fp32 byte: its tensors' precision (fp16 0.5, fp32 1) */
+/* Bytes s moves per fp32 byte: its tensors' precision (fp16 and bf16 0.5, fp32 1) */
 static inline double pp_stack_byte_scale(const pp_stack *s)
 {
-    return s->precision == PP_PREC_FP16 ? 0.5 : 1.0;
+    return s->precision == PP_PREC_FP16 || s->precision == PP_PREC_BF16 ? 0.5 : 1.0;
 }
 
 static inline void pp_stack_kernel_work(int fused, const pp_stack_kernel *k, double *flops,

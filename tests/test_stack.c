@@ -1070,6 +1070,42 @@ static void autocast_should_cast_each_fp32_operand_of_an_fp16_op_first(void **st
     perfpred_ctx_close(ctx);
 }
 
+/* bfloat16 on the shipped A100 descriptor, whose datasheet states the same dense rate for bf16 and
+ * fp16 tensor cores (312 TFLOP/s): the fp16 stack at the bf16 rate gives the fp16 answer, named
+ * for bf16 and never calibrated (no row ran bf16); a V100 (no bf16 tensor cores, no bf16 rate in
+ * its descriptor) is an error that names the figure. */
+static void bf16_should_take_the_fp16_stack_at_its_own_rate(void **state)
+{
+    (void)state;
+    char msg[1024];
+    perfpred_ctx *ctx = perfpred_ctx_open(NULL, NULL, msg, sizeof msg);
+    assert_non_null(ctx);
+    perfpred_model_params mp = perfpred_model_default_params();
+    mp.batch = 32;
+    perfpred_model *m =
+        perfpred_model_load(pp_test_path("examples/resnet18.onnx"), &mp, NULL, msg, sizeof msg);
+    assert_non_null(m);
+    perfpred_predict_params pp = perfpred_predict_default_params();
+    perfpred_prediction half, bf;
+    pp.precision = "fp16";
+    assert_int_equal(perfpred_predict(ctx, m, "a100", &pp, &half, msg, sizeof msg), PERFPRED_OK);
+    pp.precision = "bf16";
+    assert_int_equal(perfpred_predict(ctx, m, "a100", &pp, &bf, msg, sizeof msg), PERFPRED_OK);
+    assert_string_equal(bf.stack, "pytorch-eager-bf16");
+    assert_true(bf.latency_ms.value == half.latency_ms.value);
+    assert_true(bf.peak_memory_bytes.value == half.peak_memory_bytes.value);
+    assert_int_not_equal(bf.latency_ms.prov, PERFPRED_PROV_CALIBRATED);
+    pp.precision = "amp-bf16";
+    assert_int_equal(perfpred_predict(ctx, m, "a100", &pp, &bf, msg, sizeof msg), PERFPRED_OK);
+    assert_string_equal(bf.stack, "pytorch-eager-amp-bf16");
+    pp.precision = "bf16";
+    assert_int_equal(perfpred_predict(ctx, m, "v100", &pp, &bf, msg, sizeof msg),
+                     PERFPRED_ERR_INVALID_ARG);
+    assert_non_null(strstr(msg, "peak_tflops.bf16"));
+    perfpred_model_free(m);
+    perfpred_ctx_close(ctx);
+}
+
 static void prediction_should_be_host_bound_under_a_slow_host(void **state)
 {
     (void)state;
@@ -1348,6 +1384,7 @@ int main(void)
         cmocka_unit_test(stack_artifact_should_round_trip_and_name_a_bad_field),
         cmocka_unit_test(prediction_should_be_host_bound_under_a_slow_host),
         cmocka_unit_test(autocast_should_cast_each_fp32_operand_of_an_fp16_op_first),
+        cmocka_unit_test(bf16_should_take_the_fp16_stack_at_its_own_rate),
         cmocka_unit_test(calibrated_kernels_should_drop_the_timing_floor_under_a_stack),
         cmocka_unit_test(fit_should_read_every_mapped_row_of_framework_tax),
         cmocka_unit_test(fit_should_keep_graph_rows_apart),
