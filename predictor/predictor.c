@@ -44,14 +44,14 @@ static void copy_err(const pp_err *e, char *buf, size_t len)
 }
 
 /* "pytorch-eager-fp32 (calibrated), tensorrt-fp16 (transferred)" for each GPU, once per context;
- * then autocast's, where the eager fp16 stack is there, and bf16's where the GPU has the rate. */
+ * then autocast's, where the eager fp16 stack is there. */
 static perfpred_status stack_texts(perfpred_ctx *ctx, pp_err *err)
 {
     int nd = pp_devices_count(ctx->db);
     if (ctx->stacks.n == 0) return PERFPRED_OK;
     ctx->stack_text = calloc((size_t)nd + 1, sizeof *ctx->stack_text);
     if (!ctx->stack_text) return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
-    size_t cap = (size_t)ctx->stacks.n * (PP_STACK_NAME + 16) + 192;
+    size_t cap = (size_t)ctx->stacks.n * (PP_STACK_NAME + 16) + 96;
     int fp16 = pp_stack_for(&ctx->stacks, "pytorch-eager", PP_PREC_FP16) != NULL;
     for (int i = 0; i < nd; i++) {
         const pp_device *d = pp_devices_at(ctx->db, i);
@@ -64,15 +64,10 @@ static perfpred_status stack_texts(perfpred_ctx *ctx, pp_err *err)
                                     ctx->stacks.s[k].name,
                                     pp_stack_trained_on(&ctx->stacks.s[k], d) ? "calibrated"
                                                                               : "transferred");
-        /* autocast and bf16 are no fitted stacks of their own: the fp16 ones, with autocast's
-         * casts, at the bf16 rate */
+        /* autocast is no fitted stack of its own: the eager fp16 one with its casts */
         if (fp16)
-            off += (size_t)snprintf(t + off, cap - off,
-                                    ", pytorch-eager-amp [--precision amp: pytorch-eager-fp16 "
-                                    "with autocast's casts]");
-        if (fp16 && d->peak_tflops[PP_PREC_BF16] > 0 && off < cap)
-            snprintf(t + off, cap - off,
-                     ", bf16 [--precision bf16, amp-bf16: the fp16 stacks at the bf16 rate]");
+            snprintf(t + off, cap - off, ", pytorch-eager-amp [--precision amp: pytorch-eager-fp16 "
+                                         "with autocast's casts]");
         ctx->stack_text[i] = t;
     }
     return PERFPRED_OK;
