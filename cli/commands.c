@@ -447,6 +447,11 @@ int cmd_devices(const cli_opts *o)
             if (y) fputs(y, stdout);
             perfpred_free(y);
             if (d.stacks) printf("# runtime stacks (--runtime, --precision): %s\n", d.stacks);
+            /* autocast and bf16 are no fitted stacks: the fp16 ones, with autocast's casts, at
+             * the bf16 rate (docs/gpu-stacks.md, "Autocast") */
+            if (d.stacks && strstr(d.stacks, "pytorch-eager-fp16"))
+                printf("# and from the fp16 stacks: --precision amp (PyTorch eager's autocast); "
+                       "bf16 and amp-bf16 where the descriptor states a bf16 rate\n");
         }
         perfpred_ctx_close(ctx);
         return EXIT_OK_;

@@ -43,16 +43,14 @@ static void copy_err(const pp_err *e, char *buf, size_t len)
     if (buf && len) snprintf(buf, len, "%s", e->msg);
 }
 
-/* "pytorch-eager-fp32 (calibrated), tensorrt-fp16 (transferred)" for each GPU, once per context;
- * then autocast's, where the eager fp16 stack is there. */
+/* "pytorch-eager-fp32 (calibrated), tensorrt-fp16 (transferred)" for each GPU, once per context. */
 static perfpred_status stack_texts(perfpred_ctx *ctx, pp_err *err)
 {
     int nd = pp_devices_count(ctx->db);
     if (ctx->stacks.n == 0) return PERFPRED_OK;
     ctx->stack_text = calloc((size_t)nd + 1, sizeof *ctx->stack_text);
     if (!ctx->stack_text) return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
-    size_t cap = (size_t)ctx->stacks.n * (PP_STACK_NAME + 16) + 96;
-    int fp16 = pp_stack_for(&ctx->stacks, "pytorch-eager", PP_PREC_FP16) != NULL;
+    size_t cap = (size_t)ctx->stacks.n * (PP_STACK_NAME + 16) + 1;
     for (int i = 0; i < nd; i++) {
         const pp_device *d = pp_devices_at(ctx->db, i);
         if (d->kind != PP_DEV_GPU && d->kind != PP_DEV_EDGE_GPU) continue;
@@ -64,10 +62,6 @@ static perfpred_status stack_texts(perfpred_ctx *ctx, pp_err *err)
                                     ctx->stacks.s[k].name,
                                     pp_stack_trained_on(&ctx->stacks.s[k], d) ? "calibrated"
                                                                               : "transferred");
-        /* autocast is no fitted stack of its own: the eager fp16 one with its casts */
-        if (fp16)
-            snprintf(t + off, cap - off, ", pytorch-eager-amp [--precision amp: pytorch-eager-fp16 "
-                                         "with autocast's casts]");
         ctx->stack_text[i] = t;
     }
     return PERFPRED_OK;
