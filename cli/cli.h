@@ -41,7 +41,7 @@ typedef struct cli_opts {
     double slo_ms;
     const char *config_dir;
     const char *runtime;    /* --runtime: GPU stack framework */
-    const char *precision;  /* --precision fp32|fp16 */
+    const char *precision;  /* --precision fp32|fp16|bf16|amp|amp-bf16 */
     const char *plot;       /* compare --plot FILE (.svg/.png) */
     const char *plot_y;     /* --plot-y energy|memory */
     const char *positional[4];
@@ -49,6 +49,9 @@ typedef struct cli_opts {
 } cli_opts;
 
 int cli_exit_code(perfpred_status st);
+/* 1 when v is a --precision the GPU stacks take (fp32, fp16, bf16, amp, amp-bf16); else says
+ * why on stderr and returns 0 */
+int cli_precision_ok(const char *v);
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Human formatting into a caller buffer: 11.7M, 1.82G; bytes as KiB/MiB/GiB. */
 const char *cli_fmt_count(double v, char *buf, size_t n);

@@ -19,7 +19,8 @@ static const char usage_text[] =
     "  perfpred mig model.onnx [--device a100|a100-80gb|h100|...] [--slo-ms X] [--batch N]\n"
     "  perfpred devices [show NAME]\n"
     "  perfpred predict-many --device DEV,.. --nb201 cells.txt|--onnx-list files.txt\n"
-    "                        [--batch 1,8] [--threads N] [--csv|--json]   (docs/predict-many.md)\n"
+    "                        [--batch 1,8] [--threads N] [--csv|--json] [--runtime R]\n"
+    "                        [--precision P]   (docs/predict-many.md)\n"
     "  perfpred calibrate plan|fit|import ...   (see perfpred calibrate --help)\n"
     "  perfpred eval --device DEV --layers|--networks FILE.csv [--plot out.png]\n"
     "\n"
@@ -81,6 +82,17 @@ int cli_exit_code(perfpred_status st)
     case PERFPRED_ERR_DEVICE: return EXIT_DEVICE;
     default: return EXIT_INTERNAL;
     }
+}
+
+int cli_precision_ok(const char *v)
+{
+    static const char *const ok[] = {"fp32", "fp16", "bf16", "amp", "amp-bf16"};
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++)
+        if (strcmp(v, ok[i]) == 0) return 1;
+    cli_error("--precision: '%s' (GPU stacks are fp32, fp16 or bf16; amp, amp-bf16: PyTorch "
+              "eager's autocast)",
+              v);
+    return 0;
 }
 
 static int parse_i64_list(const char *s, int64_t *out, int cap, const char *what)
@@ -221,13 +233,7 @@ static int take_opt(int c, const char *v, cli_opts *o)
     case OPT_RUNTIME: o->runtime = v; return 0;
     case OPT_PRECISION:
         o->precision = v;
-        if (strcmp(v, "fp32") != 0 && strcmp(v, "fp16") != 0 && strcmp(v, "bf16") != 0 &&
-            strcmp(v, "amp") != 0 && strcmp(v, "amp-bf16") != 0) {
-            cli_error("--precision: '%s' (GPU stacks are fp32, fp16 or bf16; amp, amp-bf16: "
-                      "PyTorch eager's autocast)", v);
-            return -1;
-        }
-        return 0;
+        return cli_precision_ok(v) ? 0 : -1;
     case OPT_CONFIG_DIR: o->config_dir = v; return 0;
     case OPT_LAYERS: return parse_layers(v, o);
     case OPT_JSON: o->json = 1; return 0;

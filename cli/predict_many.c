@@ -14,10 +14,13 @@
 static const char many_usage[] =
     "usage: perfpred predict-many --device DEV1,DEV2,... (--nb201 cells.txt | --onnx-list files.txt)\n"
     "                             [--batch 1,8] [--threads N] [--csv | --json] [--config-dir DIR]\n"
+    "                             [--runtime R] [--precision P]\n"
     "  --nb201 FILE      one NAS-Bench-201 cell a line (|nor_conv_3x3~0|+|...|, or nb201:CELL@DATASET)\n"
     "  --onnx-list FILE  one .onnx path a line\n"
     "  --threads N       worker threads (default 1); each prediction runs on one\n"
     "  --csv             CSV rows (default);  --json: one JSON object a line\n"
+    "  --runtime, --precision  GPUs: the runtime stack, as perfpred --help says (a CPU or board\n"
+    "                    asked for one gives an error row)\n"
     "Blank lines and lines starting with # are skipped. A bad line is reported on stderr as\n"
     "FILE:LINE: message and as a row with status 'error'; the others go on. Exit code 0 when every\n"
     "row succeeded, 2 when some line failed, else as perfpred --help says.\n";
@@ -207,7 +210,7 @@ static long long positive(const char *tok, const char *what)
 
 enum {
     OPT_JSON = 256, OPT_CSV, OPT_DEVICE, OPT_NB201, OPT_ONNX_LIST, OPT_CONFIG_DIR, OPT_THREADS,
-    OPT_BATCH
+    OPT_BATCH, OPT_RUNTIME, OPT_PRECISION
 };
 
 /* Values only as the next word: "--device=rpi4" is an unknown option here (no_equals). */
@@ -221,6 +224,8 @@ static const struct option many_options[] = {
     {"config-dir", required_argument, NULL, OPT_CONFIG_DIR},
     {"threads", required_argument, NULL, OPT_THREADS},
     {"batch", required_argument, NULL, OPT_BATCH},
+    {"runtime", required_argument, NULL, OPT_RUNTIME},
+    {"precision", required_argument, NULL, OPT_PRECISION},
     {NULL, 0, NULL, 0}
 };
 
@@ -243,6 +248,7 @@ static int many_batches(char *v, int64_t *batches, int *n)
 int cli_predict_many_main(int argc, char **argv)
 {
     const char *devices[CLI_MAX_LIST], *files[2] = {NULL, NULL}, *config_dir = NULL;
+    perfpred_predict_params pp = perfpred_predict_default_params();
     int64_t batches[CLI_MAX_LIST];
     int n_devices = 0, n_batches = 0, threads = 1, json = 0;
     cli_getopt G;
@@ -271,6 +277,11 @@ int cli_predict_many_main(int argc, char **argv)
             break;
         case OPT_BATCH:
             if (many_batches(optarg, batches, &n_batches)) return EXIT_USAGE;
+            break;
+        case OPT_RUNTIME: pp.runtime = optarg; break;
+        case OPT_PRECISION:
+            if (!cli_precision_ok(optarg)) return EXIT_USAGE;
+            pp.precision = optarg;
             break;
         default: /* a positional or unknown word, or an option without its value */
             if (G.at + 1 < argc)
@@ -311,6 +322,7 @@ int cli_predict_many_main(int argc, char **argv)
     p.batches = batches;
     p.n_batches = n_batches;
     p.threads = threads;
+    p.predict = &pp;
     p.on_row = on_row;
     p.user = &o;
     int n_failed = 0;

@@ -225,12 +225,61 @@ static void predict_many_command_should_name_bad_lines_and_go_on(void **state)
     assert_int_equal(run_cli("predict-many --device rpi4 --nb201 /nonexistent/cells.txt"), 2);
 }
 
+/* --runtime / --precision reach every prediction: an A100 row under autocast gives what
+ * `perfpred --device a100 --precision amp` gives, a CPU asked for a GPU stack an error row, and a
+ * precision no stack takes is a usage error before any row. */
+static void predict_many_command_should_pass_the_stack_to_each_prediction(void **state)
+{
+    (void)state;
+    static const char text[] = "examples/resnet18.onnx\n";
+    char list[4096], args[4600];
+    snprintf(list, sizeof list, "%s", pp_test_tmpfile(text, sizeof text - 1, ".txt"));
+    snprintf(args, sizeof args, "--device a100 examples/resnet18.onnx --precision amp --json");
+    assert_int_equal(run_cli(args), 0);
+    cJSON *one = cJSON_Parse(out_buf);
+    assert_non_null(one);
+    const cJSON *lat = cJSON_GetObjectItem(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(one, "prediction"), "latency"), "value");
+    assert_true(cJSON_IsNumber(lat));
+    double want = lat->valuedouble;
+    cJSON_Delete(one);
+    snprintf(args, sizeof args,
+             "predict-many --device a100,epyc-kvm-2vcpu --onnx-list '%s' --precision amp --json",
+             list);
+    assert_int_equal(run_cli(args), 2);
+    int ok = 0, failed = 0;
+    for (char *line = strtok(out_buf, "\n"); line; line = strtok(NULL, "\n")) {
+        if (line[0] != '{') continue;
+        cJSON *j = cJSON_Parse(line);
+        assert_non_null(j);
+        const char *dev = cJSON_GetObjectItem(j, "device")->valuestring;
+        const char *st = cJSON_GetObjectItem(j, "status")->valuestring;
+        if (strcmp(dev, "a100") == 0) {
+            assert_string_equal(st, "ok");
+            const cJSON *v = cJSON_GetObjectItem(j, "latency_ms");
+            assert_true(cJSON_IsNumber(v));
+            assert_true(fabs(v->valuedouble / want - 1) < 1e-6);
+            ok++;
+        } else {
+            assert_string_equal(st, "error");
+            failed++;
+        }
+        cJSON_Delete(j);
+    }
+    assert_int_equal(ok, 1);
+    assert_int_equal(failed, 1);
+    snprintf(args, sizeof args, "predict-many --device a100 --onnx-list '%s' --precision fp64",
+             list);
+    assert_int_equal(run_cli(args), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(predict_many_should_give_every_row_and_name_bad_items),
         cmocka_unit_test(copied_cells_should_predict_the_bits_of_built_cells),
         cmocka_unit_test(predict_many_command_should_name_bad_lines_and_go_on),
+        cmocka_unit_test(predict_many_command_should_pass_the_stack_to_each_prediction),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
