@@ -523,12 +523,24 @@ static int scaled_host(const pp_device *d)
     return d->host_dispatch_scale > 0 && d->host_dispatch_scale != 1;
 }
 
-/* The name a prediction under a stack derived from a fitted one reports (a literal: it outlives
- * the call): autocast and bfloat16 take the fp16 stack of their framework. */
-static const char *derived_stack_name(const pp_stack *stk, int amp, int bf16)
+/* How a prediction runs a fitted stack otherwise than it was fitted: under autocast (its fp16
+ * stack with autocast's casts), in bfloat16 (the fp16 stack at the bf16 rate), or replayed as a
+ * CUDA graph (the eager stack with no host dispatch). */
+typedef struct stack_mode {
+    int amp, bf16, graph;
+} stack_mode;
+
+/* The name such a prediction reports (a literal: it outlives the call). */
+static const char *derived_stack_name(const pp_stack *stk, stack_mode m)
 {
-    if (amp) return bf16 ? "pytorch-eager-amp-bf16" : "pytorch-eager-amp";
-    if (!bf16) return stk->name;
+    if (m.graph) {
+        if (m.amp) return m.bf16 ? "pytorch-eager-amp-bf16-graph" : "pytorch-eager-amp-graph";
+        if (m.bf16) return "pytorch-eager-bf16-graph";
+        return stk->precision == PP_PREC_FP16 ? "pytorch-eager-fp16-graph"
+                                              : "pytorch-eager-fp32-graph";
+    }
+    if (m.amp) return m.bf16 ? "pytorch-eager-amp-bf16" : "pytorch-eager-amp";
+    if (!m.bf16) return stk->name;
     if (strcmp(stk->framework, "pytorch-eager") == 0) return "pytorch-eager-bf16";
     if (strcmp(stk->framework, "torchscript") == 0) return "torchscript-bf16";
     if (strcmp(stk->framework, "tensorrt") == 0) return "tensorrt-bf16";
@@ -538,15 +550,16 @@ static const char *derived_stack_name(const pp_stack *stk, int amp, int bf16)
 /* A GPU prediction under a runtime stack: the host/GPU pipeline over the kernels, energy with the
  * pipeline's idle gaps at idle power, and memory as NVML reports it. */
 static perfpred_status stack_figures(const pp_graph *g, const pp_device *d, const pp_stack *stk,
-                                     int amp, int bf16, const pp_power_set *power, int n_groups,
+                                     stack_mode mode, const pp_power_set *power, int n_groups,
                                      const pp_stack_kernel *sk, int n, double *scratch,
                                      double roof_sum_ms, int ncal, perfpred_prediction *out,
                                      pp_err *err)
 {
-    /* under autocast or in bf16 the fp16 stack, fitted on .half() rows, prices what no row ran:
+    /* under autocast, in bf16 or replayed as a graph a stack prices what its rows did not run:
      * transferred */
-    int own = pp_stack_trained_on(stk, d) && !amp && !bf16;
-    out->stack = derived_stack_name(stk, amp, bf16);
+    int amp = mode.amp;
+    int own = pp_stack_trained_on(stk, d) && !mode.amp && !mode.bf16 && !mode.graph;
+    out->stack = derived_stack_name(stk, mode);
     out->n_kernels = n_groups;
     out->n_calibrated_kernels = ncal;
     out->latency_members_lo_ms = out->latency_members_hi_ms = NAN;
@@ -556,11 +569,15 @@ static perfpred_status stack_figures(const pp_graph *g, const pp_device *d, cons
     out->latency_ms.source =
         own ? "runtime stack: host dispatch / GPU pipeline fitted on whole-model measurements of "
               "this GPU and others (framework-tax-gpus, data/gpu-stacks)"
+        : mode.graph
+            ? "runtime stack: the eager stack's kernels (fitted on whole-model measurements, the "
+              "H200's CUDA-graph replays among them; framework-tax-gpus, data/gpu-stacks) "
+              "replayed as a CUDA graph: no host dispatch per op"
         : amp ? "runtime stack: the fp16 stack's host dispatch / GPU pipeline, fitted on "
                 "whole-model measurements of .half() models (framework-tax-gpus, data/gpu-stacks), "
                 "over autocast's ops and the casts of its fp32 weights and input; no AMP "
                 "measurement fitted it"
-        : bf16 ? "runtime stack: the fp16 stack's host dispatch / GPU pipeline, fitted on "
+        : mode.bf16 ? "runtime stack: the fp16 stack's host dispatch / GPU pipeline, fitted on "
                  "whole-model measurements of .half() models (framework-tax-gpus, "
                  "data/gpu-stacks), at the descriptor's bf16 tensor-core rate; no bf16 "
                  "measurement fitted it"
@@ -606,10 +623,10 @@ static perfpred_status stack_figures(const pp_graph *g, const pp_device *d, cons
     double sbf = pp_stack_byte_scale(stk);
     pp_alloc_trace tr;
     pp_stack_mem mem;
-    int mode = strcmp(stk->framework, "tensorrt") == 0 ? PP_TRACE_ENGINE
-               : amp                                  ? PP_TRACE_AUTOCAST
-                                                      : PP_TRACE_EAGER;
-    perfpred_status mst = pp_alloc_trace_build(g, stk->bn_kernel, mode, &tr, err);
+    int trace = strcmp(stk->framework, "tensorrt") == 0 ? PP_TRACE_ENGINE
+                : amp                                  ? PP_TRACE_AUTOCAST
+                                                       : PP_TRACE_EAGER;
+    perfpred_status mst = pp_alloc_trace_build(g, stk->bn_kernel, trace, &tr, err);
     if (mst) return mst;
     mst = pp_stack_memory(stk, d, &tr, &mem, err);
     pp_alloc_trace_free(&tr);
@@ -638,10 +655,11 @@ static perfpred_status stack_figures(const pp_graph *g, const pp_device *d, cons
  * (no error) for other devices, or when nothing was asked and no stack fits the descriptor's. */
 static perfpred_status pick_stack(const perfpred_ctx *ctx, const pp_device *d,
                                   const perfpred_predict_params *pp, const pp_stack **out,
-                                  int *amp, int *bf16, pp_err *err)
+                                  stack_mode *mode, pp_err *err)
 {
     *out = NULL;
-    *amp = *bf16 = 0;
+    memset(mode, 0, sizeof *mode);
+    int *amp = &mode->amp, *bf16 = &mode->bf16;
     int asked = pp->runtime || pp->precision;
     if (d->kind != PP_DEV_GPU && d->kind != PP_DEV_EDGE_GPU) {
         if (!asked) return PERFPRED_OK;
@@ -652,6 +670,11 @@ static perfpred_status pick_stack(const perfpred_ctx *ctx, const pp_device *d,
                           pp_precision_name(d->runtime_precision));
     }
     const char *fw = pp->runtime ? pp->runtime : d->runtime_framework;
+    if (fw && strcmp(fw, "cuda-graph") == 0) {
+        /* eager PyTorch's kernels captured once and replayed (torch.cuda.CUDAGraph) */
+        mode->graph = 1;
+        fw = "pytorch-eager";
+    }
     int prec = pp->precision ? pp_precision_from_name(pp->precision) : (int)d->runtime_precision;
     if (pp->precision && (strcmp(pp->precision, "amp") == 0 ||
                           strcmp(pp->precision, "amp-bf16") == 0)) {
@@ -732,11 +755,11 @@ typedef struct predict_setup {
     const char *calib_src; /* what src's layer models were fitted on */
     double bf;             /* bytes against fp32 (pp_precision_byte_factor) */
     int stack_cal;         /* stk is the stack src's layer models were measured in */
-    int amp;               /* PyTorch eager under autocast: stk is its fp16 stack, and each op
-                              on autocast's fp16 list casts its fp32 operands first */
-    int bf16;              /* bfloat16 (.to(torch.bfloat16), or autocast's bf16): stk is
-                              bf16_view, the fp16 stack at the bf16 tensor-core rate */
-    pp_stack bf16_view;
+    stack_mode mode;       /* amp: PyTorch eager under autocast, stk its fp16 stack, each op on
+                              autocast's fp16 list casting its fp32 operands first; bf16 and
+                              graph: stk is view */
+    pp_stack view;         /* the fitted stack at the bf16 tensor-core rate, and/or with no host
+                              dispatch (a CUDA graph's replay) */
     unsigned char *amp32;  /* amp: the tensors that are fp32 (pp_stack_autocast_dtypes) */
     int can_roof;          /* both devices have the figures a roofline needs */
 } predict_setup;
@@ -794,11 +817,12 @@ static perfpred_status predict_setup_of(const perfpred_ctx *ctx, const pp_graph 
     P->bf = pp_precision_byte_factor(d);
 
     const pp_stack *stk = NULL;
-    if ((rst = pick_stack(ctx, d, pp, &stk, &P->amp, &P->bf16, err))) return rst;
-    if (P->bf16) {
-        P->bf16_view = *stk;
-        P->bf16_view.precision = PP_PREC_BF16;
-        stk = &P->bf16_view;
+    if ((rst = pick_stack(ctx, d, pp, &stk, &P->mode, err))) return rst;
+    if (stk && (P->mode.bf16 || P->mode.graph)) {
+        P->view = *stk;
+        if (P->mode.bf16) P->view.precision = PP_PREC_BF16;
+        if (P->mode.graph) pp_stack_graph_replay(&P->view);
+        stk = &P->view;
     }
     P->stk = stk;
     /* layer models answer under the stack they were measured in (NeuSight: PyTorch eager fp32) */
@@ -813,7 +837,7 @@ static perfpred_status predict_setup_of(const perfpred_ctx *ctx, const pp_graph 
     /* a roofline needs both figures of the device the kernels are timed on */
     P->can_roof = timed_on->peak_tflops[PP_PREC_FP32] > 0 && timed_on->memory_bandwidth_gbs > 0 &&
                   d->peak_tflops[PP_PREC_FP32] > 0 && d->memory_bandwidth_gbs > 0;
-    if (P->amp) { /* last: the caller frees it once it has what it set up */
+    if (P->mode.amp) { /* last: the caller frees it once it has what it set up */
         P->amp32 = malloc((size_t)g->n_tensors + 1);
         if (!P->amp32) return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
         pp_stack_autocast_dtypes(g, P->amp32);
@@ -889,7 +913,7 @@ static void stack_time(const predict_setup *P, const pp_kernel_group *G, const k
     const pp_graph *g = P->g;
     const pp_device *d = P->d;
     const pp_stack *stk = P->stk;
-    if (P->amp && !(sums->attn && sums->attn[sums->cur] == PP_ATTN_ABSORBED)) {
+    if (P->mode.amp && !(sums->attn && sums->attn[sums->cur] == PP_ATTN_ABSORBED)) {
         /* autocast's casts of the op's fp32 operands run first, each its own op (none for a
          * product the fused attention absorbs: its softmax never leaves the kernel) */
         int ct[PP_STACK_MAX_CASTS];
@@ -903,7 +927,7 @@ static void stack_time(const predict_setup *P, const pp_kernel_group *G, const k
      * operand: layer_norm, softmax, the residual stream after an fp32 embedding) moves fp32 bytes,
      * where the fp16 stack halves every kernel's */
     const pp_node *last = &g->nodes[G->nodes[G->n - 1]];
-    if (P->amp && S->cls == PP_SK_MEM && last->n_outputs > 0 && last->outputs[0] >= 0 &&
+    if (P->mode.amp && S->cls == PP_SK_MEM && last->n_outputs > 0 && last->outputs[0] >= 0 &&
         P->amp32[last->outputs[0]])
         S->bytes *= 2;
     if (sums->attn) {
@@ -1009,9 +1033,14 @@ static void run_kernels(const predict_setup *P, const pp_kernel_group *kernels, 
 
 /* A stack prediction's latency interval: the stack's quantiles from rows of GPUs its fits did
  * not see, none where the host's dispatch scale is only an estimate. */
-static void stack_interval(const pp_device *d, const pp_stack *stk, perfpred_prediction *out)
+static void stack_interval(const pp_device *d, const pp_stack *stk, stack_mode mode,
+                           perfpred_prediction *out)
 {
-    if (scaled_host(d) && d->host_dispatch_source == PP_HOST_ESTIMATE &&
+    if (mode.graph)
+        pp_interval_none(&out->latency_interval,
+                         "no interval: one GPU's CUDA-graph replays (the H200's) are too few to "
+                         "judge a replayed stack on GPUs it did not see");
+    else if (scaled_host(d) && d->host_dispatch_source == PP_HOST_ESTIMATE &&
         out->latency_ms.prov != PERFPRED_PROV_CALIBRATED) /* not a GPU the stack saw */
         pp_interval_none(&out->latency_interval,
                          "no interval: the host's dispatch scale is an estimate, and no "
@@ -1185,7 +1214,7 @@ static perfpred_status predict_set_up(const predict_setup *P, gnn_corr *gc,
     /* the stack's view of each kernel (and of a BatchNorm pass after each conv that had one
      * folded in), then 4 doubles of pipeline scratch per entry */
     /* (and under autocast up to PP_STACK_MAX_CASTS casts before each) */
-    size_t per = 2 + (P->amp ? PP_STACK_MAX_CASTS : 0);
+    size_t per = 2 + (P->mode.amp ? PP_STACK_MAX_CASTS : 0);
     sums.sk = stk ? malloc(((size_t)n_groups * per + 1) * sizeof *sums.sk) : NULL;
     sums.scratch = stk ? malloc(((size_t)n_groups * per + 1) * 4 * sizeof *sums.scratch) : NULL;
     sums.n_groups = n_groups;
@@ -1210,14 +1239,14 @@ static perfpred_status predict_set_up(const predict_setup *P, gnn_corr *gc,
     free(kernels);
     if (pp->n_kernels) *pp->n_kernels = sums.nk;
     if (stk) {
-        perfpred_status sst = stack_figures(g, d, stk, P->amp, P->bf16, &ctx->power, n_groups,
+        perfpred_status sst = stack_figures(g, d, stk, P->mode, &ctx->power, n_groups,
                                             sums.sk,
                                             sums.n_sk,
                                             sums.scratch, sums.roof_sum_ms, sums.ncal, out, err);
         free(sums.sk);
         free(sums.scratch);
         free(sums.node_ms);
-        stack_interval(d, stk, out);
+        stack_interval(d, stk, P->mode, out);
         return sst ? sst : finish_prediction(d, out, err);
     }
 

@@ -1070,6 +1070,40 @@ static void autocast_should_cast_each_fp32_operand_of_an_fp16_op_first(void **st
     perfpred_ctx_close(ctx);
 }
 
+/* --runtime cuda-graph: the eager stack's kernels replayed as a CUDA graph, the toy stack's 1 ms
+ * of host per op gone: the latency is the kernels' time on the GPU alone (plus the final
+ * synchronize, 0 here), named for the replay, transferred, and with no interval (one GPU's
+ * replays judge nothing held out). */
+static void a_cuda_graph_should_leave_the_kernels_alone(void **state)
+{
+    (void)state;
+    char path[4400];
+    const char *dir = toy_dir();
+    snprintf(path, sizeof path, "%s/artifacts/stacks/pytorch-eager-fp32.json", dir);
+    pp_stack s = toy_stack();
+    pp_err err = {0};
+    assert_int_equal(pp_stack_save(&s, path, NULL, &err), PERFPRED_OK);
+    char msg[1024];
+    perfpred_model *m;
+    perfpred_ctx *ctx = ctx_and_resnet18(dir, &m);
+    perfpred_prediction eager, graph;
+    perfpred_predict_params pp = perfpred_predict_default_params();
+    assert_int_equal(perfpred_predict(ctx, m, "toy-gpu", &pp, &eager, msg, sizeof msg),
+                     PERFPRED_OK);
+    pp.runtime = "cuda-graph";
+    assert_int_equal(perfpred_predict(ctx, m, "toy-gpu", &pp, &graph, msg, sizeof msg),
+                     PERFPRED_OK);
+    assert_string_equal(graph.stack, "pytorch-eager-fp32-graph");
+    assert_true(graph.host_ms == 0);
+    assert_rel_close(graph.latency_ms.value, graph.gpu_ms, 1e-12);
+    assert_rel_close(graph.gpu_ms, eager.gpu_ms, 1e-12);
+    assert_true(eager.latency_ms.value >= 48.0 && graph.latency_ms.value < 1.0);
+    assert_int_equal(graph.latency_ms.prov, PERFPRED_PROV_TRANSFERRED);
+    assert_int_equal(graph.latency_interval.n, 0);
+    perfpred_model_free(m);
+    perfpred_ctx_close(ctx);
+}
+
 /* bfloat16 on the shipped A100 descriptor, whose datasheet states the same dense rate for bf16 and
  * fp16 tensor cores (312 TFLOP/s): the fp16 stack at the bf16 rate gives the fp16 answer, named
  * for bf16 and never calibrated (no row ran bf16); a V100 (no bf16 tensor cores, no bf16 rate in
@@ -1385,6 +1419,7 @@ int main(void)
         cmocka_unit_test(prediction_should_be_host_bound_under_a_slow_host),
         cmocka_unit_test(autocast_should_cast_each_fp32_operand_of_an_fp16_op_first),
         cmocka_unit_test(bf16_should_take_the_fp16_stack_at_its_own_rate),
+        cmocka_unit_test(a_cuda_graph_should_leave_the_kernels_alone),
         cmocka_unit_test(calibrated_kernels_should_drop_the_timing_floor_under_a_stack),
         cmocka_unit_test(fit_should_read_every_mapped_row_of_framework_tax),
         cmocka_unit_test(fit_should_keep_graph_rows_apart),
