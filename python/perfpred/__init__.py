@@ -239,8 +239,9 @@ def predict(model, example_input=None, *, device="a100", batch=None, layers=Fals
     tensors; exported weightless to a temporary ONNX file, batch defaulting to its leading dim).
     batch: the symbolic batch dim (default 1 for ONNX files). layers=True adds the per-kernel
     breakdown (Prediction.kernels). inputs: {name: shape} overrides. runtime / precision choose a
-    GPU runtime stack ("pytorch-eager", "torchscript", "tensorrt"; "fp32", "fp16", "bf16", or
-    "amp", "amp-bf16": eager PyTorch under autocast)."""
+    GPU runtime stack ("pytorch-eager", "torchscript", "tensorrt", or "cuda-graph": eager
+    PyTorch's kernels replayed; "fp32", "fp16", "bf16", or "amp", "amp-bf16": eager PyTorch under
+    autocast)."""
     def run(path, b, name):
         req = {"command": "predict", "model": path, "device": device}
         if b is not None:
