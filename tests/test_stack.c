@@ -955,6 +955,24 @@ static perfpred_ctx *ctx_and_resnet18(const char *config_dir, perfpred_model **m
     return ctx;
 }
 
+/* Where the toy fp32 stack goes in the toy folder */
+static const char *toy_fp32_stack_path(void)
+{
+    static char path[4400];
+    snprintf(path, sizeof path, "%s/artifacts/stacks/pytorch-eager-fp32.json", toy_dir());
+    return path;
+}
+
+/* The toy folder with the toy fp32 stack saved in it (remove toy_fp32_stack_path() after),
+ * opened, and ResNet-18 at batch 1 */
+static perfpred_ctx *toy_ctx_and_resnet18(perfpred_model **m)
+{
+    pp_stack s = toy_stack();
+    pp_err err = {0};
+    assert_int_equal(pp_stack_save(&s, toy_fp32_stack_path(), NULL, &err), PERFPRED_OK);
+    return ctx_and_resnet18(toy_dir(), m);
+}
+
 /* Autocast on torchvision's ResNet-18 (examples/resnet18.onnx, BatchNorm folded by the export):
  * its 20 convolutions each cast their weight (the folded-in bias is BatchNorm's, which eager
  * PyTorch applies itself), the Gemm casts its weight and bias, and the first convolution casts the
@@ -1029,18 +1047,16 @@ static void autocast_should_cast_each_fp32_operand_of_an_fp16_op_first(void **st
     pp_graph_free(g);
 
     char path[4400];
-    const char *dir = toy_dir();
     pp_stack s = toy_stack();
-    snprintf(path, sizeof path, "%s/artifacts/stacks/pytorch-eager-fp32.json", dir);
-    assert_int_equal(pp_stack_save(&s, path, NULL, &err), PERFPRED_OK);
     snprintf(s.name, sizeof s.name, "pytorch-eager-fp16");
     s.precision = PP_PREC_FP16;
-    snprintf(path, sizeof path, "%s/artifacts/stacks/pytorch-eager-fp16.json", dir);
+    snprintf(path, sizeof path, "%s/artifacts/stacks/pytorch-eager-fp16.json", toy_dir());
     assert_int_equal(pp_stack_save(&s, path, NULL, &err), PERFPRED_OK);
     char msg[1024];
     perfpred_model *m;
-    perfpred_ctx *ctx = ctx_and_resnet18(dir, &m);
+    perfpred_ctx *ctx = toy_ctx_and_resnet18(&m); /* with the fp32 stack beside it */
     assert_int_equal(unlink(path), 0); /* loaded; the other tests' toy folder holds fp32 only */
+    remove(toy_fp32_stack_path());
     perfpred_prediction half, amp;
     perfpred_predict_params pp = perfpred_predict_default_params();
     pp.precision = "fp16";
@@ -1077,15 +1093,9 @@ static void autocast_should_cast_each_fp32_operand_of_an_fp16_op_first(void **st
 static void a_cuda_graph_should_leave_the_kernels_alone(void **state)
 {
     (void)state;
-    char path[4400];
-    const char *dir = toy_dir();
-    snprintf(path, sizeof path, "%s/artifacts/stacks/pytorch-eager-fp32.json", dir);
-    pp_stack s = toy_stack();
-    pp_err err = {0};
-    assert_int_equal(pp_stack_save(&s, path, NULL, &err), PERFPRED_OK);
     char msg[1024];
     perfpred_model *m;
-    perfpred_ctx *ctx = ctx_and_resnet18(dir, &m);
+    perfpred_ctx *ctx = toy_ctx_and_resnet18(&m);
     perfpred_prediction eager, graph;
     perfpred_predict_params pp = perfpred_predict_default_params();
     assert_int_equal(perfpred_predict(ctx, m, "toy-gpu", &pp, &eager, msg, sizeof msg),
@@ -1102,6 +1112,7 @@ static void a_cuda_graph_should_leave_the_kernels_alone(void **state)
     assert_int_equal(graph.latency_interval.n, 0);
     perfpred_model_free(m);
     perfpred_ctx_close(ctx);
+    remove(toy_fp32_stack_path());
 }
 
 /* bfloat16 on the shipped A100 descriptor, whose datasheet states the same dense rate for bf16 and
@@ -1143,16 +1154,9 @@ static void bf16_should_take_the_fp16_stack_at_its_own_rate(void **state)
 static void prediction_should_be_host_bound_under_a_slow_host(void **state)
 {
     (void)state;
-    char path[4400];
-    const char *dir = toy_dir();
-    snprintf(path, sizeof path, "%s/artifacts/stacks/pytorch-eager-fp32.json", dir);
-    pp_stack s = toy_stack();
-    pp_err err = {0};
-    assert_int_equal(pp_stack_save(&s, path, NULL, &err), PERFPRED_OK);
-
     char msg[1024];
     perfpred_model *m;
-    perfpred_ctx *ctx = ctx_and_resnet18(dir, &m);
+    perfpred_ctx *ctx = toy_ctx_and_resnet18(&m);
     perfpred_prediction p;
     assert_int_equal(perfpred_predict(ctx, m, "toy-gpu", NULL, &p, msg, sizeof msg), PERFPRED_OK);
     assert_non_null(p.stack);
@@ -1224,7 +1228,7 @@ static void prediction_should_be_host_bound_under_a_slow_host(void **state)
     assert_string_equal(info.stacks, "pytorch-eager-fp32 (transferred)");
     perfpred_model_free(m);
     perfpred_ctx_close(ctx);
-    remove(path);
+    remove(toy_fp32_stack_path());
 }
 
 /* The fit on real rows: the V100 and RTX 3090 eager fp32 files. Their torchvision rows were
