@@ -88,12 +88,6 @@ static int push_weights(const pp_graph *g, tb *t, int64_t *total)
     return 0;
 }
 
-/* A model parameter or constant, not an activation */
-static int is_weight(const pp_graph *g, int t)
-{
-    return (g->tensors[t].flags & (PP_T_WEIGHT | PP_T_CONST | PP_T_INITIALIZER)) != 0;
-}
-
 /* TensorRT: the module's weights, the input and the output, then the engine's copy of the weights
  * and its activation block (ws_factor x the liveness peak less the input and output). */
 static perfpred_status engine_trace(const pp_graph *g, pp_alloc_trace *out, pp_err *err)
@@ -203,7 +197,7 @@ perfpred_status pp_alloc_trace_build(const pp_graph *g, int bn_eager, int mode,
         int nc = fp32 ? pp_stack_autocast_casts(g, fp32, i, ct) : 0;
         for (int c = 0; c < nc; c++) {
             cast_buf[c] = -1;
-            int w = is_weight(g, ct[c]);
+            int w = (g->tensors[ct[c]].flags & (PP_T_CONST | PP_T_WEIGHT)) != 0;
             if (w && cached[ct[c]]) continue;
             cast_buf[c] = next_buf++;
             if (push(&t, cast_buf[c], PP_ALLOC_ACT, 4 * pp_tensor_elems(&g->tensors[ct[c]])))

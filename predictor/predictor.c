@@ -557,7 +557,6 @@ static perfpred_status stack_figures(const pp_graph *g, const pp_device *d, cons
 {
     /* under autocast, in bf16 or replayed as a graph a stack prices what its rows did not run:
      * transferred */
-    int amp = mode.amp;
     int own = pp_stack_trained_on(stk, d) && !mode.amp && !mode.bf16 && !mode.graph;
     out->stack = derived_stack_name(stk, mode);
     out->n_kernels = n_groups;
@@ -573,7 +572,7 @@ static perfpred_status stack_figures(const pp_graph *g, const pp_device *d, cons
             ? "runtime stack: the eager stack's kernels (fitted on whole-model measurements, the "
               "H200's CUDA-graph replays among them; framework-tax-gpus, data/gpu-stacks) "
               "replayed as a CUDA graph: no host dispatch per op"
-        : amp ? "runtime stack: the fp16 stack's host dispatch / GPU pipeline, fitted on "
+        : mode.amp ? "runtime stack: the fp16 stack's host dispatch / GPU pipeline, fitted on "
                 "whole-model measurements of .half() models (framework-tax-gpus, data/gpu-stacks), "
                 "over autocast's ops and the casts of its fp32 weights and input; no AMP "
                 "measurement fitted it"
@@ -624,7 +623,7 @@ static perfpred_status stack_figures(const pp_graph *g, const pp_device *d, cons
     pp_alloc_trace tr;
     pp_stack_mem mem;
     int trace = strcmp(stk->framework, "tensorrt") == 0 ? PP_TRACE_ENGINE
-                : amp                                  ? PP_TRACE_AUTOCAST
+                : mode.amp                             ? PP_TRACE_AUTOCAST
                                                        : PP_TRACE_EAGER;
     perfpred_status mst = pp_alloc_trace_build(g, stk->bn_kernel, trace, &tr, err);
     if (mst) return mst;
@@ -632,7 +631,7 @@ static perfpred_status stack_figures(const pp_graph *g, const pp_device *d, cons
     pp_alloc_trace_free(&tr);
     if (mst) return mst;
     out->peak_memory_bytes.value = mem.used;
-    out->weights_bytes = (double)g->totals.param_bytes * (amp ? 1.0 : sbf);
+    out->weights_bytes = (double)g->totals.param_bytes * (mode.amp ? 1.0 : sbf);
     out->allocator_peak_bytes = mem.allocated;
     out->activations_bytes = fmax(0, mem.allocated - out->weights_bytes);
     out->runtime_bytes = mem.ctx;
@@ -659,7 +658,6 @@ static perfpred_status pick_stack(const perfpred_ctx *ctx, const pp_device *d,
 {
     *out = NULL;
     memset(mode, 0, sizeof *mode);
-    int *amp = &mode->amp, *bf16 = &mode->bf16;
     int asked = pp->runtime || pp->precision;
     if (d->kind != PP_DEV_GPU && d->kind != PP_DEV_EDGE_GPU) {
         if (!asked) return PERFPRED_OK;
@@ -684,16 +682,16 @@ static perfpred_status pick_stack(const perfpred_ctx *ctx, const pp_device *d,
                               "%s: --precision %s is PyTorch eager's autocast; runtime '%s' "
                               "has none (use --runtime pytorch-eager, or --precision fp16)",
                               d->name, pp->precision, fw ? fw : "?");
-        *amp = 1;
-        *bf16 = strcmp(pp->precision, "amp-bf16") == 0;
+        mode->amp = 1;
+        mode->bf16 = strcmp(pp->precision, "amp-bf16") == 0;
         prec = PP_PREC_FP16;
     } else if (prec == PP_PREC_BF16) {
-        *bf16 = 1;
+        mode->bf16 = 1;
         prec = PP_PREC_FP16;
     }
     /* bf16 runs at its own tensor-core rate, on Ampere and later only; no row ran it: the
      * fp16 stack prices it, its kernels moving the same 2-byte elements */
-    if (*bf16 && !(d->peak_tflops[PP_PREC_BF16] > 0))
+    if (mode->bf16 && !(d->peak_tflops[PP_PREC_BF16] > 0))
         return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
                           "%s: --precision %s: the descriptor states no bf16 tensor-core rate "
                           "(hardware.peak_tflops.bf16; bfloat16 needs compute capability 8.0 or "
@@ -1239,10 +1237,9 @@ static perfpred_status predict_set_up(const predict_setup *P, gnn_corr *gc,
     free(kernels);
     if (pp->n_kernels) *pp->n_kernels = sums.nk;
     if (stk) {
-        perfpred_status sst = stack_figures(g, d, stk, P->mode, &ctx->power, n_groups,
-                                            sums.sk,
-                                            sums.n_sk,
-                                            sums.scratch, sums.roof_sum_ms, sums.ncal, out, err);
+        perfpred_status sst = stack_figures(g, d, stk, P->mode, &ctx->power, n_groups, sums.sk,
+                                            sums.n_sk, sums.scratch, sums.roof_sum_ms, sums.ncal,
+                                            out, err);
         free(sums.sk);
         free(sums.scratch);
         free(sums.node_ms);
