@@ -12,7 +12,9 @@
  *      prediction of a fresh context (lazy loads of trees and GNN weights included);
  *   2. NAS-Bench-201 cells per second through perfpred_predict_many (1 and 2 threads) per device,
  *      and on 1 thread with every cell of a stage built rather than copied (pp_nb201_copy_cells),
- *      best of 3 runs of 400 cells each, the three taken in turn;
+ *      best of 3 runs of 400 cells each, the three taken in turn; and through the command itself
+ *      (`perfpred predict-many`, 2,000 cells, the process as a whole, best of 3) with the heap
+ *      trim threshold the CLI sets (64 MiB) and with glibc's default (128 KiB, GLIBC_TUNABLES);
  *   3. the cold start of `perfpred --device a100-mig-3g model.onnx` (the whole process) with the
  *      flat-tree cache warm and with it off (PERFPRED_CACHE_DIR=off: every tree through XGBoost, as
  *      before), beside the load of the same model in this process.
@@ -116,6 +118,43 @@ static double cells_per_s(const perfpred_ctx *ctx, const char *const *cells, int
     if (perfpred_predict_many(ctx, &p, &failed, err, sizeof err) || failed || rows != n)
         die("predict-many", failed ? "rows failed" : err);
     return n / (now_s() - t0);
+}
+
+/* NAS-Bench-201 cells per second through the command (`perfpred predict-many`, one thread, the
+ * process as a whole, best of 3), with the CLI's heap trim threshold and with glibc's default. */
+static void cli_cells(const char *cli, const char *const ops[5], const char *const *devs, int n_dev)
+{
+    enum { N = 2000 };
+    char path[] = "/tmp/bench_speed_cellsXXXXXX";
+    int fd = mkstemp(path);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) die("cells file", path);
+    unsigned s = 777;
+    for (int i = 0; i < N; i++) {
+        int o[6];
+        for (int e = 0; e < 6; e++) o[e] = (int)((s = s * 1103515245u + 12345u) >> 16) % 5;
+        fprintf(f, "|%s~0|+|%s~0|%s~1|+|%s~0|%s~1|%s~2|\n", ops[o[0]], ops[o[1]], ops[o[2]],
+                ops[o[3]], ops[o[4]], ops[o[5]]);
+    }
+    fclose(f);
+    static const char *const env[2] = {"", "GLIBC_TUNABLES=glibc.malloc.trim_threshold=131072 "};
+    for (int d = 0; d < n_dev; d++) {
+        double best[2] = {0, 0};
+        for (int rep = 0; rep < 3; rep++)
+            for (int k = 0; k < 2; k++) {
+                char cmd[4096];
+                snprintf(cmd, sizeof cmd,
+                         "%s'%s' predict-many --device %s --nb201 %s --threads 1 --csv >/dev/null",
+                         env[k], cli, devs[d], path);
+                double t0 = now_s();
+                if (system(cmd) != 0) die("predict-many command", cmd);
+                best[k] = fmax(best[k], N / (now_s() - t0));
+            }
+        printf("`perfpred predict-many` on %s, %d cells, 1 thread, the whole process: %.0f "
+               "cells/s; with glibc's default heap trim (128 KiB) %.0f (the CLI's 64 MiB %.2fx)\n",
+               devs[d], N, best[0], best[1], best[0] / best[1]);
+    }
+    unlink(path);
 }
 
 int main(int argc, char **argv)
@@ -234,6 +273,7 @@ int main(int argc, char **argv)
                "(%.2fx); every cell built, 1 thread: %.0f (copies %.2fx)\n", nas_devs[d], c1, c2,
                c2 / c1, c0, c1 / c0);
     }
+    cli_cells(argv[2], ops, nas_devs, 2);
 
     /* 3. cold start of the command, beside the model load: the tree cache warm, then off */
     static const char *const modes[2] = {"", "PERFPRED_CACHE_DIR=off "};
