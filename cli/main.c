@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 
@@ -52,6 +53,9 @@ static const char usage_text[] =
     "  --json              machine-readable output (schema in docs/json.md)\n"
     "  --config-dir DIR    device descriptors and artifacts (default: $PERFPRED_CONFIG_DIR,\n"
     "                      else the source tree's or the installed configs/)\n"
+    "  --device-file FILE  a descriptor of your own (YAML: configs/devices/README.md), read\n"
+    "                      beside the shipped ones, whose `base:` it may name (any command;\n"
+    "                      repeatable; a file or folder list in $PERFPRED_DEVICES does the same)\n"
     "  --all               inspect: list folded shape-arithmetic nodes too\n"
     "  -h, --help          this text;  --version  the version\n"
     "\n"
@@ -302,6 +306,54 @@ int cli_calibrate_main(int argc, char **argv);
 int cli_eval_main(int argc, char **argv);
 int cli_predict_many_main(int argc, char **argv);
 
+/* Takes every --device-file FILE (or --device-file=FILE) out of argv, for any command, and appends
+ * FILE to $PERFPRED_DEVICES, which every command's device loader reads (devices/devices.h).
+ * Returns 0, or the exit code after printing the error. */
+static int take_device_files(int *argc, char **argv)
+{
+    int out = 1;
+    for (int i = 1; i < *argc; i++) {
+        const char *file = NULL;
+        if (strcmp(argv[i], "--device-file") == 0) {
+            if (i + 1 >= *argc) {
+                cli_error("--device-file needs a descriptor file");
+                return EXIT_USAGE;
+            }
+            file = argv[++i];
+        } else if (strncmp(argv[i], "--device-file=", 14) == 0) {
+            file = argv[i] + 14;
+        } else {
+            argv[out++] = argv[i];
+            continue;
+        }
+        if (!*file || strchr(file, ':')) {
+            cli_error("--device-file '%s': give a file path without ':'", file);
+            return EXIT_USAGE;
+        }
+        if (access(file, R_OK) != 0) {
+            cli_error("--device-file %s: %s", file, strerror(errno));
+            return EXIT_INPUT;
+        }
+        const char *old = getenv("PERFPRED_DEVICES");
+        size_t n = (old ? strlen(old) + 1 : 0) + strlen(file) + 1;
+        char *v = malloc(n);
+        if (!v) {
+            cli_error("out of memory");
+            return EXIT_INTERNAL;
+        }
+        snprintf(v, n, "%s%s%s", old && *old ? old : "", old && *old ? ":" : "", file);
+        int rc = setenv("PERFPRED_DEVICES", v, 1);
+        free(v);
+        if (rc != 0) {
+            cli_error("--device-file '%s': %s", file, strerror(errno));
+            return EXIT_INTERNAL;
+        }
+    }
+    argv[out] = NULL;
+    *argc = out;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
 #if defined(__GLIBC__)
@@ -313,6 +365,8 @@ int main(int argc, char **argv)
     const char *tun = getenv("GLIBC_TUNABLES");
     if (!tun || !strstr(tun, "glibc.malloc.trim_threshold")) mallopt(M_TRIM_THRESHOLD, 64 << 20);
 #endif
+    int drc = take_device_files(&argc, argv);
+    if (drc) return drc;
     if (argc < 2) {
         fputs(usage_text, stderr);
         return EXIT_USAGE;

@@ -256,7 +256,7 @@ perfpred_status perfpred_calibrate_import(const perfpred_import_params *p,
     const char *cfg = p->config_dir ? p->config_dir : pp_default_config_dir();
     char path[4096];
     snprintf(path, sizeof path, "%s/devices", cfg);
-    if ((st = pp_devices_load_dir(path, &db, &err))) goto done;
+    if ((st = pp_devices_load_config(path, &db, &err))) goto done;
     pp_import_filter f = {NULL, p->runtime};
     if (p->device) {
         const pp_device *d = pp_devices_find(db, p->device);

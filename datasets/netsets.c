@@ -623,7 +623,7 @@ perfpred_status pp_datasets_netset_import(const char *dataset, const pp_netset_o
                  o.config_dir ? o.config_dir : pp_default_config_dir()) >= (int)sizeof devdir)
         return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "netset: path too long under %s", root);
     perfpred_status st = read_source(dir, &im.src, err);
-    if (!st) st = pp_devices_load_dir(devdir, &im.db, err);
+    if (!st) st = pp_devices_load_config(devdir, &im.db, err);
     if (!st && o.device && !(im.only = pp_devices_find(im.db, o.device)))
         st = pp_err_set(err, PERFPRED_ERR_DEVICE, "netset: unknown device '%s'", o.device);
     if (!st && !(im.t = table_new(path))) st = pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");

@@ -4,6 +4,7 @@
 #include "devices/devices_internal.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -330,43 +331,92 @@ static int str_cmp(const void *x, const void *y)
     return strcmp(*(const char *const *)x, *(const char *const *)y);
 }
 
+/* A growing list of descriptor paths. */
+typedef struct {
+    char **p;
+    int n, cap;
+} path_list;
+
+static void paths_free(path_list *L)
+{
+    for (int i = 0; i < L->n; i++) free(L->p[i]);
+    free(L->p);
+}
+
+static perfpred_status paths_add(path_list *L, const char *a, const char *b, pp_err *err)
+{
+    if (L->n == L->cap) {
+        int nc = L->cap ? L->cap * 2 : 64;
+        char **np = realloc(L->p, (size_t)nc * sizeof *np);
+        if (!np) return pp_err_set(err, PERFPRED_ERR_NOMEM, "devices: out of memory");
+        L->p = np;
+        L->cap = nc;
+    }
+    size_t sz = strlen(a) + (b ? strlen(b) + 1 : 0) + 1;
+    if (!(L->p[L->n] = malloc(sz))) return pp_err_set(err, PERFPRED_ERR_NOMEM, "devices: out of memory");
+    snprintf(L->p[L->n++], sz, b ? "%s/%s" : "%s", a, b ? b : "");
+    return PERFPRED_OK;
+}
+
+/* Every *.yaml of dir, sorted by name, onto L; none is an error. */
+static perfpred_status collect_dir(const char *dir, path_list *L, pp_err *err)
+{
+    DIR *d = opendir(dir);
+    if (!d) return pp_err_set(err, PERFPRED_ERR_IO, "%s: cannot open device directory", dir);
+    int first = L->n;
+    perfpred_status st = PERFPRED_OK;
+    for (struct dirent *e; !st && (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (e->d_name[0] == '.' || len < 6 || strcmp(e->d_name + len - 5, ".yaml") != 0) continue;
+        st = paths_add(L, dir, e->d_name, err);
+    }
+    closedir(d);
+    if (!st && L->n == first) st = pp_err_set(err, PERFPRED_ERR_DEVICE, "%s: no *.yaml descriptors", dir);
+    if (!st) qsort(L->p + first, (size_t)(L->n - first), sizeof *L->p, str_cmp);
+    return st;
+}
+
 perfpred_status pp_devices_load_dir(const char *dir, pp_device_db **out, pp_err *err)
 {
     if (!dir || !out) return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "pp_devices_load_dir: NULL");
     *out = NULL;
-    DIR *d = opendir(dir);
-    if (!d) return pp_err_set(err, PERFPRED_ERR_IO, "%s: cannot open device directory", dir);
-    char **paths = NULL;
-    int n = 0, cap = 0;
-    perfpred_status st = PERFPRED_OK;
-    for (struct dirent *e; (e = readdir(d));) {
-        size_t len = strlen(e->d_name);
-        if (e->d_name[0] == '.' || len < 6 || strcmp(e->d_name + len - 5, ".yaml") != 0) continue;
-        if (n == cap) {
-            int nc = cap ? cap * 2 : 64;
-            char **np = realloc(paths, (size_t)nc * sizeof *np);
-            if (!np) {
-                st = pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", dir);
-                break;
-            }
-            paths = np;
-            cap = nc;
-        }
-        size_t sz = strlen(dir) + len + 2;
-        if (!(paths[n] = malloc(sz))) {
-            st = pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory", dir);
+    path_list L = {0};
+    perfpred_status st = collect_dir(dir, &L, err);
+    if (!st) st = pp_devices_load_files((const char *const *)L.p, L.n, out, err);
+    paths_free(&L);
+    return st;
+}
+
+perfpred_status pp_devices_load_config(const char *dir, pp_device_db **out, pp_err *err)
+{
+    if (!dir || !out) return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "pp_devices_load_config: NULL");
+    *out = NULL;
+    path_list L = {0};
+    perfpred_status st = collect_dir(dir, &L, err);
+    const char *env = getenv("PERFPRED_DEVICES");
+    for (const char *c = env; !st && c && *c;) {
+        const char *end = strchr(c, ':');
+        size_t len = end ? (size_t)(end - c) : strlen(c);
+        char entry[4096];
+        if (len >= sizeof entry) {
+            st = pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "PERFPRED_DEVICES: an entry is longer "
+                            "than %zu characters", sizeof entry - 1);
             break;
         }
-        snprintf(paths[n++], sz, "%s/%s", dir, e->d_name);
+        memcpy(entry, c, len);
+        entry[len] = 0;
+        c = end ? end + 1 : c + len;
+        if (!len) continue;
+        struct stat sb;
+        if (stat(entry, &sb) != 0)
+            st = pp_err_set(err, PERFPRED_ERR_IO, "PERFPRED_DEVICES: %s: %s", entry, strerror(errno));
+        else if (S_ISDIR(sb.st_mode))
+            st = collect_dir(entry, &L, err);
+        else
+            st = paths_add(&L, entry, NULL, err);
     }
-    closedir(d);
-    if (!st && n == 0) st = pp_err_set(err, PERFPRED_ERR_DEVICE, "%s: no *.yaml descriptors", dir);
-    if (!st) {
-        qsort(paths, (size_t)n, sizeof *paths, str_cmp);
-        st = pp_devices_load_files((const char *const *)paths, n, out, err);
-    }
-    for (int i = 0; i < n; i++) free(paths[i]);
-    free(paths);
+    if (!st) st = pp_devices_load_files((const char *const *)L.p, L.n, out, err);
+    paths_free(&L);
     return st;
 }
 

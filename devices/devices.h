@@ -143,6 +143,12 @@ typedef struct pp_device_db pp_device_db;
 /* Loads every *.yaml under dir (sorted by name), resolves inheritance and MIG profiles.
  * Errors name file:line:col (unknown key, bad number, missing field, wrong unit, base cycle). */
 perfpred_status pp_devices_load_dir(const char *dir, pp_device_db **out, pp_err *err);
+/* The descriptors a context uses: every *.yaml under dir (sorted), then the user's own named by
+ * $PERFPRED_DEVICES, a ':'-separated list of descriptor files and directories (each directory's
+ * *.yaml sorted), in that order, as one set: a user's descriptor may take a shipped one as its
+ * `base:`, and a name or alias that is already taken is an error naming both places. An entry
+ * that does not exist is an error naming it. Every command loads its devices through this. */
+perfpred_status pp_devices_load_config(const char *dir, pp_device_db **out, pp_err *err);
 /* Loads one file (for tests); inheritance may refer only to descriptors in the same file set. */
 perfpred_status pp_devices_load_files(const char *const *paths, int n, pp_device_db **out,
                                       pp_err *err);

@@ -454,7 +454,7 @@ perfpred_status perfpred_eval(const perfpred_eval_params *p, perfpred_eval_repor
     const char *cfg = p->config_dir ? p->config_dir : pp_default_config_dir();
     char path[4096];
     snprintf(path, sizeof path, "%s/devices", cfg);
-    if ((st = pp_devices_load_dir(path, &E.db, &err))) goto done;
+    if ((st = pp_devices_load_config(path, &E.db, &err))) goto done;
     E.dev = pp_devices_find(E.db, p->device);
     if (!E.dev) {
         st = pp_err_set(&err, PERFPRED_ERR_DEVICE,

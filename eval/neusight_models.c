@@ -1373,7 +1373,7 @@ perfpred_status pp_eval_neusight_models(const perfpred_neusight_params *p,
         st = pp_err_set(err, PERFPRED_ERR_DEVICE, "unknown device '%s'", p->device);
         goto done;
     }
-    if ((st = pp_devices_load_dir(devdir, &db, err))) goto done;
+    if ((st = pp_devices_load_config(devdir, &db, err))) goto done;
     if (!(J.dev = pp_devices_find(db, p->device))) {
         st = pp_err_set(err, PERFPRED_ERR_DEVICE, "%s: no descriptor '%s'", devdir, p->device);
         goto done;

@@ -533,7 +533,7 @@ perfpred_status pp_eval_scaling_check(const perfpred_scaling_params *p,
     const pp_device *tg[PERFPRED_SC_MAX_TARGETS];
     const char *gpus[PERFPRED_SC_MAX_TARGETS];
     int n_tg = 0;
-    if ((st = pp_devices_load_dir(devdir, &R.db, err)) != PERFPRED_OK) goto done;
+    if ((st = pp_devices_load_config(devdir, &R.db, err)) != PERFPRED_OK) goto done;
     if ((st = pp_calib_open(R.db, cfg, &R.calib, err)) != PERFPRED_OK) goto done;
     R.src = pp_devices_find(R.db, p->source);
     if (!R.src) {

@@ -1065,7 +1065,7 @@ perfpred_status perfpred_calibrate_fit(const perfpred_fit_params *p, perfpred_fi
     const char *cfg = p->config_dir ? p->config_dir : pp_default_config_dir();
     char path[4096];
     snprintf(path, sizeof path, "%s/devices", cfg);
-    if ((st = pp_devices_load_dir(path, &db, &err))) goto done;
+    if ((st = pp_devices_load_config(path, &db, &err))) goto done;
     F.dev = pp_devices_find(db, p->device);
     if (!F.dev) {
         st = pp_err_set(&err, PERFPRED_ERR_DEVICE,

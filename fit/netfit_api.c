@@ -77,7 +77,7 @@ perfpred_status perfpred_calibrate_fit_networks(const perfpred_netfit_params *p,
     const char *cfg = p->config_dir ? p->config_dir : pp_default_config_dir();
     char devdir[4096];
     snprintf(devdir, sizeof devdir, "%s/devices", cfg);
-    if ((st = pp_devices_load_dir(devdir, &db, &err))) goto done;
+    if ((st = pp_devices_load_config(devdir, &db, &err))) goto done;
     const pp_device *d = pp_devices_find(db, p->device);
     if (!d) {
         st = pp_err_set(&err, PERFPRED_ERR_DEVICE, "unknown device '%s'", p->device);

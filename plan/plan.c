@@ -950,7 +950,7 @@ perfpred_status perfpred_calibrate_plan(const perfpred_plan_params *p, perfpred_
     const char *cfg = p->config_dir ? p->config_dir : pp_default_config_dir();
     char path[4096];
     snprintf(path, sizeof path, "%s/devices", cfg);
-    if ((st = pp_devices_load_dir(path, &db, &err))) goto done;
+    if ((st = pp_devices_load_config(path, &db, &err))) goto done;
     P.dev = pp_devices_find(db, p->device);
     if (!P.dev) {
         st = pp_err_set(&err, PERFPRED_ERR_DEVICE,

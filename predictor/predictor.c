@@ -88,7 +88,7 @@ perfpred_ctx *perfpred_ctx_open(const perfpred_ctx_params *params, perfpred_stat
     }
     char devdir[4096];
     snprintf(devdir, sizeof devdir, "%s/devices", dir);
-    st = pp_devices_load_dir(devdir, &ctx->db, &err);
+    st = pp_devices_load_config(devdir, &ctx->db, &err);
     if (st) goto fail;
     st = pp_calib_open(ctx->db, dir, &ctx->calib, &err);
     if (st) goto fail;

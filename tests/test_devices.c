@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "devices/devices.h"
@@ -761,6 +762,75 @@ static void default_config_dir_should_prefer_the_environment(void **state)
     if (old) setenv("PERFPRED_CONFIG_DIR", saved, 1);
 }
 
+/* A user's descriptors named by $PERFPRED_DEVICES join the shipped set: a file and a folder,
+ * one taking a shipped descriptor as its base; a missing entry and a taken name are errors. */
+static void user_descriptors_should_join_the_shipped_set(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pp_user_devices_XXXXXX", file[256], sub[256], inner[300], env[600];
+    assert_non_null(mkdtemp(dir));
+    snprintf(file, sizeof file, "%s/oldhost.yaml", dir);
+    pp_test_write_text(file, "name: a100-oldhost\n"
+                             "description: A100 SXM4 80GB in an older host\n"
+                             "base: a100-sxm4-80gb\n"
+                             "runtime:\n"
+                             "  host_dispatch_scale: 1.0\n");
+    snprintf(sub, sizeof sub, "%s/more", dir);
+    assert_int_equal(mkdir(sub, 0755), 0);
+    snprintf(inner, sizeof inner, "%s/board.yaml", sub);
+    pp_test_write_text(inner, "name: my-board\n"
+                              "description: a board of my own\n"
+                              "base: rpi4\n");
+    const char *old = getenv("PERFPRED_DEVICES");
+    char saved[4096] = "";
+    if (old) snprintf(saved, sizeof saved, "%s", old);
+    snprintf(env, sizeof env, "%s:%s", file, sub);
+    setenv("PERFPRED_DEVICES", env, 1);
+    pp_device_db *db = NULL, *shipped = load_shipped();
+    pp_err err = {0};
+    perfpred_status st = pp_devices_load_config(pp_test_path("configs/devices"), &db, &err);
+    if (st) print_error("%s\n", err.msg);
+    assert_int_equal(st, PERFPRED_OK);
+    assert_int_equal(pp_devices_count(db), pp_devices_count(shipped) + 2);
+    const pp_device *u = must_find(db, "a100-oldhost"), *b = must_find(db, "a100-sxm4-80gb");
+    assert_true(u->host_dispatch_scale == 1.0);
+    assert_true(b->host_dispatch_scale == 0.40); /* configs/devices/a100.yaml */
+    /* the A100 80GB datasheet's 19.5 TFLOP/s fp32 and 2,039 GB/s, inherited */
+    assert_true(fabs(u->peak_tflops[PP_PREC_FP32] - 19.5) < 1e-9);
+    assert_true(fabs(u->memory_bandwidth_gbs - 2039) < 1e-9);
+    must_find(db, "my-board");
+    pp_devices_free(db);
+    /* an entry that is not there */
+    snprintf(env, sizeof env, "%s:%s/nope.yaml", file, dir);
+    setenv("PERFPRED_DEVICES", env, 1);
+    assert_int_equal(pp_devices_load_config(pp_test_path("configs/devices"), &db, &err),
+                     PERFPRED_ERR_IO);
+    assert_non_null(strstr(err.msg, "nope.yaml"));
+    assert_null(db);
+    /* a name the shipped set already has, reported at the user's file */
+    pp_test_write_text(inner, "name: rpi4\n"
+                              "description: a second rpi4\n"
+                              "base: rpi5\n");
+    setenv("PERFPRED_DEVICES", sub, 1);
+    assert_int_not_equal(pp_devices_load_config(pp_test_path("configs/devices"), &db, &err),
+                         PERFPRED_OK);
+    assert_non_null(strstr(err.msg, "duplicate"));
+    assert_non_null(strstr(err.msg, "board.yaml"));
+    assert_null(db);
+    /* unset: the shipped set alone */
+    unsetenv("PERFPRED_DEVICES");
+    assert_int_equal(pp_devices_load_config(pp_test_path("configs/devices"), &db, &err),
+                     PERFPRED_OK);
+    assert_int_equal(pp_devices_count(db), pp_devices_count(shipped));
+    pp_devices_free(db);
+    pp_devices_free(shipped);
+    if (old) setenv("PERFPRED_DEVICES", saved, 1);
+    unlink(inner);
+    rmdir(sub);
+    unlink(file);
+    rmdir(dir);
+}
+
 static void names_should_map_both_ways(void **state)
 {
     assert_int_equal(pp_precision_from_name("bf16"), PP_PREC_BF16);
@@ -792,6 +862,7 @@ int main(void)
         cmocka_unit_test(to_yaml_should_round_trip_every_device),
         cmocka_unit_test(default_config_dir_should_prefer_the_environment),
         cmocka_unit_test(names_should_map_both_ways),
+        cmocka_unit_test(user_descriptors_should_join_the_shipped_set),
         cmocka_unit_test(host_dispatch_source_should_be_stated_and_inherited),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

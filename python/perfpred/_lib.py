@@ -133,9 +133,11 @@ def _open_ctx(config_dir):
 
 
 def context(config_dir=None):
-    """The process's context for config_dir (None: $PERFPRED_CONFIG_DIR, else the default),
-    opened once and kept: predictions on one context are thread-safe."""
-    key = None if config_dir is None else os.path.abspath(os.fspath(config_dir))
+    """The process's context for config_dir (None: $PERFPRED_CONFIG_DIR, else the default) and
+    the user's descriptors named by $PERFPRED_DEVICES when it opens, opened once per pair and
+    kept: predictions on one context are thread-safe."""
+    key = (None if config_dir is None else os.path.abspath(os.fspath(config_dir)),
+           os.environ.get("PERFPRED_DEVICES", ""))
     with _lock:
         ctx = _contexts.get(key)
     if ctx is None:

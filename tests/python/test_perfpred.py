@@ -199,6 +199,28 @@ class MigAndDevicesShould(unittest.TestCase):
         self.assertEqual(names, [d["name"] for d in cli_json("devices")])
         self.assertIn("rpi5", names)
 
+    def test_a_descriptor_of_ones_own_should_answer_as_through_the_cli(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "board.yaml")
+            with open(path, "w") as f:
+                f.write("name: my-rpi4-copy\ndescription: an rpi4 of my own\nbase: rpi4\n")
+            saved = os.environ.get("PERFPRED_DEVICES")
+            os.environ["PERFPRED_DEVICES"] = path
+            try:
+                p = perfpred.predict(RESNET, device="my-rpi4-copy")
+                names = [x["name"] for x in perfpred.devices()]
+            finally:
+                if saved is None:
+                    del os.environ["PERFPRED_DEVICES"]
+                else:
+                    os.environ["PERFPRED_DEVICES"] = saved
+            want = cli_json("--device", "my-rpi4-copy", RESNET, "--device-file", path)
+            self.assertEqual(p.latency.value, want["prediction"]["latency"]["value"])
+            self.assertIn("my-rpi4-copy", names)
+        # the environment as it was: the name is unknown again
+        with self.assertRaises(perfpred.Error):
+            perfpred.predict(RESNET, device="my-rpi4-copy")
+
 
 if __name__ == "__main__":
     unittest.main()
