@@ -376,31 +376,22 @@ static perfpred_status collect_dir(const char *dir, path_list *L, pp_err *err)
     return st;
 }
 
-perfpred_status pp_devices_load_dir(const char *dir, pp_device_db **out, pp_err *err)
+/* dir's descriptors, then those of a ':'-separated list of files and folders (NULL: none). */
+static perfpred_status load_with(const char *dir, const char *list, const char *what,
+                                 pp_device_db **out, pp_err *err)
 {
-    if (!dir || !out) return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "pp_devices_load_dir: NULL");
+    if (!dir || !out) return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "%s: NULL", what);
     *out = NULL;
     path_list L = {0};
     perfpred_status st = collect_dir(dir, &L, err);
-    if (!st) st = pp_devices_load_files((const char *const *)L.p, L.n, out, err);
-    paths_free(&L);
-    return st;
-}
-
-perfpred_status pp_devices_load_config(const char *dir, pp_device_db **out, pp_err *err)
-{
-    if (!dir || !out) return pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "pp_devices_load_config: NULL");
-    *out = NULL;
-    path_list L = {0};
-    perfpred_status st = collect_dir(dir, &L, err);
-    const char *env = getenv("PERFPRED_DEVICES");
-    for (const char *c = env; !st && c && *c;) {
+    for (const char *c = list; !st && c && *c;) {
         const char *end = strchr(c, ':');
         size_t len = end ? (size_t)(end - c) : strlen(c);
         char entry[4096];
         if (len >= sizeof entry) {
-            st = pp_err_set(err, PERFPRED_ERR_INVALID_ARG, "PERFPRED_DEVICES: an entry is longer "
-                            "than %zu characters", sizeof entry - 1);
+            st = pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                            "PERFPRED_DEVICES: an entry is longer than %zu characters",
+                            sizeof entry - 1);
             break;
         }
         memcpy(entry, c, len);
@@ -418,6 +409,16 @@ perfpred_status pp_devices_load_config(const char *dir, pp_device_db **out, pp_e
     if (!st) st = pp_devices_load_files((const char *const *)L.p, L.n, out, err);
     paths_free(&L);
     return st;
+}
+
+perfpred_status pp_devices_load_dir(const char *dir, pp_device_db **out, pp_err *err)
+{
+    return load_with(dir, NULL, "pp_devices_load_dir", out, err);
+}
+
+perfpred_status pp_devices_load_config(const char *dir, pp_device_db **out, pp_err *err)
+{
+    return load_with(dir, getenv("PERFPRED_DEVICES"), "pp_devices_load_config", out, err);
 }
 
 void pp_devices_free(pp_device_db *db)
