@@ -705,7 +705,8 @@ static int ws_index(double f)
 
 /* Context per architecture and software and the workspace factor, from the rows the fit may see
  * (held_row): for each factor of ws_grid, ctx(cc, software) = the median over the GPUs of that
- * architecture and software of each GPU's median (used - reserved), so that a GPU with more rows
+ * architecture and software of each GPU's median (used - reserved - its SMs' local memory,
+ * pp_stack_lmem_mb), so that a GPU with more rows
  * does not speak for the others; the factor kept is the one with the least mean
  * |log(predicted / used)|. */
 static void fit_memory(const data *D, int held, int fam, pp_stack *s, double *buf)
@@ -733,7 +734,7 @@ static void fit_memory(const data *D, int held, int fam, pp_stack *s, double *bu
                     if (r->gpu != g || held_row(held, fam, D, r) || r->sweep == cur ||
                         isnan(r->mem_bytes))
                         continue;
-                    buf[n++] = (r->mem_bytes - r->res[k]) / 1048576.0;
+                    buf[n++] = (r->mem_bytes - r->res[k]) / 1048576.0 - pp_stack_lmem_mb(r->dev);
                 }
                 if (n) per_gpu[ng++] = pp_measure_median(buf, n);
             }
@@ -748,8 +749,7 @@ static void fit_memory(const data *D, int held, int fam, pp_stack *s, double *bu
         for (int i = 0; i < D->n_rows; i++) {
             const row *r = &D->rows[i];
             if (held_row(held, fam, D, r) || isnan(r->mem_bytes)) continue;
-            double ctx =
-                pp_stack_context_mb(s, r->dev->compute_capability, !r->sweep, NULL) * 1048576.0;
+            double ctx = pp_stack_context_bytes(s, r->dev, !r->sweep, NULL);
             e += fabs(log((ctx + r->res[k]) / r->mem_bytes));
             n++;
         }
@@ -764,8 +764,7 @@ static void fit_memory(const data *D, int held, int fam, pp_stack *s, double *bu
 static double mem_pred(const pp_stack *s, const row *r, const cfg *c)
 {
     (void)c;
-    return pp_stack_context_mb(s, r->dev->compute_capability, !r->sweep, NULL) * 1048576.0 +
-           r->res[ws_index(s->ws_factor)];
+    return pp_stack_context_bytes(s, r->dev, !r->sweep, NULL) + r->res[ws_index(s->ws_factor)];
 }
 
 static void fit_one(fit_job *J)

@@ -802,9 +802,7 @@ perfpred_status pp_stack_memory(const pp_stack *s, const pp_device *d, const pp_
                                 pp_stack_mem *out, pp_err *err)
 {
     memset(out, 0, sizeof *out);
-    out->ctx = pp_stack_context_mb(s, d->compute_capability, pp_stack_current_software(d),
-                                   &out->ctx_exact) *
-               1048576.0;
+    out->ctx = pp_stack_context_bytes(s, d, pp_stack_current_software(d), &out->ctx_exact);
     double cap = d->memory_gb > 0 ? d->memory_gb * 1073741824.0 - out->ctx : 0;
     pp_alloc_params p = pp_stack_alloc_params(s, d, cap > 0 ? cap : 0);
     pp_alloc_stats st;
@@ -820,6 +818,29 @@ int pp_stack_current_software(const pp_device *d)
 {
     return d->host_dispatch_source == PP_HOST_MEASURED ||
            d->host_dispatch_source == PP_HOST_TRANSFERRED;
+}
+
+/* Resident threads an SM keeps, by compute capability (CUDA C++ Programming Guide, "Technical
+ * Specifications per Compute Capability"). */
+static int threads_per_sm(double cc)
+{
+    if (cc <= 0) return 0;
+    if (fabs(cc - 7.5) < 1e-6) return 1024;
+    if (fabs(cc - 8.6) < 1e-6 || fabs(cc - 8.9) < 1e-6 || cc >= 12.0 - 1e-6) return 1536;
+    return 2048;
+}
+
+double pp_stack_lmem_mb(const pp_device *d)
+{
+    return d->compute_units > 0 ? threads_per_sm(d->compute_capability) * 512.0 *
+                                      d->compute_units / 1048576.0
+                                : 0;
+}
+
+double pp_stack_context_bytes(const pp_stack *s, const pp_device *d, int current, int *exact)
+{
+    return (pp_stack_context_mb(s, d->compute_capability, current, exact) + pp_stack_lmem_mb(d)) *
+           1048576.0;
 }
 
 double pp_stack_context_mb(const pp_stack *s, double cc, int current, int *exact)

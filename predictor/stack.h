@@ -386,10 +386,19 @@ perfpred_status pp_stack_memory(const pp_stack *s, const pp_device *d, const pp_
                                 pp_stack_mem *out, pp_err *err);
 
 /* Context memory (MiB) for a GPU of compute capability cc under current (1) or 2022 (0)
- * software: among the architectures measured with that software (all, when none was), the one of
- * the same generation (major version) nearest to cc, else the nearest of any (ties: the newer).
- * *exact = 1 when cc itself was measured with it. 0 when the stack has none. */
+ * software, less the local memory every context holds per SM (pp_stack_lmem_mb): among the
+ * architectures measured with that software (all, when none was), the one of the same generation
+ * (major version) nearest to cc, else the nearest of any (ties: the newer). *exact = 1 when cc
+ * itself was measured with it. 0 when the stack has none. */
 double pp_stack_context_mb(const pp_stack *s, double cc, int current, int *exact);
+/* The local memory a CUDA context allocates for d's SMs, MiB: the driver sizes it context-wide
+ * as max resident threads per SM x SMs x bytes per thread, with at least 512 bytes a thread (the
+ * syscall stack) for any launch (NVIDIA's driver team on the developer forums, threads 289339 and
+ * 39558); this takes that least, so a MIG slice's context holds its own SMs' share. Threads per SM
+ * from the CUDA guide by compute capability. 0 for a device with no stated SMs or architecture. */
+double pp_stack_lmem_mb(const pp_device *d);
+/* pp_stack_context_mb for d (its architecture and software) plus its local memory, bytes. */
+double pp_stack_context_bytes(const pp_stack *s, const pp_device *d, int current, int *exact);
 /* 1 when d runs the current software: its host's dispatch was measured on, or transferred from,
  * the project's own current-PyTorch host (runtime.host_dispatch_source). */
 int pp_stack_current_software(const pp_device *d);

@@ -1151,6 +1151,35 @@ static void bf16_should_take_the_fp16_stack_at_its_own_rate(void **state)
     perfpred_ctx_close(ctx);
 }
 
+/* A context's local memory is max resident threads an SM x SMs x 512 bytes (the least the driver
+ * allocates a thread): literals from the shipped descriptors' SM counts and the CUDA guide's
+ * threads per SM. A MIG slice holds its own SMs' share, so its context is the whole GPU's less
+ * the other SMs' local memory. */
+static void a_contexts_local_memory_should_follow_its_sms(void **state)
+{
+    (void)state;
+    pp_device_db *db = NULL;
+    pp_err err = {0};
+    assert_int_equal(pp_devices_load_dir(pp_test_path("configs/devices"), &db, &err), PERFPRED_OK);
+    /* A100: 108 SMs x 2,048 threads x 512 B = 108 MiB; its 1g slice 14 SMs; H100 SXM 132 SMs */
+    assert_rel_close(pp_stack_lmem_mb(pp_devices_find(db, "a100")), 108.0, 1e-12);
+    assert_rel_close(pp_stack_lmem_mb(pp_devices_find(db, "a100-mig-1g")), 14.0, 1e-12);
+    assert_rel_close(pp_stack_lmem_mb(pp_devices_find(db, "h100")), 132.0, 1e-12);
+    /* RTX 3090 (8.6): 82 SMs x 1,536 threads; RTX 2080 Ti (7.5): 68 SMs x 1,024 threads */
+    assert_rel_close(pp_stack_lmem_mb(pp_devices_find(db, "rtx-3090")), 61.5, 1e-12);
+    assert_rel_close(pp_stack_lmem_mb(pp_devices_find(db, "rtx-2080-ti")), 34.0, 1e-12);
+    /* a CPU: none */
+    assert_true(pp_stack_lmem_mb(pp_devices_find(db, "rpi4")) == 0);
+    pp_stack s = toy_stack();
+    s.n_ctx = 1;
+    s.ctx_cc[0] = 8.0, s.ctx_mb[0] = 1000, s.ctx_current[0] = 1;
+    double full = pp_stack_context_bytes(&s, pp_devices_find(db, "a100"), 1, NULL);
+    double slice = pp_stack_context_bytes(&s, pp_devices_find(db, "a100-mig-1g"), 1, NULL);
+    assert_rel_close(full, 1108.0 * 1048576, 1e-12);
+    assert_rel_close(full - slice, 94.0 * 1048576, 1e-12);
+    pp_devices_free(db);
+}
+
 static void prediction_should_be_host_bound_under_a_slow_host(void **state)
 {
     (void)state;
@@ -1166,10 +1195,11 @@ static void prediction_should_be_host_bound_under_a_slow_host(void **state)
     assert_rel_close(p.host_ms, 48.0, 1e-12);
     assert_true(p.latency_ms.value >= 48.0 && p.latency_ms.value < 48.0 * 1.001);
     assert_int_equal(p.latency_ms.prov, PERFPRED_PROV_CALIBRATED);
-    /* memory: 500 MiB context + the allocator's segments, which hold the weights (44.6 MiB of
-     * fp32 parameters) and come in whole 2 MiB units (2 MiB small, 20 MiB or 2 MiB-rounded
-     * large segments); the breakdown adds up to it */
-    double seg = p.peak_memory_bytes.value - 500.0 * 1048576;
+    /* memory: 500 MiB context + its local memory for the toy GPU's 40 SMs (2,048 threads an SM
+     * on an 8.0 part x 512 bytes: 1 MiB an SM) + the allocator's segments, which hold the weights
+     * (44.6 MiB of fp32 parameters) and come in whole 2 MiB units (2 MiB small, 20 MiB or 2
+     * MiB-rounded large segments); the breakdown adds up to it */
+    double seg = p.peak_memory_bytes.value - 540.0 * 1048576;
     assert_true(seg >= p.allocator_peak_bytes && p.allocator_peak_bytes > 44.0 * 1048576);
     assert_true(fmod(seg, 2.0 * 1048576) == 0);
     assert_rel_close(p.peak_memory_bytes.value,
@@ -1185,7 +1215,7 @@ static void prediction_should_be_host_bound_under_a_slow_host(void **state)
     assert_int_equal(p.latency_ms.prov, PERFPRED_PROV_TRANSFERRED);
     assert_rel_close(p.host_ms, 96.0, 1e-12);
     assert_int_equal(p.peak_memory_bytes.prov, PERFPRED_PROV_TRANSFERRED);
-    assert_rel_close(p.runtime_bytes, 500.0 * 1048576, 1e-12);
+    assert_rel_close(p.runtime_bytes, 540.0 * 1048576, 1e-12); /* 9.0: 2,048 threads an SM too */
     /* among 7.5 and 8.6, an 8.0 GPU takes its own generation's 8.6, though 7.5 is nearer */
     pp_stack two = toy_stack();
     two.n_ctx = 2;
@@ -1420,6 +1450,7 @@ int main(void)
         cmocka_unit_test(attention_should_mark_the_fast_paths_kernels),
         cmocka_unit_test(fused_attention_should_charge_one_dispatch_per_fused_op),
         cmocka_unit_test(stack_artifact_should_round_trip_and_name_a_bad_field),
+        cmocka_unit_test(a_contexts_local_memory_should_follow_its_sms),
         cmocka_unit_test(prediction_should_be_host_bound_under_a_slow_host),
         cmocka_unit_test(autocast_should_cast_each_fp32_operand_of_an_fp16_op_first),
         cmocka_unit_test(bf16_should_take_the_fp16_stack_at_its_own_rate),
