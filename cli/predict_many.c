@@ -14,13 +14,14 @@
 static const char many_usage[] =
     "usage: perfpred predict-many --device DEV1,DEV2,... (--nb201 cells.txt | --onnx-list files.txt)\n"
     "                             [--batch 1,8] [--threads N] [--csv | --json] [--config-dir DIR]\n"
-    "                             [--runtime R] [--precision P]\n"
+    "                             [--runtime R] [--precision P] [--device-file FILE]\n"
     "  --nb201 FILE      one NAS-Bench-201 cell a line (|nor_conv_3x3~0|+|...|, or nb201:CELL@DATASET)\n"
     "  --onnx-list FILE  one .onnx path a line\n"
     "  --threads N       worker threads (default 1); each prediction runs on one\n"
     "  --csv             CSV rows (default);  --json: one JSON object a line\n"
     "  --runtime, --precision  GPUs: the runtime stack, as perfpred --help says (a CPU or board\n"
     "                    asked for one gives an error row)\n"
+    "  --device-file FILE  a descriptor of your own beside the shipped ones (perfpred --help)\n"
     "Blank lines and lines starting with # are skipped. A bad line is reported on stderr as\n"
     "FILE:LINE: message and as a row with status 'error'; the others go on. Exit code 0 when every\n"
     "row succeeded, 2 when some line failed, else as perfpred --help says.\n";
