@@ -120,9 +120,21 @@ static double cells_per_s(const perfpred_ctx *ctx, const char *const *cells, int
     return n / (now_s() - t0);
 }
 
+/* The next NAS-Bench-201 cell of the pseudo-random sequence s (the 15,625 cells' 6 edges, each one
+ * of 5 ops) into out. */
+static const char *const nb201_ops[] = {"none", "skip_connect", "nor_conv_1x1", "nor_conv_3x3",
+                                        "avg_pool_3x3"};
+static void nb201_cell(unsigned *s, char *out, size_t n)
+{
+    int o[6];
+    for (int e = 0; e < 6; e++) o[e] = (int)((*s = *s * 1103515245u + 12345u) >> 16) % 5;
+    snprintf(out, n, "|%s~0|+|%s~0|%s~1|+|%s~0|%s~1|%s~2|", nb201_ops[o[0]], nb201_ops[o[1]],
+             nb201_ops[o[2]], nb201_ops[o[3]], nb201_ops[o[4]], nb201_ops[o[5]]);
+}
+
 /* NAS-Bench-201 cells per second through the command (`perfpred predict-many`, one thread, the
  * process as a whole, best of 3), with the CLI's heap trim threshold and with glibc's default. */
-static void cli_cells(const char *cli, const char *const ops[5], const char *const *devs, int n_dev)
+static void cli_cells(const char *cli, const char *const *devs, int n_dev)
 {
     enum { N = 2000 };
     char path[] = "/tmp/bench_speed_cellsXXXXXX";
@@ -131,10 +143,9 @@ static void cli_cells(const char *cli, const char *const ops[5], const char *con
     if (!f) die("cells file", path);
     unsigned s = 777;
     for (int i = 0; i < N; i++) {
-        int o[6];
-        for (int e = 0; e < 6; e++) o[e] = (int)((s = s * 1103515245u + 12345u) >> 16) % 5;
-        fprintf(f, "|%s~0|+|%s~0|%s~1|+|%s~0|%s~1|%s~2|\n", ops[o[0]], ops[o[1]], ops[o[2]],
-                ops[o[3]], ops[o[4]], ops[o[5]]);
+        char cell[160];
+        nb201_cell(&s, cell, sizeof cell);
+        fprintf(f, "%s\n", cell);
     }
     fclose(f);
     static const char *const env[2] = {"", "GLIBC_TUNABLES=glibc.malloc.trim_threshold=131072 "};
@@ -244,17 +255,12 @@ int main(int argc, char **argv)
     }
 
     /* 2. NAS-Bench-201 cells (a fixed pseudo-random sample of the 15,625) */
-    static const char *const ops[] = {"none", "skip_connect", "nor_conv_1x1", "nor_conv_3x3",
-                                      "avg_pool_3x3"};
     enum { N_CELLS = 400 };
     static char text[N_CELLS][160];
     const char *cells[N_CELLS];
     unsigned s = 12345;
     for (int i = 0; i < N_CELLS; i++) {
-        int o[6];
-        for (int e = 0; e < 6; e++) o[e] = (int)((s = s * 1103515245u + 12345u) >> 16) % 5;
-        snprintf(text[i], sizeof text[i], "|%s~0|+|%s~0|%s~1|+|%s~0|%s~1|%s~2|", ops[o[0]],
-                 ops[o[1]], ops[o[2]], ops[o[3]], ops[o[4]], ops[o[5]]);
+        nb201_cell(&s, text[i], sizeof text[i]);
         cells[i] = text[i];
     }
     static const char *const nas_devs[] = {"rpi4", "epyc-kvm-2vcpu"};
@@ -273,7 +279,7 @@ int main(int argc, char **argv)
                "(%.2fx); every cell built, 1 thread: %.0f (copies %.2fx)\n", nas_devs[d], c1, c2,
                c2 / c1, c0, c1 / c0);
     }
-    cli_cells(argv[2], ops, nas_devs, 2);
+    cli_cells(argv[2], nas_devs, 2);
 
     /* 3. cold start of the command, beside the model load: the tree cache warm, then off */
     static const char *const modes[2] = {"", "PERFPRED_CACHE_DIR=off "};

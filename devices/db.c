@@ -353,7 +353,8 @@ static perfpred_status paths_add(path_list *L, const char *a, const char *b, pp_
         L->cap = nc;
     }
     size_t sz = strlen(a) + (b ? strlen(b) + 1 : 0) + 1;
-    if (!(L->p[L->n] = malloc(sz))) return pp_err_set(err, PERFPRED_ERR_NOMEM, "devices: out of memory");
+    if (!(L->p[L->n] = malloc(sz)))
+        return pp_err_set(err, PERFPRED_ERR_NOMEM, "devices: out of memory");
     snprintf(L->p[L->n++], sz, b ? "%s/%s" : "%s", a, b ? b : "");
     return PERFPRED_OK;
 }
@@ -371,7 +372,8 @@ static perfpred_status collect_dir(const char *dir, path_list *L, pp_err *err)
         st = paths_add(L, dir, e->d_name, err);
     }
     closedir(d);
-    if (!st && L->n == first) st = pp_err_set(err, PERFPRED_ERR_DEVICE, "%s: no *.yaml descriptors", dir);
+    if (!st && L->n == first)
+        st = pp_err_set(err, PERFPRED_ERR_DEVICE, "%s: no *.yaml descriptors", dir);
     if (!st) qsort(L->p + first, (size_t)(L->n - first), sizeof *L->p, str_cmp);
     return st;
 }
@@ -400,7 +402,8 @@ static perfpred_status load_with(const char *dir, const char *list, const char *
         if (!len) continue;
         struct stat sb;
         if (stat(entry, &sb) != 0)
-            st = pp_err_set(err, PERFPRED_ERR_IO, "PERFPRED_DEVICES: %s: %s", entry, strerror(errno));
+            st = pp_err_set(err, PERFPRED_ERR_IO, "PERFPRED_DEVICES: %s: %s", entry,
+                            strerror(errno));
         else if (S_ISDIR(sb.st_mode))
             st = collect_dir(entry, &L, err);
         else

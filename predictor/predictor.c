@@ -641,12 +641,13 @@ static perfpred_status stack_figures(const pp_graph *g, const pp_device *d, cons
     out->peak_memory_bytes.source =
         mem.ctx_exact
             ? "device memory in use (NVML): CUDA context and libraries of this GPU architecture, "
-              "with the local memory of this device's SMs, + the segments PyTorch's caching allocator reserves replaying the run (weights, "
-              "activations, cuDNN and cuBLAS workspace), fitted on framework-tax-gpus and "
-              "data/gpu-stacks"
+              "with the local memory of this device's SMs, + the segments PyTorch's caching "
+              "allocator reserves replaying the run (weights, activations, cuDNN and cuBLAS "
+              "workspace), fitted on framework-tax-gpus and data/gpu-stacks"
             : "device memory in use (NVML): context of the nearest measured GPU architecture, "
-              "with the local memory of this device's SMs, + the segments PyTorch's caching allocator reserves replaying the run (weights, "
-              "activations, cuDNN and cuBLAS workspace) (framework-tax-gpus, data/gpu-stacks)";
+              "with the local memory of this device's SMs, + the segments PyTorch's caching "
+              "allocator reserves replaying the run (weights, activations, cuDNN and cuBLAS "
+              "workspace) (framework-tax-gpus, data/gpu-stacks)";
     return PERFPRED_OK;
 }
 
