@@ -748,9 +748,9 @@ void pp_measure_config_key(const pp_layer_row *r, pp_strbuf *b)
     char num[40];
     pp_strbuf_put(b, r->op_type);
     for (int i = 0; i < r->n_inputs; i++) {
-        pp_strbuf_printf(b, "|%c", r->inputs[i].role);
-        for (int d = 0; d < r->inputs[i].rank; d++)
-            pp_strbuf_printf(b, "x%lld", (long long)r->inputs[i].dims[d]);
+        const pp_layer_input *in = pp_layer_row_input(r, i); /* a Concat's may pass inputs[] */
+        pp_strbuf_printf(b, "|%c", in->role);
+        for (int d = 0; d < in->rank; d++) pp_strbuf_printf(b, "x%lld", (long long)in->dims[d]);
     }
     for (int i = 0; i < r->n_attrs; i++) {
         const pp_layer_attr *a = &r->attrs[i];

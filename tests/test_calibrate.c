@@ -206,6 +206,14 @@ static void layer_csv_should_keep_every_input_of_a_wide_concat(void **state)
     assert_non_null(strstr(out, "x:1x64x8x8;x:1x1x8x8;x:1x2x8x8;x:1x3x8x8;x:1x4x8x8;x:1x5x8x8;"
                                 "x:1x6x8x8;x:1x7x8x8,axis:i=1,"));
     free(out);
+    /* its configuration key (a fit's split, the adaptive plan) names all eight inputs: the key
+     * once read inputs[] past its six, out of bounds (UBSan; a crash in a Zen 4 guest's fit) */
+    pp_strbuf key = {0};
+    pp_measure_config_key(r, &key);
+    assert_false(key.oom);
+    assert_string_equal(key.data, "Concat|xx1x64x8x8|xx1x1x8x8|xx1x2x8x8|xx1x3x8x8|xx1x4x8x8"
+                                  "|xx1x5x8x8|xx1x6x8x8|xx1x7x8x8|axis=1");
+    free(key.data);
     pp_measure_layer_table_free(t);
 }
 
