@@ -74,6 +74,13 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.threads < 1:
         ap.error("--threads must be at least 1")
+    # Debian's torch runs torch.mm through OpenBLAS, whose thread pool (one thread per core) does
+    # not follow torch.set_num_threads: the one-thread GEMM figure needs it capped before the
+    # library loads (without this a 2-vCPU Zen 4 guest gave 209 GFLOP/s "on one thread", its
+    # FMA peak being 117 a core; layer_runner.py caps it the same way)
+    if "torch" not in sys.modules:
+        for var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ[var] = "1"
     import torch
     torch.set_num_threads(args.threads)
     calls, loops = (2000, 2) if args.quick else (20000, 5)
@@ -98,6 +105,7 @@ def main(argv=None):
         "runtime_memory_src": "peak resident set of python3 after `import torch` and one Conv2d "
                               f"forward: {rss_mb:.0f} MB",
         "mm_gflops_1thread": mm,
+        "mm_blas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "default"),
         "triad_gbs": triad,
         "triad_threads": os.cpu_count() or 1,
     }

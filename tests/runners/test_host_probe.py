@@ -22,8 +22,10 @@ class HostProbeTest(unittest.TestCase):
     def test_quick_probe_writes_every_figure_with_its_source(self):
         with tempfile.TemporaryDirectory() as d:
             out = os.path.join(d, "figures.json")
+            env = {k: v for k, v in os.environ.items()
+                   if k not in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
             r = subprocess.run([sys.executable, SCRIPT, "-o", out, "--quick"], capture_output=True,
-                               text=True, timeout=120)
+                               text=True, timeout=120, env=env)
             self.assertEqual(r.returncode, 0, r.stderr)
             with open(out, encoding="utf-8") as f:
                 j = json.load(f)
@@ -36,6 +38,8 @@ class HostProbeTest(unittest.TestCase):
             self.assertIn("torch.add", j["launch_overhead_src"])
             self.assertIn("Conv2d", j["runtime_memory_src"])
             self.assertEqual(j["threads"], 1)
+            # the GEMM figure is one thread's: OpenBLAS's own pool capped, not left at a core each
+            self.assertEqual(j["mm_blas_threads"], "1")
             self.assertTrue(j["torch"])
             # written through a temporary file and a rename: nothing else is left
             self.assertEqual(os.listdir(d), ["figures.json"])
