@@ -297,6 +297,10 @@ static pp_lm_base kind_base(const pp_device *d, pp_op_kind k, const used_row *u,
     if (pp_device_is_eager_pytorch_cpu(d) && d->gemm_gflops > 0 &&
         (k == PP_OPK_CONV || k == PP_OPK_DWCONV || k == PP_OPK_CONVT))
         b.blas_tflops = d->gemm_gflops * 1e-3 * (d->compute_units > 0 ? d->compute_units : 1);
+    /* and walks a pooling window in scalar code: one element a clock a core */
+    b.pool_tflops = 0;
+    if (pp_device_is_eager_pytorch_cpu(d) && d->clock_mhz > 0 && k == PP_OPK_POOL)
+        b.pool_tflops = d->clock_mhz * 1e-6 * (d->compute_units > 0 ? d->compute_units : 1);
     return b;
 }
 

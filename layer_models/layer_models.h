@@ -40,6 +40,14 @@ typedef struct pp_lm_base {
      * reaches a quarter of the FMA peak makes such a kernel 4x slower than its oneDNN twin.
      * Manifests without it (fitted before it existed, or off PyTorch CPUs) keep the old base. */
     double blas_tflops;
+    /* >= 0; 0 = none. The rate eager PyTorch's CPU pooling walks its windows at, on the same
+     * footing: one window element a clock a core (clock x compute_units). ATen's NCHW max and
+     * average pooling (cpu_max_pool, cpu_avg_pool) visit each output's window element by element
+     * in scalar code, at 0.9-3.6 ns an element on the EPYC guests (data/epyc-zen4-kvm-2vcpu), so a
+     * MaxPool costs out_elems x kernel area at that rate, 10-70x its memory roofline. A pool
+     * kernel's compute time is then flops / pool_tflops (flops = out_elems x kernel area).
+     * Manifests without it keep the memory roofline. */
+    double pool_tflops;
 } pp_lm_base;
 double pp_lm_base_eval(const pp_lm_base *b, pp_lm_target t, const pp_node_feat *f);
 

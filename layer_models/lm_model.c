@@ -37,6 +37,7 @@ static double compute_ms(const pp_lm_base *b, const pp_node_feat *f)
 {
     double rate = b->peak_tflops;
     if (b->blas_tflops > 0 && pp_lm_torch_cpu_conv_blas(f)) rate = b->blas_tflops;
+    if (b->pool_tflops > 0 && f->kind == PP_OPK_POOL) rate = b->pool_tflops;
     return f->flops / (rate * 1e9);
 }
 
@@ -339,10 +340,11 @@ static perfpred_status check_base(const pp_lm_base *b, const char *ctx, pp_err *
 {
     if (!(b->peak_tflops > 0) || !(b->bw_gbs > 0) || !(b->floor_ms >= 0) || b->compute_units < 1 ||
         !isfinite(b->peak_tflops) || !isfinite(b->bw_gbs) || !isfinite(b->floor_ms) ||
-        !(b->blas_tflops >= 0) || !isfinite(b->blas_tflops))
+        !(b->blas_tflops >= 0) || !isfinite(b->blas_tflops) || !(b->pool_tflops >= 0) ||
+        !isfinite(b->pool_tflops))
         return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
                           "%s: base needs peak_tflops > 0, bw_gbs > 0, floor_ms >= 0, "
-                          "compute_units >= 1, blas_tflops >= 0", ctx);
+                          "compute_units >= 1, blas_tflops >= 0, pool_tflops >= 0", ctx);
     return PERFPRED_OK;
 }
 

@@ -114,6 +114,7 @@ perfpred_status pp_lm_manifest_write(const char *dir, const pp_lm_manifest *m, p
         ADD(b, "floor_ms", cJSON_CreateNumber(e->base.floor_ms));
         ADD(b, "compute_units", cJSON_CreateNumber(e->base.compute_units));
         if (e->base.blas_tflops > 0) ADD(b, "blas_tflops", cJSON_CreateNumber(e->base.blas_tflops));
+        if (e->base.pool_tflops > 0) ADD(b, "pool_tflops", cJSON_CreateNumber(e->base.pool_tflops));
         cJSON *dom = cJSON_CreateObject();
         ADD(o, "domain", dom);
         for (int d = 0; ok && d < PP_LM_N_DOMAIN; d++) {
@@ -283,6 +284,11 @@ static perfpred_status load_entry(pp_layer_models *lm, const cJSON *o, int idx, 
          !isfinite(e.base.blas_tflops)))
         return pp_err_set(err, PERFPRED_ERR_MODEL,
                           "%s: models[%d]: base.blas_tflops must be a number >= 0", path, idx);
+    if (cJSON_GetObjectItemCaseSensitive(b, "pool_tflops") &&
+        (get_num(b, "pool_tflops", &e.base.pool_tflops) || !(e.base.pool_tflops >= 0) ||
+         !isfinite(e.base.pool_tflops)))
+        return pp_err_set(err, PERFPRED_ERR_MODEL,
+                          "%s: models[%d]: base.pool_tflops must be a number >= 0", path, idx);
     e.kind = (pp_op_kind)kind;
     e.target = (pp_lm_target)target;
     e.n_train = (int)rows_train;

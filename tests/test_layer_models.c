@@ -78,7 +78,7 @@ static int setup(void **state)
     return 0;
 }
 
-static pp_lm_base a100_base(void) { return (pp_lm_base){19.5, 1555.0, 0.02, 108, 0}; }
+static pp_lm_base a100_base(void) { return (pp_lm_base){19.5, 1555.0, 0.02, 108, 0, 0}; }
 
 static pp_lm_params small_params(int seed)
 {
@@ -214,7 +214,7 @@ static void torch_cpu_conv_rule_should_match_the_profiled_engine(void **state)
 
     /* the base: a BLAS convolution at blas_tflops, a oneDNN one at peak_tflops, and none of it
      * without blas_tflops */
-    pp_lm_base b = {0.2, 25.0, 0.0, 2, 0.05};
+    pp_lm_base b = {0.2, 25.0, 0.0, 2, 0.05, 0};
     pp_node_feat f = conv_feat(8, 264, 14, 1, 1, 1, 1);
     f.flops = 1e9;
     assert_rel_close(pp_lm_base_eval(&b, PP_LM_LATENCY, &f), 1e9 / 0.05e12 * 1e3, 1e-12);
@@ -223,6 +223,23 @@ static void torch_cpu_conv_rule_should_match_the_profiled_engine(void **state)
     f.n = 8;
     b.blas_tflops = 0;
     assert_rel_close(pp_lm_base_eval(&b, PP_LM_LATENCY, &f), 1e9 / 0.2e12 * 1e3, 1e-12);
+
+    /* a pooling window walked at pool_tflops: a 3x3 MaxPool over 1x64x112x112 at stride 2 has
+     * 64 x 56 x 56 outputs of 9 elements, 1,806,336; at one element a clock on 2 cores of 2.5 GHz
+     * (0.005 TFLOP/s) that is 0.3612672 ms, above its memory time, 3,211,264 + 802,816 bytes at
+     * 25 GB/s = 0.1605632 ms; without pool_tflops the memory time stands (the FMA peak gives
+     * 0.009 ms), and a convolution does not take the pooling rate */
+    pp_node_feat p;
+    memset(&p, 0, sizeof p);
+    p.kind = PP_OPK_POOL;
+    p.flops = 1806336;
+    p.in_bytes = 3211264;
+    p.out_bytes = 802816;
+    b.pool_tflops = 0.005;
+    assert_rel_close(pp_lm_base_eval(&b, PP_LM_LATENCY, &p), 0.3612672, 1e-12);
+    assert_rel_close(pp_lm_base_eval(&b, PP_LM_LATENCY, &f), 1e9 / 0.2e12 * 1e3, 1e-12);
+    b.pool_tflops = 0;
+    assert_rel_close(pp_lm_base_eval(&b, PP_LM_LATENCY, &p), 0.1605632, 1e-12);
 }
 
 /* Operators of one kind with the same sizes and FLOP count can run at very different speeds (on the
@@ -249,7 +266,7 @@ static void layer_models_should_tell_operators_of_one_kind_apart(void **state)
         x->op_code = pp_op_code(i % 2 ? "HardSwish" : "Erf");
         y[i] = (x->in_bytes + x->out_bytes) / ((i % 2 ? 50.0 : 2.0) * 1e6) + 0.005;
     }
-    pp_lm_base b = {0.1, 30.0, 0.005, 2, 0};
+    pp_lm_base b = {0.1, 30.0, 0.005, 2, 0, 0};
     pp_lm_params p = pp_lm_default_params(); /* 300 rounds: the log ratio of 15 is learned */
     p.nthread = 1;
     pp_lm_model *m = NULL;

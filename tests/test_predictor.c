@@ -127,6 +127,34 @@ static void roofline_should_match_hand_computation(void **state)
     perfpred_ctx_close(ctx);
 }
 
+/* A pooling kernel on an eager-PyTorch CPU walks its window elements at one a clock a core: a 3x3
+ * MaxPool with 1,806,336 window elements on 2 cores of 2.5 GHz takes 1,806,336 / 5e9 s = 0.3612672
+ * ms, above its memory time (4,014,080 bytes at 25 GB/s: 0.1605632 ms), + 1 us of dispatch; on
+ * the same CPU under another runtime, or as an element-wise kernel, the FMA peak (0.2 TFLOP/s:
+ * 0.009 ms) leaves the memory time. */
+static void pooling_should_walk_windows_at_the_clock_on_eager_cpus(void **state)
+{
+    (void)state;
+    pp_device d = {0};
+    d.kind = PP_DEV_CPU;
+    d.runtime_framework = "pytorch-eager";
+    d.peak_tflops[PP_PREC_FP32] = 0.2;
+    d.memory_bandwidth_gbs = 25;
+    d.clock_mhz = 2500;
+    d.compute_units = 2;
+    d.launch_overhead_us = 1;
+    int mb = -1;
+    assert_rel_close(pp_roofline_ms(&d, PP_OPK_POOL, 1806336, 4014080, &mb), 0.3612672 + 1e-3,
+                     1e-12);
+    assert_int_equal(mb, 0);
+    assert_rel_close(pp_roofline_ms(&d, PP_OPK_ELEMWISE, 1806336, 4014080, &mb),
+                     0.1605632 + 1e-3, 1e-12);
+    assert_int_equal(mb, 1);
+    d.runtime_framework = "onnxruntime";
+    assert_rel_close(pp_roofline_ms(&d, PP_OPK_POOL, 1806336, 4014080, &mb), 0.1605632 + 1e-3,
+                     1e-12);
+}
+
 static void fusion_rule_should_merge_conv_and_relu(void **state)
 {
     perfpred_ctx *ctx = open_toy();
@@ -692,6 +720,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(predict_should_refuse_a_non_finite_result),
+        cmocka_unit_test(pooling_should_walk_windows_at_the_clock_on_eager_cpus),
         cmocka_unit_test(roofline_should_match_hand_computation),
         cmocka_unit_test(fusion_rule_should_merge_conv_and_relu),
         cmocka_unit_test(composite_ops_should_fuse_decomposed_activations_only),
