@@ -66,7 +66,8 @@ static void load_dir_should_load_every_shipped_descriptor(void **state)
         n_mig += d->is_mig;
         assert_true(d->hostable ==
                     (strcmp(d->name, "host-cpu") == 0 || strcmp(d->name, "epyc-kvm-2vcpu") == 0 ||
-                     strcmp(d->name, "xeon-kvm-2vcpu") == 0));
+                     strcmp(d->name, "xeon-kvm-2vcpu") == 0 ||
+                     strcmp(d->name, "epyc-zen4-kvm-2vcpu") == 0));
     }
     assert_int_equal(n_mig, 36);
     assert_null(pp_devices_at(db, pp_devices_count(db)));
