@@ -4,7 +4,7 @@
 # the perfpred Python package's tests,
 # then builds again under AddressSanitizer + UndefinedBehaviorSanitizer and runs the suite again,
 # runs the concurrent-prediction tests under ThreadSanitizer (build-tsan/), and finally runs each
-# libFuzzer harness of tests/fuzz for a short smoke time (PP_FUZZ_SMOKE_SECONDS, default 5: the
+# libFuzzer harness of tests/fuzz for a short smoke time (PP_FUZZ_SMOKE_SECONDS, default 3: the
 # whole script stays under 10 minutes on 2 cores; one harness per core) where clang is present
 # (build-fuzz/). The sanitizer build runs at -O1, as ASan's documentation advises.
 set -euo pipefail
@@ -42,9 +42,9 @@ cmake --build build-tsan -j"$jobs" --target test_predictor
 # one thread each, so that the threads TSan watches are the test's own and perfpred's locks.
 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 TSAN_OPTIONS=halt_on_error=1 build-tsan/test_predictor
 
-echo "== fuzz smoke (libFuzzer, ${PP_FUZZ_SMOKE_SECONDS:-5} s per harness)"
+echo "== fuzz smoke (libFuzzer, ${PP_FUZZ_SMOKE_SECONDS:-3} s per harness)"
 if command -v clang-14 >/dev/null 2>&1 || command -v clang >/dev/null 2>&1; then
-  PP_FUZZ_JOBS="$jobs" bash scripts/fuzz.sh "${PP_FUZZ_SMOKE_SECONDS:-5}"
+  PP_FUZZ_JOBS="$jobs" bash scripts/fuzz.sh "${PP_FUZZ_SMOKE_SECONDS:-3}"
 else
   echo "clang not found: fuzz smoke skipped"
 fi
