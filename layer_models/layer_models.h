@@ -40,13 +40,9 @@ typedef struct pp_lm_base {
      * reaches a quarter of the FMA peak makes such a kernel 4x slower than its oneDNN twin.
      * Manifests without it (fitted before it existed, or off PyTorch CPUs) keep the old base. */
     double blas_tflops;
-    /* >= 0; 0 = none. The rate eager PyTorch's CPU pooling walks its windows at, on the same
-     * footing: one window element a clock a core (clock x compute_units). ATen's NCHW max and
-     * average pooling (cpu_max_pool, cpu_avg_pool) visit each output's window element by element
-     * in scalar code, at 0.9-3.6 ns an element on the EPYC guests (data/epyc-zen4-kvm-2vcpu), so a
-     * MaxPool costs out_elems x kernel area at that rate, 10-70x its memory roofline. A pool
-     * kernel's compute time is then flops / pool_tflops (flops = out_elems x kernel area).
-     * Manifests without it keep the memory roofline. */
+    /* >= 0; 0 = none. The clock rate of eager PyTorch's CPU pooling loop, on the same footing:
+     * clock x compute_units, in 10^12 clocks a second. A pool kernel's compute time is then
+     * pp_lm_torch_cpu_pool_clocks / pool_tflops. Manifests without it keep the memory roofline. */
     double pool_tflops;
 } pp_lm_base;
 double pp_lm_base_eval(const pp_lm_base *b, pp_lm_target t, const pp_node_feat *f);
@@ -58,6 +54,19 @@ double pp_lm_base_eval(const pp_lm_base *b, pp_lm_target t, const pp_node_feat *
  * sides > 3 or batch > 1 or the input has more than 20480 elements). Transposed convolutions
  * always run natively. 0 for kinds that are not convolutions. */
 int pp_lm_torch_cpu_conv_blas(const pp_node_feat *f);
+
+/* Clocks eager PyTorch's CPU pooling takes for a pooling node (0 for other kinds). ATen's NCHW max
+ * and average pooling (cpu_max_pool, cpu_avg_pool, torch 1.13-2.x) visit each output's window
+ * element by element in scalar code: per output PP_POOL_OUT_CLOCKS of bounds, stores and loop,
+ * one clock an element, and for a max the branch on each new running maximum, mispredicted on
+ * data in no order: the i-th element is a new maximum with probability 1/i, so H(n) - 1 misses
+ * after the first (H the harmonic number), PP_BRANCH_MISS_CLOCKS each. On the Zen 4 guest's plan
+ * rows (data/epyc-zen4-kvm-2vcpu) a MaxPool costs 3-37 ns an output, 10-70x its memory roofline,
+ * and 0.9-1.45x these clocks at the reported 2.6 GHz (1x1 to 5x5 windows), where one clock an
+ * element alone put them at 3.8-10x. */
+#define PP_POOL_OUT_CLOCKS 8.0    /* the 1x1 windows' 3.1-3.4 ns an output there */
+#define PP_BRANCH_MISS_CLOCKS 15.0 /* recent x86 and Arm cores: 12-20 clocks a mispredict */
+double pp_lm_torch_cpu_pool_clocks(const pp_node_feat *f);
 
 /* Regressor inputs: pp_feat_vector (graph/features.c) followed by PP_LM_N_EXTRA columns derived from
  * the same pp_node_feat and the base: log10 of compute time, memory time and base, the compute share;

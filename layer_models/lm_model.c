@@ -37,8 +37,22 @@ static double compute_ms(const pp_lm_base *b, const pp_node_feat *f)
 {
     double rate = b->peak_tflops;
     if (b->blas_tflops > 0 && pp_lm_torch_cpu_conv_blas(f)) rate = b->blas_tflops;
-    if (b->pool_tflops > 0 && f->kind == PP_OPK_POOL) rate = b->pool_tflops;
+    if (b->pool_tflops > 0 && f->kind == PP_OPK_POOL)
+        return pp_lm_torch_cpu_pool_clocks(f) / (b->pool_tflops * 1e9);
     return f->flops / (rate * 1e9);
+}
+
+double pp_lm_torch_cpu_pool_clocks(const pp_node_feat *f)
+{
+    if (f->kind != PP_OPK_POOL || !(f->out_elems > 0) || !(f->flops > 0)) return 0;
+    double out = (double)f->out_elems, n = f->flops / out; /* flops: out_elems x window */
+    double per = PP_POOL_OUT_CLOCKS + n;
+    if (f->op_code == pp_op_code("MaxPool")) {
+        /* H(n) - 1 = ln n + gamma + 1/(2n) - 1/(12 n^2) - 1 within 1e-4 from n = 1 */
+        double h = log(n) + 0.5772156649015329 + 1 / (2 * n) - 1 / (12 * n * n);
+        per += (h > 1 ? h - 1 : 0) * PP_BRANCH_MISS_CLOCKS;
+    }
+    return out * per;
 }
 
 int pp_lm_torch_cpu_conv_blas(const pp_node_feat *f)

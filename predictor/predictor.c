@@ -872,6 +872,18 @@ static int runs_blas(const pp_graph *g, const pp_kernel_group *G, pp_op_kind kin
     return pp_lm_torch_cpu_conv_blas(&g->nodes[G->nodes[0]].feat);
 }
 
+/* The work a roofline prices for kernel k on dev: its flops, but for a pooling kernel on an
+ * eager-PyTorch CPU the clocks of ATen's scalar window loop (and its followers' flops) */
+static double roof_work(const pp_device *dev, const pp_graph *g, const pp_kernel_group *G,
+                        const kernel_acc *k)
+{
+    if (k->kind != PP_OPK_POOL || !(dev->clock_mhz > 0) || !pp_device_is_eager_pytorch_cpu(dev))
+        return k->flops;
+    const pp_node_feat *lead = &g->nodes[G->nodes[0]].feat;
+    double rest = k->flops - lead->flops;
+    return pp_lm_torch_cpu_pool_clocks(lead) + (rest > 0 ? rest : 0);
+}
+
 /* A kernel's time outside any stack: src's layer model where one answers (a composite first as
  * the one operator the runtime runs), else timed_on's roofline; then scaled to d. */
 static void time_kernel(const predict_setup *P, const pp_kernel_group *G, const kernel_acc *k,
@@ -879,7 +891,8 @@ static void time_kernel(const predict_setup *P, const pp_kernel_group *G, const 
 {
     const pp_device *d = P->d, *timed_on = P->timed_on;
     kt->mb = 0;
-    double roof_src = pp_roofline_ms(timed_on, k->kind, k->flops, k->bytes, &kt->mb);
+    double roof_src =
+        pp_roofline_ms(timed_on, k->kind, roof_work(timed_on, P->g, G, k), k->bytes, &kt->mb);
     kt->t = roof_src;
     kt->cal_ms = 0;
     kt->calibrated = kt->as_eager = 0;
@@ -901,7 +914,7 @@ static void time_kernel(const predict_setup *P, const pp_kernel_group *G, const 
                                           runs_blas(P->g, G, k->kind, timed_on, d)) +
                 d->launch_overhead_us * 1e-3;
     }
-    kt->roof_d = pp_roofline_ms(d, k->kind, k->flops, k->bytes, &kt->mb);
+    kt->roof_d = pp_roofline_ms(d, k->kind, roof_work(d, P->g, G, k), k->bytes, &kt->mb);
 }
 
 /* Under a runtime stack: the stack's view of the kernel (and of a BatchNorm pass after it), and

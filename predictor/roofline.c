@@ -27,8 +27,8 @@ static int is_matrix_kind(pp_op_kind k)
 static double peak_flops(const pp_device *d, pp_op_kind k)
 {
     /* eager PyTorch on a CPU walks each pooling window in scalar code (ATen's cpu_max_pool and
-     * cpu_avg_pool over NCHW): at most one window element a clock a core, not the vector FMA rate
-     * (layer_models.h, pool_tflops). A pooling kernel's flops are its window elements. */
+     * cpu_avg_pool over NCHW): its work is the loop's clocks (pp_lm_torch_cpu_pool_clocks, which
+     * the caller passes as the flops), at the clock of each core, not the vector FMA rate */
     if (k == PP_OPK_POOL && d->clock_mhz > 0 && pp_device_is_eager_pytorch_cpu(d))
         return d->clock_mhz * 1e6 * (d->compute_units > 0 ? d->compute_units : 1);
     double tf = 0;

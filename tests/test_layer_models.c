@@ -224,22 +224,35 @@ static void torch_cpu_conv_rule_should_match_the_profiled_engine(void **state)
     b.blas_tflops = 0;
     assert_rel_close(pp_lm_base_eval(&b, PP_LM_LATENCY, &f), 1e9 / 0.2e12 * 1e3, 1e-12);
 
-    /* a pooling window walked at pool_tflops: a 3x3 MaxPool over 1x64x112x112 at stride 2 has
-     * 64 x 56 x 56 outputs of 9 elements, 1,806,336; at one element a clock on 2 cores of 2.5 GHz
-     * (0.005 TFLOP/s) that is 0.3612672 ms, above its memory time, 3,211,264 + 802,816 bytes at
-     * 25 GB/s = 0.1605632 ms; without pool_tflops the memory time stands (the FMA peak gives
-     * 0.009 ms), and a convolution does not take the pooling rate */
+    /* eager PyTorch's pooling loop at pool_tflops: a 3x3 MaxPool over 1x64x112x112 at stride 2
+     * has 64 x 56 x 56 = 200,704 outputs of 9 elements; each costs 8 clocks, 9 for its elements
+     * and (H(9) - 1) x 15 for the new maxima's mispredicted branches, H(9) = 7129/2520: 44.434524
+     * clocks, 8,918,186.67 in all; on 2 cores of 2.5 GHz (0.005) that is 1.7836373 ms, above its
+     * memory time, 3,211,264 + 802,816 bytes at 25 GB/s = 0.1605632 ms. An AveragePool of the
+     * same window has no such branch: 17 clocks an output, 0.6823936 ms. Without pool_tflops the
+     * memory time stands (the FMA peak gives 0.009 ms), and a convolution does not take it. */
     pp_node_feat p;
     memset(&p, 0, sizeof p);
     p.kind = PP_OPK_POOL;
-    p.flops = 1806336;
+    p.op_code = pp_op_code("MaxPool");
+    p.out_elems = 200704;
+    p.flops = 200704.0 * 9;
     p.in_bytes = 3211264;
     p.out_bytes = 802816;
+    assert_rel_close(pp_lm_torch_cpu_pool_clocks(&p), 8918186.666666666, 1e-6);
     b.pool_tflops = 0.005;
-    assert_rel_close(pp_lm_base_eval(&b, PP_LM_LATENCY, &p), 0.3612672, 1e-12);
+    assert_rel_close(pp_lm_base_eval(&b, PP_LM_LATENCY, &p), 1.7836373333333333, 1e-6);
     assert_rel_close(pp_lm_base_eval(&b, PP_LM_LATENCY, &f), 1e9 / 0.2e12 * 1e3, 1e-12);
+    p.op_code = pp_op_code("AveragePool");
+    assert_rel_close(pp_lm_base_eval(&b, PP_LM_LATENCY, &p), 0.6823936, 1e-12);
     b.pool_tflops = 0;
     assert_rel_close(pp_lm_base_eval(&b, PP_LM_LATENCY, &p), 0.1605632, 1e-12);
+    /* a 1x1 window: no branch to miss (the first element is always the maximum) */
+    p.op_code = pp_op_code("MaxPool");
+    p.flops = 200704;
+    assert_rel_close(pp_lm_torch_cpu_pool_clocks(&p), 200704.0 * 9, 1e-12);
+    f.kind = PP_OPK_CONV;
+    assert_true(pp_lm_torch_cpu_pool_clocks(&f) == 0);
 }
 
 /* Operators of one kind with the same sizes and FLOP count can run at very different speeds (on the

@@ -127,11 +127,11 @@ static void roofline_should_match_hand_computation(void **state)
     perfpred_ctx_close(ctx);
 }
 
-/* A pooling kernel on an eager-PyTorch CPU walks its window elements at one a clock a core: a 3x3
- * MaxPool with 1,806,336 window elements on 2 cores of 2.5 GHz takes 1,806,336 / 5e9 s = 0.3612672
- * ms, above its memory time (4,014,080 bytes at 25 GB/s: 0.1605632 ms), + 1 us of dispatch; on
- * the same CPU under another runtime, or as an element-wise kernel, the FMA peak (0.2 TFLOP/s:
- * 0.009 ms) leaves the memory time. */
+/* A pooling kernel on an eager-PyTorch CPU is priced at the clock of each core (its work passed as
+ * its loop's clocks, pp_lm_torch_cpu_pool_clocks): 1,806,336 clocks on 2 cores of 2.5 GHz take
+ * 1,806,336 / 5e9 s = 0.3612672 ms, above its memory time (4,014,080 bytes at 25 GB/s: 0.1605632
+ * ms), + 1 us of dispatch; on the same CPU under another runtime, or as an element-wise kernel,
+ * the FMA peak (0.2 TFLOP/s: 0.009 ms) leaves the memory time. */
 static void pooling_should_walk_windows_at_the_clock_on_eager_cpus(void **state)
 {
     (void)state;
