@@ -638,16 +638,16 @@ static perfpred_status stack_figures(const pp_graph *g, const pp_device *d, cons
     out->workspace_bytes = mem.reserved - mem.allocated;
     out->peak_memory_bytes.prov =
         own && mem.ctx_exact ? PERFPRED_PROV_CALIBRATED : PERFPRED_PROV_TRANSFERRED;
+    /* what both sources say after the context's */
+#define MEM_REST                                                                                  \
+    "with the local memory of this device's SMs, + the segments PyTorch's caching allocator "     \
+    "reserves replaying the run (weights, activations, cuDNN and cuBLAS workspace)"
     out->peak_memory_bytes.source =
-        mem.ctx_exact
-            ? "device memory in use (NVML): CUDA context and libraries of this GPU architecture, "
-              "with the local memory of this device's SMs, + the segments PyTorch's caching "
-              "allocator reserves replaying the run (weights, activations, cuDNN and cuBLAS "
-              "workspace), fitted on framework-tax-gpus and data/gpu-stacks"
-            : "device memory in use (NVML): context of the nearest measured GPU architecture, "
-              "with the local memory of this device's SMs, + the segments PyTorch's caching "
-              "allocator reserves replaying the run (weights, activations, cuDNN and cuBLAS "
-              "workspace) (framework-tax-gpus, data/gpu-stacks)";
+        mem.ctx_exact ? "device memory in use (NVML): CUDA context and libraries of this GPU "
+                        "architecture, " MEM_REST ", fitted on framework-tax-gpus and data/gpu-stacks"
+                      : "device memory in use (NVML): context of the nearest measured GPU "
+                        "architecture, " MEM_REST " (framework-tax-gpus, data/gpu-stacks)";
+#undef MEM_REST
     return PERFPRED_OK;
 }
 
