@@ -644,7 +644,8 @@ static perfpred_status stack_figures(const pp_graph *g, const pp_device *d, cons
     "reserves replaying the run (weights, activations, cuDNN and cuBLAS workspace)"
     out->peak_memory_bytes.source =
         mem.ctx_exact ? "device memory in use (NVML): CUDA context and libraries of this GPU "
-                        "architecture, " MEM_REST ", fitted on framework-tax-gpus and data/gpu-stacks"
+                        "architecture, " MEM_REST
+                        ", fitted on framework-tax-gpus and data/gpu-stacks"
                       : "device memory in use (NVML): context of the nearest measured GPU "
                         "architecture, " MEM_REST " (framework-tax-gpus, data/gpu-stacks)";
 #undef MEM_REST
