@@ -298,9 +298,7 @@ static pp_lm_base kind_base(const pp_device *d, pp_op_kind k, const used_row *u,
         (k == PP_OPK_CONV || k == PP_OPK_DWCONV || k == PP_OPK_CONVT))
         b.blas_tflops = d->gemm_gflops * 1e-3 * (d->compute_units > 0 ? d->compute_units : 1);
     /* and walks a pooling window in scalar code: one element a clock a core */
-    b.pool_tflops = 0;
-    if (k == PP_OPK_POOL && pp_roofline_pool_by_clock(d))
-        b.pool_tflops = d->clock_mhz * 1e-6 * (d->compute_units > 0 ? d->compute_units : 1);
+    b.pool_tflops = k == PP_OPK_POOL ? pp_roofline_pool_clock_hz(d) * 1e-12 : 0;
     return b;
 }
 

@@ -878,7 +878,7 @@ static int runs_blas(const pp_graph *g, const pp_kernel_group *G, pp_op_kind kin
 static double roof_work(const pp_device *dev, const pp_graph *g, const pp_kernel_group *G,
                         const kernel_acc *k)
 {
-    if (k->kind != PP_OPK_POOL || !pp_roofline_pool_by_clock(dev)) return k->flops;
+    if (k->kind != PP_OPK_POOL || !(pp_roofline_pool_clock_hz(dev) > 0)) return k->flops;
     const pp_node_feat *lead = &g->nodes[G->nodes[0]].feat;
     double rest = k->flops - lead->flops;
     return pp_lm_torch_cpu_pool_clocks(lead) + (rest > 0 ? rest : 0);

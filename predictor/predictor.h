@@ -39,10 +39,10 @@ double pp_kernel_blocks(const pp_node_feat *f);
 double pp_roofline_ms(const pp_device *d, pp_op_kind k, double flops, double bytes,
                       int *memory_bound);
 
-/* 1 where d prices a pooling kernel by the clocks of its scalar loop (an eager-PyTorch CPU with a
- * clock stated): pp_roofline_ms then takes those clocks (pp_lm_torch_cpu_pool_clocks) as the
- * kernel's flops and runs them at the clock of each core. */
-int pp_roofline_pool_by_clock(const pp_device *d);
+/* The clocks a second d runs a pooling kernel's scalar loop at, clock x compute units, on an
+ * eager-PyTorch CPU with a clock stated; else 0. Where it is > 0, pp_roofline_ms takes the loop's
+ * clocks (pp_lm_torch_cpu_pool_clocks) as the kernel's flops and runs them at this rate. */
+double pp_roofline_pool_clock_hz(const pp_device *d);
 
 /* Bytes per element at the device runtime's precision relative to fp32 (1, 0.5, 0.25). */
 double pp_precision_byte_factor(const pp_device *d);

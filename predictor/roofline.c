@@ -29,17 +29,18 @@ static double peak_flops(const pp_device *d, pp_op_kind k)
     /* eager PyTorch on a CPU walks each pooling window in scalar code (ATen's cpu_max_pool and
      * cpu_avg_pool over NCHW): its work is the loop's clocks, at the clock of each core, not the
      * vector FMA rate */
-    if (k == PP_OPK_POOL && pp_roofline_pool_by_clock(d))
-        return d->clock_mhz * 1e6 * (d->compute_units > 0 ? d->compute_units : 1);
+    double pool_hz = k == PP_OPK_POOL ? pp_roofline_pool_clock_hz(d) : 0;
+    if (pool_hz > 0) return pool_hz;
     double tf = 0;
     if (is_matrix_kind(k) && k != PP_OPK_DWCONV) tf = d->peak_tflops[d->runtime_precision];
     if (tf <= 0) tf = d->peak_tflops[PP_PREC_FP32];
     return tf * 1e12;
 }
 
-int pp_roofline_pool_by_clock(const pp_device *d)
+double pp_roofline_pool_clock_hz(const pp_device *d)
 {
-    return d->clock_mhz > 0 && pp_device_is_eager_pytorch_cpu(d);
+    if (!(d->clock_mhz > 0) || !pp_device_is_eager_pytorch_cpu(d)) return 0;
+    return d->clock_mhz * 1e6 * (d->compute_units > 0 ? d->compute_units : 1);
 }
 
 double pp_roofline_ms(const pp_device *d, pp_op_kind k, double flops, double bytes,
