@@ -210,10 +210,11 @@ def measure_rows(rows, out_path, *, torch, device_name, device="cpu", precision=
                  plan_label="plan",
                  runner="layer_runner", quiet=False, cache_mb=1024, timer=None,
                  stop_after_visits=None, progress_stream=None, extra_version="",
-                 extra_source="", machine=None, stat_first=0):
+                 extra_source="", machine=None, stat_first=0, malloc="default"):
     """Measures rows (PlanRow) and writes the layer CSV at out_path. Returns (RunResult, n_written).
     stat_first > 0: each row's statistics use the first stat_first samples of every visit (the
-    partial file keeps them all).
+    partial file keeps them all). malloc: what timing.keep_heap returned ("kept"), or "default";
+    the rows' source says it where kept.
 
     The partial file out_path + '.partial.jsonl' keeps every finished visit; identity = plan digest,
     protocol, device, precision, threads and torch version: a rerun with the same identity resumes.
@@ -227,6 +228,8 @@ def measure_rows(rows, out_path, *, torch, device_name, device="cpu", precision=
     identity = {"runner": runner, "plan_sha256": plan_digest, "protocol": protocol.as_dict(),
                 "device_name": device_name, "device": device, "precision": precision,
                 "threads": threads, "torch": torch.__version__}
+    if malloc != "default":
+        identity["malloc"] = malloc
     store = timing.PartialStore(out_path + ".partial.jsonl", identity, restart=restart,
                                 retry_errors=retry_errors)
     by_key = {r.key: r for r in rows}
@@ -279,7 +282,8 @@ def measure_rows(rows, out_path, *, torch, device_name, device="cpu", precision=
             "repetitions": st.calls, "energy_j": "", "memory_bytes": "",
             "source": format_source(device_name, f"{runner}/{plan_label}:{r.line}", machine, utc,
                                     protocol, st, res.inner[r.key], stat_first,
-                                    canary_of(res, r.key)) + extra_source,
+                                    canary_of(res, r.key))
+                      + (f"; malloc={malloc}" if malloc != "default" else "") + extra_source,
             "date": date,
         })
     timing.write_csv_atomic(out_path, LAYER_COLUMNS, out_rows)
@@ -430,6 +434,11 @@ def main(argv=None):
     ap.add_argument("--cache-mb", type=int, default=1024,
                     help="built layers kept between rounds (MiB of tensors; default 1024)")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
+    ap.add_argument("--malloc", choices=("kept", "default"), default="kept",
+                    help="CPU: kept (default) keeps freed memory in the process as a network's "
+                         "heap does (glibc: mmap above 32 MiB only, no trim), so that a layer "
+                         "timed alone does not fault its buffers in on every call; default: "
+                         "glibc's own thresholds")
     add_protocol_args(ap)
     a = ap.parse_args(argv)
     try:
@@ -446,6 +455,8 @@ def main(argv=None):
         return EXIT_USAGE
     if a.limit is not None:
         rows = rows[:max(0, a.limit)]
+    # before torch allocates: its buffers then follow the thresholds from the start
+    malloc = timing.keep_heap() if a.device == "cpu" and a.malloc == "kept" else "default"
     torch = setup_torch(a.threads, a.device)
     warn_if_other_machine("layer_runner", a.device_name, machine_description(torch, a.device))
     digest = timing.file_sha256(a.plan) + (f":limit={a.limit}" if a.limit is not None else "")
@@ -455,7 +466,7 @@ def main(argv=None):
                               budget_s=None if a.budget_min is None else a.budget_min * 60,
                               restart=a.restart, retry_errors=a.retry_errors, plan_digest=digest,
                               plan_label=os.path.basename(a.plan), quiet=a.quiet,
-                              cache_mb=a.cache_mb, stat_first=a.stat_first)
+                              cache_mb=a.cache_mb, stat_first=a.stat_first, malloc=malloc)
     except timing.ResumeMismatch as e:
         print(f"layer_runner: {e}", file=sys.stderr)
         return EXIT_USAGE

@@ -159,6 +159,41 @@ class CudaEventTimer:
         return start.elapsed_time(end) * 1e6  # ms -> ns
 
 
+# glibc's mallopt parameters (malloc.h)
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+KEEP_HEAP_MMAP_BYTES = 32 << 20     # glibc's own ceiling for its dynamic mmap threshold
+KEEP_HEAP_TRIM_BYTES = (1 << 31) - 1
+
+
+def keep_heap():
+    """Makes glibc's malloc keep freed memory in the process (no trim below 2 GiB of free top, mmap
+    only above 32 MiB), as a network's heap does between its layers. Returns "kept", or "default"
+    where the C library is not glibc (the rows' source says which: malloc=kept).
+
+    Why: a layer timed alone allocates its outputs (and oneDNN's reordered copies) and frees them
+    every call. With glibc's defaults a freed run of memory on top of the heap larger than twice the
+    mmap threshold goes back to the kernel, and every next call faults its pages in again (about 2
+    us a 4 KiB page on a KVM guest): a 3x3 depthwise convolution over 8x256x56x56 took 47.5 ms that
+    way against 8.5 ms with the heap kept (data/epyc-zen4-kvm-2vcpu/dw-fault-check.txt), and
+    whether a row paid it depended on what the runner had timed before it. Inside a network the
+    live activations hold the heap up and its buffers are reused: whole networks in the network
+    runner fault 30-100 pages a forward pass, all but a few (docs/accuracy.md, "The heap")."""
+    import ctypes
+    import ctypes.util
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.gnu_get_libc_version  # glibc's alone: musl's mallopt does nothing
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return "default"
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    if not (mallopt(_M_MMAP_THRESHOLD, KEEP_HEAP_MMAP_BYTES) and
+            mallopt(_M_TRIM_THRESHOLD, KEEP_HEAP_TRIM_BYTES)):
+        return "default"
+    return "kept"
+
+
 class Canary:
     """A fixed reference workload, timed before every visit when protocol.canary is set.
 
