@@ -15,8 +15,15 @@ four family folds, then, fitted on every training row, on the judging files, whi
 It measures nothing; run from the repository root after a build:
 
   /usr/bin/python3 lab/cache_state_check.py > data/xeon-kvm-2vcpu/cache-state-check.txt
+
+Another device: --device, --data, --l2-mib, --llc-mib, --train, --judge (comma-separated) and
+--config-dir (its models; default the source tree's), e.g. the Zen 4 guest's third run:
+
+  /usr/bin/python3 lab/cache_state_check.py --device epyc-zen4-kvm-2vcpu \\
+      --data data/epyc-zen4-kvm-2vcpu --l2-mib 1 --llc-mib 32 --train networks-run3 \\
+      --judge judge,judge-run2,judge-run3
 """
-import csv, json, math, os, subprocess, sys
+import argparse, csv, json, math, os, subprocess, sys
 import numpy as np
 import onnx
 
@@ -28,6 +35,7 @@ LLC = 260 * 2**20
 FOLDS = "randcnn;randtf;resnet,efficientnet,vit;mobilenet_v2,convnext,densenet"
 TRAIN = "networks-run4"
 JUDGE = ["judge-run4", "judge-run2", "judge-run5"]
+CFG = []
 
 
 def extract(files):
@@ -44,7 +52,7 @@ def extract(files):
                 n, d = s.split(":")
                 args += ["--input", f"{n}={d}"]
             k = json.loads(subprocess.check_output([PP, "--device", DEV, model, "--layers", "100000",
-                                                    "--json", "--layer-sum-only"] + args))
+                                                    "--json", "--layer-sum-only"] + args + CFG))
             ins = json.loads(subprocess.check_output([PP, "inspect", model, "--json", "--all"] + args))
             g = onnx.load(model).graph
             nodes = [{"name": n.name, "op": n.op_type, "in": list(n.input), "out": list(n.output)}
@@ -235,8 +243,20 @@ def folds(rows, terms):
 
 
 
-def main():
-    global FE
+def main(argv=None):
+    global FE, DEV, DATA, L2, LLC, TRAIN, JUDGE, CFG
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--device", default=DEV)
+    ap.add_argument("--data", default=DATA)
+    ap.add_argument("--l2-mib", type=float, default=L2 / 2**20)
+    ap.add_argument("--llc-mib", type=float, default=LLC / 2**20)
+    ap.add_argument("--train", default=TRAIN)
+    ap.add_argument("--judge", default=",".join(JUDGE))
+    ap.add_argument("--config-dir", default=None)
+    a = ap.parse_args(argv)
+    DEV, DATA, TRAIN, JUDGE = a.device, a.data, a.train, a.judge.split(",")
+    L2, LLC = int(a.l2_mib * 2**20), int(a.llc_mib * 2**20)
+    CFG = ["--config-dir", a.config_dir] if a.config_dir else []
     nets = extract([TRAIN] + JUDGE)
     FE = {key: row_feats(net) for key, net in nets.items()}
     for r in FE.values():
@@ -256,7 +276,7 @@ def main():
     ]
     train = load_rows(TRAIN)
     judges = {f: load_rows(f) for f in JUDGE}
-    print(f"# /usr/bin/python3 lab/cache_state_check.py  (L2 {L2 >> 20} MiB, LLC {LLC >> 20} MiB; "
+    print(f"# /usr/bin/python3 lab/cache_state_check.py {' '.join(argv or sys.argv[1:])}  (L2 {L2 >> 20} MiB, LLC {LLC >> 20} MiB; "
           f"fitted on {DATA}/{TRAIN}.csv, folds {FOLDS})")
     print(f"{'model':36s} {'folds':>6s} {'train':>6s} " + " ".join(f"{f:>16s}" for f in JUDGE) + "  weights (ms, ms/kernel, ms/MB)")
     for name, terms in models:
