@@ -117,6 +117,7 @@ static void copy_field(pp_device *dst, const pp_device *src, int f)
     case PP_F_HOSTSRC: dst->host_dispatch_source = src->host_dispatch_source; break;
     case PP_F_MEMTYPE: dst->memory_type = src->memory_type; break;
     case PP_F_GEMM: dst->gemm_gflops = src->gemm_gflops; break;
+    case PP_F_CONVCALL: dst->conv_call_us = src->conv_call_us; break;
     case PP_F_FP16ACC16: dst->peak_fp16_acc16_tflops = src->peak_fp16_acc16_tflops; break;
     case PP_F_STREAM: dst->stream_bandwidth_gbs = src->stream_bandwidth_gbs; break;
     case PP_F_FUSION:

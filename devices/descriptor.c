@@ -155,6 +155,7 @@ static const figure_range figure_ranges[] = {
     {"max_power_w", 0, 1e5, "W"},
     {"launch_overhead_us", 0, 1e6, "us"},
     {"gemm_gflops", 0, 1e8, "GFLOP/s"},
+    {"conv_call_us", 0, 1e5, "us"},
     {"runtime_memory_overhead_mb", 0, 1e7, "MB"},
     {"workspace_mb", 0, 1e7, "MB"},
     {"compute_capability", 1, 20, "(CUDA compute capability)"},
@@ -455,7 +456,8 @@ static perfpred_status get_rules(pctx *c, yaml_node_t *v, const char *key, pp_fu
 static const char *const rt_keys[] = {"framework", "precision", "launch_overhead_us",
                                       "runtime_memory_overhead_mb", "workspace_mb", "fusion",
                                       "composite_ops", "host_dispatch_scale",
-                                      "host_dispatch_source", "gemm_gflops", NULL};
+                                      "host_dispatch_source", "gemm_gflops", "conv_call_us",
+                                      NULL};
 
 static const char *const host_sources[] = {"estimate", "measured", "transferred", NULL};
 
@@ -518,6 +520,7 @@ static perfpred_status rt_pair(pctx *c, const char *key, yaml_node_t *k, yaml_no
         break;
     }
     case 9: st = get_double(c, v, key, &d->gemm_gflops), mark(c, s, PP_F_GEMM, k); break;
+    case 10: st = get_double(c, v, key, &d->conv_call_us), mark(c, s, PP_F_CONVCALL, k); break;
     default: return unknown_key(c, k, "runtime", rt_keys);
     }
     return st;

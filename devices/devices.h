@@ -111,6 +111,10 @@ typedef struct pp_device {
                                           thread (a large product), GFLOP/s; 0 unknown. What a
                                           CPU-to-CPU transfer scales compute by (the FMA peak
                                           is not what PyTorch's kernels reach) */
+    double conv_call_us;               /* eager-PyTorch CPUs: what one call of a convolution
+                                          PyTorch hands oneDNN costs however small (primitive
+                                          set-up and reorders; the probe's 1x8x4x4 3x3
+                                          depthwise), us; 0 unknown */
     double runtime_memory_overhead_mb; /* context, allocator, libraries */
     double workspace_mb;               /* cuDNN/cuBLAS workspace held during inference */
     double host_dispatch_scale;        /* the host CPU's time per dispatched op against the x86

@@ -37,6 +37,7 @@ enum {
     PP_F_HOSTSRC,
     PP_F_MEMTYPE,
     PP_F_GEMM,
+    PP_F_CONVCALL,
     PP_F_FP16ACC16,
     PP_F_STREAM,
     PP_F__COUNT

@@ -104,6 +104,7 @@ char *pp_device_to_yaml(const pp_device *d)
     put_kv(f, "  ", "runtime_memory_overhead_mb", d->runtime_memory_overhead_mb);
     put_kv(f, "  ", "workspace_mb", d->workspace_mb);
     if (d->gemm_gflops > 0) put_kv(f, "  ", "gemm_gflops", d->gemm_gflops);
+    if (d->conv_call_us > 0) put_kv(f, "  ", "conv_call_us", d->conv_call_us);
     if (d->host_dispatch_scale > 0)
         put_kv(f, "  ", "host_dispatch_scale", d->host_dispatch_scale);
     if (d->host_dispatch_source)

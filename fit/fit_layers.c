@@ -299,6 +299,11 @@ static pp_lm_base kind_base(const pp_device *d, pp_op_kind k, const used_row *u,
         b.blas_tflops = d->gemm_gflops * 1e-3 * (d->compute_units > 0 ? d->compute_units : 1);
     /* and walks a pooling window in scalar code: one element a clock a core */
     b.pool_tflops = k == PP_OPK_POOL ? pp_roofline_pool_clock_hz(d) * 1e-12 : 0;
+    /* and hands oneDNN the other convolutions, at a fixed cost a call */
+    b.conv_call_ms = pp_device_is_eager_pytorch_cpu(d) &&
+                             (k == PP_OPK_CONV || k == PP_OPK_DWCONV)
+                         ? d->conv_call_us * 1e-3
+                         : 0;
     return b;
 }
 

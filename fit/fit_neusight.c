@@ -39,6 +39,7 @@ static pp_lm_base gpu_base(const pp_fit_params *p, double floor_ms)
     b.compute_units = p->compute_units;
     b.blas_tflops = 0;
     b.pool_tflops = 0;
+    b.conv_call_ms = 0;
     return b;
 }
 

@@ -44,6 +44,11 @@ typedef struct pp_lm_base {
      * clock x compute_units, in 10^12 clocks a second. A pool kernel's compute time is then
      * pp_lm_torch_cpu_pool_clocks / pool_tflops. Manifests without it keep the memory roofline. */
     double pool_tflops;
+    /* >= 0; 0 = none. What a call of a convolution eager PyTorch's CPU runtime hands oneDNN
+     * costs however small (the descriptor's runtime.conv_call_us: primitive set-up and reorders,
+     * 28 us on the Zen 4 guest against 1 us for an element-wise op): such a kernel's floor is
+     * max(floor_ms, conv_call_ms). Manifests without it keep floor_ms alone. */
+    double conv_call_ms;
 } pp_lm_base;
 double pp_lm_base_eval(const pp_lm_base *b, pp_lm_target t, const pp_node_feat *f);
 

@@ -74,10 +74,19 @@ static double memory_ms(const pp_lm_base *b, const pp_node_feat *f)
     return feat_bytes(f) / (b->bw_gbs * 1e6);
 }
 
+/* The base's fixed part: the launch floor, or a oneDNN convolution's call where it costs more */
+static double floor_ms(const pp_lm_base *b, const pp_node_feat *f)
+{
+    if (b->conv_call_ms > b->floor_ms && (f->kind == PP_OPK_CONV || f->kind == PP_OPK_DWCONV) &&
+        !pp_lm_torch_cpu_conv_blas(f))
+        return b->conv_call_ms;
+    return b->floor_ms;
+}
+
 double pp_lm_base_eval(const pp_lm_base *b, pp_lm_target t, const pp_node_feat *f)
 {
     double tc = compute_ms(b, f), tm = memory_ms(b, f);
-    double t0 = (tc > tm ? tc : tm) + b->floor_ms;
+    double t0 = (tc > tm ? tc : tm) + floor_ms(b, f);
     switch (t) {
     case PP_LM_LATENCY: return t0;
     case PP_LM_ENERGY: return t0 / 1000.0;
@@ -131,7 +140,7 @@ static double fill(double x, double t) { return x / (ceil(x / t) * t); }
 void pp_lm_features(const pp_node_feat *f, const pp_lm_base *b, float out[PP_LM_NFEAT])
 {
     pp_feat_vector(f, out);
-    double tc = compute_ms(b, f), tm = memory_ms(b, f), t0 = (tc > tm ? tc : tm) + b->floor_ms;
+    double tc = compute_ms(b, f), tm = memory_ms(b, f), t0 = (tc > tm ? tc : tm) + floor_ms(b, f);
     float *x = out + PP_FEATVEC_LEN;
     x[0] = tc > 0 ? (float)log10(tc) : -12.0f;
     x[1] = tm > 0 ? (float)log10(tm) : -12.0f;
@@ -355,10 +364,11 @@ static perfpred_status check_base(const pp_lm_base *b, const char *ctx, pp_err *
     if (!(b->peak_tflops > 0) || !(b->bw_gbs > 0) || !(b->floor_ms >= 0) || b->compute_units < 1 ||
         !isfinite(b->peak_tflops) || !isfinite(b->bw_gbs) || !isfinite(b->floor_ms) ||
         !(b->blas_tflops >= 0) || !isfinite(b->blas_tflops) || !(b->pool_tflops >= 0) ||
-        !isfinite(b->pool_tflops))
+        !isfinite(b->pool_tflops) || !(b->conv_call_ms >= 0) || !isfinite(b->conv_call_ms))
         return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
                           "%s: base needs peak_tflops > 0, bw_gbs > 0, floor_ms >= 0, "
-                          "compute_units >= 1, blas_tflops >= 0, pool_tflops >= 0", ctx);
+                          "compute_units >= 1, blas_tflops >= 0, pool_tflops >= 0, "
+                          "conv_call_ms >= 0", ctx);
     return PERFPRED_OK;
 }
 

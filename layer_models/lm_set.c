@@ -115,6 +115,8 @@ perfpred_status pp_lm_manifest_write(const char *dir, const pp_lm_manifest *m, p
         ADD(b, "compute_units", cJSON_CreateNumber(e->base.compute_units));
         if (e->base.blas_tflops > 0) ADD(b, "blas_tflops", cJSON_CreateNumber(e->base.blas_tflops));
         if (e->base.pool_tflops > 0) ADD(b, "pool_tflops", cJSON_CreateNumber(e->base.pool_tflops));
+        if (e->base.conv_call_ms > 0)
+            ADD(b, "conv_call_ms", cJSON_CreateNumber(e->base.conv_call_ms));
         cJSON *dom = cJSON_CreateObject();
         ADD(o, "domain", dom);
         for (int d = 0; ok && d < PP_LM_N_DOMAIN; d++) {
@@ -289,6 +291,11 @@ static perfpred_status load_entry(pp_layer_models *lm, const cJSON *o, int idx, 
          !isfinite(e.base.pool_tflops)))
         return pp_err_set(err, PERFPRED_ERR_MODEL,
                           "%s: models[%d]: base.pool_tflops must be a number >= 0", path, idx);
+    if (cJSON_GetObjectItemCaseSensitive(b, "conv_call_ms") &&
+        (get_num(b, "conv_call_ms", &e.base.conv_call_ms) || !(e.base.conv_call_ms >= 0) ||
+         !isfinite(e.base.conv_call_ms)))
+        return pp_err_set(err, PERFPRED_ERR_MODEL,
+                          "%s: models[%d]: base.conv_call_ms must be a number >= 0", path, idx);
     e.kind = (pp_op_kind)kind;
     e.target = (pp_lm_target)target;
     e.n_train = (int)rows_train;

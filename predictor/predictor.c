@@ -884,6 +884,26 @@ static double roof_work(const pp_device *dev, const pp_graph *g, const pp_kernel
     return pp_lm_torch_cpu_pool_clocks(lead) + (rest > 0 ? rest : 0);
 }
 
+/* A kernel's fixed time on dev, in ms: the launch overhead, or for a convolution an eager-PyTorch
+ * CPU hands oneDNN the call's cost where the descriptor states a larger one (conv_call_us) */
+static double fixed_ms(const pp_device *dev, const pp_graph *g, const pp_kernel_group *G,
+                       pp_op_kind kind)
+{
+    double us = dev->launch_overhead_us;
+    if (dev->conv_call_us > us && (kind == PP_OPK_CONV || kind == PP_OPK_DWCONV) &&
+        pp_device_is_eager_pytorch_cpu(dev) && !pp_lm_torch_cpu_conv_blas(&g->nodes[G->nodes[0]].feat))
+        us = dev->conv_call_us;
+    return us * 1e-3;
+}
+
+/* pp_roofline_ms for kernel k, with the kernel's fixed time in place of the launch overhead */
+static double roof_ms(const pp_device *dev, const pp_graph *g, const pp_kernel_group *G,
+                      const kernel_acc *k, int *mb)
+{
+    return pp_roofline_ms(dev, k->kind, roof_work(dev, g, G, k), k->bytes, mb) -
+           dev->launch_overhead_us * 1e-3 + fixed_ms(dev, g, G, k->kind);
+}
+
 /* A kernel's time outside any stack: src's layer model where one answers (a composite first as
  * the one operator the runtime runs), else timed_on's roofline; then scaled to d. */
 static void time_kernel(const predict_setup *P, const pp_kernel_group *G, const kernel_acc *k,
@@ -891,8 +911,7 @@ static void time_kernel(const predict_setup *P, const pp_kernel_group *G, const 
 {
     const pp_device *d = P->d, *timed_on = P->timed_on;
     kt->mb = 0;
-    double roof_src =
-        pp_roofline_ms(timed_on, k->kind, roof_work(timed_on, P->g, G, k), k->bytes, &kt->mb);
+    double roof_src = roof_ms(timed_on, P->g, G, k, &kt->mb);
     kt->t = roof_src;
     kt->cal_ms = 0;
     kt->calibrated = kt->as_eager = 0;
@@ -907,14 +926,14 @@ static void time_kernel(const predict_setup *P, const pp_kernel_group *G, const 
     }
     if (!kt->calibrated && !P->can_roof) sums->untimed++;
     if (timed_on != d) {
-        /* scale the kernel's work, not its launch: each device adds its own overhead */
-        double launch_src = timed_on->launch_overhead_us * 1e-3;
-        double work = kt->t > launch_src ? kt->t - launch_src : 0;
+        /* scale the kernel's work, not its fixed time: each device adds its own */
+        double fixed_src = fixed_ms(timed_on, P->g, G, k->kind);
+        double work = kt->t > fixed_src ? kt->t - fixed_src : 0;
         kt->t = pp_scale_kernel_time_blas(work, timed_on, d, k->ai, k->blocks,
                                           runs_blas(P->g, G, k->kind, timed_on, d)) +
-                d->launch_overhead_us * 1e-3;
+                fixed_ms(d, P->g, G, k->kind);
     }
-    kt->roof_d = pp_roofline_ms(d, k->kind, roof_work(d, P->g, G, k), k->bytes, &kt->mb);
+    kt->roof_d = roof_ms(d, P->g, G, k, &kt->mb);
 }
 
 /* Under a runtime stack: the stack's view of the kernel (and of a BatchNorm pass after it), and

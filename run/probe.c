@@ -446,6 +446,9 @@ void pp_run_descriptor_yaml(pp_strbuf *b, const char *name, const pp_run_figures
                          f->launch_overhead_us);
     if (f->gemm_gflops > 0)
         pp_strbuf_printf(b, "  # measured: %s\n  gemm_gflops: %.3g\n", f->src_gemm, f->gemm_gflops);
+    if (f->conv_call_us > 0)
+        pp_strbuf_printf(b, "  # measured: %s\n  conv_call_us: %.3g\n", f->src_conv,
+                         f->conv_call_us);
     if (f->runtime_memory_mb > 0)
         pp_strbuf_printf(b, "  # measured: %s\n  runtime_memory_overhead_mb: %.0f\n", f->src_mem,
                          f->runtime_memory_mb);

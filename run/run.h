@@ -53,10 +53,12 @@ typedef struct pp_run_figures {
     int triad_threads;
     double launch_overhead_us;     /* the framework's per-op cost on 1-element tensors */
     double gemm_gflops;            /* torch.mm fp32 on one thread (what its kernels reach) */
+    double conv_call_us;           /* a tiny oneDNN convolution's call; 0 not measured */
     double runtime_memory_mb;      /* resident set after import torch and one conv forward */
     char framework_version[64];    /* "torch 1.13.0" */
     char date[32];                 /* UTC, ISO 8601 */
     char src_flops[256], src_bw[256], src_launch[256], src_mem[256], src_gemm[256];
+    char src_conv[256];
 } pp_run_figures;
 
 /* The nearest calibrated CPU descriptor to these figures (same SIMD width first, then the

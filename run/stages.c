@@ -48,6 +48,10 @@ static perfpred_status read_host_figures(pp_run *R, const char *path, pp_run_fig
     }
     f->launch_overhead_us = json_num(j, "launch_overhead_us");
     f->runtime_memory_mb = json_num(j, "runtime_memory_mb");
+    /* absent from probes before it (a bundle's older figures.json): the descriptor then states
+     * no call cost, and oneDNN convolutions keep the dispatch floor */
+    if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(j, "conv_call_us")))
+        f->conv_call_us = json_num(j, "conv_call_us");
     *mm_gflops = json_num(j, "mm_gflops_1thread");
     *py_triad = json_num(j, "triad_gbs");
     char v[48];
@@ -56,6 +60,7 @@ static perfpred_status read_host_figures(pp_run *R, const char *path, pp_run_fig
     json_str(j, "utc", f->date, sizeof f->date);
     json_str(j, "launch_overhead_src", f->src_launch, sizeof f->src_launch);
     json_str(j, "runtime_memory_src", f->src_mem, sizeof f->src_mem);
+    json_str(j, "conv_call_src", f->src_conv, sizeof f->src_conv);
     cJSON_Delete(j);
     return PERFPRED_OK;
 }

@@ -3,6 +3,9 @@
 
 - launch_overhead_us: PyTorch's cost per op where the op does no work: the best of 5 loops of
   20,000 calls of torch.add and torch.relu on 1-element tensors, the mean of the two ops;
+- conv_call_us: what one call of a convolution that PyTorch hands oneDNN costs however small (its
+  primitive set-up and reorders): the best of 5 loops of 2,000 calls of a 3x3 depthwise Conv2d
+  over 1x8x4x4, 28 us on a Zen 4 guest where an element-wise op costs 1 (docs/calibration.md);
 - runtime_memory_mb: peak resident set of this process after `import torch` and one small
   Conv2d forward (what the runtime holds before a model's own tensors);
 - torch.mm fp32 GFLOP/s on one thread and a torch triad's GB/s on every thread: the compute and
@@ -38,6 +41,16 @@ def launch_overhead(torch, calls, loops):
     add = best_per_call_us(lambda: torch.add(a, b), calls, loops)
     relu = best_per_call_us(lambda: torch.relu(a), calls, loops)
     return add, relu
+
+
+def conv_call(torch, calls, loops):
+    """A 3x3 depthwise convolution over 1x8x4x4 with a bias: eager PyTorch runs it through
+    oneDNN (groups > 1), and it has next to no arithmetic"""
+    conv = torch.nn.Conv2d(8, 8, 3, padding=1, groups=8).eval()
+    x = torch.randn(1, 8, 4, 4)
+    with torch.no_grad():
+        conv(x)
+        return best_per_call_us(lambda: conv(x), calls, loops)
 
 
 def mm_gflops(torch, n, loops):
@@ -89,6 +102,7 @@ def main(argv=None):
         conv(torch.randn(1, 3, 32, 32))
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # kB on Linux
     add_us, relu_us = launch_overhead(torch, calls, loops)
+    conv_us = conv_call(torch, calls // 10, loops)
     torch.set_num_threads(1)
     mm = mm_gflops(torch, 256 if args.quick else 1024, 2 if args.quick else 5)
     torch.set_num_threads(os.cpu_count() or 1)
@@ -101,6 +115,10 @@ def main(argv=None):
         "launch_overhead_src": (f"best of {loops} x {calls} calls of torch.add / torch.relu on "
                                 f"1-element tensors, torch {torch.__version__}, {args.threads} "
                                 f"thread(s): {add_us:.2f} / {relu_us:.2f} us per op"),
+        "conv_call_us": conv_us,
+        "conv_call_src": (f"best of {loops} x {calls // 10} calls of a 3x3 depthwise Conv2d over "
+                          f"1x8x4x4 (oneDNN), torch {torch.__version__}, {args.threads} "
+                          f"thread(s): {conv_us:.1f} us per call"),
         "runtime_memory_mb": rss_mb,
         "runtime_memory_src": "peak resident set of python3 after `import torch` and one Conv2d "
                               f"forward: {rss_mb:.0f} MB",

@@ -78,7 +78,7 @@ static int setup(void **state)
     return 0;
 }
 
-static pp_lm_base a100_base(void) { return (pp_lm_base){19.5, 1555.0, 0.02, 108, 0, 0}; }
+static pp_lm_base a100_base(void) { return (pp_lm_base){19.5, 1555.0, 0.02, 108, 0, 0, 0}; }
 
 static pp_lm_params small_params(int seed)
 {
@@ -214,7 +214,7 @@ static void torch_cpu_conv_rule_should_match_the_profiled_engine(void **state)
 
     /* the base: a BLAS convolution at blas_tflops, a oneDNN one at peak_tflops, and none of it
      * without blas_tflops */
-    pp_lm_base b = {0.2, 25.0, 0.0, 2, 0.05, 0};
+    pp_lm_base b = {0.2, 25.0, 0.0, 2, 0.05, 0, 0};
     pp_node_feat f = conv_feat(8, 264, 14, 1, 1, 1, 1);
     f.flops = 1e9;
     assert_rel_close(pp_lm_base_eval(&b, PP_LM_LATENCY, &f), 1e9 / 0.05e12 * 1e3, 1e-12);
@@ -223,6 +223,37 @@ static void torch_cpu_conv_rule_should_match_the_profiled_engine(void **state)
     f.n = 8;
     b.blas_tflops = 0;
     assert_rel_close(pp_lm_base_eval(&b, PP_LM_LATENCY, &f), 1e9 / 0.2e12 * 1e3, 1e-12);
+
+    /* a oneDNN call's fixed cost: a 3x3 depthwise convolution over 1x40x24x24 (40 x 576 outputs x
+     * 9 x 2 = 414,720 flops: 0.0020736 ms at 0.2 TFLOP/s; 92,160 + 92,160 + 1,440 bytes at 25 GB/s
+     * = 0.0074304 ms, the larger) takes the call's 0.028 ms on top where conv_call_ms is 0.028,
+     * the 0.001 ms floor where it is not stated or below the floor; a BLAS convolution (1x1 at
+     * batch 1: 1,843,200 flops at the BLAS's 0.05 TFLOP/s, 0.036864 ms) and an element-wise op
+     * (190,720 bytes, 0.0076288 ms) never take it */
+    pp_lm_base cb = {0.2, 25.0, 0.001, 2, 0.05, 0, 0.028};
+    pp_node_feat dw = conv_feat(1, 40, 24, 3, 1, 1, 40);
+    dw.kind = PP_OPK_DWCONV;
+    dw.flops = 414720;
+    dw.in_bytes = 92160;
+    dw.out_bytes = 92160;
+    dw.param_bytes = 1440;
+    assert_rel_close(pp_lm_base_eval(&cb, PP_LM_LATENCY, &dw), 0.0074304 + 0.028, 1e-9);
+    cb.conv_call_ms = 0;
+    assert_rel_close(pp_lm_base_eval(&cb, PP_LM_LATENCY, &dw), 0.0074304 + 0.001, 1e-9);
+    cb.conv_call_ms = 0.0005;
+    assert_rel_close(pp_lm_base_eval(&cb, PP_LM_LATENCY, &dw), 0.0074304 + 0.001, 1e-9);
+    cb.conv_call_ms = 0.028;
+    pp_node_feat one = conv_feat(1, 40, 24, 1, 1, 1, 1);
+    one.flops = 2.0 * 40 * 40 * 576;
+    one.in_bytes = 92160;
+    one.out_bytes = 92160;
+    one.param_bytes = 6400;
+    assert_int_equal(pp_lm_torch_cpu_conv_blas(&one), 1);
+    assert_rel_close(pp_lm_base_eval(&cb, PP_LM_LATENCY, &one), 1843200.0 / 0.05e9 + 0.001, 1e-9);
+    pp_node_feat e = one;
+    e.kind = PP_OPK_ELEMWISE;
+    e.flops = 0;
+    assert_rel_close(pp_lm_base_eval(&cb, PP_LM_LATENCY, &e), 190720.0 / 25e6 + 0.001, 1e-9);
 
     /* eager PyTorch's pooling loop at pool_tflops: a 3x3 MaxPool over 1x64x112x112 at stride 2
      * has 64 x 56 x 56 = 200,704 outputs of 9 elements; each costs 8 clocks, 9 for its elements
@@ -279,7 +310,7 @@ static void layer_models_should_tell_operators_of_one_kind_apart(void **state)
         x->op_code = pp_op_code(i % 2 ? "HardSwish" : "Erf");
         y[i] = (x->in_bytes + x->out_bytes) / ((i % 2 ? 50.0 : 2.0) * 1e6) + 0.005;
     }
-    pp_lm_base b = {0.1, 30.0, 0.005, 2, 0, 0};
+    pp_lm_base b = {0.1, 30.0, 0.005, 2, 0, 0, 0};
     pp_lm_params p = pp_lm_default_params(); /* 300 rounds: the log ratio of 15 is learned */
     p.nthread = 1;
     pp_lm_model *m = NULL;

@@ -189,6 +189,60 @@ static void a_maxpool_on_an_eager_cpu_should_cost_its_loop(void **state)
     perfpred_ctx_close(ctx);
 }
 
+/* x[1x40x24x24] -> Conv (k x k, pads k/2, group g, no bias) -> y */
+static perfpred_model *cpu_conv_model(int k, int group)
+{
+    pp_graph *g = pp_graph_new("conv.onnx");
+    int x = pp_graph_tensor(g, "x"), w = pp_graph_tensor(g, "W");
+    int64_t dx[] = {1, 40, 24, 24}, dw[] = {40, 40 / group, k, k};
+    pp_tensor_set_shape(&g->tensors[x], PP_DT_FLOAT, 4, dx);
+    g->tensors[x].flags |= PP_T_GRAPH_INPUT;
+    pp_tensor_set_shape(&g->tensors[w], PP_DT_FLOAT, 4, dw);
+    g->tensors[w].flags |= PP_T_INITIALIZER | PP_T_WEIGHT;
+    const char *ci[] = {"x", "W"}, *co[] = {"y"};
+    int conv = pp_graph_add_node(g, "conv", "Conv", "", ci, 2, co, 1);
+    const char *names[3] = {"kernel_shape", "pads", "group"};
+    for (int n = 0; n < 3; n++) {
+        pp_attr *a = pp_node_add_attr(g, conv, names[n], n == 2 ? PP_ATTR_INT : PP_ATTR_INTS);
+        if (n == 2) {
+            a->i = group;
+            continue;
+        }
+        a->n = n == 1 ? 4 : 2;
+        a->ints = pp_arena_array(g->arena, (size_t)a->n, sizeof(int64_t));
+        for (int i = 0; i < a->n; i++) a->ints[i] = n == 1 ? k / 2 : k;
+    }
+    return finish_model(g, x);
+}
+
+/* A convolution eager PyTorch hands oneDNN costs the descriptor's conv_call_us a call however
+ * small. A 3x3 depthwise convolution over 1x40x24x24: 414,720 flops (0.0020736 ms at 0.2
+ * TFLOP/s) and 92,160 + 92,160 + 1,440 bytes (0.0074304 ms at 25 GB/s), so 0.0374304 ms on
+ * toy-cpu-conv (30 us a call) and 0.0084304 ms on toy-cpu (1 us of dispatch, no call stated). A
+ * 1x1 convolution at batch 1 runs in the BLAS path, no oneDNN call: 1,843,200 flops (0.009216 ms at
+ * the FMA peak, toy-cpu stating no BLAS rate) against 190,720 bytes (0.0076288 ms), + 1 us on
+ * both. */
+static void a_onednn_conv_on_an_eager_cpu_should_cost_its_call(void **state)
+{
+    (void)state;
+    perfpred_ctx *ctx = open_toy();
+    perfpred_model *dw = cpu_conv_model(3, 40), *one = cpu_conv_model(1, 1);
+    perfpred_prediction p;
+    char err[512];
+    assert_int_equal(perfpred_predict(ctx, dw, "toy-cpu-conv", NULL, &p, err, sizeof err),
+                     PERFPRED_OK);
+    assert_int_equal(p.n_kernels, 1);
+    assert_rel_close(p.latency_ms.value, 0.0074304 + 0.030, 1e-9);
+    assert_int_equal(perfpred_predict(ctx, dw, "toy-cpu", NULL, &p, err, sizeof err), PERFPRED_OK);
+    assert_rel_close(p.latency_ms.value, 0.0074304 + 0.001, 1e-9);
+    assert_int_equal(perfpred_predict(ctx, one, "toy-cpu-conv", NULL, &p, err, sizeof err),
+                     PERFPRED_OK);
+    assert_rel_close(p.latency_ms.value, 0.009216 + 0.001, 1e-9);
+    perfpred_model_free(dw);
+    perfpred_model_free(one);
+    perfpred_ctx_close(ctx);
+}
+
 static void fusion_rule_should_merge_conv_and_relu(void **state)
 {
     perfpred_ctx *ctx = open_toy();
@@ -756,6 +810,7 @@ int main(void)
         cmocka_unit_test(predict_should_refuse_a_non_finite_result),
         cmocka_unit_test(pooling_should_walk_windows_at_the_clock_on_eager_cpus),
         cmocka_unit_test(a_maxpool_on_an_eager_cpu_should_cost_its_loop),
+        cmocka_unit_test(a_onednn_conv_on_an_eager_cpu_should_cost_its_call),
         cmocka_unit_test(roofline_should_match_hand_computation),
         cmocka_unit_test(fusion_rule_should_merge_conv_and_relu),
         cmocka_unit_test(composite_ops_should_fuse_decomposed_activations_only),

@@ -31,10 +31,14 @@ class HostProbeTest(unittest.TestCase):
                 j = json.load(f)
             # what run/stages.c reads
             for key in ("launch_overhead_us", "runtime_memory_mb", "mm_gflops_1thread",
-                        "triad_gbs"):
+                        "triad_gbs", "conv_call_us"):
                 self.assertGreater(j[key], 0, key)
             # a per-op cost in microseconds, not seconds or nanoseconds
             self.assertLess(j["launch_overhead_us"], 1000)
+            # a oneDNN convolution's call costs more than an element-wise op's
+            self.assertGreater(j["conv_call_us"], j["launch_overhead_us"])
+            self.assertLess(j["conv_call_us"], 10000)
+            self.assertIn("depthwise", j["conv_call_src"])
             self.assertIn("torch.add", j["launch_overhead_src"])
             self.assertIn("Conv2d", j["runtime_memory_src"])
             self.assertEqual(j["threads"], 1)
