@@ -34,7 +34,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "runners"))
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("models", nargs="+", help="torchvision model names")
+    ap.add_argument("models", nargs="+",
+                    help="torchvision model names, or randcnn_*/randtf_* graphs with --graphs-dir")
+    ap.add_argument("--graphs-dir", default=None,
+                    help="a folder of random architectures (runners/random_arch.py: the .onnx "
+                         "files and reference.csv), e.g. tests/fixtures/randarch/s1001")
+    ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--scrub-mb", default="8",
                     help="MiB written before each cold call; several joined by ',' to compare")
@@ -70,15 +75,17 @@ def main(argv=None):
         return k
 
     print(f"torch {torch.__version__}, {a.threads} thread(s), scrub {sizes[0]:g} MiB, "
-          f"min of {a.reps}, {a.resolution} px, batch 1, utc "
+          f"min of {a.reps}, {a.resolution} px, batch {a.batch}, utc "
           f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}")
     for name in a.models:
-        spec = model_specs.spec_for_name(name, ".", "torchvision")
+        spec = (model_specs.spec_for_name(name, a.graphs_dir) if a.graphs_dir else
+                model_specs.spec_for_name(name, ".", "torchvision"))
         if spec is None:
-            print(f"{name}: not a torchvision model", file=sys.stderr)
+            print(f"{name}: not a torchvision model" + (f" nor a graph of {a.graphs_dir}"
+                                                       if a.graphs_dir else ""), file=sys.stderr)
             return 2
         m, _ = network_runner.prepared_model(torch, spec, fold_bn=True)
-        x = spec.make_input(torch, 1, resolution=a.resolution)
+        x = spec.make_input(torch, a.batch, resolution=None if a.graphs_dir else a.resolution)
         leaves = [q for q in m.modules() if len(list(q.children())) == 0]
         rows = {}
 
