@@ -926,12 +926,17 @@ static void time_kernel(const predict_setup *P, const pp_kernel_group *G, const 
     }
     if (!kt->calibrated && !P->can_roof) sums->untimed++;
     if (timed_on != d) {
-        /* scale the kernel's work, not its fixed time: each device adds its own */
-        double fixed_src = fixed_ms(timed_on, P->g, G, k->kind);
+        /* scale the kernel's work, not its fixed time: each device adds its own. A oneDNN call's
+         * cost is swapped only where both descriptors state one: a source that states none has it
+         * inside its models' times, which then scale with the rest */
+        int calls = (timed_on->conv_call_us > 0) == (d->conv_call_us > 0);
+        double fixed_src = calls ? fixed_ms(timed_on, P->g, G, k->kind)
+                                 : timed_on->launch_overhead_us * 1e-3;
+        double fixed_d = calls ? fixed_ms(d, P->g, G, k->kind) : d->launch_overhead_us * 1e-3;
         double work = kt->t > fixed_src ? kt->t - fixed_src : 0;
         kt->t = pp_scale_kernel_time_blas(work, timed_on, d, k->ai, k->blocks,
                                           runs_blas(P->g, G, k->kind, timed_on, d)) +
-                fixed_ms(d, P->g, G, k->kind);
+                fixed_d;
     }
     kt->roof_d = roof_ms(d, P->g, G, k, &kt->mb);
 }

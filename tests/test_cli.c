@@ -585,6 +585,69 @@ static void device_file_should_add_a_descriptor_for_any_command(void **state)
     unlink(path);
 }
 
+/* The latency of a --json prediction and the kernels of a kind among its --layers */
+static double json_latency_kernels(const char *args, const char *kind, int *n_kind)
+{
+    cJSON *j = run_json(args);
+    double v = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "prediction"),
+                                                       "latency"), "value")->valuedouble;
+    *n_kind = 0;
+    const cJSON *k;
+    cJSON_ArrayForEach(k, cJSON_GetObjectItem(j, "kernels"))
+    {
+        const cJSON *kk = cJSON_GetObjectItem(k, "kind");
+        if (cJSON_IsString(kk) && strcmp(kk->valuestring, kind) == 0) (*n_kind)++;
+    }
+    cJSON_Delete(j);
+    return v;
+}
+
+/* runtime.conv_call_us in a transfer (calibration_from): a kernel's fixed time is swapped for the
+ * target's only where both descriptors state a call cost; a source that states none has it inside
+ * its models' times. MobileNetV2 at batch 16 runs every convolution through oneDNN (batch > 1 and
+ * not a 1x1 at batch < 16). Descriptors of one's own, on the shipped epyc-zen4-kvm-2vcpu (29.5 us
+ * stated) and xeon-kvm-2vcpu (none), borrowing the models of the one they copy: with both stating
+ * a call, 100 us more a call on the target adds 0.1 ms a convolution kernel to the layer sum;
+ * from the source that states none, a call stated on the target changes nothing. */
+static void transfer_should_swap_conv_calls_only_where_both_state_one(void **state)
+{
+    (void)state;
+    char path[2048], args[8192];
+    snprintf(path, sizeof path, "%s/test_cli_convcall.yaml", PP_BINARY_DIR);
+    pp_test_write_text(path, "name: zen4-copy\ndescription: a copy\nbase: epyc-zen4-kvm-2vcpu\n"
+                             "calibration_from: epyc-zen4-kvm-2vcpu\n"
+                             "---\nname: zen4-slowcall\ndescription: a copy\nbase: epyc-zen4-kvm-2vcpu\n"
+                             "calibration_from: epyc-zen4-kvm-2vcpu\n"
+                             "runtime:\n  conv_call_us: 129.5\n"
+                             "---\nname: xeon-copy\ndescription: a copy\nbase: xeon-kvm-2vcpu\n"
+                             "calibration_from: xeon-kvm-2vcpu\n"
+                             "---\nname: xeon-call\ndescription: a copy\nbase: xeon-kvm-2vcpu\n"
+                             "calibration_from: xeon-kvm-2vcpu\n"
+                             "runtime:\n  conv_call_us: 129.5\n");
+    const char *fmt = "--device %s tests/fixtures/models/mobilenet_v2.onnx --batch 16 --json "
+                      "--layer-sum-only --layers 1000 --device-file '%s'";
+    int nconv, ndw, n2;
+    snprintf(args, sizeof args, fmt, "zen4-copy", path);
+    double base = json_latency_kernels(args, "conv", &nconv);
+    json_latency_kernels(args, "dwconv", &ndw);
+    snprintf(args, sizeof args, fmt, "zen4-slowcall", path);
+    double slow = json_latency_kernels(args, "conv", &n2);
+    assert_int_equal(n2, nconv);
+    assert_true(nconv > 0 && ndw > 0);
+    double want = base + 0.1 * (nconv + ndw);
+    if (fabs(slow - want) > 1e-6 * want)
+        print_error("zen4-slowcall %.6f ms, zen4-copy %.6f + 0.1 x (%d + %d)\n", slow, base, nconv,
+                    ndw);
+    assert_true(fabs(slow - want) <= 1e-6 * want);
+    snprintf(args, sizeof args, fmt, "xeon-copy", path);
+    double x0 = json_latency_kernels(args, "conv", &n2);
+    snprintf(args, sizeof args, fmt, "xeon-call", path);
+    double x1 = json_latency_kernels(args, "conv", &n2);
+    if (fabs(x1 - x0) > 1e-9 * x0) print_error("xeon-call %.9f ms, xeon-copy %.9f\n", x1, x0);
+    assert_true(fabs(x1 - x0) <= 1e-9 * x0);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -606,6 +669,7 @@ int main(void)
         cmocka_unit_test(gpu_stacks_should_be_chosen_named_and_refused),
         cmocka_unit_test(mig_should_take_a_runtime_stack),
         cmocka_unit_test(device_file_should_add_a_descriptor_for_any_command),
+        cmocka_unit_test(transfer_should_swap_conv_calls_only_where_both_state_one),
     };
     return cmocka_run_group_tests(tests, NULL, remove_small_networks);
 }
