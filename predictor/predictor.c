@@ -1121,6 +1121,11 @@ static const char *layer_sum_latency(const predict_setup *P, const kernel_sums *
     const pp_device *d = P->d;
     double total_ms = sums->total_ms;
     int nk = sums->nk, ncal = sums->ncal, untimed = sums->untimed, corrected = gc->corrected;
+    /* every kernel from the layer models of another device (calibration_from), scaled to this
+     * one: transferred, also where an in-network correction of this device's own follows (a
+     * MIG slice's parent is the same chip) */
+    int borrowed = P->src && P->src != d && !(d->is_mig && d->parent == P->src);
+    perfpred_provenance all_cal = borrowed ? PERFPRED_PROV_TRANSFERRED : PERFPRED_PROV_CALIBRATED;
     /* else the in-network overhead correction: scale x layer sum + a fixed time per kernel and per
      * megabyte moved, fitted on whole-network measurements of this device against this same sum */
     double ovh_scale = 1, ovh_kernel_ms = 0, ovh_mb_ms = 0;
@@ -1153,13 +1158,13 @@ static const char *layer_sum_latency(const predict_setup *P, const kernel_sums *
     } else if (ovh_src) {
         out->latency_ms.value = pp_overhead_latency_ms(ovh_scale, ovh_kernel_ms, ovh_mb_ms,
                                                        total_ms, nk, sums->total_bytes);
-        out->latency_ms.prov = ncal == nk ? PERFPRED_PROV_CALIBRATED : PERFPRED_PROV_MIXED;
+        out->latency_ms.prov = ncal == nk ? all_cal : PERFPRED_PROV_MIXED;
         out->latency_ms.source = ovh_src;
     } else if (ncal == 0) {
         out->latency_ms.prov = PERFPRED_PROV_ESTIMATE;
         out->latency_ms.source = "roofline estimate from the device descriptor (uncalibrated)";
     } else if (ncal == nk) {
-        out->latency_ms.prov = PERFPRED_PROV_CALIBRATED;
+        out->latency_ms.prov = all_cal;
         out->latency_ms.source = P->calib_src;
     } else {
         out->latency_ms.prov = PERFPRED_PROV_MIXED;

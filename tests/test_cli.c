@@ -585,12 +585,18 @@ static void device_file_should_add_a_descriptor_for_any_command(void **state)
     unlink(path);
 }
 
-/* The latency of a --json prediction and the kernels of a kind among its --layers */
-static double json_latency_kernels(const char *args, const char *kind, int *n_kind)
+/* The latency of a --json prediction, the kernels of a kind among its --layers and, where prov is
+ * not NULL, whether the latency's provenance is prov */
+static double json_latency_kernels(const char *args, const char *kind, int *n_kind,
+                                   const char *prov, int *prov_ok)
 {
     cJSON *j = run_json(args);
-    double v = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "prediction"),
-                                                       "latency"), "value")->valuedouble;
+    const cJSON *lat = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "prediction"), "latency");
+    double v = cJSON_GetObjectItem(lat, "value")->valuedouble;
+    if (prov) {
+        const cJSON *p = cJSON_GetObjectItem(lat, "provenance");
+        *prov_ok = cJSON_IsString(p) && strcmp(p->valuestring, prov) == 0;
+    }
     *n_kind = 0;
     const cJSON *k;
     cJSON_ArrayForEach(k, cJSON_GetObjectItem(j, "kernels"))
@@ -608,7 +614,8 @@ static double json_latency_kernels(const char *args, const char *kind, int *n_ki
  * not a 1x1 at batch < 16). Descriptors of one's own, on the shipped epyc-zen4-kvm-2vcpu (29.5 us
  * stated) and xeon-kvm-2vcpu (none), borrowing the models of the one they copy: with both stating
  * a call, 100 us more a call on the target adds 0.1 ms a convolution kernel to the layer sum;
- * from the source that states none, a call stated on the target changes nothing. */
+ * from the source that states none, a call stated on the target changes nothing. A layer sum of
+ * another device's models says "transferred". */
 static void transfer_should_swap_conv_calls_only_where_both_state_one(void **state)
 {
     (void)state;
@@ -626,12 +633,17 @@ static void transfer_should_swap_conv_calls_only_where_both_state_one(void **sta
                              "runtime:\n  conv_call_us: 129.5\n");
     const char *fmt = "--device %s tests/fixtures/models/mobilenet_v2.onnx --batch 16 --json "
                       "--layer-sum-only --layers 1000 --device-file '%s'";
-    int nconv, ndw, n2;
+    int nconv, ndw, n2, ok = 0;
     snprintf(args, sizeof args, fmt, "zen4-copy", path);
-    double base = json_latency_kernels(args, "conv", &nconv);
-    json_latency_kernels(args, "dwconv", &ndw);
+    double base = json_latency_kernels(args, "conv", &nconv, "transferred", &ok);
+    /* every kernel from another device's models: transferred, not calibrated */
+    assert_true(ok);
+    json_latency_kernels(args, "dwconv", &ndw, NULL, NULL);
+    snprintf(args, sizeof args, fmt, "epyc-zen4-kvm-2vcpu", path);
+    json_latency_kernels(args, "conv", &n2, "calibrated", &ok);
+    assert_true(ok);
     snprintf(args, sizeof args, fmt, "zen4-slowcall", path);
-    double slow = json_latency_kernels(args, "conv", &n2);
+    double slow = json_latency_kernels(args, "conv", &n2, NULL, NULL);
     assert_int_equal(n2, nconv);
     assert_true(nconv > 0 && ndw > 0);
     double want = base + 0.1 * (nconv + ndw);
@@ -640,9 +652,9 @@ static void transfer_should_swap_conv_calls_only_where_both_state_one(void **sta
                     ndw);
     assert_true(fabs(slow - want) <= 1e-6 * want);
     snprintf(args, sizeof args, fmt, "xeon-copy", path);
-    double x0 = json_latency_kernels(args, "conv", &n2);
+    double x0 = json_latency_kernels(args, "conv", &n2, NULL, NULL);
     snprintf(args, sizeof args, fmt, "xeon-call", path);
-    double x1 = json_latency_kernels(args, "conv", &n2);
+    double x1 = json_latency_kernels(args, "conv", &n2, NULL, NULL);
     if (fabs(x1 - x0) > 1e-9 * x0) print_error("xeon-call %.9f ms, xeon-copy %.9f\n", x1, x0);
     assert_true(fabs(x1 - x0) <= 1e-9 * x0);
     unlink(path);
