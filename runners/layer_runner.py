@@ -181,7 +181,8 @@ def format_source(device_name, run_id, machine, utc, protocol, stats, inner, sta
         scrub.append("warm_input=1")
     if canary is not None:
         ref_ns, raw = canary
-        scrub += ["canary=scaled", f"canary_ref_ms={ms(ref_ns):.6g}",
+        scrub += ["canary=scaled", f"canary_window_s={timing.CANARY_WINDOW_S:g}",
+                  f"canary_ref_ms={ms(ref_ns):.6g}",
                   f"unscaled_ms={ms(raw.median_ns):.6g}",
                   f"unscaled_spread_ms={ms(raw.iqr_ns):.6g}"]
     return "; ".join([
@@ -358,8 +359,10 @@ def add_protocol_args(ap):
                         "OUT.partial.jsonl")
     g.add_argument("--canary", action="store_true",
                    help="time a fixed reference workload (a small GEMM and an add) before every "
-                        "visit and scale each visit by the run's fastest canary over its own: "
-                        "what a shared machine's neighbours slow down, uniformly, comes out")
+                        "visit and scale each visit by the canary level (the median canary within "
+                        "a minute) of the run's quietest minute over that of the minute around "
+                        "it: what a shared machine's neighbours slow down for minutes comes out, "
+                        "and what one canary measures of the visit before it does not")
     g.add_argument("--seed", type=int, default=d.seed, help=f"shuffle and data seed (default {d.seed})")
     g.add_argument("--budget-min", type=float, default=None,
                    help="stop starting new visits after this many minutes; what was measured is "

@@ -257,7 +257,8 @@ def main(argv=None):
                         f"ran (default {d.visit_warmup})")
     g.add_argument("--canary", action="store_true",
                    help="time a fixed reference workload before every visit and scale each visit "
-                        "by the run's fastest canary over its own (layer_runner.py --help)")
+                        "by the canary level of the run's quietest minute over the level of the "
+                        "minute around it (layer_runner.py --help)")
     g.add_argument("--seed", type=int, default=d.seed, help=f"default {d.seed}")
     g.add_argument("--budget-min", type=float, default=None,
                    help="stop starting new visits after this many minutes (exit status 3)")

@@ -111,7 +111,8 @@ class Protocol:
                                  # sample then
     scrub_warm_input: bool = False  # after the scrub, read the layer's first input back
     canary: bool = False         # time a fixed reference workload before every visit and scale the
-                                 # visit's samples by the run's fastest canary over that one
+                                 # visit's samples by the machine's speed over the minute around
+                                 # it (Canary, PartialStore.canary_levels)
 
     def check(self):
         if self.rounds < 1 or self.burst < 1:
@@ -194,14 +195,23 @@ def keep_heap():
     return "kept"
 
 
+# A visit's canary level: the median canary of the visits within this many seconds of it
+CANARY_WINDOW_S = 60.0
+
+
 class Canary:
     """A fixed reference workload, timed before every visit when protocol.canary is set.
 
     On a shared machine (a cloud guest) the whole CPU slows by tens of percent for minutes at a
-    time while neighbours run, and kernels slow by about the same factor (lab/canary_check.py). A visit's samples divided by the
-    canary timed just before it, times the run's fastest canary, are what the visit would have
-    taken on the quiet machine. The workload holds both sides of a kernel: a 192 x 192 x 192 GEMM
-    (the BLAS) and an add over 3 x 4 MiB (the memory), the best of `best_of` runs, in ns.
+    time while neighbours run, and kernels slow by about the same factor (lab/canary_check.py). A
+    visit's samples divided by the machine's canary level at the time (the median canary of the
+    visits within CANARY_WINDOW_S seconds of it), times the level of the run's quietest minute,
+    are what the visit would have taken on the quiet machine. One canary alone also measures what
+    the visit before it left behind (its caches, a neighbour's burst of memory traffic): on a quiet
+    Zen 4 guest the canaries of one layer run spread 306-1,395 us, and each visit scaled by its own
+    put the layers' run-to-run spread at 17 % against 4 % as timed (docs/accuracy.md, "The
+    canary"). The workload holds both sides of a kernel: a 192 x 192 x 192 GEMM (the BLAS) and an
+    add over 3 x 4 MiB (the memory), the best of `best_of` runs, in ns.
     """
     def __init__(self, torch, n=192, elems=1 << 20, best_of=3, clock=time.perf_counter_ns):
         g = torch.Generator().manual_seed(1)
@@ -297,6 +307,7 @@ class PartialStore:
         self.identity = identity
         self.visits = {}   # key -> {round: samples}
         self.canary = {}   # key -> {round: canary ns timed before that visit} (protocol.canary)
+        self.visit_t = {}  # key -> {round: wall time of the visit, s}
         self.inner = {}    # key -> inner calls per sample
         self.errors = {}   # key -> message
         self.extra = {}    # key -> dict of further figures (e.g. measured memory)
@@ -386,6 +397,7 @@ class PartialStore:
             t = rec.get("t")
             if isinstance(t, (int, float)):
                 self.last_time[key] = max(self.last_time.get(key, 0.0), float(t))
+                self.visit_t.setdefault(key, {})[r] = float(t)
         elif t == "error":
             self.errors[key] = str(rec.get("message", ""))
         elif t == "extra":
@@ -403,6 +415,7 @@ class PartialStore:
         samples = [round(float(x), 1) for x in samples_ns]
         rec = {"type": "visit", "key": key, "round": rnd, "inner": inner, "t": round(t, 3),
                "samples_ns": samples}
+        self.visit_t.setdefault(key, {})[rnd] = rec["t"]
         if canary_ns is not None:
             rec["canary_ns"] = round(float(canary_ns), 1)
             self.canary.setdefault(key, {})[rnd] = rec["canary_ns"]
@@ -419,10 +432,25 @@ class PartialStore:
         self._write({"type": "extra", "key": key, "extra": extra})
         self.extra.setdefault(key, {}).update(extra)
 
-    def fastest_canary(self):
-        """The fastest canary of every visit recorded (ns): the reference a canary run's samples
-        are scaled to; 0.0 when the run timed none."""
-        all_c = [c for per in self.canary.values() for c in per.values()]
+    def canary_levels(self, window_s=CANARY_WINDOW_S):
+        """key -> {round: the median canary (ns) of the visits recorded within window_s seconds of
+        that visit}: the machine's speed at the time, without what one canary also measures of
+        the visit before it. A visit without a wall time keeps its own canary."""
+        import bisect
+        ev = sorted((self.visit_t[k][r], c, k, r) for k, per in self.canary.items()
+                    for r, c in per.items() if r in self.visit_t.get(k, {}))
+        ts = [e[0] for e in ev]
+        out = {k: dict(per) for k, per in self.canary.items()}
+        for t, _, k, r in ev:
+            lo, hi = bisect.bisect_left(ts, t - window_s), bisect.bisect_right(ts, t + window_s)
+            out[k][r] = median([e[1] for e in ev[lo:hi]])
+        return out
+
+    @staticmethod
+    def canary_reference(levels):
+        """The level of the run's quietest minute (ns): what the samples are scaled to; 0.0 when
+        the run timed no canary."""
+        all_c = [c for per in levels.values() for c in per.values()]
         return min(all_c) if all_c else 0.0
 
     def rounds_done(self, key):
@@ -609,7 +637,8 @@ class BenchCache:
 
 def run_interleaved(keys, build, store, protocol, timer=None, budget_s=None, clock=None,
                     progress=None, on_visit=None, cache_items=64, cache_bytes=None,
-                    stop_after_visits=None, scrub=None, stat_first=0, canary=None):
+                    stop_after_visits=None, scrub=None, stat_first=0, canary=None,
+                    wall_clock=None):
     """Measures every key in interleaved rounds and returns RunResult.
 
     build(key) -> fn: a zero-argument callable running one forward pass, fully prepared
@@ -621,8 +650,10 @@ def run_interleaved(keys, build, store, protocol, timer=None, budget_s=None, clo
     protocol.scrub_bytes of memory) and may bring back what fn would find warm inside a network
     (its input); called untimed before every timed sample; required when protocol.scrub_bytes > 0.
     canary() -> ns (a Canary): timed before every visit when protocol.canary is set (required
-    then); the statistics then come from each visit's samples scaled by the fastest canary of the
-    run over the visit's own (canary_scaled), res.raw_stats from the samples as timed.
+    then); the statistics then come from each visit's samples scaled by the level of the run's
+    quietest minute over the visit's own level (PartialStore.canary_levels, canary_scaled),
+    res.raw_stats from the samples as timed. wall_clock: the visits' wall times (s), which the
+    canary levels are taken over; injectable for tests.
     """
     protocol.check()
     if protocol.scrub_bytes > 0 and scrub is None:
@@ -657,15 +688,17 @@ def run_interleaved(keys, build, store, protocol, timer=None, budget_s=None, clo
             gc.disable()
             stop = _one_round(r, keys, pending_in_round(r), build, store, protocol, timer, clock,
                               budget_s, t_start, res, cache, inner, progress, on_visit,
-                              stop_after_visits, scrub, canary)
+                              stop_after_visits, scrub, canary, wall_clock)
             if stop:
                 break
     finally:
         if gc_was_enabled:
             gc.enable()
     cache.clear()
+    levels = {}
     if canary is not None:
-        res.canary_ref_ns = store.fastest_canary()
+        levels = store.canary_levels()
+        res.canary_ref_ns = PartialStore.canary_reference(levels)
     for key in keys:
         if key in store.errors:
             res.errors[key] = store.errors[key]
@@ -678,7 +711,7 @@ def run_interleaved(keys, build, store, protocol, timer=None, budget_s=None, clo
         raw = summarize([v[r] for r in sorted(v)], res.inner[key], stat_first)
         res.raw_stats[key] = raw
         if canary is not None:
-            sv = canary_scaled(v, store.canary.get(key, {}), res.canary_ref_ns)
+            sv = canary_scaled(v, levels.get(key, {}), res.canary_ref_ns)
             res.stats[key] = summarize([sv[r] for r in sorted(sv)], res.inner[key], stat_first)
         else:
             res.stats[key] = raw
@@ -688,7 +721,8 @@ def run_interleaved(keys, build, store, protocol, timer=None, budget_s=None, clo
 
 
 def _one_round(r, keys, todo, build, store, protocol, timer, clock, budget_s, t_start, res,
-               cache, inner, progress, on_visit, stop_after_visits, scrub=None, canary=None):
+               cache, inner, progress, on_visit, stop_after_visits, scrub=None, canary=None,
+               wall_clock=None):
     """Visits the keys of todo once, in the seeded order of round r. Returns True to stop."""
     # the same order for a given (seed, round) whatever was already done: resumed runs see the
     # same interleaving as uninterrupted ones
@@ -735,7 +769,8 @@ def _one_round(r, keys, todo, build, store, protocol, timer, clock, budget_s, t_
                 progress.total -= protocol.rounds - r - 1
                 progress.update(1, note=f"error on {key}")
             continue
-        store.add_visit(key, r, n_in, samples, canary_ns=c_ns)
+        store.add_visit(key, r, n_in, samples, canary_ns=c_ns,
+                        wall_time=wall_clock() if wall_clock is not None else None)
         res.visits_this_run += 1
         if on_visit is not None:
             on_visit(key, r, samples)

@@ -13,6 +13,11 @@ first 2 samples gives both the same estimator (the layer runner does this by def
 (data/epyc-kvm-2vcpu/layers-round1..3.csv were made this way from session 2's runs; those runs and
 their partial files are in git, data/README.md.)
 
+A network CSV of runners/network_runner.py (a `model` column) is summarized the same way, each row
+found in the partial file by its model, input shape and batch. A run with canaries is scaled as
+the runners scale it now (timing.Canary: each visit by the canary level of the minute around it),
+so this also brings rows scaled before that rule in line.
+
 Rows keep their order and every column but latency_ms, latency_spread_ms, repetitions and, in
 source, stat= and the min/max/mean/IQR figures, which are recomputed; source gains
 `resummarized=first-K-of-partial`. A row whose visits are missing from the partial file is an
@@ -47,27 +52,34 @@ def resummarize(csv_path, partial_path, first):
     burst = int(((store.identity or {}).get("protocol") or {}).get("burst", 0))
     stat = layer_runner.stat_name(timing.Protocol(burst=max(burst, 1)), first)
     ms = timing.ns_to_ms
-    # a run with canaries (layer_runner --canary) is summarized scaled, as the runner did
-    ref = store.fastest_canary()
+    # a run with canaries (layer_runner --canary) is summarized scaled, as the runner does now
+    # (each visit by the canary level of the minute around it: timing.Canary)
+    levels = store.canary_levels()
+    ref = timing.PartialStore.canary_reference(levels)
     with open(csv_path, newline="") as f:
         reader = csv.DictReader(f)
         header = reader.fieldnames
         rows = list(reader)
     out = []
     for n, r in enumerate(rows, 2):
-        m = LINE_RE.match(r.get("source", "").split("; ")[0])
-        if not m:
-            raise ValueError(f"{csv_path}:{n}: source does not name a plan line "
-                             f"('runner-pytorch@DEV:RUN/plan.csv:LINE')")
-        key = f"L{m.group(1)}"
+        if "model" in r:  # a network row: network_runner's key, model|1xSHAPE|bBATCH
+            shape = (r.get("input_shapes") or "").split(";")[0].rpartition(":")[2].split("x")
+            key = (f"{os.path.basename(r['model'])}|1x{'x'.join(shape[1:])}|b{r.get('batch')}")
+            what = f"network {key}"
+        else:
+            m = LINE_RE.match(r.get("source", "").split("; ")[0])
+            if not m:
+                raise ValueError(f"{csv_path}:{n}: source does not name a plan line "
+                                 f"('runner-pytorch@DEV:RUN/plan.csv:LINE')")
+            key = f"L{m.group(1)}"
+            what = f"plan line {m.group(1)}"
         v = visits.get(key)
         if not v:
-            raise ValueError(f"{csv_path}:{n}: no visits of plan line {m.group(1)} in "
-                             f"{partial_path}")
+            raise ValueError(f"{csv_path}:{n}: no visits of {what} in {partial_path}")
         raw = timing.summarize([v[k] for k in sorted(v)], inner[key], first)
         st = raw
         if ref > 0:
-            v = timing.canary_scaled(v, store.canary.get(key, {}), ref)
+            v = timing.canary_scaled(v, levels.get(key, {}), ref)
             st = timing.summarize([v[k] for k in sorted(v)], inner[key], first)
         r = dict(r)
         r["latency_ms"] = f"{ms(st.median_ns):.6g}"
@@ -82,7 +94,9 @@ def resummarize(csv_path, partial_path, first):
             s = replace_field(s, name, value)
         if ref > 0:
             for name, value in (("unscaled_ms", f"{ms(raw.median_ns):.6g}"),
-                                ("unscaled_spread_ms", f"{ms(raw.iqr_ns):.6g}")):
+                                ("unscaled_spread_ms", f"{ms(raw.iqr_ns):.6g}"),
+                                ("canary_window_s", f"{timing.CANARY_WINDOW_S:g}"),
+                                ("canary_ref_ms", f"{ms(ref):.6g}")):
                 s = replace_field(s, name, value)
         r["source"] = s
         out.append(r)
@@ -91,7 +105,8 @@ def resummarize(csv_path, partial_path, first):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("layers", help="layer CSV written by runners/layer_runner.py")
+    ap.add_argument("layers", help="layer CSV written by runners/layer_runner.py, or a network CSV "
+                                   "of runners/network_runner.py")
     ap.add_argument("--partial", help="its partial file (default LAYERS.partial.jsonl)")
     ap.add_argument("--stat-first", type=int, required=True,
                     help="samples of each visit that count (>= 1)")

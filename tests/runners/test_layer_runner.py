@@ -7,6 +7,7 @@ import io
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -129,11 +130,12 @@ class LayerRunnerTest(unittest.TestCase):
         visits = [r for r in recs if r.get("type") == "visit"]
         self.assertEqual(len(visits), 3 * 2)
         self.assertTrue(all(r["canary_ns"] > 0 for r in visits))
-        # the reference is the run's fastest canary, written with six
-        # significant digits (so it agrees to a relative 1e-5, not to 1e-6 ms)
+        # the reference is the canary level of the run's quietest minute: a run of seconds is one
+        # minute, whose level is the median of its canaries; written with six significant digits
+        # (so it agrees to a relative 1e-5, not to 1e-6 ms)
         ref_ms = float(re.search(r"canary_ref_ms=([0-9.e+-]+)", rows[0]["source"]).group(1))
-        fastest_ms = min(r["canary_ns"] for r in visits) / 1e6
-        self.assertLessEqual(abs(ref_ms - fastest_ms), 1e-5 * fastest_ms)
+        median_ms = statistics.median(r["canary_ns"] for r in visits) / 1e6
+        self.assertLessEqual(abs(ref_ms - median_ms), 1e-5 * median_ms)
         self.assertTrue(recs[0]["identity"]["protocol"]["canary"])
         rc, err = self.run_main("--scrub-mb", "0", "--restart")
         self.assertEqual(rc, 0, err)

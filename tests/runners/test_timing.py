@@ -152,16 +152,17 @@ class InterleavedTest(unittest.TestCase):
         self.assertEqual(timed, [("scrub", "a"), "call"] * 6)
         self.assertEqual(calls["a"], 3 + 6)
 
-    def test_canary_should_scale_each_visit_to_the_runs_quiet_speed(self):
-        # the machine slows by a factor per visit (its neighbours' load); every sample of a
-        # visit and the canary timed before it slow alike, so the scaled statistics are the
-        # quiet machine's: 100 ns for a, 300 for b, whatever the factors
-        factors = iter([1.0, 1.5, 2.0, 1.25, 1.6, 1.1])
-        state = {"f": 1.0}
+    def test_canary_should_scale_each_minute_to_the_runs_quiet_speed(self):
+        # the machine slows by a factor for minutes at a time (its neighbours' load): each round
+        # falls in its own 100 s, both visits of a round slow alike and so do their canaries, so
+        # the scaled statistics are the quiet machine's: 100 ns for a, 300 for b
+        round_f = [1.0, 2.0, 1.5]
+        state = {"f": 1.0, "visits": 0}
         base = {"a": 100.0, "b": 300.0}
 
         def canary():
-            state["f"] = next(factors)
+            state["f"] = round_f[state["visits"] // 2]
+            state["visits"] += 1
             return 1000.0 * state["f"]
 
         class SlowTimer:
@@ -171,20 +172,55 @@ class InterleavedTest(unittest.TestCase):
         p = self.protocol(rounds=3, burst=2, canary=True)
         store = timing.PartialStore(self.partial, {"t": 1})
         res = timing.run_interleaved(["a", "b"], lambda k: make_fn(k, {}), store, p,
-                                     timer=SlowTimer(), clock=FakeClock(), canary=canary)
+                                     timer=SlowTimer(), clock=FakeClock(), canary=canary,
+                                     wall_clock=lambda: 1000.0 + 100.0 * ((state["visits"] - 1) // 2))
         store.close()
         self.assertEqual(res.canary_ref_ns, 1000.0)
         for k in ("a", "b"):
             self.assertAlmostEqual(res.stats[k].median_ns, base[k])
             self.assertAlmostEqual(res.stats[k].iqr_ns, 0.0)
             self.assertGreater(res.raw_stats[k].median_ns, base[k])  # as timed: slowed
-        # the journal keeps each visit's canary: read back, it scales to the same figures
+        # the journal keeps each visit's canary and time: read back, it scales to the same figures
         back = timing.PartialStore.read(self.partial)
         self.assertEqual(sorted(c for per in back.canary.values() for c in per.values()),
-                         [1000.0, 1100.0, 1250.0, 1500.0, 1600.0, 2000.0])
+                         [1000.0, 1000.0, 1500.0, 1500.0, 2000.0, 2000.0])
+        levels = back.canary_levels()
+        ref = timing.PartialStore.canary_reference(levels)
         for k in ("a", "b"):
-            v = timing.canary_scaled(back.visits[k], back.canary[k], 1000.0)
+            v = timing.canary_scaled(back.visits[k], levels[k], ref)
             self.assertAlmostEqual(timing.summarize([v[r] for r in sorted(v)]).median_ns, base[k])
+
+    def test_canary_should_not_scale_what_one_visit_left_behind(self):
+        # within one minute the canaries alternate 1000 and 2000 ns (the cache state the visit
+        # before left) while the layers run at their speed: every visit's level is the minute's
+        # median, the run's quietest level the same, so nothing is scaled; scaled visit by visit
+        # (its own canary over the run's fastest) they come out faster than they ran
+        cans = iter([1000.0, 2000.0] * 6)
+        base = {"a": 100.0, "b": 300.0}
+
+        class Timer:
+            def sample(self, fn, inner):
+                return base[fn.key] * inner
+
+        p = self.protocol(rounds=3, burst=2, canary=True)
+        store = timing.PartialStore(self.partial, {"t": 1})
+        clock = iter(range(100))
+        res = timing.run_interleaved(["a", "b"], lambda k: make_fn(k, {}), store, p,
+                                     timer=Timer(), clock=FakeClock(), canary=lambda: next(cans),
+                                     wall_clock=lambda: 5000.0 + next(clock))
+        store.close()
+        self.assertEqual(res.canary_ref_ns, 1500.0)
+        for k in ("a", "b"):
+            self.assertAlmostEqual(res.stats[k].median_ns, base[k])
+        back = timing.PartialStore.read(self.partial)
+        per_visit = {k: timing.canary_scaled(back.visits[k], back.canary[k], 1000.0)
+                     for k in ("a", "b")}
+        self.assertTrue(any(timing.summarize([v[r] for r in sorted(v)]).median_ns < base[k]
+                            for k, v in per_visit.items()))
+        # a visit more than a minute away from every other keeps its own canary
+        levels = back.canary_levels(window_s=0.5)
+        self.assertEqual(sorted(c for per in levels.values() for c in per.values()),
+                         [1000.0] * 3 + [2000.0] * 3)
 
     def test_canary_should_be_required_and_left_out_of_old_identities(self):
         store = timing.PartialStore(self.partial, {"t": 1})
