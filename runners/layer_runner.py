@@ -171,9 +171,10 @@ def format_source(device_name, run_id, machine, utc, protocol, stats, inner, sta
     """The `source` column: `runner-pytorch@<device>:<run-id>` (docs/measurements.md), then
     '; '-separated details: machine (never the hostname), UTC time, the statistic and the spread:
     rounds x burst samples of `inner` calls, fastest/slowest/mean call, IQR of per-round medians
-    (= latency_spread_ms) and IQR of all samples, in ms. canary = (the run's fastest canary in ns,
-    the row's Stats as timed): the figures are canary-scaled (timing.Canary), and the source says
-    so with the reference and the unscaled latency and spread."""
+    (= latency_spread_ms) and IQR of all samples, in ms. canary = (the canary level of the run's
+    quietest minute in ns, the row's Stats as timed): the figures are canary-scaled
+    (timing.Canary), and the source says so with the window, the reference and the unscaled
+    latency and spread."""
     ms = timing.ns_to_ms
     scrub = ([f"scrub_bytes={protocol.scrub_bytes}"]
              if getattr(protocol, "scrub_bytes", 0) > 0 else [])

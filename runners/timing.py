@@ -595,7 +595,7 @@ class RunResult:
     budget_exhausted: bool = False
     visits_this_run: int = 0
     raw_stats: dict = field(default_factory=dict)  # key -> Stats of the unscaled samples (canary)
-    canary_ref_ns: float = 0.0                     # the run's fastest canary (0: none timed)
+    canary_ref_ns: float = 0.0                     # the quietest minute's canary level (0: none)
 
 
 class BenchCache:
