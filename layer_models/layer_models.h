@@ -59,6 +59,8 @@ double pp_lm_base_eval(const pp_lm_base *b, pp_lm_target t, const pp_node_feat *
  * sides > 3 or batch > 1 or the input has more than 20480 elements). Transposed convolutions
  * always run natively. 0 for kinds that are not convolutions. */
 int pp_lm_torch_cpu_conv_blas(const pp_node_feat *f);
+/* 1 for a convolution (conv, dwconv) eager PyTorch hands oneDNN: not pp_lm_torch_cpu_conv_blas */
+int pp_lm_torch_cpu_conv_onednn(const pp_node_feat *f);
 
 /* Clocks eager PyTorch's CPU pooling takes for a pooling node (0 for other kinds). ATen's NCHW max
  * and average pooling (cpu_max_pool, cpu_avg_pool, torch 1.13-2.x) visit each output's window

@@ -69,6 +69,11 @@ int pp_lm_torch_cpu_conv_blas(const pp_node_feat *f)
     return !onednn;
 }
 
+int pp_lm_torch_cpu_conv_onednn(const pp_node_feat *f)
+{
+    return (f->kind == PP_OPK_CONV || f->kind == PP_OPK_DWCONV) && !pp_lm_torch_cpu_conv_blas(f);
+}
+
 static double memory_ms(const pp_lm_base *b, const pp_node_feat *f)
 {
     return feat_bytes(f) / (b->bw_gbs * 1e6);
@@ -77,9 +82,7 @@ static double memory_ms(const pp_lm_base *b, const pp_node_feat *f)
 /* The base's fixed part: the launch floor, or a oneDNN convolution's call where it costs more */
 static double floor_ms(const pp_lm_base *b, const pp_node_feat *f)
 {
-    if (b->conv_call_ms > b->floor_ms && (f->kind == PP_OPK_CONV || f->kind == PP_OPK_DWCONV) &&
-        !pp_lm_torch_cpu_conv_blas(f))
-        return b->conv_call_ms;
+    if (b->conv_call_ms > b->floor_ms && pp_lm_torch_cpu_conv_onednn(f)) return b->conv_call_ms;
     return b->floor_ms;
 }
 

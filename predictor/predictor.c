@@ -891,7 +891,8 @@ static double fixed_ms(const pp_device *dev, const pp_graph *g, const pp_kernel_
 {
     double us = dev->launch_overhead_us;
     if (dev->conv_call_us > us && (kind == PP_OPK_CONV || kind == PP_OPK_DWCONV) &&
-        pp_device_is_eager_pytorch_cpu(dev) && !pp_lm_torch_cpu_conv_blas(&g->nodes[G->nodes[0]].feat))
+        pp_device_is_eager_pytorch_cpu(dev) &&
+        pp_lm_torch_cpu_conv_onednn(&g->nodes[G->nodes[0]].feat))
         us = dev->conv_call_us;
     return us * 1e-3;
 }
