@@ -884,14 +884,14 @@ static double roof_work(const pp_device *dev, const pp_graph *g, const pp_kernel
     return pp_lm_torch_cpu_pool_clocks(lead) + (rest > 0 ? rest : 0);
 }
 
-/* A kernel's fixed time on dev, in ms: the launch overhead, or for a convolution an eager-PyTorch
- * CPU hands oneDNN the call's cost where the descriptor states a larger one (conv_call_us) */
+/* A kernel's fixed time on dev, in ms: the launch overhead, or (with_call) for a convolution an
+ * eager-PyTorch CPU hands oneDNN the call's cost where the descriptor states a larger one
+ * (conv_call_us) */
 static double fixed_ms(const pp_device *dev, const pp_graph *g, const pp_kernel_group *G,
-                       pp_op_kind kind)
+                       int with_call)
 {
     double us = dev->launch_overhead_us;
-    if (dev->conv_call_us > us && (kind == PP_OPK_CONV || kind == PP_OPK_DWCONV) &&
-        pp_device_is_eager_pytorch_cpu(dev) &&
+    if (with_call && dev->conv_call_us > us && pp_device_is_eager_pytorch_cpu(dev) &&
         pp_lm_torch_cpu_conv_onednn(&g->nodes[G->nodes[0]].feat))
         us = dev->conv_call_us;
     return us * 1e-3;
@@ -902,7 +902,7 @@ static double roof_ms(const pp_device *dev, const pp_graph *g, const pp_kernel_g
                       const kernel_acc *k, int *mb)
 {
     return pp_roofline_ms(dev, k->kind, roof_work(dev, g, G, k), k->bytes, mb) -
-           dev->launch_overhead_us * 1e-3 + fixed_ms(dev, g, G, k->kind);
+           dev->launch_overhead_us * 1e-3 + fixed_ms(dev, g, G, 1);
 }
 
 /* A kernel's time outside any stack: src's layer model where one answers (a composite first as
@@ -931,9 +931,8 @@ static void time_kernel(const predict_setup *P, const pp_kernel_group *G, const 
          * cost is swapped only where both descriptors state one: a source that states none has it
          * inside its models' times, which then scale with the rest */
         int calls = (timed_on->conv_call_us > 0) == (d->conv_call_us > 0);
-        double fixed_src = calls ? fixed_ms(timed_on, P->g, G, k->kind)
-                                 : timed_on->launch_overhead_us * 1e-3;
-        double fixed_d = calls ? fixed_ms(d, P->g, G, k->kind) : d->launch_overhead_us * 1e-3;
+        double fixed_src = fixed_ms(timed_on, P->g, G, calls);
+        double fixed_d = fixed_ms(d, P->g, G, calls);
         double work = kt->t > fixed_src ? kt->t - fixed_src : 0;
         kt->t = pp_scale_kernel_time_blas(work, timed_on, d, k->ai, k->blocks,
                                           runs_blas(P->g, G, k->kind, timed_on, d)) +

@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "devices/devices.h"
+#include "measure/measure.h"
 #include "predictor/predictor.h"
 #include "run/run.h"
 
@@ -314,39 +315,34 @@ static const char *const COVER_OPS[] = {"Gelu",   "HardSwish", "Split",     "Div
 #define N_COVER_OPS ((int)(sizeof COVER_OPS / sizeof COVER_OPS[0]))
 #define PP_RUN_MIN_OP_ROWS 3
 
-/* How many rows of each of COVER_OPS the plan CSV has (by its op_type column, found in its
- * header line). */
+typedef struct op_count {
+    int col;
+    int *count; /* per COVER_OPS */
+} op_count;
+
+static int count_op_row(const pp_csv_record *rec, int is_header, void *user, pp_err *err)
+{
+    op_count *C = user;
+    (void)err;
+    if (is_header) {
+        C->col = -1;
+        for (int i = 0; i < rec->n_fields; i++)
+            if (strcmp(rec->fields[i], "op_type") == 0) C->col = i;
+        return 0;
+    }
+    if (C->col < 0 || C->col >= rec->n_fields) return 0;
+    for (int k = 0; k < N_COVER_OPS; k++)
+        if (strcmp(rec->fields[C->col], COVER_OPS[k]) == 0) C->count[k]++;
+    return 0;
+}
+
+/* How many rows of each of COVER_OPS the plan CSV has (by its op_type column); an unreadable plan
+ * counts none, so every cover operator is planned. */
 static void ops_in_plan(const char *plan, int *count)
 {
-    FILE *f = fopen(plan, "r");
-    char line[8192];
-    int col = -1;
-    while (f && fgets(line, sizeof line, f)) {
-        /* the col-th field (op_type and the columns before it hold no quoted commas) */
-        char *p = line;
-        int c = 0;
-        for (;;) {
-            size_t n = strcspn(p, ",\r\n");
-            int last = p[n] != ',';
-            p[n] = 0;
-            if (col < 0 && strcmp(p, "op_type") == 0) {
-                col = c; /* the header */
-                p = NULL;
-                break;
-            }
-            if (col >= 0 && c == col) break;
-            if (last) {
-                p = NULL;
-                break;
-            }
-            p += n + 1;
-            c++;
-        }
-        if (col < 0) break; /* a header without op_type */
-        for (int k = 0; p && k < N_COVER_OPS; k++)
-            if (strcmp(p, COVER_OPS[k]) == 0) count[k]++;
-    }
-    if (f) fclose(f);
+    op_count C = {-1, count};
+    pp_err e = {0};
+    pp_measure_csv_read(plan, count_op_row, &C, &e);
 }
 
 static void plan_log(perfpred_log_level lvl, const char *msg, void *user)
