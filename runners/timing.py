@@ -7,6 +7,7 @@ appended per (configuration, round) to a JSON-lines partial file so an interrupt
 final files are written atomically. The clock is injectable so the protocol is testable.
 """
 
+import bisect
 import csv
 import datetime
 import gc
@@ -436,7 +437,6 @@ class PartialStore:
         """key -> {round: the median canary (ns) of the visits recorded within window_s seconds of
         that visit}: the machine's speed at the time, without what one canary also measures of
         the visit before it. A visit without a wall time keeps its own canary."""
-        import bisect
         ev = sorted((self.visit_t[k][r], c, k, r) for k, per in self.canary.items()
                     for r, c in per.items() if r in self.visit_t.get(k, {}))
         ts = [e[0] for e in ev]
