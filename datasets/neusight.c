@@ -156,13 +156,6 @@ typedef struct ns_read {
     int n_added;
 } ns_read;
 
-static int find_col(const pp_csv_record *rec, const char *name)
-{
-    for (int i = 0; i < rec->n_fields; i++)
-        if (strcmp(rec->fields[i], name) == 0) return i;
-    return -1;
-}
-
 static int ns_header(ns_read *r, const pp_csv_record *rec, pp_err *err)
 {
     const char *const *shape = r->m->fam == FAM_GEMM ? ns_gemm
@@ -171,7 +164,7 @@ static int ns_header(ns_read *r, const pp_csv_record *rec, pp_err *err)
     r->n_header = rec->n_fields;
     for (int i = 0; i < NS__FIXED + r->n_shape; i++) {
         const char *name = i < NS__FIXED ? ns_fixed[i] : shape[i - NS__FIXED];
-        int c = find_col(rec, name);
+        int c = pp_measure_csv_column(rec, name);
         if (c < 0) {
             pp_err_set(err, PERFPRED_ERR_PARSE, "%s:%d: NeuSight header lacks column '%s'",
                        rec->path, rec->line, name);

@@ -93,6 +93,13 @@ static void on_record(int c, void *data)
     r->rec_line = 0;
 }
 
+int pp_measure_csv_column(const pp_csv_record *header, const char *name)
+{
+    for (int i = 0; i < header->n_fields; i++)
+        if (strcmp(header->fields[i], name) == 0) return i;
+    return -1;
+}
+
 perfpred_status pp_measure_csv_read_buffer(const char *path, const char *buf, size_t len,
                                            pp_csv_record_fn fn, void *user, pp_err *err)
 {

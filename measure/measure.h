@@ -37,6 +37,8 @@ typedef int (*pp_csv_record_fn)(const pp_csv_record *rec, int is_header, void *u
 /* Reads path with libcsv in strict mode (a malformed quote is an error naming file:line). Blank lines
  * are skipped. A file without a header line is PERFPRED_ERR_PARSE. */
 perfpred_status pp_measure_csv_read(const char *path, pp_csv_record_fn fn, void *user, pp_err *err);
+/* The index of the header field `name` in a header record, or -1 */
+int pp_measure_csv_column(const pp_csv_record *header, const char *name);
 perfpred_status pp_measure_csv_read_buffer(const char *path_for_errors, const char *buf, size_t len,
                                            pp_csv_record_fn fn, void *user, pp_err *err);
 

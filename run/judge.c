@@ -87,9 +87,7 @@ static int family_row(const pp_csv_record *rec, int is_header, void *user, pp_er
     families *F = user;
     (void)err;
     if (is_header) {
-        F->col = -1;
-        for (int i = 0; i < rec->n_fields; i++)
-            if (strcmp(rec->fields[i], "family") == 0) F->col = i;
+        F->col = pp_measure_csv_column(rec, "family");
         return 0;
     }
     if (F->col < 0 || F->col >= rec->n_fields) return 0;

@@ -325,9 +325,7 @@ static int count_op_row(const pp_csv_record *rec, int is_header, void *user, pp_
     op_count *C = user;
     (void)err;
     if (is_header) {
-        C->col = -1;
-        for (int i = 0; i < rec->n_fields; i++)
-            if (strcmp(rec->fields[i], "op_type") == 0) C->col = i;
+        C->col = pp_measure_csv_column(rec, "op_type");
         return 0;
     }
     if (C->col < 0 || C->col >= rec->n_fields) return 0;
