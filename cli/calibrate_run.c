@@ -9,7 +9,7 @@
 #include "cli/cli.h"
 
 const char cli_calibrate_run_usage[] =
-    "usage: perfpred calibrate run --device NAME [--budget-min 30] [--resume] [options]\n"
+    "usage: perfpred calibrate run --device NAME [--budget-min 30] [--quick] [--resume] [options]\n"
     "\n"
     "Calibrates the CPU this runs on, in one command: its figures and descriptor, a layer plan\n"
     "covering every op kind of the zoo and of random architectures, the PyTorch runners, the\n"
@@ -19,7 +19,11 @@ const char cli_calibrate_run_usage[] =
     "nearest calibrated CPU's, transferred.\n"
     "\n"
     "  --device NAME           the device (a new name, or a known CPU to calibrate again)\n"
-    "  --budget-min M          minutes for the whole run (default 30; 5 to 600)\n"
+    "  --budget-min M          minutes for the whole run (default 30, --quick 10; 5 to 600)\n"
+    "  --quick                 time whole networks only (about 3 min on 2 cores): keep the\n"
+    "                          layer models the device answers with (its own, or for a new\n"
+    "                          NAME the nearest calibrated CPU's, transferred) and fit the\n"
+    "                          in-network correction over them\n"
     "  --resume                continue a run that was interrupted (same options)\n"
     "  --work DIR              its folder (default ./perfpred-calibration-NAME)\n"
     "  --threads N             the runners' PyTorch threads (default 1)\n"
@@ -48,7 +52,8 @@ enum {
     OPT_PLAN_ONLY,
     OPT_MEASUREMENTS,
     OPT_JSON,
-    OPT_INSTALL_ANYWAY
+    OPT_INSTALL_ANYWAY,
+    OPT_QUICK
 };
 
 static const struct option run_options[] = {
@@ -64,6 +69,7 @@ static const struct option run_options[] = {
     {"measurements", required_argument, NULL, OPT_MEASUREMENTS},
     {"json", no_argument, NULL, OPT_JSON},
     {"install-anyway", no_argument, NULL, OPT_INSTALL_ANYWAY},
+    {"quick", no_argument, NULL, OPT_QUICK},
     {NULL, 0, NULL, 0}};
 
 static void run_log(perfpred_log_level lvl, const char *msg, void *user)
@@ -96,6 +102,7 @@ static void print_json(const perfpred_run_report *r)
     cJSON_AddStringToObject(o, "device", r->device);
     cJSON_AddStringToObject(o, "descriptor", r->descriptor_path);
     cJSON_AddBoolToObject(o, "descriptor_written", r->descriptor_written);
+    cJSON_AddBoolToObject(o, "quick", r->quick);
     cJSON_AddStringToObject(o, "transferred_from", r->borrowed_from);
     cJSON_AddNumberToObject(o, "core_gflops", r->core_gflops);
     cJSON_AddNumberToObject(o, "triad_gbs", r->triad_gbs);
@@ -138,7 +145,10 @@ static void print_text(const perfpred_run_params *p, const perfpred_run_report *
                "(closer on the judging networks); the new one: %s\n",
                r->device, r->minutes, r->artifacts_dir);
     else
-        printf("\n%s calibrated in %.1f min: %s\n", r->device, r->minutes, r->artifacts_dir);
+        printf("\n%s %s in %.1f min: %s\n", r->device,
+               r->quick ? "adapted (in-network correction over the layer models in force)"
+                        : "calibrated",
+               r->minutes, r->artifacts_dir);
     if (r->n_judge > 0) {
         printf("judged on networks of families and seeds no stage trained on (MAPE %%; repeat: "
                "the measurements' own\ndisagreement, two half-runs of each row)\n");
@@ -165,7 +175,7 @@ static void print_text(const perfpred_run_params *p, const perfpred_run_report *
 int cli_calibrate_run(int argc, char **argv)
 {
     perfpred_run_params p = perfpred_run_default_params();
-    int json = 0;
+    int json = 0, budget_given = 0;
     cli_getopt G;
     cli_getopt_init(&G, argc - 1, argv + 1, "-:", run_options);
     for (int c; (c = cli_getopt_next(&G)) != -1;) {
@@ -174,6 +184,7 @@ int cli_calibrate_run(int argc, char **argv)
         case OPT_DEVICE: p.device = optarg; break;
         case OPT_BUDGET:
             if (cli_parse_num(optarg, "--budget-min", 5, 600, &p.budget_min)) return EXIT_USAGE;
+            budget_given = 1;
             break;
         case OPT_RESUME: p.resume = 1; break;
         case OPT_WORK: p.work_dir = optarg; break;
@@ -190,6 +201,7 @@ int cli_calibrate_run(int argc, char **argv)
         case OPT_MEASUREMENTS: p.measurements_dir = optarg; break;
         case OPT_JSON: json = 1; break;
         case OPT_INSTALL_ANYWAY: p.install_anyway = 1; break;
+        case OPT_QUICK: p.quick = 1; break;
         case ':': cli_error("%s needs a value", G.word); return EXIT_USAGE;
         default:
             cli_error("calibrate run: unknown argument '%s' (perfpred calibrate run --help)",
@@ -201,6 +213,8 @@ int cli_calibrate_run(int argc, char **argv)
         cli_error("calibrate run: --device NAME is required (perfpred calibrate run --help)");
         return EXIT_USAGE;
     }
+    /* whole networks only: a train and a judge set of about a minute each on 2 cores */
+    if (p.quick && !budget_given) p.budget_min = 10;
     p.log = run_log;
     p.log_user = &json;
     perfpred_run_report *r = calloc(1, sizeof *r);

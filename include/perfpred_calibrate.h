@@ -709,6 +709,11 @@ typedef struct perfpred_run_params {
     int install_anyway;           /* 1: install the new calibration even where the device's
                                      previous one is closer on the judging networks (by default
                                      the previous one stays, and the new one waits beside it) */
+    int quick;                    /* 1: time no layers; keep the layer models the device
+                                     answers with now (its own, or those its descriptor's
+                                     calibration_from names: for a new device the nearest
+                                     calibrated CPU's) and fit only the in-network correction
+                                     over them on whole networks (minutes, not half an hour) */
     perfpred_log_fn log;
     void *log_user;
 } perfpred_run_params;
@@ -732,6 +737,7 @@ typedef struct perfpred_run_report {
     char device[64];
     char descriptor_path[1024];
     int descriptor_written;       /* 1: this run wrote it; 0: the device was known */
+    int quick;                    /* a --quick run: no layers timed, the correction refitted */
     char borrowed_from[64];       /* nearest calibrated CPU ("" none) */
     char before_what[160];        /* what perfpred_run_judge.before is, in words */
     double core_gflops, triad_gbs, launch_overhead_us;

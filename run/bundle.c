@@ -90,7 +90,8 @@ perfpred_status pp_run_write_bundle(pp_run *R)
     static const pp_run_runner order[] = {PP_RUN_HOST_PROBE, PP_RUN_LAYER_RUNNER,
                                           PP_RUN_TRAIN_NETWORKS, PP_RUN_JUDGE_NETWORKS};
     for (size_t i = 0; st == PERFPRED_OK && i < sizeof order / sizeof order[0]; i++)
-        st = runner_line(R, &b, order[i], order[i] == PP_RUN_HOST_PROBE ? "" : "budgeted ");
+        if (!(R->quick && order[i] == PP_RUN_LAYER_RUNNER)) /* a quick run times no layers */
+            st = runner_line(R, &b, order[i], order[i] == PP_RUN_HOST_PROBE ? "" : "budgeted ");
     if (st != PERFPRED_OK) {
         free(b.data);
         return st;

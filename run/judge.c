@@ -14,7 +14,9 @@
 
 #include <cjson/cJSON.h>
 
+#include "devices/devices.h"
 #include "measure/measure.h"
+#include "predictor/predictor.h"
 #include "run/run.h"
 
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
@@ -182,6 +184,68 @@ static perfpred_status fit_correction(pp_run *R, const char *nets)
     return st;
 }
 
+/* The file a quick run refits; everything else of the device's own folder goes on as it was. */
+#define PP_RUN_CORRECTION_FILE "overhead-latency.json"
+
+/* Copies the regular files of the device's artifacts folder into the new one, but the correction a
+ * quick run refits (intervals.json goes along: the fit's held-out rows replace only its own
+ * path's entry there). */
+static perfpred_status copy_own_models(pp_run *R, int *n_files)
+{
+    DIR *d = opendir(R->art);
+    if (!d) return pp_run_fail(R, PERFPRED_ERR_IO, "%s: cannot list: %s", R->art, strerror(errno));
+    struct dirent *de;
+    perfpred_status st = PERFPRED_OK;
+    *n_files = 0;
+    while (st == PERFPRED_OK && (de = readdir(d))) {
+        if (de->d_name[0] == '.' || strcmp(de->d_name, PP_RUN_CORRECTION_FILE) == 0) continue;
+        char from[PP_RUN_PATH * 2], to[PP_RUN_PATH * 2];
+        struct stat sb;
+        snprintf(from, sizeof from, "%s/%s", R->art, de->d_name);
+        if (stat(from, &sb) != 0 || !S_ISREG(sb.st_mode)) continue;
+        snprintf(to, sizeof to, "%s/%s", R->newart, de->d_name);
+        st = pp_run_copy_file(R, from, to);
+        if (st == PERFPRED_OK) (*n_files)++;
+    }
+    closedir(d);
+    return st;
+}
+
+/* A quick run keeps the layer models the device answers with now: its own go on in the new folder;
+ * another CPU's (calibration_from: for a new device, the nearest calibrated one) stay where they
+ * are and answer through the descriptor. Either way the correction is fitted over them. */
+static perfpred_status quick_models(pp_run *R)
+{
+    perfpred_ctx_params cp = perfpred_ctx_default_params();
+    cp.config_dir = R->cfg;
+    perfpred_status st = PERFPRED_OK;
+    char eb[512] = "", from[64] = "";
+    perfpred_ctx *ctx = perfpred_ctx_open(&cp, &st, eb, sizeof eb);
+    if (!ctx) return pp_run_fail(R, st, "%s", eb);
+    const pp_device *d = pp_devices_find(pp_ctx_db(ctx), R->device);
+    const pp_device *src = d ? pp_calib_source_device(pp_ctx_calib(ctx), d, NULL) : NULL;
+    int own = src && src == d;
+    if (src) snprintf(from, sizeof from, "%s", src->name);
+    perfpred_ctx_close(ctx);
+    if (!src)
+        return pp_run_fail(R, PERFPRED_ERR_INVALID_ARG,
+                           "--quick: %s has no layer models to correct: none of its own (%s) and "
+                           "no calibrated CPU named by its descriptor's calibration_from; "
+                           "calibrate it without --quick",
+                           R->device, R->art);
+    if (!own) {
+        pp_log(&R->lg, PERFPRED_LOG_INFO,
+               "  layer models: %s's, transferred (calibration_from in the descriptor)", from);
+        return PERFPRED_OK;
+    }
+    int n = 0;
+    st = copy_own_models(R, &n);
+    if (st == PERFPRED_OK)
+        pp_log(&R->lg, PERFPRED_LOG_INFO, "  layer models: the device's own, kept (%d files of %s)",
+               n, R->art);
+    return st;
+}
+
 perfpred_status pp_run_stage_fit(pp_run *R)
 {
     if (rm_tree(R->newart) != 0)
@@ -191,9 +255,14 @@ perfpred_status pp_run_stage_fit(pp_run *R)
         return pp_run_fail(R, PERFPRED_ERR_IO, "%s", e.msg);
     perfpred_status st = staging_config(R);
     if (st != PERFPRED_OK) return st;
-    char layers[PP_RUN_PATH], nets[PP_RUN_PATH], eb[512];
-    pp_run_path(R, layers, sizeof layers, "measurements/layers.csv");
+    char nets[PP_RUN_PATH];
     pp_run_path(R, nets, sizeof nets, "measurements/networks.csv");
+    if (R->quick) {
+        st = quick_models(R);
+        return st == PERFPRED_OK ? fit_correction(R, nets) : st;
+    }
+    char layers[PP_RUN_PATH], eb[512];
+    pp_run_path(R, layers, sizeof layers, "measurements/layers.csv");
     const char *lc[1] = {layers};
     perfpred_fit_params fp = perfpred_fit_default_params();
     fp.device = R->device;
@@ -364,9 +433,12 @@ static void journal_repeat(const char *path, double pct[PERFPRED_RUN_MAX_JUDGE],
 
 static void before_what(pp_run *R, char *out, size_t n)
 {
-    char man[PP_RUN_PATH * 2];
+    char man[PP_RUN_PATH * 2], corr[PP_RUN_PATH * 2];
     snprintf(man, sizeof man, "%s/manifest.json", R->art);
-    if (access(man, F_OK) == 0) snprintf(out, n, "the device's previous calibration");
+    snprintf(corr, sizeof corr, "%s/" PP_RUN_CORRECTION_FILE, R->art);
+    /* its own layer models, or a correction of its own over borrowed ones (a quick run's) */
+    if (access(man, F_OK) == 0 || access(corr, F_OK) == 0)
+        snprintf(out, n, "the device's previous calibration");
     else if (R->out->borrowed_from[0])
         snprintf(out, n, "transferred: %s's models, scaled by the two descriptors' figures",
                  R->out->borrowed_from);

@@ -75,6 +75,7 @@ static perfpred_status write_state(pp_run *R)
     cJSON_AddNumberToObject(j, "seed", (double)R->seed);
     cJSON_AddNumberToObject(j, "threads", R->threads);
     cJSON_AddBoolToObject(j, "bundle", R->remote || R->p->plan_only_dir != NULL);
+    cJSON_AddBoolToObject(j, "quick", R->quick);
     cJSON_AddNumberToObject(j, "minutes", R->minutes_before + (pp_now_s() - R->t0) / 60.0);
     for (int i = 0; i < R->n_done; i++) cJSON_AddItemToArray(done, cJSON_CreateString(R->done[i]));
     cJSON_AddItemToObject(j, "done", done);
@@ -109,6 +110,8 @@ static perfpred_status read_state(pp_run *R, int *exists)
     const cJSON *thr = j ? cJSON_GetObjectItemCaseSensitive(j, "threads") : NULL;
     const cJSON *done = j ? cJSON_GetObjectItemCaseSensitive(j, "done") : NULL;
     const cJSON *mins = j ? cJSON_GetObjectItemCaseSensitive(j, "minutes") : NULL;
+    /* absent in the state of runs before --quick: a full run */
+    int quick = cJSON_IsTrue(j ? cJSON_GetObjectItemCaseSensitive(j, "quick") : NULL);
     perfpred_status st = PERFPRED_OK;
     if (!cJSON_IsString(dev) || !cJSON_IsNumber(bud) || !cJSON_IsNumber(seed) ||
         !cJSON_IsNumber(thr) || !cJSON_IsArray(done))
@@ -119,17 +122,18 @@ static perfpred_status read_state(pp_run *R, int *exists)
     else if (strcmp(dev->valuestring, R->device) != 0 ||
              (!R->remote && (bud->valuedouble != R->budget_min ||
                              (unsigned long long)seed->valuedouble != R->seed ||
-                             thr->valueint != R->threads)))
+                             thr->valueint != R->threads || quick != R->quick)))
         st = pp_run_fail(R, PERFPRED_ERR_INVALID_ARG,
                          "%s: the run there is for --device %s --budget-min %g --seed %.0f "
-                         "--threads %d; resume it with those, or use another --work folder",
+                         "--threads %d%s; resume it with those, or use another --work folder",
                          path, dev->valuestring, bud->valuedouble, seed->valuedouble,
-                         thr->valueint);
+                         thr->valueint, quick ? " --quick" : " (without --quick)");
     else {
         /* a bundle's measurements: the run's parameters are the bundle's */
         R->budget_min = bud->valuedouble;
         R->seed = (unsigned long long)seed->valuedouble;
         R->threads = thr->valueint;
+        R->quick = quick;
         /* a bundle's minutes were the board's; a resumed run adds to its own */
         if (!R->remote && cJSON_IsNumber(mins) && mins->valuedouble >= 0)
             R->minutes_before = mins->valuedouble;
@@ -272,15 +276,17 @@ static perfpred_status setup(pp_run *R)
     R->budget_min = p->budget_min;
     R->seed = p->seed;
     R->threads = p->threads;
+    R->quick = p->quick != 0;
     return PERFPRED_OK;
 }
 
-/* The measuring stages' shares of the budget (the rest: probe, export, fits). */
+/* The measuring stages' shares of the budget (the rest: probe, export, fits); a quick run times
+ * whole networks only. */
 static void split_budget(pp_run *R)
 {
-    R->budget_layers = 0.45 * R->budget_min;
-    R->budget_train = 0.2 * R->budget_min;
-    R->budget_judge = 0.2 * R->budget_min;
+    R->budget_layers = R->quick ? 0 : 0.45 * R->budget_min;
+    R->budget_train = (R->quick ? 0.4 : 0.2) * R->budget_min;
+    R->budget_judge = (R->quick ? 0.4 : 0.2) * R->budget_min;
 }
 
 static perfpred_status check_params(const perfpred_run_params *p, char *errbuf, size_t n)
@@ -308,19 +314,20 @@ typedef struct stage {
     const char *name, *what;
     perfpred_status (*fn)(pp_run *R);
     int remote_skips; /* measured on the board: nothing to do here */
+    int quick_skips;  /* a quick run times no layers */
 } stage;
 
 static const stage STAGES[] = {
-    {"probe", "the machine's figures and its descriptor", pp_run_stage_probe, 0},
-    {"zoo", "random architectures and the zoo's graphs", pp_run_stage_zoo, 1},
-    {"plan", "the layer plan", pp_run_stage_plan, 1},
-    {"layers", "timing the layers", pp_run_stage_layers, 1},
+    {"probe", "the machine's figures and its descriptor", pp_run_stage_probe, 0, 0},
+    {"zoo", "random architectures and the zoo's graphs", pp_run_stage_zoo, 1, 0},
+    {"plan", "the layer plan", pp_run_stage_plan, 1, 1},
+    {"layers", "timing the layers", pp_run_stage_layers, 1, 1},
     {"networks", "timing whole networks that train the in-network correction",
-     pp_run_stage_networks, 1},
-    {"judgenets", "timing networks that only judge", pp_run_stage_judgenets, 1},
-    {"fit", "layer models and the in-network correction", pp_run_stage_fit, 0},
-    {"judge", "judging on networks no stage trained on", pp_run_stage_judge, 0},
-    {"install", "the new calibration in force", pp_run_stage_install, 0},
+     pp_run_stage_networks, 1, 0},
+    {"judgenets", "timing networks that only judge", pp_run_stage_judgenets, 1, 0},
+    {"fit", "layer models and the in-network correction", pp_run_stage_fit, 0, 0},
+    {"judge", "judging on networks no stage trained on", pp_run_stage_judge, 0, 0},
+    {"install", "the new calibration in force", pp_run_stage_install, 0, 0},
 };
 #define N_STAGES ((int)(sizeof STAGES / sizeof STAGES[0]))
 
@@ -329,7 +336,8 @@ static double minutes_left(const pp_run *R, int from)
 {
     double m = 0;
     for (int i = from; i < N_STAGES; i++) {
-        if (pp_run_stage_done(R, STAGES[i].name) || (R->remote && STAGES[i].remote_skips))
+        if (pp_run_stage_done(R, STAGES[i].name) || (R->remote && STAGES[i].remote_skips) ||
+            (R->quick && STAGES[i].quick_skips))
             continue;
         const char *s = STAGES[i].name;
         m += !strcmp(s, "layers")     ? R->budget_layers
@@ -350,13 +358,17 @@ static perfpred_status run_stages(pp_run *R)
         const stage *S = &STAGES[i];
         if (R->p->plan_only_dir && i == 0) continue;
         if (pp_run_stage_done(R, S->name)) continue;
-        if (R->remote && S->remote_skips) {
+        if ((R->remote && S->remote_skips) || (R->quick && S->quick_skips)) {
             perfpred_status st = pp_run_mark(R, S->name);
             if (st != PERFPRED_OK) return st;
             continue;
         }
         pp_log(&R->lg, PERFPRED_LOG_INFO, "[%d/%d] %s: %s (about %.0f min left in all)", i + 1,
-               N_STAGES, S->name, S->what, minutes_left(R, i));
+               N_STAGES, S->name,
+               R->quick && S->fn == pp_run_stage_fit ? "the in-network correction over the layer "
+                                                       "models in force"
+                                                     : S->what,
+               minutes_left(R, i));
         perfpred_status st = S->fn(R);
         if (st != PERFPRED_OK) return st;
         if (R->out->kept_previous) continue; /* install waits for --install-anyway */
@@ -410,6 +422,7 @@ perfpred_status perfpred_calibrate_run(const perfpred_run_params *p, perfpred_ru
     }
     int exists = 0;
     if ((st = read_state(R, &exists)) != PERFPRED_OK) goto done;
+    out->quick = R->quick; /* a bundle's, when importing one */
     split_budget(R);
     if (exists && !p->resume && !p->measurements_dir) {
         st = pp_run_fail(R, PERFPRED_ERR_INVALID_ARG,

@@ -108,6 +108,7 @@ typedef struct pp_run {
     double budget_min;        /* the run's parameters (a bundle's, when importing one) */
     unsigned long long seed;
     int threads;
+    int quick;                /* --quick: no layers; the correction over the models in force */
     double budget_layers, budget_train, budget_judge; /* minutes */
     int n_done;
     char done[PP_RUN_MAX_STAGES][16];

@@ -464,6 +464,134 @@ static void test_run_resume_and_install(void **state)
     free(E.root);
 }
 
+/* --quick times no layer: the layer models the device answers with stay (another CPU's through
+ * its descriptor's calibration_from, or its own) and only the in-network correction is fitted over
+ * them. "new-cpu" here is epyc-kvm-2vcpu's descriptor under another name, borrowing its models (a
+ * written descriptor's figures would be this machine's, and the transfer's scale with them); the
+ * stand-in's networks all run 3x what those models sum to, so the correction has a real gap to
+ * close on networks it never saw. */
+static void test_quick_run_should_fit_only_the_correction(void **state)
+{
+    (void)state;
+    run_env E;
+    env_setup(&E);
+    unsetenv("PP_FAKE_FAIL");
+    unsetenv("PP_FAKE_SLOW");
+    setenv("PP_FAKE_SLOW_NETS", "1", 1);
+    char cmd[2400];
+    snprintf(cmd, sizeof cmd,
+             "sed -e 's/^name: epyc-kvm-2vcpu$/name: new-cpu/' -e '/^aliases:/d' "
+             "'%s/devices/epyc-kvm-2vcpu.yaml' > '%s/devices/new-cpu.yaml' && "
+             "echo 'calibration_from: epyc-kvm-2vcpu' >> '%s/devices/new-cpu.yaml'",
+             E.cfg, E.cfg, E.cfg);
+    assert_int_equal(system(cmd), 0);
+    perfpred_run_report *r = calloc(1, sizeof *r);
+    char eb[1024] = "";
+    perfpred_run_params p = env_params(&E, "new-cpu");
+    p.quick = 1;
+    perfpred_status st = perfpred_calibrate_run(&p, r, eb, sizeof eb);
+    if (st != PERFPRED_OK) fail_msg("%s", eb);
+    assert_int_equal(r->quick, 1);
+    assert_int_equal(calls(&E, "host_probe.py"), 1);
+    assert_int_equal(calls(&E, "layer_runner.py"), 0);
+    assert_int_equal(calls(&E, "network_runner.py"), 2);
+    assert_int_equal(r->n_layer_rows, 0);
+    assert_false(exists(E.work, "plan.csv"));
+    /* the models stay epyc-kvm-2vcpu's; the new folder holds the correction alone */
+    assert_non_null(strstr(r->before_what, "transferred: epyc-kvm-2vcpu's"));
+    assert_int_equal(r->correction_written, 1);
+    assert_true(exists(E.cfg, "artifacts/new-cpu/overhead-latency.json"));
+    assert_false(exists(E.cfg, "artifacts/new-cpu/manifest.json"));
+    /* judged: the borrowed models alone predict about a third of what the networks took;
+     * corrected, near the measurements */
+    const perfpred_run_judge *all = &r->judge[r->n_judge - 1];
+    assert_int_equal(all->calibrated.n, 24);
+    if (!(all->before.mape_pct > 50 && all->calibrated.mape_pct < 25))
+        fail_msg("before %.1f %%, after %.1f %%", all->before.mape_pct, all->calibrated.mape_pct);
+    char state_path[700];
+    snprintf(state_path, sizeof state_path, "%s/state.json", E.work);
+    char *s = slurp(state_path);
+    assert_non_null(s);
+    assert_non_null(strstr(s, "\"quick\":\ttrue"));
+    free(s);
+    /* resumed without --quick: refused, naming it */
+    p.quick = 0;
+    p.resume = 1;
+    assert_int_equal(perfpred_calibrate_run(&p, r, eb, sizeof eb), PERFPRED_ERR_INVALID_ARG);
+    assert_non_null(strstr(eb, "--quick"));
+
+    /* a device with models of its own keeps them byte for byte, with a new correction */
+    char man[700], ovh[700];
+    snprintf(man, sizeof man, "%s/artifacts/epyc-kvm-2vcpu/manifest.json", E.cfg);
+    snprintf(ovh, sizeof ovh, "%s/artifacts/epyc-kvm-2vcpu/overhead-latency.json", E.cfg);
+    char *man0 = slurp(man), *ovh0 = slurp(ovh);
+    assert_non_null(man0);
+    assert_non_null(ovh0);
+    snprintf(E.work, sizeof E.work, "%s/work-own", E.root);
+    p = env_params(&E, "epyc-kvm-2vcpu");
+    p.quick = 1;
+    st = perfpred_calibrate_run(&p, r, eb, sizeof eb);
+    if (st != PERFPRED_OK) fail_msg("%s", eb);
+    assert_int_equal(calls(&E, "layer_runner.py"), 0);
+    assert_non_null(strstr(r->before_what, "previous calibration"));
+    assert_int_equal(r->kept_previous, 0); /* its old correction knew no 3x */
+    char *man1 = slurp(man), *ovh1 = slurp(ovh);
+    assert_non_null(man1);
+    assert_non_null(ovh1);
+    assert_string_equal(man0, man1);
+    assert_true(strcmp(ovh0, ovh1) != 0);
+    free(man0);
+    free(man1);
+    free(ovh0);
+    free(ovh1);
+
+    /* a bundle of a quick run: run.sh times no layers, and the import is a quick run (the
+     * bundle's state says so) that judges against the correction in force */
+    snprintf(E.work, sizeof E.work, "%s/qbundle", E.root);
+    p = env_params(&E, "new-cpu");
+    p.work_dir = NULL;
+    p.plan_only_dir = E.work;
+    p.quick = 1;
+    st = perfpred_calibrate_run(&p, r, eb, sizeof eb);
+    if (st != PERFPRED_OK) fail_msg("%s", eb);
+    assert_false(exists(E.work, "plan.csv"));
+    char runsh[700];
+    snprintf(runsh, sizeof runsh, "%s/run.sh", E.work);
+    char *sh = slurp(runsh);
+    assert_non_null(sh);
+    assert_null(strstr(sh, "layer_runner.py"));
+    assert_non_null(strstr(sh, "network_runner.py"));
+    free(sh);
+    snprintf(cmd, sizeof cmd, "PYTHON='%s' sh '%s/run.sh' > /dev/null", E.fake, E.work);
+    assert_int_equal(system(cmd), 0);
+    p = env_params(&E, "new-cpu");
+    p.work_dir = NULL;
+    p.measurements_dir = E.work;
+    st = perfpred_calibrate_run(&p, r, eb, sizeof eb);
+    if (st != PERFPRED_OK) fail_msg("%s", eb);
+    assert_int_equal(r->quick, 1);
+    assert_int_equal(calls(&E, "layer_runner.py"), 0);
+    assert_non_null(strstr(r->before_what, "previous calibration"));
+
+    /* a new device: its descriptor written from this machine's figures, naming the nearest
+     * calibrated CPU, whose models the correction goes over (how close they come depends on this
+     * machine, so only where the parts go is checked) */
+    unsetenv("PP_FAKE_SLOW_NETS");
+    snprintf(E.work, sizeof E.work, "%s/work-new", E.root);
+    p = env_params(&E, "brand-new-cpu");
+    p.quick = 1;
+    st = perfpred_calibrate_run(&p, r, eb, sizeof eb);
+    if (st != PERFPRED_OK) fail_msg("%s", eb);
+    assert_int_equal(r->descriptor_written, 1);
+    assert_string_equal(r->borrowed_from, "epyc-kvm-2vcpu");
+    assert_int_equal(calls(&E, "layer_runner.py"), 0);
+    assert_false(exists(E.cfg, "artifacts/brand-new-cpu/manifest.json"));
+
+    free(r);
+    rmdir_all(E.root);
+    free(E.root);
+}
+
 /* The runners' command lines in `p`'s log (fake_python.sh, PP_FAKE_ARGV), in order: the script
  * from its folder runners/ on (locally the source tree's, in a bundle the bundle's), and `strip`
  * (the work folder with its '/', or NULL) removed wherever a word starts with it; random_arch.py's
@@ -589,6 +717,7 @@ int main(void)
         cmocka_unit_test(test_run_resume_and_install), cmocka_unit_test(test_bad_params),
         cmocka_unit_test(test_local_and_bundle_runner_args_should_agree),
         cmocka_unit_test(test_shell_quote_should_quote_only_what_needs_it),
+        cmocka_unit_test(test_quick_run_should_fit_only_the_correction),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
