@@ -195,7 +195,14 @@ static void print_prediction(const perfpred_prediction *p, const perfpred_device
     if (d->memory_gb > 0)
         printf("  %-12s %s %.2f GiB of device memory\n", "", p->fits_in_memory ? "fits in" : "DOES NOT FIT in",
                d->memory_gb);
-    printf("  %-12s %d kernels, %d calibrated\n", "kernels", p->n_kernels, p->n_calibrated_kernels);
+    /* a CPU borrowing another's layer models (calibration_from): their kernels are transferred */
+    if (!p->stack && !d->mig_profile && d->calibration_device && d->name &&
+        strcmp(d->calibration_device, d->name) != 0)
+        printf("  %-12s %d kernels, %d timed by %s's layer models (transferred)\n", "kernels",
+               p->n_kernels, p->n_calibrated_kernels, d->calibration_device);
+    else
+        printf("  %-12s %d kernels, %d calibrated\n", "kernels", p->n_kernels,
+               p->n_calibrated_kernels);
     if (p->stack)
         printf("  %-12s host issues the ops in %.3f ms/call, the GPU runs them in %.3f ms: %s\n",
                "pipeline", p->host_ms, p->gpu_ms,

@@ -652,6 +652,12 @@ static void transfer_should_swap_conv_calls_only_where_both_state_one(void **sta
              "--device-file '%s'", path);
     json_latency_kernels(args, "conv", &n2, "transferred", &ok);
     assert_true(ok);
+    /* and the text output names whose models timed its kernels */
+    snprintf(args, sizeof args,
+             "--device zen4-copy tests/fixtures/models/resnet18.onnx --device-file '%s'", path);
+    assert_int_equal(run_cli(args), 0);
+    assert_non_null(strstr(out_buf, "timed by epyc-zen4-kvm-2vcpu's layer models (transferred)"));
+    assert_null(strstr(out_buf, " calibrated\n"));
     snprintf(args, sizeof args, fmt, "zen4-slowcall", path);
     double slow = json_latency_kernels(args, "conv", &n2, NULL, NULL);
     assert_int_equal(n2, nconv);
