@@ -211,21 +211,18 @@ static perfpred_status copy_own_models(pp_run *R, int *n_files)
     return st;
 }
 
-/* A quick run keeps the layer models the device answers with now: its own go on in the new folder;
- * another CPU's (calibration_from: for a new device, the nearest calibrated one) stay where they
- * are and answer through the descriptor. Either way the correction is fitted over them. */
-static perfpred_status quick_models(pp_run *R)
+perfpred_status pp_run_quick_source(pp_run *R, char *from, size_t n, int *own)
 {
     perfpred_ctx_params cp = perfpred_ctx_default_params();
     cp.config_dir = R->cfg;
     perfpred_status st = PERFPRED_OK;
-    char eb[512] = "", from[64] = "";
+    char eb[512] = "";
     perfpred_ctx *ctx = perfpred_ctx_open(&cp, &st, eb, sizeof eb);
     if (!ctx) return pp_run_fail(R, st, "%s", eb);
     const pp_device *d = pp_devices_find(pp_ctx_db(ctx), R->device);
     const pp_device *src = d ? pp_calib_source_device(pp_ctx_calib(ctx), d, NULL) : NULL;
-    int own = src && src == d;
-    if (src) snprintf(from, sizeof from, "%s", src->name);
+    *own = src && src == d;
+    snprintf(from, n, "%s", src ? src->name : "");
     perfpred_ctx_close(ctx);
     if (!src)
         return pp_run_fail(R, PERFPRED_ERR_INVALID_ARG,
@@ -233,12 +230,23 @@ static perfpred_status quick_models(pp_run *R)
                            "no calibrated CPU named by its descriptor's calibration_from; "
                            "calibrate it without --quick",
                            R->device, R->art);
+    return PERFPRED_OK;
+}
+
+/* A quick run keeps the layer models the device answers with now: its own go on in the new folder;
+ * another CPU's (calibration_from: for a new device, the nearest calibrated one) stay where they
+ * are and answer through the descriptor. Either way the correction is fitted over them. */
+static perfpred_status quick_models(pp_run *R)
+{
+    char from[64];
+    int own = 0, n = 0;
+    perfpred_status st = pp_run_quick_source(R, from, sizeof from, &own);
+    if (st != PERFPRED_OK) return st;
     if (!own) {
         pp_log(&R->lg, PERFPRED_LOG_INFO,
                "  layer models: %s's, transferred (calibration_from in the descriptor)", from);
         return PERFPRED_OK;
     }
-    int n = 0;
     st = copy_own_models(R, &n);
     if (st == PERFPRED_OK)
         pp_log(&R->lg, PERFPRED_LOG_INFO, "  layer models: the device's own, kept (%d files of %s)",

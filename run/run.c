@@ -440,6 +440,12 @@ perfpred_status perfpred_calibrate_run(const perfpred_run_params *p, perfpred_ru
                          R->device, R->device);
         goto done;
     }
+    if (R->quick && R->known) {
+        /* a known device without models to correct: refused before anything is measured */
+        char from[64];
+        int own = 0;
+        if ((st = pp_run_quick_source(R, from, sizeof from, &own)) != PERFPRED_OK) goto done;
+    }
     if (p->measurements_dir && !exists) {
         st = pp_run_fail(R, PERFPRED_ERR_IO,
                          "--measurements %s: no state.json there; pass the folder that "

@@ -179,6 +179,9 @@ perfpred_status pp_run_stage_fit(pp_run *R);
 perfpred_status pp_run_stage_judge(pp_run *R);
 perfpred_status pp_run_stage_install(pp_run *R);
 perfpred_status pp_run_write_bundle(pp_run *R);
+/* --quick: whose layer models the device answers with (from; *own: its own), or an error naming
+ * the device where it has none to correct (judge.c). */
+perfpred_status pp_run_quick_source(pp_run *R, char *from, size_t n, int *own);
 /* Fills the report's figures from work/probe.json (written by the probe stage). */
 void pp_run_load_probe(pp_run *R);
 

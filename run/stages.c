@@ -215,7 +215,12 @@ perfpred_status pp_run_stage_probe(pp_run *R)
     pp_log(&R->lg, PERFPRED_LOG_INFO, "  descriptor: %s (%s)%s%s", existing,
            written ? "written" : "kept; the measured one is in descriptor.yaml",
            borrow[0] ? "; until calibrated, transferred from " : "", borrow);
-    return write_probe_json(R, &f, existing, written, borrow[0] ? borrow : NULL);
+    st = write_probe_json(R, &f, existing, written, borrow[0] ? borrow : NULL);
+    /* a quick run needs layer models to correct: said now, before any network is timed */
+    char from[64];
+    int own = 0;
+    if (st == PERFPRED_OK && R->quick) st = pp_run_quick_source(R, from, sizeof from, &own);
+    return st;
 }
 
 /* ---- zoo ---- */

@@ -573,6 +573,21 @@ static void test_quick_run_should_fit_only_the_correction(void **state)
     assert_int_equal(calls(&E, "layer_runner.py"), 0);
     assert_non_null(strstr(r->before_what, "previous calibration"));
 
+    /* a CPU with no models of its own and none to borrow: refused before anything is timed */
+    snprintf(cmd, sizeof cmd,
+             "sed -e 's/^name: epyc-kvm-2vcpu$/name: lonely-cpu/' -e '/^aliases:/d' "
+             "-e '/^calibration_from:/d' '%s/devices/epyc-kvm-2vcpu.yaml' > "
+             "'%s/devices/lonely-cpu.yaml'",
+             E.cfg, E.cfg);
+    assert_int_equal(system(cmd), 0);
+    int probes = calls(&E, "host_probe.py");
+    snprintf(E.work, sizeof E.work, "%s/work-lonely", E.root);
+    p = env_params(&E, "lonely-cpu");
+    p.quick = 1;
+    assert_int_equal(perfpred_calibrate_run(&p, r, eb, sizeof eb), PERFPRED_ERR_INVALID_ARG);
+    assert_non_null(strstr(eb, "lonely-cpu has no layer models"));
+    assert_int_equal(calls(&E, "host_probe.py"), probes);
+
     /* a new device: its descriptor written from this machine's figures, naming the nearest
      * calibrated CPU, whose models the correction goes over (how close they come depends on this
      * machine, so only where the parts go is checked) */
