@@ -213,12 +213,9 @@ static perfpred_status copy_own_models(pp_run *R, int *n_files)
 
 perfpred_status pp_run_quick_source(pp_run *R, char *from, size_t n, int *own)
 {
-    perfpred_ctx_params cp = perfpred_ctx_default_params();
-    cp.config_dir = R->cfg;
-    perfpred_status st = PERFPRED_OK;
-    char eb[512] = "";
-    perfpred_ctx *ctx = perfpred_ctx_open(&cp, &st, eb, sizeof eb);
-    if (!ctx) return pp_run_fail(R, st, "%s", eb);
+    perfpred_ctx *ctx = NULL;
+    perfpred_status st = pp_run_ctx_open(R, R->cfg, &ctx);
+    if (st != PERFPRED_OK) return st;
     const pp_device *d = pp_devices_find(pp_ctx_db(ctx), R->device);
     const pp_device *src = d ? pp_calib_source_device(pp_ctx_calib(ctx), d, NULL) : NULL;
     *own = src && src == d;

@@ -201,16 +201,23 @@ perfpred_status pp_run_copy_file(pp_run *R, const char *from, const char *to)
     return PERFPRED_OK;
 }
 
+perfpred_status pp_run_ctx_open(pp_run *R, const char *config_dir, perfpred_ctx **out)
+{
+    perfpred_ctx_params cp = perfpred_ctx_default_params();
+    cp.config_dir = config_dir;
+    perfpred_status st = PERFPRED_OK;
+    char eb[512] = "";
+    *out = perfpred_ctx_open(&cp, &st, eb, sizeof eb);
+    return *out ? PERFPRED_OK : pp_run_fail(R, st, "%s", eb);
+}
+
 /* The config dir, the device, the source tree and every path the stages use. */
 static perfpred_status setup(pp_run *R)
 {
     const perfpred_run_params *p = R->p;
-    perfpred_ctx_params cp = perfpred_ctx_default_params();
-    cp.config_dir = p->config_dir;
-    perfpred_status st = PERFPRED_OK;
-    char eb[512] = "";
-    perfpred_ctx *ctx = perfpred_ctx_open(&cp, &st, eb, sizeof eb);
-    if (!ctx) return pp_run_fail(R, st, "%s", eb);
+    perfpred_ctx *ctx = NULL;
+    perfpred_status st = pp_run_ctx_open(R, p->config_dir, &ctx);
+    if (st != PERFPRED_OK) return st;
     const pp_device *d = pp_devices_find(pp_ctx_db(ctx), p->device);
     R->known = d != NULL;
     snprintf(R->device, sizeof R->device, "%s", d ? d->name : p->device);

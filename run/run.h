@@ -129,6 +129,8 @@ perfpred_status pp_run_fail(pp_run *R, perfpred_status st, const char *fmt, ...)
  * except, where budgeted, a runner's 3: its --budget-min stopped it with the rows so far written. */
 perfpred_status pp_run_python(pp_run *R, const char *what, int budgeted, ...);
 perfpred_status pp_run_copy_file(pp_run *R, const char *from, const char *to);
+/* A context on config_dir (NULL: as perfpred_ctx_open); a failure is R's error. */
+perfpred_status pp_run_ctx_open(pp_run *R, const char *config_dir, perfpred_ctx **out);
 
 /* ---- the runners' command lines (runner_args.c): the protocol, stated once ---- */
 

@@ -180,11 +180,8 @@ perfpred_status pp_run_stage_probe(pp_run *R)
                            "GFLOP/s, %g GB/s)",
                            f.core_gflops, f.triad_gbs);
 
-    perfpred_ctx_params cp = perfpred_ctx_default_params();
-    cp.config_dir = R->cfg;
-    char eb[512];
-    perfpred_ctx *ctx = perfpred_ctx_open(&cp, &st, eb, sizeof eb);
-    if (!ctx) return pp_run_fail(R, st, "%s", eb);
+    perfpred_ctx *ctx = NULL;
+    if ((st = pp_run_ctx_open(R, R->cfg, &ctx)) != PERFPRED_OK) return st;
     const char *near = pp_run_nearest_cpu(ctx, &f);
     char borrow[64] = "";
     if (near && strcmp(near, R->device) != 0) snprintf(borrow, sizeof borrow, "%s", near);
