@@ -370,8 +370,8 @@ static perfpred_status run_stages(pp_run *R)
             if (st != PERFPRED_OK) return st;
             continue;
         }
-        pp_log(&R->lg, PERFPRED_LOG_INFO, "[%d/%d] %s: %s (at most %.0f min left: the budgets)", i + 1,
-               N_STAGES, S->name,
+        pp_log(&R->lg, PERFPRED_LOG_INFO, "[%d/%d] %s: %s (at most %.0f min left: the budgets)",
+               i + 1, N_STAGES, S->name,
                R->quick && S->fn == pp_run_stage_fit ? "the in-network correction over the layer "
                                                        "models in force"
                                                      : S->what,
