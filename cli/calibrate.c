@@ -38,6 +38,8 @@ static const char calibrate_usage[] =
     "         (GPU runtime stacks from framework-tax-gpus; fit-stacks --help)\n"
     "       perfpred calibrate fit-power --data DIR [--dry-run] [--json]\n"
     "         (GPU board power from gpu-benches' roofline sweep; fit-power --help)\n"
+    "       perfpred calibrate host --device GPU --rows FILE.csv [--write FILE.yaml]\n"
+    "         (the dispatch scale of your GPU's host from stack_runner.py rows; host --help)\n"
     "\n"
     "Calibrating a device: plan -> the layer runner on the device -> fit -> eval\n"
     "(docs/calibration.md). `fit` writes the layer models that `perfpred --device DEV` then uses.\n"
@@ -541,8 +543,9 @@ int cli_calibrate_main(int argc, char **argv)
     if (strcmp(argv[1], "import") == 0) return cmd_import(argc, argv);
     if (strcmp(argv[1], "fit-stacks") == 0) return cli_fit_stacks_main(argc, argv);
     if (strcmp(argv[1], "fit-power") == 0) return cli_fit_power_main(argc, argv);
-    cli_error("calibrate: unknown step '%s' (run, plan, fit, fit-stacks, fit-power or import; perfpred calibrate "
-              "--help)",
+    if (strcmp(argv[1], "host") == 0) return cli_calibrate_host_main(argc, argv);
+    cli_error("calibrate: unknown step '%s' (run, plan, fit, fit-stacks, fit-power, host or "
+              "import; perfpred calibrate --help)",
               argv[1]);
     return EXIT_USAGE;
 }

@@ -68,6 +68,7 @@ int cmd_mig(const cli_opts *o);
 int cmd_devices(const cli_opts *o);
 int cli_fit_stacks_main(int argc, char **argv);
 int cli_fit_power_main(int argc, char **argv);  /* calibrate fit-power (cli/stacks.c) */
+int cli_calibrate_host_main(int argc, char **argv); /* calibrate host (cli/stacks.c) */
 int cli_calibrate_run(int argc, char **argv);   /* calibrate run (cli/calibrate_run.c) */
 extern const char cli_calibrate_run_usage[];
 

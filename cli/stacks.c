@@ -123,9 +123,55 @@ static int take_report(const char *cmd, perfpred_status st, char *text, const ch
     return EXIT_OK_;
 }
 
+/* One fit on a context of config_dir: what the library call takes, beside the context. */
+typedef struct fit_call {
+    const perfpred_stackfit_params *stacks;
+    const char *data;
+    int dry;
+    const perfpred_host_params *host;
+} fit_call;
+
+typedef perfpred_status (*fit_fn)(const perfpred_ctx *ctx, const fit_call *a, char **text,
+                                  char *err, size_t n);
+
+static perfpred_status call_stacks(const perfpred_ctx *ctx, const fit_call *a, char **text,
+                                   char *err, size_t n)
+{
+    return perfpred_calibrate_fit_stacks(ctx, a->stacks, text, err, n);
+}
+
+static perfpred_status call_power(const perfpred_ctx *ctx, const fit_call *a, char **text,
+                                  char *err, size_t n)
+{
+    return perfpred_calibrate_fit_power(ctx, a->data, a->dry, text, err, n);
+}
+
+static perfpred_status call_host(const perfpred_ctx *ctx, const fit_call *a, char **text,
+                                 char *err, size_t n)
+{
+    return perfpred_calibrate_host(ctx, a->host, text, err, n);
+}
+
+/* Opens the context, runs fn and takes its report (take_report). Returns the exit code. */
+static int run_fit(const char *cmd, const char *config_dir, fit_fn fn, const fit_call *a, int json,
+                   cJSON **out)
+{
+    *out = NULL;
+    cli_opts o = {0};
+    o.config_dir = config_dir;
+    int code;
+    perfpred_ctx *ctx = cli_open_ctx(&o, &code);
+    if (!ctx) return code;
+    char *text = NULL, err[1024];
+    perfpred_status st = fn(ctx, a, &text, err, sizeof err);
+    perfpred_ctx_close(ctx);
+    return take_report(cmd, st, text, err, json, out);
+}
+
 enum {
     OPT_DATA = 256, OPT_OWN_DATA, OPT_MODELS, OPT_STACK, OPT_GPUS, OPT_ROWS_DIR, OPT_CONFIG_DIR,
-    OPT_THREADS, OPT_MAX_EVALS, OPT_NO_HOLDOUT, OPT_FAMILIES, OPT_DRY_RUN, OPT_JSON
+    OPT_THREADS, OPT_MAX_EVALS, OPT_NO_HOLDOUT, OPT_FAMILIES, OPT_DRY_RUN, OPT_JSON, OPT_DEVICE,
+    OPT_ROWS, OPT_WRITE, OPT_NAME
 };
 
 /* Values only as the next word: "--data=DIR" is an unknown argument here (no_equals). */
@@ -193,16 +239,9 @@ int cli_fit_stacks_main(int argc, char **argv)
         cli_error("calibrate fit-stacks: --data DIR is required\n%s", usage);
         return EXIT_USAGE;
     }
-    cli_opts o = {0};
-    o.config_dir = config_dir;
-    int code;
-    perfpred_ctx *ctx = cli_open_ctx(&o, &code);
-    if (!ctx) return code;
-    char *text = NULL, err[1024];
-    perfpred_status st = perfpred_calibrate_fit_stacks(ctx, &p, &text, err, sizeof err);
-    perfpred_ctx_close(ctx);
     cJSON *all;
-    int rc = take_report("fit-stacks", st, text, err, json, &all);
+    fit_call a = {.stacks = &p};
+    int rc = run_fit("fit-stacks", config_dir, call_stacks, &a, json, &all);
     if (all) {
         print_report(all);
         cJSON_Delete(all);
@@ -250,16 +289,9 @@ int cli_fit_power_main(int argc, char **argv)
         cli_error("calibrate fit-power: --data DIR is required\n%s", power_usage);
         return EXIT_USAGE;
     }
-    cli_opts o = {0};
-    o.config_dir = config_dir;
-    int code;
-    perfpred_ctx *ctx = cli_open_ctx(&o, &code);
-    if (!ctx) return code;
-    char *text = NULL, err[1024];
-    perfpred_status st = perfpred_calibrate_fit_power(ctx, data, dry, &text, err, sizeof err);
-    perfpred_ctx_close(ctx);
     cJSON *r;
-    int rc = take_report("fit-power", st, text, err, json, &r);
+    fit_call a = {.data = data, .dry = dry};
+    int rc = run_fit("fit-power", config_dir, call_power, &a, json, &r);
     if (!r) return rc;
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(r, "fitted");
     printf("board power P = p0 + e_byte x DRAM bytes/s + e_flop x fp32 flop/s, at most max power\n"
@@ -289,6 +321,94 @@ int cli_fit_power_main(int argc, char **argv)
            cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "written"))
                ? "written: artifacts/gpu-power.json"
                : "dry run: nothing written");
+    cJSON_Delete(r);
+    return EXIT_OK_;
+}
+
+static const char host_usage[] =
+    "usage: perfpred calibrate host --device GPU --rows FILE.csv [options]\n"
+    "  The dispatch speed of the machine that ran runners/stack_runner.py on GPU: the median,\n"
+    "  over the host-bound batch-1 rows of resnet18, resnet50, resnext50_32x4d and\n"
+    "  wide_resnet50_2 under eager fp32, of the host_dispatch_scale that makes the\n"
+    "  pytorch-eager-fp32 stack predict the measured time (docs/gpu-stacks.md).\n"
+    "  --device GPU      the GPU the rows were measured on (the whole GPU, not a MIG slice)\n"
+    "  --rows FILE.csv   stack_runner.py's CSV (framework-tax-gpus' columns)\n"
+    "  --write FILE.yaml a descriptor of one's own: GPU on this host (base: GPU), for\n"
+    "                    --device-file; written, then renamed into place\n"
+    "  --name NAME       its name (default GPU-host)\n"
+    "  --models DIR      weightless torchvision ONNX exports (default tests/fixtures/models)\n"
+    "  --config-dir DIR  descriptors and artifacts (default: as every command)\n"
+    "  --json            the report as JSON\n";
+
+static const struct option host_options[] = {
+    {"device", required_argument, NULL, OPT_DEVICE},
+    {"rows", required_argument, NULL, OPT_ROWS},
+    {"write", required_argument, NULL, OPT_WRITE},
+    {"name", required_argument, NULL, OPT_NAME},
+    {"models", required_argument, NULL, OPT_MODELS},
+    {"config-dir", required_argument, NULL, OPT_CONFIG_DIR},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0}
+};
+
+int cli_calibrate_host_main(int argc, char **argv)
+{
+    perfpred_host_params p = {0};
+    p.models_dir = "tests/fixtures/models";
+    const char *config_dir = NULL;
+    int json = 0;
+    cli_getopt G;
+    cli_getopt_init(&G, argc - 1, argv + 1, "-:h", host_options);
+    G.no_equals = 1;
+    for (int c; (c = cli_getopt_next(&G)) != -1;) {
+        switch (c) {
+        case OPT_DEVICE: p.device = optarg; break;
+        case OPT_ROWS: p.rows_csv = optarg; break;
+        case OPT_WRITE: p.out_yaml = optarg; break;
+        case OPT_NAME: p.name = optarg; break;
+        case OPT_MODELS: p.models_dir = optarg; break;
+        case OPT_CONFIG_DIR: config_dir = optarg; break;
+        case OPT_JSON: json = 1; break;
+        case 'h': fputs(host_usage, stdout); return EXIT_OK_;
+        default: /* a positional or unknown word, or an option without its value */
+            cli_error("calibrate host: unknown or incomplete argument '%s'\n%s", G.word,
+                      host_usage);
+            return EXIT_USAGE;
+        }
+    }
+    if (!p.device || !p.rows_csv) {
+        cli_error("calibrate host: --device GPU and --rows FILE.csv are required\n%s", host_usage);
+        return EXIT_USAGE;
+    }
+    cJSON *r;
+    fit_call a = {.host = &p};
+    int rc = run_fit("host", config_dir, call_host, &a, json, &r);
+    if (!r) return rc;
+    const cJSON *rows = cJSON_GetObjectItemCaseSensitive(r, "rows");
+    printf("%s: %d batch-1 eager fp32 rows of the ResNet family in %s\n",
+           cJSON_GetObjectItemCaseSensitive(r, "device")->valuestring, cJSON_GetArraySize(rows),
+           p.rows_csv);
+    printf("  %-16s %5s %12s %13s %8s %8s %6s %7s\n", "model", "line", "measured ms",
+           "predicted ms", "host ms", "GPU ms", "bound", "scale");
+    const cJSON *x;
+    cJSON_ArrayForEach(x, rows)
+    {
+        printf("  %-16s %5g %12.3f %13.3f %8.3f %8.3f %6s %7.3f\n",
+               cJSON_GetObjectItemCaseSensitive(x, "model")->valuestring, num(x, "line"),
+               num(x, "measured_ms"), num(x, "predicted_ms"), num(x, "host_ms"), num(x, "gpu_ms"),
+               cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(x, "host_bound")) ? "host" : "GPU",
+               num(x, "scale"));
+    }
+    printf("host_dispatch_scale %.3f: the median of the %g host-bound rows; the descriptor states "
+           "%.3f (%s)\n",
+           num(r, "scale"), num(r, "host_bound_rows"), num(r, "descriptor_scale"),
+           cJSON_GetObjectItemCaseSensitive(r, "descriptor_source")->valuestring);
+    const cJSON *w = cJSON_GetObjectItemCaseSensitive(r, "written");
+    if (cJSON_IsString(w))
+        printf("written: %s; predict with: perfpred --device-file %s --device %s MODEL.onnx\n",
+               w->valuestring, w->valuestring,
+               cJSON_GetObjectItemCaseSensitive(r, "name")->valuestring);
     cJSON_Delete(r);
     return EXIT_OK_;
 }

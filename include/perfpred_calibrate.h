@@ -47,6 +47,26 @@ perfpred_status perfpred_calibrate_fit_power(const perfpred_ctx *ctx, const char
                                              int dry_run, char **report_json, char *errbuf,
                                              size_t errbuf_len);
 
+/* A GPU's host (docs/gpu-stacks.md, "Your own GPU's host"): the dispatch scale of the machine that
+ * ran `runners/stack_runner.py` on this GPU, by the rule the shipped descriptors state: the median,
+ * over its host-bound batch-1 rows of the ResNet family (resnet18, resnet50, resnext50_32x4d,
+ * wide_resnet50_2) under eager fp32, of the scale that makes the pytorch-eager-fp32 stack predict
+ * the measured time (host-bound: the stack's host time per call above its GPU time; the host time
+ * scales with the dispatch scale, so the row's scale is the descriptor's x measured / predicted).
+ * With out_yaml, writes a descriptor of one's own there (write, then rename): `base:` the device,
+ * its calibration_from carried over, runtime.host_dispatch_scale and host_dispatch_source:
+ * measured; read it with --device-file. *report_json (malloc'd, perfpred_free): every row read
+ * with its prediction and its scale, the scale, the descriptor's own and what was written. */
+typedef struct perfpred_host_params {
+    const char *device;      /* the GPU the rows were measured on (a descriptor with stacks) */
+    const char *rows_csv;    /* stack_runner.py's CSV of it (framework-tax-gpus' columns) */
+    const char *models_dir;  /* the torchvision ONNX exports (tests/fixtures/models) */
+    const char *out_yaml;    /* a descriptor of one's own to write, or NULL (report only) */
+    const char *name;        /* its name; NULL = "<device>-host" */
+} perfpred_host_params;
+perfpred_status perfpred_calibrate_host(const perfpred_ctx *ctx, const perfpred_host_params *p,
+                                        char **report_json, char *errbuf, size_t errbuf_len);
+
 /* ------------------------------------------------------------- calibration ---- */
 /* Turning a descriptor into a calibrated device (docs/calibration.md): a layer benchmark plan sized
  * to a time budget, per-op-kind layer models fitted on the runner's measurements, and accuracy

@@ -585,6 +585,11 @@ static perfpred_status stack_figures(const pp_graph *g, const pp_device *d, cons
               "measurements (framework-tax-gpus, data/gpu-stacks), applied through this "
               "descriptor's figures; the host's dispatch scaled by its host_dispatch_scale, "
               "transferred from a measured host of the same kind"
+        : scaled_host(d) && d->host_dispatch_source == PP_HOST_MEASURED
+            ? "runtime stack: host dispatch / GPU pipeline fitted on other GPUs' whole-model "
+              "measurements (framework-tax-gpus, data/gpu-stacks), applied through this "
+              "descriptor's figures; the host's dispatch scaled by its host_dispatch_scale, "
+              "measured on this GPU's host (perfpred calibrate host)"
         : scaled_host(d)
             ? "runtime stack: host dispatch / GPU pipeline fitted on other GPUs' whole-model "
               "measurements (framework-tax-gpus, data/gpu-stacks), applied through this "

@@ -676,9 +676,107 @@ static void transfer_should_swap_conv_calls_only_where_both_state_one(void **sta
     unlink(path);
 }
 
+/* The numbers of a `calibrate host --json` report. */
+static double host_report(const char *args, double *descriptor_scale, int *n_rows)
+{
+    cJSON *j = run_json(args);
+    assert_non_null(j);
+    double v = cJSON_GetObjectItem(j, "scale")->valuedouble;
+    if (descriptor_scale) *descriptor_scale = cJSON_GetObjectItem(j, "descriptor_scale")->valuedouble;
+    if (n_rows) *n_rows = cJSON_GetArraySize(cJSON_GetObjectItem(j, "rows"));
+    cJSON_Delete(j);
+    return v;
+}
+
+/* The stack's host time per call on resnet18 at batch 1 (--device-file FILE where not NULL). */
+static double host_ms_of(const char *device, const char *file)
+{
+    char args[2048];
+    snprintf(args, sizeof args, "--device %s examples/resnet18.onnx --json%s%s", device,
+             file ? " --device-file " : "", file ? file : "");
+    cJSON *j = run_json(args);
+    assert_non_null(j);
+    const cJSON *s = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "prediction"), "stack");
+    assert_non_null(s);
+    double v = cJSON_GetObjectItem(s, "host_ms")->valuedouble;
+    cJSON_Delete(j);
+    return v;
+}
+
+/* calibrate host: a GPU's host dispatch scale from whole-model rows of that GPU. The H100's own
+ * runs gave 0.38 by this rule (docs/gpu-stacks.md), so its rows must land near it; times twice as
+ * long give twice the scale (a host-bound prediction's host time is linear in it); the descriptor
+ * it writes loads, names its source, and scales the host time by the ratio; bad rows are named. */
+static void calibrate_host_should_measure_the_dispatch_scale(void **state)
+{
+    (void)state;
+    const char *rows = "data/gpu-stacks/2026_1126b_pretrained-fp32/h100.csv";
+    char args[4096], slow[1024], yaml[1024], bad[1024];
+    double s0 = 0;
+    int n = 0;
+    snprintf(args, sizeof args, "calibrate host --device h100-sxm5-80gb --rows %s --json", rows);
+    double s = host_report(args, &s0, &n);
+    if (!(s > 0.30 && s < 0.46)) print_error("H100 host scale %.4f\n", s);
+    assert_true(s > 0.30 && s < 0.46);
+    assert_true(n >= 3);
+    /* every time doubled */
+    snprintf(slow, sizeof slow, "%s/test_cli_host_slow.csv", PP_BINARY_DIR);
+    snprintf(args, sizeof args,
+             "/usr/bin/python3 -c \"import csv,sys; r=list(csv.reader(open('%s/%s'))); "
+             "i=r[0].index('latency'); [x.__setitem__(i, repr(2*float(x[i]))) for x in r[1:]]; "
+             "csv.writer(open('%s','w')).writerows(r)\"",
+             PP_SOURCE_DIR, rows, slow);
+    assert_int_equal(system(args), 0);
+    snprintf(args, sizeof args, "calibrate host --device h100-sxm5-80gb --rows %s --json", slow);
+    double s2 = host_report(args, NULL, NULL);
+    if (fabs(s2 - 2 * s) > 1e-9 * s) print_error("doubled times: %.9f, not 2 x %.9f\n", s2, s);
+    assert_true(fabs(s2 - 2 * s) <= 1e-9 * s);
+    /* the descriptor of one's own */
+    snprintf(yaml, sizeof yaml, "%s/test_cli_host.yaml", PP_BINARY_DIR);
+    snprintf(args, sizeof args,
+             "calibrate host --device h100-sxm5-80gb --rows %s --write %s --name my-h100", rows,
+             yaml);
+    assert_int_equal(run_cli(args), 0);
+    assert_non_null(strstr(out_buf, "written: "));
+    double h0 = host_ms_of("h100-sxm5-80gb", NULL), h1 = host_ms_of("my-h100", yaml);
+    /* (the file states the scale to 6 digits) */
+    if (fabs(h1 - h0 * s / s0) > 1e-5 * h0)
+        print_error("host %.6f ms on my-h100, %.6f x %.4f / %.4f expected\n", h1, h0, s, s0);
+    assert_true(fabs(h1 - h0 * s / s0) <= 1e-5 * h0);
+    snprintf(args, sizeof args, "--device my-h100 examples/resnet18.onnx --device-file %s", yaml);
+    assert_int_equal(run_cli(args), 0);
+    assert_non_null(strstr(out_buf, "measured on this GPU's host"));
+    /* its MIG slices, stated again (base: does not carry them), run on the measured host too */
+    snprintf(args, sizeof args, "mig examples/resnet18.onnx --device my-h100 --device-file %s",
+             yaml);
+    assert_int_equal(run_cli(args), 0);
+    assert_non_null(strstr(out_buf, "my-h100-mig-1g"));
+    /* bad input: named */
+    snprintf(args, sizeof args, "calibrate host --device a100-mig-3g --rows %s", rows);
+    assert_int_equal(run_cli(args), 1);
+    assert_non_null(strstr(out_buf, "MIG"));
+    snprintf(bad, sizeof bad, "%s/test_cli_host_bad.csv", PP_BINARY_DIR);
+    pp_test_write_text(bad, "model,torchvision_name,batch_size,latency,runtime,precision\n"
+                            "resnet18,resnet18,8,0.004,pytorch-eager,fp32\n");
+    snprintf(args, sizeof args, "calibrate host --device h100-sxm5-80gb --rows %s", bad);
+    assert_int_equal(run_cli(args), 1);
+    assert_non_null(strstr(out_buf, "test_cli_host_bad.csv: no batch-1"));
+    pp_test_write_text(bad, "model,torchvision_name,batch_size,latency,runtime,precision\n"
+                            "resnet18,resnet18,1,fast,pytorch-eager,fp32\n");
+    assert_int_equal(run_cli(args), 2);
+    assert_non_null(strstr(out_buf, "test_cli_host_bad.csv:2: latency 'fast'"));
+    pp_test_write_text(bad, "model,torchvision_name,batch_size,runtime,precision\n");
+    assert_int_equal(run_cli(args), 2);
+    assert_non_null(strstr(out_buf, "no column 'latency'"));
+    unlink(slow);
+    unlink(yaml);
+    unlink(bad);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(calibrate_host_should_measure_the_dispatch_scale),
         cmocka_unit_test(help_should_list_exit_codes),
         cmocka_unit_test(usage_errors_should_exit_1),
         cmocka_unit_test(bad_model_files_should_exit_2_or_3_naming_the_file),
