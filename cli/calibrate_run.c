@@ -141,7 +141,7 @@ static void print_text(const perfpred_run_params *p, const perfpred_run_report *
         return;
     }
     if (r->kept_previous)
-        printf("\n%s measured and fitted in %.1f min; the previous calibration stays in force "
+        printf("\n%s measured and fitted in %.1f min; what it answered before stays in force "
                "(closer on the judging networks); the new one: %s\n",
                r->device, r->minutes, r->artifacts_dir);
     else

@@ -509,9 +509,11 @@ perfpred_status pp_run_stage_judge(pp_run *R)
             o->judge[o->n_judge++] = J;
         }
         o->n_judge_rows = cal.n_points;
-        /* the previous calibration stays where it is closer on these networks */
+        /* the previous calibration stays where it is closer on these networks; so does a quick
+         * run's transfer alone, which its correction only adds to */
         const perfpred_run_judge *all = o->n_judge ? &o->judge[o->n_judge - 1] : NULL;
-        int keep = all && have_before && strstr(o->before_what, "previous calibration") &&
+        int keep = all && have_before &&
+                   (strstr(o->before_what, "previous calibration") || R->quick) &&
                    all->before.mape_pct < all->calibrated.mape_pct && !R->p->install_anyway;
         char dpath[PP_RUN_PATH], text[160];
         snprintf(text, sizeof text, "%s %.6g %.6g\n", keep ? "keep" : "install",
@@ -554,9 +556,9 @@ perfpred_status pp_run_stage_install(pp_run *R)
         R->out->kept_previous = 1;
         snprintf(R->out->artifacts_dir, sizeof R->out->artifacts_dir, "%s", R->newart);
         pp_log(&R->lg, PERFPRED_LOG_WARN,
-               "  kept the previous calibration: on the judging networks it is %.1f %% off, the "
-               "new one %.1f %%; the new one waits in %s (--resume --install-anyway puts it in "
-               "force)",
+               "  kept what the device answered before this run: on the judging networks it is "
+               "%.1f %% off, the new calibration %.1f %%; the new one waits in %s (--resume "
+               "--install-anyway puts it in force)",
                prev, mine, R->newart);
         return PERFPRED_OK;
     }

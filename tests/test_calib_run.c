@@ -573,6 +573,26 @@ static void test_quick_run_should_fit_only_the_correction(void **state)
     assert_int_equal(calls(&E, "layer_runner.py"), 0);
     assert_non_null(strstr(r->before_what, "previous calibration"));
 
+    /* a quick run whose correction lands farther off on the judging networks than the transfer
+     * alone (its training networks ran 3x the judging ones' time): the transfer stays in force */
+    unsetenv("PP_FAKE_SLOW_NETS");
+    setenv("PP_FAKE_SLOW", "1", 1);
+    snprintf(cmd, sizeof cmd,
+             "sed -e 's/^name: new-cpu$/name: new-cpu2/' '%s/devices/new-cpu.yaml' > "
+             "'%s/devices/new-cpu2.yaml'",
+             E.cfg, E.cfg);
+    assert_int_equal(system(cmd), 0);
+    snprintf(E.work, sizeof E.work, "%s/work-keep", E.root);
+    p = env_params(&E, "new-cpu2");
+    p.quick = 1;
+    st = perfpred_calibrate_run(&p, r, eb, sizeof eb);
+    if (st != PERFPRED_OK) fail_msg("%s", eb);
+    assert_int_equal(r->kept_previous, 1);
+    assert_non_null(strstr(r->before_what, "transferred"));
+    assert_false(exists(E.cfg, "artifacts/new-cpu2/overhead-latency.json"));
+    assert_true(exists(E.cfg, "artifacts/.new-cpu2.new/overhead-latency.json"));
+    unsetenv("PP_FAKE_SLOW");
+
     /* a CPU with no models of its own and none to borrow: refused before anything is timed */
     snprintf(cmd, sizeof cmd,
              "sed -e 's/^name: epyc-kvm-2vcpu$/name: lonely-cpu/' -e '/^aliases:/d' "
@@ -591,7 +611,6 @@ static void test_quick_run_should_fit_only_the_correction(void **state)
     /* a new device: its descriptor written from this machine's figures, naming the nearest
      * calibrated CPU, whose models the correction goes over (how close they come depends on this
      * machine, so only where the parts go is checked) */
-    unsetenv("PP_FAKE_SLOW_NETS");
     snprintf(E.work, sizeof E.work, "%s/work-new", E.root);
     p = env_params(&E, "brand-new-cpu");
     p.quick = 1;
