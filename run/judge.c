@@ -484,7 +484,9 @@ perfpred_status pp_run_stage_judge(pp_run *R)
     perfpred_status st = eval_judge(R, R->stage_cfg, 0, &cal);
     if (st == PERFPRED_OK) st = eval_judge(R, R->stage_cfg, 1, &sum);
     int have_before = st == PERFPRED_OK && eval_judge(R, R->cfg, 0, &bef) == PERFPRED_OK;
-    if (!have_before) R->errbuf[0] = 0;
+    /* what the device answered before may fail (no layer models, no roofline figures): not an
+     * error of this run; a failure of the judgement itself keeps its message */
+    if (st == PERFPRED_OK && !have_before) R->errbuf[0] = 0;
     if (st == PERFPRED_OK) {
         perfpred_run_report *o = R->out;
         before_what(R, o->before_what, sizeof o->before_what);
