@@ -387,7 +387,11 @@ static int fit_overhead(const perfpred_overhead_params *params, int json)
     else if (p->dry_run)
         printf("dry run: nothing written\n");
     else
-        printf("not written: over the folds it does not beat the layer sum\n");
+        printf("not written: %s\n",
+               r.out_of_range ? "its figures lie outside what a correction may state (scale "
+                                "0.05 to 20, per kernel and per MB 0 to 100 ms): the layer "
+                                "models are far from these networks"
+                              : "over the folds it does not beat the layer sum");
     printf("\nlatency intervals from the held-out rows:\n");
     cli_intervals_print(P.heldout, r.device, p->config_dir, p->out_dir, data, !p->dry_run, &rc);
     perfpred_heldout_free(P.heldout);

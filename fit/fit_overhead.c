@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "fit/fit.h"
+#include "predictor/calib.h"
 
 perfpred_overhead_params perfpred_overhead_default_params(void)
 {
@@ -252,15 +253,19 @@ perfpred_status perfpred_calibrate_fit_overhead(const perfpred_overhead_params *
     out->scale = w[0];
     out->per_kernel_us = w[1] * 1e3;
     out->per_mb_us = w[2] * 1e3;
-    if ((st = collect_heldout(p->heldout, pt, n, ovh_ms,
-                              out->pooled_corrected_mape_pct < out->pooled_layer_sum_mape_pct, &err)))
-        goto done;
+    /* what the predictor would refuse to read is not written (a descriptor far from the machine
+     * the networks ran on puts the scale there) */
+    out->out_of_range = !(w[0] >= PP_OVERHEAD_SCALE_MIN && w[0] <= PP_OVERHEAD_SCALE_MAX &&
+                          w[1] <= PP_OVERHEAD_TERM_MAX_MS && w[2] <= PP_OVERHEAD_TERM_MAX_MS);
+    int ships = out->pooled_corrected_mape_pct < out->pooled_layer_sum_mape_pct &&
+                !out->out_of_range;
+    if ((st = collect_heldout(p->heldout, pt, n, ovh_ms, ships, &err))) goto done;
     const char *cfg = p->config_dir ? p->config_dir : pp_default_config_dir();
     if (p->out_dir) snprintf(out->path, sizeof out->path, "%s/overhead-latency.json", p->out_dir);
     else
         snprintf(out->path, sizeof out->path, "%s/artifacts/%s/overhead-latency.json", cfg,
                  out->device);
-    if (!p->dry_run && out->pooled_corrected_mape_pct < out->pooled_layer_sum_mape_pct) {
+    if (!p->dry_run && ships) {
         char dir[1024];
         snprintf(dir, sizeof dir, "%s", out->path);
         *strrchr(dir, '/') = '\0';

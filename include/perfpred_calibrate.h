@@ -697,7 +697,11 @@ typedef struct perfpred_overhead_report {
     int n_pooled;
     double pooled_layer_sum_mape_pct, pooled_corrected_mape_pct;
     double scale, per_kernel_us, per_mb_us; /* fitted on every row */
-    int written;                       /* 0: dry run, or the folds did not beat the layer sum */
+    int written;                       /* 0: dry run, the folds did not beat the layer sum, or
+                                          out_of_range */
+    int out_of_range;                  /* the fit's figures lie outside what a correction may
+                                          state (scale 0.05 to 20, per kernel and per MB 0 to 100
+                                          ms): the layer models are far from these networks */
     char path[1024];                   /* the artifact (written or not) */
 } perfpred_overhead_report;
 

@@ -158,9 +158,11 @@ static perfpred_status load_overheads(pp_calib *c, const char *config_dir, pp_er
         const cJSON *data = j ? cJSON_GetObjectItemCaseSensitive(j, "data") : NULL;
         /* version 1 had no per-megabyte term */
         double ver = j ? json_num_in(j, "version", 1, 2) : NAN;
-        double sc = j ? json_num_in(j, "scale", 0.05, 20) : NAN;
-        double pk = j ? json_num_in(j, "per_kernel_ms", 0, 100) : NAN;
-        double pm = ver == 1 ? 0 : j ? json_num_in(j, "per_mb_ms", 0, 100) : NAN;
+        double sc =
+            j ? json_num_in(j, "scale", PP_OVERHEAD_SCALE_MIN, PP_OVERHEAD_SCALE_MAX) : NAN;
+        double pk = j ? json_num_in(j, "per_kernel_ms", 0, PP_OVERHEAD_TERM_MAX_MS) : NAN;
+        double pm =
+            ver == 1 ? 0 : j ? json_num_in(j, "per_mb_ms", 0, PP_OVERHEAD_TERM_MAX_MS) : NAN;
         double rows = j ? json_num_in(j, "rows", 2, 1e9) : NAN;
         if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, "perfpred-overhead") != 0 ||
             !cJSON_IsString(data) || isnan(ver) || isnan(sc) || isnan(pk) || isnan(pm) ||

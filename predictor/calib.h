@@ -48,6 +48,12 @@ struct pp_gnn;
 int pp_calib_has_gnn(const pp_calib *c, const pp_device *d, const char **source, int *n_targets);
 perfpred_status pp_calib_gnn(const pp_calib *c, const pp_device *d, const struct pp_gnn **out,
                              const char **source, pp_err *err);
+/* The figures an in-network overhead correction may state (overhead-latency.json): a file outside
+ * them is refused, and a fit outside them is not written. */
+#define PP_OVERHEAD_SCALE_MIN 0.05
+#define PP_OVERHEAD_SCALE_MAX 20
+#define PP_OVERHEAD_TERM_MAX_MS 100
+
 /* d's in-network overhead correction: its provenance text (NULL when it has none), and where
  * not NULL its scale, per-kernel and per-megabyte times (latency = scale x layer sum +
  * per_kernel_ms x kernels + per_mb_ms x 10^6 bytes the kernels move). */

@@ -169,7 +169,10 @@ static perfpred_status fit_correction(pp_run *R, const char *nets)
                "%.1f %%): %s",
                orep->n_used, folds, orep->pooled_corrected_mape_pct,
                orep->pooled_layer_sum_mape_pct,
-               orep->written ? "written" : "not written (it does not beat the layer sum)");
+               orep->written        ? "written"
+               : orep->out_of_range ? "not written (its scale lies outside 0.05 to 20: the "
+                                      "layer models are far from this machine's networks)"
+                                    : "not written (it does not beat the layer sum)");
         char data[512];
         snprintf(data, sizeof data,
                  "calibrate run: %s, held-out folds %.300s of measurements/networks.csv",

@@ -766,6 +766,28 @@ static void fit_overhead_should_recover_scale_and_per_kernel_time(void **state)
                          PERFPRED_ERR_INVALID_ARG);
         assert_non_null(strstr(err, "mobilenett"));
     }
+    /* networks that ran at 2 % of the layer sum (a descriptor far from the machine): a scale the
+     * predictor would refuse to read is not written */
+    {
+        char odir[1600], opath[1700];
+        path_in(path, sizeof path, "overhead_far.csv");
+        overhead_rows(ctx, path, 0.02, 0, 0, sum, nk, mb);
+        path_in(odir, sizeof odir, "overhead_far_out");
+        perfpred_overhead_params op = perfpred_overhead_default_params();
+        op.device = "host-cpu";
+        op.networks_csv = path;
+        op.folds = "alexnet;mobilenet;mnasnet";
+        op.config_dir = cfg;
+        op.out_dir = odir;
+        perfpred_overhead_report r;
+        assert_int_equal(perfpred_calibrate_fit_overhead(&op, &r, err, sizeof err), PERFPRED_OK);
+        assert_rel_close(r.scale, 0.02, 1e-6);
+        assert_true(r.pooled_corrected_mape_pct < r.pooled_layer_sum_mape_pct);
+        assert_int_equal(r.out_of_range, 1);
+        assert_int_equal(r.written, 0);
+        snprintf(opath, sizeof opath, "%s/overhead-latency.json", odir);
+        assert_int_equal(access(opath, F_OK), -1);
+    }
     perfpred_ctx_close(ctx);
     /* a new context applies the correction written above */
     ctx = perfpred_ctx_open(&cp, &st, err, sizeof err);
