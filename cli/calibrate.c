@@ -10,8 +10,9 @@
 #include "cli/cli.h"
 
 static const char calibrate_usage[] =
-    "usage: perfpred calibrate run --device NAME [--budget-min 30] [--resume] [options]\n"
+    "usage: perfpred calibrate run --device NAME [--budget-min 30] [--quick] [--resume] [options]\n"
     "         (this CPU in one command: figures, descriptor, layers, networks, fit, judgement;\n"
+    "          --quick: whole networks only, the correction over the models in force;\n"
     "          calibrate run --help)\n"
     "       perfpred calibrate plan --device DEV -o PLAN.csv [options]\n"
     "       perfpred calibrate fit --device DEV --layers MEASURED.csv [options]\n"
