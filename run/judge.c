@@ -361,11 +361,43 @@ typedef struct jkey {
     double v[2][64]; /* [even, odd round][visit] */
 } jkey;
 
+/* One visit of a journal: its configuration, round parity, fastest sample, canary and time. */
+typedef struct jvisit {
+    int key, half;
+    double lo, canary, t; /* canary 0: none; t NaN: no wall time */
+} jvisit;
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The canary level at each visit, as the runners scale their rows (runners/timing.py,
+ * canary_levels): the median canary of the visits within PP_RUN_CANARY_WINDOW_S seconds of it; a
+ * visit without a time keeps its own canary. lv[i] = 0 where the visit has no canary. */
+#define PP_RUN_CANARY_WINDOW_S 60.0
+static void canary_levels(const jvisit *v, int n, double *lv, double *buf)
+{
+    for (int i = 0; i < n; i++) {
+        lv[i] = v[i].canary;
+        if (!(v[i].canary > 0) || !isfinite(v[i].t)) continue;
+        int m = 0;
+        for (int j = 0; j < n; j++)
+            if (v[j].canary > 0 && isfinite(v[j].t) &&
+                fabs(v[j].t - v[i].t) <= PP_RUN_CANARY_WINDOW_S)
+                buf[m++] = v[j].canary;
+        qsort(buf, (size_t)m, sizeof *buf, cmp_dbl);
+        lv[i] = m % 2 ? buf[m / 2] : (buf[m / 2 - 1] + buf[m / 2]) / 2;
+    }
+}
+
 /* Reads a runner journal (`<csv>.partial.jsonl`: one JSON object per line, visits with key,
- * round, samples_ns and, from a canary run, canary_ns) and gives, per judge group, the mean
- * disagreement of each configuration's two half-runs; NaN where a group has no configuration with
- * both halves. */
-static void journal_repeat(const char *path, double pct[PERFPRED_RUN_MAX_JUDGE],
+ * round, samples_ns and, from a canary run, canary_ns and t) and gives, per judge group, the mean
+ * disagreement of each configuration's two half-runs, each visit scaled by the canary level of its
+ * minute as the runners scale the rows (the run's reference level multiplies both halves alike and
+ * cancels); NaN where a group has no configuration with both halves. */
+void pp_run_journal_repeat(const char *path, double pct[PERFPRED_RUN_MAX_JUDGE],
                            int count[PERFPRED_RUN_MAX_JUDGE])
 {
     for (int g = 0; g < PERFPRED_RUN_MAX_JUDGE; g++) {
@@ -374,8 +406,9 @@ static void journal_repeat(const char *path, double pct[PERFPRED_RUN_MAX_JUDGE],
     }
     FILE *f = fopen(path, "r");
     if (!f) return;
-    int cap = 0, n = 0;
+    int cap = 0, n = 0, vcap = 0, nv = 0;
     jkey *keys = NULL;
+    jvisit *vis = NULL;
     char *line = NULL;
     size_t lcap = 0;
     while (getline(&line, &lcap, f) > 0) {
@@ -385,6 +418,7 @@ static void journal_repeat(const char *path, double pct[PERFPRED_RUN_MAX_JUDGE],
         const cJSON *rd = j ? cJSON_GetObjectItemCaseSensitive(j, "round") : NULL;
         const cJSON *sm = j ? cJSON_GetObjectItemCaseSensitive(j, "samples_ns") : NULL;
         const cJSON *cn = j ? cJSON_GetObjectItemCaseSensitive(j, "canary_ns") : NULL;
+        const cJSON *tt = j ? cJSON_GetObjectItemCaseSensitive(j, "t") : NULL;
         if (cJSON_IsString(ty) && strcmp(ty->valuestring, "visit") == 0 && cJSON_IsString(k) &&
             cJSON_IsNumber(rd) && cJSON_IsArray(sm) && cJSON_GetArraySize(sm) > 0) {
             double lo = INFINITY;
@@ -393,9 +427,6 @@ static void journal_repeat(const char *path, double pct[PERFPRED_RUN_MAX_JUDGE],
             {
                 if (cJSON_IsNumber(it) && it->valuedouble < lo) lo = it->valuedouble;
             }
-            /* a canary-scaled run (runners' --canary): the visit over its canary; the run's
-             * reference canary multiplies both halves alike and cancels */
-            if (cJSON_IsNumber(cn) && cn->valuedouble > 0) lo /= cn->valuedouble;
             int i = 0;
             while (i < n && strcmp(keys[i].key, k->valuestring) != 0) i++;
             if (i == n) {
@@ -416,15 +447,34 @@ static void journal_repeat(const char *path, double pct[PERFPRED_RUN_MAX_JUDGE],
                                                 : "");
                 n++;
             }
-            int h = rd->valueint & 1;
-            if (isfinite(lo) && lo > 0 && keys[i].n[h] < 64) keys[i].v[h][keys[i].n[h]++] = lo;
+            if (nv == vcap) {
+                jvisit *nvp = realloc(vis, sizeof *vis * (size_t)(vcap ? 2 * vcap : 256));
+                if (!nvp) {
+                    cJSON_Delete(j);
+                    break;
+                }
+                vis = nvp;
+                vcap = vcap ? 2 * vcap : 256;
+            }
+            vis[nv++] = (jvisit){i, rd->valueint & 1, lo,
+                                 cJSON_IsNumber(cn) && cn->valuedouble > 0 ? cn->valuedouble : 0,
+                                 cJSON_IsNumber(tt) ? tt->valuedouble : NAN};
         }
         cJSON_Delete(j);
     }
     free(line);
     fclose(f);
+    double *lv = malloc(sizeof(double) * (size_t)(2 * nv + 1));
+    if (lv) canary_levels(vis, nv, lv, lv + nv);
+    for (int i = 0; lv && i < nv; i++) {
+        double lo = vis[i].lo;
+        if (lv[i] > 0) lo /= lv[i];
+        jkey *K = &keys[vis[i].key];
+        int h = vis[i].half;
+        if (isfinite(lo) && lo > 0 && K->n[h] < 64) K->v[h][K->n[h]++] = lo;
+    }
     double sum[PERFPRED_RUN_MAX_JUDGE] = {0};
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; lv && i < n; i++) {
         if (keys[i].n[0] == 0 || keys[i].n[1] == 0) continue;
         double a = pp_measure_median(keys[i].v[0], keys[i].n[0]);
         double b = pp_measure_median(keys[i].v[1], keys[i].n[1]);
@@ -436,6 +486,8 @@ static void journal_repeat(const char *path, double pct[PERFPRED_RUN_MAX_JUDGE],
     }
     for (int g = 0; g < PERFPRED_RUN_MAX_JUDGE; g++)
         if (count[g] > 0) pct[g] = 100 * sum[g] / count[g];
+    free(lv);
+    free(vis);
     free(keys);
 }
 
@@ -497,7 +549,7 @@ perfpred_status pp_run_stage_judge(pp_run *R)
         double rep_pct[PERFPRED_RUN_MAX_JUDGE];
         int rep_n[PERFPRED_RUN_MAX_JUDGE];
         char journal[PP_RUN_PATH];
-        journal_repeat(pp_run_path(R, journal, sizeof journal,
+        pp_run_journal_repeat(pp_run_path(R, journal, sizeof journal,
                                    "measurements/judge.csv.partial.jsonl"),
                        rep_pct, rep_n);
         for (int g = 0; g < PERFPRED_RUN_MAX_JUDGE; g++) {

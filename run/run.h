@@ -181,6 +181,12 @@ perfpred_status pp_run_stage_fit(pp_run *R);
 perfpred_status pp_run_stage_judge(pp_run *R);
 perfpred_status pp_run_stage_install(pp_run *R);
 perfpred_status pp_run_write_bundle(pp_run *R);
+/* The mean disagreement of each configuration's two half-runs (even and odd rounds) in a runner
+ * journal, per judge group (random CNNs, random transformers, the rest, all; NaN where none has
+ * both halves), each visit scaled by its minute's canary level as the runners scale rows
+ * (judge.c). */
+void pp_run_journal_repeat(const char *path, double pct[PERFPRED_RUN_MAX_JUDGE],
+                           int count[PERFPRED_RUN_MAX_JUDGE]);
 /* --quick: whose layer models the device answers with (from; *own: its own), or an error naming
  * the device where it has none to correct (judge.c). */
 perfpred_status pp_run_quick_source(pp_run *R, char *from, size_t n, int *own);

@@ -464,6 +464,47 @@ static void test_run_resume_and_install(void **state)
     free(E.root);
 }
 
+/* The judge's repeat scales each visit by its minute's canary level, as the runners scale the rows:
+ * a machine twice as slow in the odd rounds' minutes (samples and canaries both 2x) leaves the
+ * halves equal, while a visit's own canary, which also carries what the visit before left in the
+ * caches (here 500 or 1500 us by turns, whatever the speed), or no scaling at all, would not. */
+static void repeat_should_scale_by_the_minutes_canary_level(void **state)
+{
+    (void)state;
+    char *dir = tmpdir(), path[1024];
+    snprintf(path, sizeof path, "%s/judge.csv.partial.jsonl", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("{\"identity\": {\"configs\": []}, \"type\": \"setup\"}\n", f);
+    for (int r = 0; r < 4; r++) {
+        double speed = r % 2 ? 2 : 1, t = 1000 + 300 * r;
+        /* A's canary 500 us in even rounds and 1500 in odd ones, B's the other way round */
+        double ca = (r % 2 ? 1500e3 : 500e3) * speed, cb = (r % 2 ? 500e3 : 1500e3) * speed;
+        fprintf(f,
+                "{\"canary_ns\": %.1f, \"key\": \"randcnn_s9_i0.onnx|1x3x64x64|b1\", "
+                "\"round\": %d, \"samples_ns\": [%.1f, %.1f], \"t\": %.3f, \"type\": \"visit\"}\n",
+                ca, r, 10e6 * speed, 11e6 * speed, t);
+        fprintf(f,
+                "{\"canary_ns\": %.1f, \"key\": \"googlenet.onnx|1x3x224x224|b1\", "
+                "\"round\": %d, \"samples_ns\": [%.1f], \"t\": %.3f, \"type\": \"visit\"}\n",
+                cb, r, 20e6 * speed, t + 1);
+    }
+    fclose(f);
+    double pct[PERFPRED_RUN_MAX_JUDGE];
+    int count[PERFPRED_RUN_MAX_JUDGE];
+    pp_run_journal_repeat(path, pct, count);
+    assert_int_equal(count[0], 1); /* random CNNs */
+    assert_int_equal(count[1], 0);
+    assert_true(isnan(pct[1]));
+    assert_int_equal(count[2], 1); /* torchvision */
+    assert_int_equal(count[3], 2);
+    if (!(pct[3] < 1e-9)) print_error("repeat %.6f %%\n", pct[3]);
+    assert_true(pct[3] < 1e-9);
+    unlink(path);
+    rmdir_all(dir);
+    free(dir);
+}
+
 /* --quick times no layer: the layer models the device answers with stay (another CPU's through
  * its descriptor's calibration_from, or its own) and only the in-network correction is fitted over
  * them. "new-cpu" here is epyc-kvm-2vcpu's descriptor under another name, borrowing its models (a
@@ -752,6 +793,7 @@ int main(void)
         cmocka_unit_test(test_local_and_bundle_runner_args_should_agree),
         cmocka_unit_test(test_shell_quote_should_quote_only_what_needs_it),
         cmocka_unit_test(test_quick_run_should_fit_only_the_correction),
+        cmocka_unit_test(repeat_should_scale_by_the_minutes_canary_level),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
