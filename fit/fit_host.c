@@ -95,12 +95,6 @@ static int on_row(const pp_csv_record *rec, int is_header, void *user, pp_err *e
     return 0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* The stack's prediction of one row on dev at batch 1 (at the row's image side, where given). */
 static perfpred_status predict_row(const perfpred_ctx *ctx, const char *dev, const char *models_dir,
                                    const host_row *r, perfpred_prediction *out, pp_err *err)
@@ -252,9 +246,7 @@ static perfpred_status host_scale(const perfpred_ctx *ctx, const perfpred_host_p
                           "%s: %d of its ResNet-family rows are host-bound on %s (the stack's host "
                           "time above its GPU time); the rule needs 2: time them at batch 1",
                           p->rows_csv, n_bound, d->name);
-    qsort(scales, (size_t)n_bound, sizeof *scales, cmp_double);
-    double scale = n_bound % 2 ? scales[n_bound / 2]
-                               : (scales[n_bound / 2 - 1] + scales[n_bound / 2]) / 2;
+    double scale = pp_measure_median(scales, n_bound);
     cJSON_AddNumberToObject(o, "scale", scale);
     if (!(scale >= 0.05 && scale <= 50)) /* the range a descriptor takes */
         return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,

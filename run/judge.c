@@ -367,12 +367,6 @@ typedef struct jvisit {
     double lo, canary, t; /* canary 0: none; t NaN: no wall time */
 } jvisit;
 
-static int cmp_dbl(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* The canary level at each visit, as the runners scale their rows (runners/timing.py,
  * canary_levels): the median canary of the visits within PP_RUN_CANARY_WINDOW_S seconds of it; a
  * visit without a time keeps its own canary. lv[i] = 0 where the visit has no canary. */
@@ -387,8 +381,7 @@ static void canary_levels(const jvisit *v, int n, double *lv, double *buf)
             if (v[j].canary > 0 && isfinite(v[j].t) &&
                 fabs(v[j].t - v[i].t) <= PP_RUN_CANARY_WINDOW_S)
                 buf[m++] = v[j].canary;
-        qsort(buf, (size_t)m, sizeof *buf, cmp_dbl);
-        lv[i] = m % 2 ? buf[m / 2] : (buf[m / 2 - 1] + buf[m / 2]) / 2;
+        lv[i] = pp_measure_median(buf, m);
     }
 }
 
