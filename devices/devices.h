@@ -159,6 +159,10 @@ perfpred_status pp_devices_load_files(const char *const *paths, int n, pp_device
 void pp_devices_free(pp_device_db *db);
 int pp_devices_count(const pp_device_db *db);
 const pp_device *pp_devices_at(const pp_device_db *db, int i);      /* sorted by name */
+/* Whether s may name a descriptor: lowercase letters, digits, '.', '_', '-', '+', starting with a
+ * letter or digit, at most 120 characters (what the loader takes). */
+int pp_dev_valid_name(const char *s);
+
 /* Canonical name or alias ("a100", "a100-mig-3g", "a100-80gb-mig-1g"), case-insensitive. */
 const pp_device *pp_devices_find(const pp_device_db *db, const char *name);
 /* 1 when name is d's canonical name or one of its aliases, exactly as a measurement row writes it. */

@@ -102,7 +102,5 @@ perfpred_status pp_dev_mig_aliases(pp_arena *a, const pp_dev_src *src, const pp_
 perfpred_status pp_dev_err_at(pp_err *err, perfpred_status st, pp_dev_pos at, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* Names: lowercase letters, digits, '.', '_', '-', '+'; starts with a letter or digit. */
-int pp_dev_valid_name(const char *s);
 
 #endif

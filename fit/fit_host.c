@@ -110,10 +110,9 @@ static perfpred_status predict_row(const perfpred_ctx *ctx, const char *dev, con
         int64_t dims[PERFPRED_MAX_RANK];
         const char *in = perfpred_model_input(m, 0, &rank, dims);
         if (in && rank == 4 && (dims[2] != r->input_size || dims[3] != r->input_size)) {
-            perfpred_input_override o = {in, 4, {1, dims[1], r->input_size, r->input_size}};
-            char name[256];
+            char name[256]; /* the name outlives the model it came from */
             snprintf(name, sizeof name, "%s", in);
-            o.name = name;
+            perfpred_input_override o = {name, 4, {1, dims[1], r->input_size, r->input_size}};
             mp.inputs = &o;
             mp.n_inputs = 1;
             perfpred_model_free(m);
@@ -204,6 +203,14 @@ static perfpred_status host_scale(const perfpred_ctx *ctx, const perfpred_host_p
                           "%s: give the whole GPU the rows were measured on (a GPU descriptor, "
                           "not a MIG slice or another kind of device)",
                           d->name);
+    char name[160];
+    snprintf(name, sizeof name, "%s", p->name ? p->name : "");
+    if (!name[0]) snprintf(name, sizeof name, "%s-host", d->name);
+    if (!pp_dev_valid_name(name))
+        return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
+                          "--name '%s': a device name takes lowercase letters, digits and . _ - + "
+                          "only, from a letter or digit, at most 120 characters",
+                          name);
     host_read *H = calloc(1, sizeof *H);
     if (!H) return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
     perfpred_status st = pp_measure_csv_read(p->rows_csv, on_row, H, err);
@@ -253,15 +260,6 @@ static perfpred_status host_scale(const perfpred_ctx *ctx, const perfpred_host_p
                           "%s: a host dispatch scale of %.4g is not a host like the fitted ones "
                           "(0.05 to 50): are these rows of %s?",
                           p->rows_csv, scale, d->name);
-    char name[160];
-    snprintf(name, sizeof name, "%s", p->name ? p->name : "");
-    if (!name[0]) snprintf(name, sizeof name, "%s-host", d->name);
-    for (const char *c = name; *c; c++)
-        if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || strchr("-_.+", *c)))
-            return pp_err_set(err, PERFPRED_ERR_INVALID_ARG,
-                              "--name '%s': a device name takes lowercase letters, digits and "
-                              ". _ - + only",
-                              name);
     if (p->out_yaml) {
         st = write_yaml(p, d, name, scale, n_bound, err);
         if (st != PERFPRED_OK) return st;

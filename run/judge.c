@@ -361,6 +361,16 @@ typedef struct jkey {
     double v[2][64]; /* [even, odd round][visit] */
 } jkey;
 
+/* *p grown to twice its capacity *cap (first: the first capacity); NULL, *p and *cap unchanged,
+ * when out of memory. */
+static void *grow_array(void *p, int *cap, size_t elem, int first)
+{
+    int c = *cap ? 2 * *cap : first;
+    void *q = realloc(p, elem * (size_t)c);
+    if (q) *cap = c;
+    return q;
+}
+
 /* One visit of a journal: its configuration, round parity, fastest sample, canary and time. */
 typedef struct jvisit {
     int key, half;
@@ -423,15 +433,12 @@ void pp_run_journal_repeat(const char *path, double pct[PERFPRED_RUN_MAX_JUDGE],
             int i = 0;
             while (i < n && strcmp(keys[i].key, k->valuestring) != 0) i++;
             if (i == n) {
-                if (n == cap) {
-                    jkey *nk = realloc(keys, sizeof *keys * (size_t)(cap ? 2 * cap : 64));
-                    if (!nk) {
-                        cJSON_Delete(j);
-                        break;
-                    }
-                    keys = nk;
-                    cap = cap ? 2 * cap : 64;
+                jkey *nk = n == cap ? grow_array(keys, &cap, sizeof *keys, 64) : keys;
+                if (!nk) {
+                    cJSON_Delete(j);
+                    break;
                 }
+                keys = nk;
                 memset(&keys[n], 0, sizeof keys[n]);
                 snprintf(keys[n].key, sizeof keys[n].key, "%s", k->valuestring);
                 keys[n].group = judge_group(strncmp(k->valuestring, "randcnn_", 8) == 0 ? "randcnn"
@@ -440,15 +447,12 @@ void pp_run_journal_repeat(const char *path, double pct[PERFPRED_RUN_MAX_JUDGE],
                                                 : "");
                 n++;
             }
-            if (nv == vcap) {
-                jvisit *nvp = realloc(vis, sizeof *vis * (size_t)(vcap ? 2 * vcap : 256));
-                if (!nvp) {
-                    cJSON_Delete(j);
-                    break;
-                }
-                vis = nvp;
-                vcap = vcap ? 2 * vcap : 256;
+            jvisit *nvp = nv == vcap ? grow_array(vis, &vcap, sizeof *vis, 256) : vis;
+            if (!nvp) {
+                cJSON_Delete(j);
+                break;
             }
+            vis = nvp;
             vis[nv++] = (jvisit){i, rd->valueint & 1, lo,
                                  cJSON_IsNumber(cn) && cn->valuedouble > 0 ? cn->valuedouble : 0,
                                  cJSON_IsNumber(tt) ? tt->valuedouble : NAN};

@@ -251,13 +251,11 @@ static perfpred_status setup(pp_run *R)
     snprintf(R->cfg, sizeof R->cfg, "%s", cfg);
     free(real);
     perfpred_ctx_close(ctx);
-    for (const char *c = R->device; *c; c++)
-        if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-' || *c == '_' ||
-              *c == '.' || *c == '+'))
-            return pp_run_fail(R, PERFPRED_ERR_INVALID_ARG,
-                               "--device '%s': a new device's name takes lowercase letters, "
-                               "digits and . _ - + only",
-                               p->device);
+    if (!pp_dev_valid_name(R->device))
+        return pp_run_fail(R, PERFPRED_ERR_INVALID_ARG,
+                           "--device '%s': a new device's name takes lowercase letters, digits "
+                           "and . _ - + only, from a letter or digit, at most 120 characters",
+                           p->device);
     /* runners/ and the zoo: beside the config dir (a source tree), else the tree perfpred was
      * built from */
     snprintf(R->src_root, sizeof R->src_root, "%.500s/..", R->cfg);
