@@ -551,7 +551,7 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
 static int remove_temp_dirs(void **state)
 {
     (void)state;
-    static const char *const prefixes[2] = {"pp_netsets", "pp_fitnet"};
+    static const char *const prefixes[2] = {"pp_netsets", "pp_fit_net"};
     for (int i = 0; i < 2; i++) {
         char dir[4096];
         snprintf(dir, sizeof dir, "%s/%s_%ld", PP_BINARY_DIR, prefixes[i], (long)getpid());
