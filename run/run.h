@@ -90,6 +90,19 @@ int pp_run_spawn(char *const argv[], char *errbuf, size_t errbuf_len);
 /* The zoo models whose whole networks train the in-network correction (batch 1). */
 #define PP_RUN_TRAIN_ZOO "resnet18,mobilenet_v2,efficientnet_b0,convnext_tiny,vit_b_32,densenet121"
 #define PP_RUN_JUDGE_ZOO "googlenet,mnasnet0_5,regnet_x_400mf,shufflenet_v2_x1_0,squeezenet1_0"
+/* The training set's random architectures (seed S, one configuration each), whose layers the plan
+ * draws on and whose networks train the in-network correction. The torchvision zoo has few of the
+ * layers random networks are made of (dense 5x5 convolutions, squeeze-excite 1x1s on 1x1 maps),
+ * which the Zen 4 guest's models priced 25 % off, and a correction from 18 of them left a run 1-2
+ * points behind one from 80 or more (docs/accuracy.md, "Layers of random architectures"; until
+ * 2026-11-29 12 CNNs and 6 encoders at two configurations each). */
+#define PP_RUN_TRAIN_CNN "60"
+#define PP_RUN_TRAIN_TF "20"
+/* The layer runner's warm-up after it builds a layer, ms (the runner's default, 50, was meant for a
+ * layer built once; a plan of more than 64 rows is rebuilt at every visit, and 50 ms a visit was
+ * 80 % of a layers stage). 5 ms gave the same rows within 1.4 % (median ratio 1.004, unscaled) in
+ * 0.31x the time on the Zen 4 guest (docs/calibration.md, "The layers stage's warm-up"). */
+#define PP_RUN_LAYER_WARMUP_MS 5.0
 
 typedef struct pp_run {
     const perfpred_run_params *p;

@@ -77,6 +77,8 @@ perfpred_status pp_run_runner_cmd(const pp_run *R, pp_run_runner which, int in_b
          * that (weights that a long network pushed out, fresh pages) is the in-network
          * correction's */
         protocol(c, R, "--scrub-mb", "0", R->budget_layers);
+        arg(c, "--warmup-ms");
+        arg(c, "%g", PP_RUN_LAYER_WARMUP_MS);
         break;
     case PP_RUN_TRAIN_NETWORKS:
     case PP_RUN_JUDGE_NETWORKS: {

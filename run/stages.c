@@ -289,9 +289,10 @@ perfpred_status pp_run_stage_zoo(pp_run *R)
     snprintf(seed2, sizeof seed2, "%llu", R->seed + 1000);
     /* training architectures: the plan's zoo and the correction's networks */
     perfpred_status st = pp_run_python(
-        R, "runners/random_arch.py (training set)", 0, script, "--seed", seed, "--n-cnn", "12",
-        "--n-tf", "6", "--out-dir", pp_run_path(R, dir, sizeof dir, "graphs/train"), "--batches",
-        "1,2,4,8", "--configs-per-model", "2", (const char *)NULL);
+        R, "runners/random_arch.py (training set)", 0, script, "--seed", seed, "--n-cnn",
+        PP_RUN_TRAIN_CNN, "--n-tf", PP_RUN_TRAIN_TF, "--out-dir",
+        pp_run_path(R, dir, sizeof dir, "graphs/train"), "--batches", "1,2,4,8",
+        "--configs-per-model", "1", (const char *)NULL);
     if (st != PERFPRED_OK) return st;
     /* judging architectures: another seed, seen by no stage before the judge */
     st = pp_run_python(R, "runners/random_arch.py (judging set)", 0, script, "--seed", seed2,
@@ -375,6 +376,7 @@ static perfpred_status one_plan(pp_run *R, const char *out, double minutes, cons
     pp.config_dir = R->cfg;
     pp.models = models;
     pp.n_models = 2;
+    pp.protocol.warmup_ms = PP_RUN_LAYER_WARMUP_MS;
     pp.exclude_families = held;
     pp.n_exclude_families = n_held;
     pp.ops = ops;
