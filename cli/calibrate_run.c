@@ -20,7 +20,7 @@ const char cli_calibrate_run_usage[] =
     "\n"
     "  --device NAME           the device (a new name, or a known CPU to calibrate again)\n"
     "  --budget-min M          minutes for the whole run (default 30, --quick 10; 5 to 600)\n"
-    "  --quick                 time whole networks only (about 3 min on 2 cores): keep the\n"
+    "  --quick                 time whole networks only (about 4 min on 2 cores): keep the\n"
     "                          layer models the device answers with (its own, or for a new\n"
     "                          NAME the nearest calibrated CPU's, transferred) and fit the\n"
     "                          in-network correction over them\n"
