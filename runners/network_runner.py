@@ -113,13 +113,14 @@ def prepared_model(torch, spec, fold_bn):
 def measure_networks(specs, batches, out_path, *, torch, device_name, device="cpu", threads=1,
                      protocol=None, budget_s=None, restart=False, retry_errors=False, quiet=False,
                      cache_mb=4096, timer=None, stop_after_visits=None, progress_stream=None,
-                     resolutions=None, configs=None, fold_bn=True):
+                     resolutions=None, configs=None, fold_bn=True, malloc="default"):
     """Measures every (spec, batch, resolution) and writes the network CSV.
     Returns (RunResult, n_rows).
 
     configs: explicit [(spec, batch, resolution or None)]; otherwise specs x batches x resolutions
     (None: each model's own). fold_bn: BatchNorm folded into the convolution before it, as in the
-    exported graph (models.fold_batchnorm); how is recorded in the source column."""
+    exported graph (models.fold_batchnorm); how is recorded in the source column. malloc: what
+    timing.keep_heap returned ("kept"), or "default"; the rows' source says it where kept."""
     protocol = protocol or NETWORK_PROTOCOL
     if configs is None:
         configs = [(s, b, r) for s in specs for b in batches for r in (resolutions or [None])]
@@ -131,6 +132,8 @@ def measure_networks(specs, batches, out_path, *, torch, device_name, device="cp
     identity = {"runner": "network_runner", "configs": sorted(table), "device": device,
                 "device_name": device_name, "threads": threads, "torch": torch.__version__,
                 "protocol": protocol.as_dict(), "precision": "fp32", "fold_bn": bool(fold_bn)}
+    if malloc != "default":
+        identity["malloc"] = malloc
     store = timing.PartialStore(out_path + ".partial.jsonl", identity, restart=restart,
                                 retry_errors=retry_errors)
     live = weakref.WeakValueDictionary()  # one module per model, shared by its configurations
@@ -188,6 +191,8 @@ def measure_networks(specs, batches, out_path, *, torch, device_name, device="cp
         src += f"; visit_warmup={protocol.visit_warmup}; " + folded[s.key()]
         if device == "cpu":
             src += "; memory=not measured on CPU"
+        if malloc != "default":
+            src += f"; malloc={malloc}"
         rows.append({
             "model": os.path.relpath(os.path.abspath(s.onnx_path), out_dir),
             "family": s.family, "device": device_name, "runtime": layer_runner.RUNTIME,
@@ -238,6 +243,12 @@ def main(argv=None):
                     help="run BatchNorm as its own op (default: folded into the convolution "
                          "before it, as in the exported graph)")
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    ap.add_argument("--malloc", choices=("kept", "default"), default="kept",
+                    help="CPU: kept (default) keeps freed memory in the process (glibc: mmap above "
+                         "32 MiB only, no trim), the state of a heap that other work holds up; "
+                         "default: glibc's own thresholds, under which one model called in a loop "
+                         "in a fresh process faults its activations in on every call (up to 1.5x "
+                         "the time: docs/accuracy.md, \"A fresh process\")")
     ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (default 1)")
     ap.add_argument("--restart", action="store_true", help="discard OUT.partial.jsonl")
     ap.add_argument("--retry-errors", action="store_true",
@@ -272,6 +283,8 @@ def main(argv=None):
                                    visit_warmup=a.visit_warmup, min_sample_us=0.0, seed=a.seed,
                                    canary=a.canary)
         protocol.check()
+        # before torch allocates: its buffers then follow the thresholds from the start
+        malloc = timing.keep_heap() if a.device == "cpu" and a.malloc == "kept" else "default"
         torch = layer_runner.setup_torch(a.threads, a.device)
         layer_runner.warn_if_other_machine("network_runner", a.device_name,
                                            layer_runner.machine_description(torch, a.device))
@@ -303,7 +316,7 @@ def main(argv=None):
                                   budget_s=None if a.budget_min is None else a.budget_min * 60,
                                   restart=a.restart, retry_errors=a.retry_errors, quiet=a.quiet,
                                   cache_mb=a.cache_mb, resolutions=resolutions, configs=configs,
-                                  fold_bn=not a.no_fold_bn)
+                                  fold_bn=not a.no_fold_bn, malloc=malloc)
     except timing.ResumeMismatch as e:
         print(f"network_runner: {e}", file=sys.stderr)
         return layer_runner.EXIT_USAGE

@@ -79,6 +79,19 @@ class NetworkRunnerTest(unittest.TestCase):
         self.assertEqual(rows[0]["input_shapes"], "input:1x3x12x12")
         self.assertEqual(rows[1]["input_shapes"], "input:3x3x12x12")
 
+    def test_kept_heap_should_be_recorded_and_part_of_the_identity(self):
+        # the source says it where kept, and a run of the other state does not resume this one
+        self.measure(malloc="kept")
+        with open(self.out, newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+        self.assertTrue(all("; malloc=kept" in r["source"] for r in rows))
+        with self.assertRaises(timing.ResumeMismatch):
+            self.measure()
+        os.remove(self.out + ".partial.jsonl")
+        self.measure()
+        with open(self.out, newline="", encoding="utf-8") as f:
+            self.assertFalse(any("malloc=" in r["source"] for r in csv.DictReader(f)))
+
     def test_visit_warmup_should_add_untimed_calls_and_be_recorded(self):
         calls = {}
         for vw in (1, 3):
