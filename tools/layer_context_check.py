@@ -49,10 +49,14 @@ def main(argv=None):
     import layer_runner
     import models as model_specs
     import network_runner
+    import timing
     try:
         sizes = parse_sizes(a.scrub_mb)
     except ValueError as e:
         ap.error(str(e))
+    # the heap kept, as the runners keep it, before torch allocates: the forward pass and the
+    # layers timed in the state calibrations measure (docs/accuracy.md, Limits: "A fresh process")
+    malloc = timing.keep_heap()
     torch = layer_runner.setup_torch(a.threads, "cpu")
     bufs = {mb: torch.zeros(max(1, int(mb * (1 << 20)) // 4)) for mb in sizes}
     buf = bufs[sizes[0]]
@@ -74,7 +78,8 @@ def main(argv=None):
             k += "(grouped)"
         return k
 
-    print(f"torch {torch.__version__}, {a.threads} thread(s), scrub {sizes[0]:g} MiB, "
+    print(f"torch {torch.__version__}, {a.threads} thread(s), malloc {malloc}, "
+          f"scrub {sizes[0]:g} MiB, "
           f"min of {a.reps}, {a.resolution} px, batch {a.batch}, utc "
           f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}")
     for name in a.models:
