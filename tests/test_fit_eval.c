@@ -715,6 +715,18 @@ static void overhead_rows(perfpred_ctx *ctx, const char *path, double scale, dou
     if (path) pp_test_write_text(path, text);
 }
 
+/* The in-network correction's fit over overhead_rows' networks at path: host-cpu's layer models in
+ * cfg, one fold per family of ovh_family. */
+static perfpred_overhead_params ovh_params(const char *path, const char *cfg)
+{
+    perfpred_overhead_params op = perfpred_overhead_default_params();
+    op.device = "host-cpu";
+    op.networks_csv = path;
+    op.folds = "alexnet;mobilenet;mnasnet";
+    op.config_dir = cfg;
+    return op;
+}
+
 static void fit_overhead_should_recover_scale_and_per_kernel_time(void **state)
 {
     (void)state;
@@ -732,11 +744,7 @@ static void fit_overhead_should_recover_scale_and_per_kernel_time(void **state)
         /* sign 1: a per-kernel time of -0.01 ms, which the fit must not keep */
         if (sign) overhead_rows(ctx, path, 1.25, -0.01, 0, sum, nk, mb);
         else overhead_rows(ctx, path, 1.25, 0.5, 0.02, sum, nk, mb);
-        perfpred_overhead_params op = perfpred_overhead_default_params();
-        op.device = "host-cpu";
-        op.networks_csv = path;
-        op.folds = "alexnet;mobilenet;mnasnet";
-        op.config_dir = cfg;
+        perfpred_overhead_params op = ovh_params(path, cfg);
         op.dry_run = sign;
         perfpred_overhead_report r;
         assert_int_equal(perfpred_calibrate_fit_overhead(&op, &r, err, sizeof err), PERFPRED_OK);
@@ -773,11 +781,7 @@ static void fit_overhead_should_recover_scale_and_per_kernel_time(void **state)
         path_in(path, sizeof path, "overhead_far.csv");
         overhead_rows(ctx, path, 0.02, 0, 0, sum, nk, mb);
         path_in(odir, sizeof odir, "overhead_far_out");
-        perfpred_overhead_params op = perfpred_overhead_default_params();
-        op.device = "host-cpu";
-        op.networks_csv = path;
-        op.folds = "alexnet;mobilenet;mnasnet";
-        op.config_dir = cfg;
+        perfpred_overhead_params op = ovh_params(path, cfg);
         op.out_dir = odir;
         perfpred_overhead_report r;
         assert_int_equal(perfpred_calibrate_fit_overhead(&op, &r, err, sizeof err), PERFPRED_OK);
@@ -882,11 +886,7 @@ static void gated_rows_should_take_the_overhead_correction_refitted_without_them
     path_in(path, sizeof path, "gated_networks.csv");
     overhead_rows(ctx, path, 1.25, 0.5, 0.02, sum, nk, mb);
     perfpred_ctx_close(ctx);
-    perfpred_overhead_params op = perfpred_overhead_default_params();
-    op.device = "host-cpu";
-    op.networks_csv = path;
-    op.folds = "alexnet;mobilenet;mnasnet";
-    op.config_dir = cfg;
+    perfpred_overhead_params op = ovh_params(path, cfg);
     perfpred_overhead_report orep;
     assert_int_equal(perfpred_calibrate_fit_overhead(&op, &orep, err, sizeof err), PERFPRED_OK);
     assert_int_equal(orep.written, 1);
