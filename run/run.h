@@ -103,6 +103,16 @@ int pp_run_spawn(char *const argv[], char *errbuf, size_t errbuf_len);
  * 80 % of a layers stage). 5 ms gave the same rows within 1.4 % (median ratio 1.004, unscaled) in
  * 0.31x the time on the Zen 4 guest (docs/calibration.md, "The layers stage's warm-up"). */
 #define PP_RUN_LAYER_WARMUP_MS 5.0
+/* Its rounds and burst: 4 visits of 2 timed samples (the runner's defaults: 7 of 5). The row's
+ * figure was already the median over rounds of each visit's minimum over its first 2 samples, so
+ * the 3 samples after them timed nothing that counted; and run 8's rows summarized from their
+ * first 4 rounds fitted models as good as from all 7 (6.85 against 6.92 % over fourteen judging
+ * files), while twice the rows (runs 7 and 8, four rounds each) gave 6.2 %. Run 9, the first so,
+ * timed 2,584 rows in 8.7 min where run 8 timed 1,969 in 9.5, as good on fifteen judging files
+ * (6.8 against 6.9 %): each visit still rebuilds its layer (docs/calibration.md, "Rounds and
+ * samples of the layers stage"). */
+#define PP_RUN_LAYER_ROUNDS 4
+#define PP_RUN_LAYER_BURST 2
 
 typedef struct pp_run {
     const perfpred_run_params *p;

@@ -1,6 +1,7 @@
 /* run/runner_args.c: the runners' command lines, stated once. The local stages execute them
  * (stages.c) and a bundle's run.sh writes them shell-quoted (bundle.c), so the runner protocol
- * (no cache scrub, canaries, five rounds, the stage's minutes) cannot differ between the two. */
+ * (no cache scrub, canaries, rounds and samples, the stage's minutes) cannot differ between the
+ * two. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -79,6 +80,10 @@ perfpred_status pp_run_runner_cmd(const pp_run *R, pp_run_runner which, int in_b
         protocol(c, R, "--scrub-mb", "0", R->budget_layers);
         arg(c, "--warmup-ms");
         arg(c, "%g", PP_RUN_LAYER_WARMUP_MS);
+        arg(c, "--rounds");
+        arg(c, "%d", PP_RUN_LAYER_ROUNDS);
+        arg(c, "--burst");
+        arg(c, "%d", PP_RUN_LAYER_BURST);
         break;
     case PP_RUN_TRAIN_NETWORKS:
     case PP_RUN_JUDGE_NETWORKS: {

@@ -377,6 +377,8 @@ static perfpred_status one_plan(pp_run *R, const char *out, double minutes, cons
     pp.models = models;
     pp.n_models = 2;
     pp.protocol.warmup_ms = PP_RUN_LAYER_WARMUP_MS;
+    pp.protocol.rounds = PP_RUN_LAYER_ROUNDS;
+    pp.protocol.burst = PP_RUN_LAYER_BURST;
     pp.exclude_families = held;
     pp.n_exclude_families = n_held;
     pp.ops = ops;

@@ -13,6 +13,9 @@ first 2 samples gives both the same estimator (the layer runner does this by def
 (data/epyc-kvm-2vcpu/layers-round1..3.csv were made this way from session 2's runs; those runs and
 their partial files are in git, data/README.md.)
 
+--rounds-first R keeps each row's first R visits only: what a run of R rounds would have given
+(docs/calibration.md, "Rounds and samples of the layers stage").
+
 A network CSV of runners/network_runner.py (a `model` column) is summarized the same way, each row
 found in the partial file by its model, input shape and batch. A run with canaries is scaled as
 the runners scale it now (timing.Canary: each visit by the canary level of the minute around it),
@@ -46,7 +49,7 @@ def replace_field(source, name, value):
     return source + f"; {name}={value}"
 
 
-def resummarize(csv_path, partial_path, first):
+def resummarize(csv_path, partial_path, first, rounds_first=0):
     store = timing.PartialStore.read(partial_path)
     visits, inner = store.visits, store.inner
     burst = int(((store.identity or {}).get("protocol") or {}).get("burst", 0))
@@ -76,6 +79,8 @@ def resummarize(csv_path, partial_path, first):
         v = visits.get(key)
         if not v:
             raise ValueError(f"{csv_path}:{n}: no visits of {what} in {partial_path}")
+        if rounds_first > 0:  # a run of fewer rounds: its first visits only
+            v = {k: v[k] for k in sorted(v)[:rounds_first]}
         raw = timing.summarize([v[k] for k in sorted(v)], inner[key], first)
         st = raw
         if ref > 0:
@@ -90,7 +95,8 @@ def resummarize(csv_path, partial_path, first):
                             ("max_ms", f"{ms(st.max_ns):.6g}"),
                             ("mean_ms", f"{ms(st.mean_ns):.6g}"),
                             ("iqr_all_ms", f"{ms(st.iqr_all_ns):.6g}"),
-                            ("resummarized", f"first-{first}-of-partial")):
+                            ("resummarized", f"first-{first}-of-partial"
+                             + (f"-rounds-{rounds_first}" if rounds_first > 0 else ""))):
             s = replace_field(s, name, value)
         if ref > 0:
             for name, value in (("unscaled_ms", f"{ms(raw.median_ns):.6g}"),
@@ -110,14 +116,20 @@ def main(argv=None):
     ap.add_argument("--partial", help="its partial file (default LAYERS.partial.jsonl)")
     ap.add_argument("--stat-first", type=int, required=True,
                     help="samples of each visit that count (>= 1)")
+    ap.add_argument("--rounds-first", type=int, default=0,
+                    help="only the first R rounds of every row count: what a run of R rounds "
+                         "would have summarized (default: every round)")
     ap.add_argument("-o", "--out", required=True, help="layer CSV to write")
     a = ap.parse_args(argv)
     if a.stat_first < 1:
         print("resummarize_layers: --stat-first must be >= 1", file=sys.stderr)
         return 2
+    if a.rounds_first < 0:
+        print("resummarize_layers: --rounds-first must be >= 0", file=sys.stderr)
+        return 2
     try:
         header, rows = resummarize(a.layers, a.partial or a.layers + ".partial.jsonl",
-                                   a.stat_first)
+                                   a.stat_first, a.rounds_first)
     except (OSError, ValueError, KeyError, csv.Error, timing.ResumeMismatch) as e:
         print(f"resummarize_layers: {e}", file=sys.stderr)
         return 1

@@ -97,6 +97,29 @@ class ToolTest(unittest.TestCase):
             self.assertEqual(float(rows[1]["latency_ms"]), 70e-6)
             self.assertIn("stat=median-of-round-minima;", rows[1]["source"])
 
+    def test_only_the_first_rounds_count_with_rounds_first(self):
+        with tempfile.TemporaryDirectory() as d:
+            src = write_run(d, [2], [2])
+            out = os.path.join(d, "out.csv")
+            # rounds 0 and 1: minima of their first 2 samples 100 and 80, median 90
+            rc, _ = self.run_tool(src, "--stat-first", "2", "--rounds-first", "2", "-o", out)
+            self.assertEqual(rc, 0)
+            with open(out, newline="") as f:
+                rows = list(csv.DictReader(f))
+            self.assertEqual(float(rows[0]["latency_ms"]), 90e-6)
+            self.assertEqual(int(rows[0]["repetitions"]), 4)
+            self.assertIn("resummarized=first-2-of-partial-rounds-2", rows[0]["source"])
+            # their whole bursts: minima 70 and 60, median 65
+            rc, _ = self.run_tool(src, "--stat-first", "4", "--rounds-first", "2", "-o", out)
+            with open(out, newline="") as f:
+                self.assertEqual(float(next(csv.DictReader(f))["latency_ms"]), 65e-6)
+            # more rounds than were timed: all three, as without the option
+            rc, _ = self.run_tool(src, "--stat-first", "2", "--rounds-first", "9", "-o", out)
+            with open(out, newline="") as f:
+                self.assertEqual(float(next(csv.DictReader(f))["latency_ms"]), 95e-6)
+            rc, _ = self.run_tool(src, "--stat-first", "2", "--rounds-first", "-1", "-o", out)
+            self.assertEqual(rc, 2)
+
     def test_a_row_without_visits_is_an_error_naming_its_line(self):
         with tempfile.TemporaryDirectory() as d:
             src = write_run(d, [2, 3], [2])
