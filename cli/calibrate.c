@@ -178,6 +178,7 @@ cJSON *cli_json_metrics(const perfpred_metrics *m)
     cJSON_AddItemToObject(o, "rmspe_pct", cli_json_num(m->n ? m->rmspe_pct : NAN));
     cJSON_AddItemToObject(o, "within10_pct", cli_json_num(m->n ? m->within10_pct : NAN));
     cJSON_AddItemToObject(o, "spearman", cli_json_num(m->n ? m->spearman : NAN));
+    cJSON_AddItemToObject(o, "mean_abs_log", cli_json_num(m->n ? m->mean_abs_log : NAN));
     return o;
 }
 

@@ -268,7 +268,7 @@ static void judge_row(const sc_run *R, const pp_device *tgt, const pp_layer_row 
 static void metrics_nan(perfpred_metrics *m)
 {
     m->n = 0;
-    m->mape_pct = m->rmspe_pct = m->within10_pct = m->spearman = NAN;
+    m->mape_pct = m->rmspe_pct = m->within10_pct = m->spearman = m->mean_abs_log = NAN;
 }
 
 /* Fills cell from the rows of kind (kind < 0: every row). buf holds 3 * n doubles. */
@@ -301,7 +301,7 @@ static perfpred_status fill_cell(const sc_row *rows, int n, int kind, perfpred_s
         pp_metrics pm;
         perfpred_status st = pp_measure_metrics(pred, ref, j, &pm, err);
         if (st != PERFPRED_OK) return st;
-        c->m[m] = (perfpred_metrics){pm.n, pm.mape_pct, pm.rmspe_pct, pm.within10_pct, pm.spearman};
+        c->m[m] = pp_measure_metrics_public(&pm);
         for (int i = 0; i < j; i++) gs[i] = pred[i] / ref[i];
         c->median_ratio[m] = pp_measure_median(gs, j);
     }

@@ -81,6 +81,7 @@ perfpred_status perfpred_calibrate_host(const perfpred_ctx *ctx, const perfpred_
 typedef struct perfpred_metrics {
     int n;
     double mape_pct, rmspe_pct, within10_pct, spearman;
+    double mean_abs_log;     /* mean |ln(predicted / measured)| */
 } perfpred_metrics;
 
 /* The timing protocol a plan's cost estimate assumes (runners/timing.py Protocol defaults). */

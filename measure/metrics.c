@@ -83,10 +83,11 @@ perfpred_status pp_measure_metrics(const double *pred, const double *meas, int n
 {
     perfpred_status st = check_inputs(pred, meas, n, err);
     if (st != PERFPRED_OK) return st;
-    double sa = 0, ss = 0;
+    double sa = 0, ss = 0, sl = 0;
     int within = 0;
     for (int i = 0; i < n; i++) {
         double e = (pred[i] - meas[i]) / meas[i];
+        sl += pred[i] > 0 ? fabs(log(pred[i] / meas[i])) : INFINITY;
         sa += fabs(e);
         ss += e * e;
         /* the 1e-12 keeps a row exactly at +-10 % inside despite rounding of the division */
@@ -97,6 +98,7 @@ perfpred_status pp_measure_metrics(const double *pred, const double *meas, int n
     out->rmspe_pct = 100.0 * sqrt(ss / n);
     out->within10_pct = 100.0 * within / n;
     out->spearman = pp_measure_spearman(pred, meas, n);
+    out->mean_abs_log = sl / n;
     return PERFPRED_OK;
 }
 
@@ -125,7 +127,7 @@ perfpred_status pp_measure_metrics_by_group(const double *pred, const double *me
                 k++;
             }
         if (k == 0) {
-            out[g] = (pp_metrics){0, NAN, NAN, NAN, NAN};
+            out[g] = (pp_metrics){0, NAN, NAN, NAN, NAN, NAN};
             continue;
         }
         st = pp_measure_metrics(p, m, k, &out[g], err);
@@ -137,7 +139,8 @@ perfpred_status pp_measure_metrics_by_group(const double *pred, const double *me
 
 perfpred_metrics pp_measure_metrics_public(const pp_metrics *m)
 {
-    perfpred_metrics o = {m->n, m->mape_pct, m->rmspe_pct, m->within10_pct, m->spearman};
+    perfpred_metrics o = {m->n, m->mape_pct, m->rmspe_pct, m->within10_pct, m->spearman,
+                          m->mean_abs_log};
     return o;
 }
 

@@ -84,6 +84,8 @@ perfpred_status pp_run_runner_cmd(const pp_run *R, pp_run_runner which, int in_b
         arg(c, "%d", PP_RUN_LAYER_ROUNDS);
         arg(c, "--burst");
         arg(c, "%d", PP_RUN_LAYER_BURST);
+        arg(c, "--warmup-calls");
+        arg(c, "%d", PP_RUN_LAYER_WARMUP_CALLS);
         break;
     case PP_RUN_TRAIN_NETWORKS:
     case PP_RUN_JUDGE_NETWORKS: {

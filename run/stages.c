@@ -379,6 +379,7 @@ static perfpred_status one_plan(pp_run *R, const char *out, double minutes, cons
     pp.protocol.warmup_ms = PP_RUN_LAYER_WARMUP_MS;
     pp.protocol.rounds = PP_RUN_LAYER_ROUNDS;
     pp.protocol.burst = PP_RUN_LAYER_BURST;
+    pp.protocol.warmup_calls = PP_RUN_LAYER_WARMUP_CALLS;
     pp.exclude_families = held;
     pp.n_exclude_families = n_held;
     pp.ops = ops;

@@ -703,7 +703,8 @@ static void test_local_and_bundle_runner_args_should_agree(void **state)
     static const char *const want[4] = {
         "runners/host_probe.py -o measurements/figures.json --threads 1",
         "runners/layer_runner.py plan.csv -o measurements/layers.csv --device-name new-cpu "
-        "--threads 1 --scrub-mb 0 --canary --budget-min 4.50 --warmup-ms 5 --rounds 4 --burst 2",
+        "--threads 1 --scrub-mb 0 --canary --budget-min 4.50 --warmup-ms 5 --rounds 4 --burst 2 "
+        "--warmup-calls 1",
         "runners/network_runner.py --reference graphs/train/reference.csv --configs "
         "graphs/train-configs.csv --graphs-dir graphs/zoo -o measurements/networks.csv "
         "--device-name new-cpu --threads 1 --rounds 5 --canary --budget-min 2.00",

@@ -393,6 +393,22 @@ static void metrics_should_match_hand_computed_values(void **state)
     assert_rel_close(m.within10_pct, 60.0, 1e-12); /* +-0.1 count as within, and the exact one */
     /* ranks: meas 4 5 3 2 1, pred 4 5 3 2 1 -> identical order */
     assert_rel_close(m.spearman, 1.0, 1e-12);
+    /* |ln(pred / meas)|: ln 1.1, ln(10 / 9), ln 2, ln 2 (2x slow and 2x fast weigh the same), 0 */
+    assert_rel_close(m.mean_abs_log, (log(1.1) + log(10.0 / 9.0) + 2 * log(2.0)) / 5, 1e-12);
+    /* one row 10x slow among rows 50 % off: the MAPE ranks it worst, the log error does not */
+    const double meas2[] = {1, 1, 1, 1, 1, 1, 1, 1}, slow[] = {10, 1, 1, 1, 1, 1, 1, 1},
+                 off[] = {1.5, 1.5, 1.5, 1.5, 1.5, 1.5, 1.5, 1.5};
+    pp_metrics a, b;
+    assert_int_equal(pp_measure_metrics(slow, meas2, 8, &a, &err), PERFPRED_OK);
+    assert_int_equal(pp_measure_metrics(off, meas2, 8, &b, &err), PERFPRED_OK);
+    assert_rel_close(a.mape_pct, 112.5, 1e-12);       /* 900 % / 8 against 50 % */
+    assert_rel_close(b.mape_pct, 50.0, 1e-12);
+    assert_rel_close(a.mean_abs_log, log(10.0) / 8, 1e-12); /* 0.29 against ln 1.5 = 0.41 */
+    assert_rel_close(b.mean_abs_log, log(1.5), 1e-12);
+    /* a prediction that is not > 0 has an infinite log error */
+    const double zero[] = {0, 1, 1, 1};
+    assert_int_equal(pp_measure_metrics(zero, meas2, 4, &a, &err), PERFPRED_OK);
+    assert_true(isinf(a.mean_abs_log));
 }
 
 static void spearman_should_average_tied_ranks(void **state)
