@@ -480,8 +480,9 @@ static perfpred_status judge_heldout(fit_ctx *F, kind_bufs *B, const pp_lm_base 
      * mean |log ratio|, not the MAPE: a kind's held-out rows are a fifth of one run's
      * configurations, tens of rows, where one row the model puts 8x too slow outweighed, in a
      * MAPE, a roofline 50-65 % off on every row (the Zen 4 guest's run 10: its depthwise model,
-     * 42 % of held-out rows within +-10 % against none, left out on one split of four, the
-     * run 8.5 % off on its judging files instead of 6.2 %: docs/calibration.md) */
+     * 42 % of held-out rows within +-10 % against none, left out on the splits of seeds 42 and
+     * 43, the run then 8.6 % off on sixteen judging files, 6.2 % on seed 44's: docs/calibration.md,
+     * "Held out") */
     *worse = kr->model.mean_abs_log > kr->roofline.mean_abs_log;
     if (*worse)
         snprintf(kr->note, sizeof kr->note,

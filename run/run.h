@@ -117,9 +117,9 @@ int pp_run_spawn(char *const argv[], char *errbuf, size_t errbuf_len);
  * every visit starts with one untimed call of its own besides. On 271 rows timed four times back to
  * back with 3, 1, 3, 1 (data/epyc-zen4-kvm-2vcpu/wcalls-check.txt) the runs with 1 agree with the
  * first run with 3 as closely as the second run with 3 does (median ratio 1.004 and 1.010, mean
- * |ratio - 1| 1.9 and 2.6 %, against 1.002 and 3.9 %); in run 9's visits the two calls less are
- * 111 s of the layers stage's 520 (docs/calibration.md, "Rounds and samples of the layers
- * stage"). */
+ * |ratio - 1| 1.9 and 2.6 %, against 1.002 and 3.9 %), and so on 500 rows of a current plan
+ * (wcalls500-check.txt); in run 9's visits the two calls less are 111 s of the layers stage's 520
+ * (docs/calibration.md, "Rounds and samples of the layers stage"). */
 #define PP_RUN_LAYER_WARMUP_CALLS 1
 
 typedef struct pp_run {
