@@ -389,7 +389,7 @@ static perfpred_status summarize(eval_ctx *E, pp_err *err)
         roof[i] = rep->points[i].roofline_ms;
         if (!isfinite(roof[i])) have_roof = 0;
     }
-    const perfpred_metrics none = {0, NAN, NAN, NAN, NAN, NAN};
+    const perfpred_metrics none = pp_measure_metrics_none_public();
     if ((st = pp_measure_metrics_by_group(pred, meas, E->point_group, n, ng, gm, err))) goto done;
     for (int g = 0; g < ng; g++) {
         perfpred_eval_group *G = &rep->groups[g];

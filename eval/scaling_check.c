@@ -265,12 +265,6 @@ static void judge_row(const sc_run *R, const pp_device *tgt, const pp_layer_row 
 }
 
 
-static void metrics_nan(perfpred_metrics *m)
-{
-    m->n = 0;
-    m->mape_pct = m->rmspe_pct = m->within10_pct = m->spearman = m->mean_abs_log = NAN;
-}
-
 /* Fills cell from the rows of kind (kind < 0: every row). buf holds 3 * n doubles. */
 static perfpred_status fill_cell(const sc_row *rows, int n, int kind, perfpred_scaling_cell *c,
                                  double *buf, pp_err *err)
@@ -295,7 +289,7 @@ static perfpred_status fill_cell(const sc_row *rows, int n, int kind, perfpred_s
             ref[j] = rows[i].ref[m];
             j++;
         }
-        metrics_nan(&c->m[m]);
+        c->m[m] = pp_measure_metrics_none_public();
         c->median_ratio[m] = NAN;
         if (j == 0) continue;
         pp_metrics pm;

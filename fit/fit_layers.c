@@ -38,12 +38,6 @@ static void add_msg(perfpred_fit_report *r, const char *msg)
     if (r->n_msgs < PERFPRED_REPORT_MSGS) copy_trunc(r->msgs[r->n_msgs++], sizeof r->msgs[0], msg);
 }
 
-static perfpred_metrics no_metrics(void)
-{
-    perfpred_metrics o = {0, NAN, NAN, NAN, NAN, NAN};
-    return o;
-}
-
 
 /* Removes the plain files of a folder we created, then the folder (best effort). */
 static void remove_tmp_dir(const char *dir)
@@ -559,7 +553,7 @@ static perfpred_status fit_kind(fit_ctx *F, pp_op_kind k, pp_err *err)
     perfpred_fit_kind *kr = &F->rep->kinds[F->rep->n_kinds];
     memset(kr, 0, sizeof *kr);
     kr->kind = pp_op_kind_name(k);
-    kr->model = kr->roofline = kr->train = no_metrics();
+    kr->model = kr->roofline = kr->train = pp_measure_metrics_none_public();
     kr->spread_pct = NAN;
     if (!B.sel || !B.cfg || !B.ftr || !B.fte || !B.ytr || !B.yte || !B.pm || !B.pr || !B.te_sel) {
         st = pp_err_set(err, PERFPRED_ERR_NOMEM, "fit: out of memory");
@@ -883,7 +877,7 @@ static perfpred_status fit_layers(fit_ctx *F, pp_err *err)
     }
     if (st != PERFPRED_OK) return st;
     pp_metrics m;
-    rep->model = rep->roofline = no_metrics();
+    rep->model = rep->roofline = pp_measure_metrics_none_public();
     rep->spread_pct = NAN;
     if (F->n_all > 0) {
         if ((st = pp_measure_metrics(F->all_pm, F->all_y, F->n_all, &m, err))) return st;
@@ -1018,7 +1012,7 @@ static perfpred_status fit_neusight(fit_ctx *F, const char *out_tmp, pp_err *err
     rep->n_bad_rows = r.n_bad_rows;
     for (int i = 0; i < r.n_bad_msgs; i++) add_msg(rep, r.bad_msgs[i]);
     rep->spread_pct = NAN;
-    rep->model = rep->roofline = no_metrics();
+    rep->model = rep->roofline = pp_measure_metrics_none_public();
     for (int i = 0; i < r.n_kinds && rep->n_kinds < PERFPRED_MAX_KINDS; i++) {
         const pp_fit_kind_report *k = &r.kinds[i];
         perfpred_fit_kind *o = &rep->kinds[rep->n_kinds++];

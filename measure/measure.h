@@ -174,6 +174,9 @@ perfpred_status pp_measure_metrics_by_group(const double *pred, const double *me
 double pp_measure_spearman(const double *a, const double *b, int n);
 /* The same figures as the public API's struct. */
 perfpred_metrics pp_measure_metrics_public(const pp_metrics *m);
+/* No rows: n 0, every figure NaN (the public struct's too: pp_measure_metrics_none_public). */
+pp_metrics pp_measure_metrics_none(void);
+perfpred_metrics pp_measure_metrics_none_public(void);
 /* Median of v[0..n), n >= 1; sorts v. */
 double pp_measure_median(double *v, int n);
 /* Theil-Sen line y = intercept + slope x: the median of the slopes of every pair with distinct x,

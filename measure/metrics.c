@@ -127,7 +127,7 @@ perfpred_status pp_measure_metrics_by_group(const double *pred, const double *me
                 k++;
             }
         if (k == 0) {
-            out[g] = (pp_metrics){0, NAN, NAN, NAN, NAN, NAN};
+            out[g] = pp_measure_metrics_none();
             continue;
         }
         st = pp_measure_metrics(p, m, k, &out[g], err);
@@ -135,6 +135,17 @@ perfpred_status pp_measure_metrics_by_group(const double *pred, const double *me
     free(p);
     free(m);
     return st;
+}
+
+pp_metrics pp_measure_metrics_none(void)
+{
+    return (pp_metrics){0, NAN, NAN, NAN, NAN, NAN};
+}
+
+perfpred_metrics pp_measure_metrics_none_public(void)
+{
+    pp_metrics m = pp_measure_metrics_none();
+    return pp_measure_metrics_public(&m);
 }
 
 perfpred_metrics pp_measure_metrics_public(const pp_metrics *m)
