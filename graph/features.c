@@ -217,7 +217,7 @@ static int is_param_dtype(int32_t dt)
 
 /* Static: known without running the model (weight, known constant, output of a folded or
  * shape-kind node). Nodes are visited in topological order, so producers are already classified. */
-static int is_static(const pp_graph *g, int t)
+int pp_tensor_is_static(const pp_graph *g, int t)
 {
     const pp_tensor *T = &g->tensors[t];
     if (T->flags & (PP_T_WEIGHT | PP_T_CONST)) return 1;
@@ -421,7 +421,7 @@ static perfpred_status feat_matmul(const fctx *c, pp_node_feat *f)
     f->k = k;
     f->macs = batch * (double)m * (double)nn * (double)k;
     f->flops = 2 * f->macs;
-    f->kind = is_static(c->g, n->inputs[1]) ? PP_OPK_LINEAR : PP_OPK_BMM;
+    f->kind = pp_tensor_is_static(c->g, n->inputs[1]) ? PP_OPK_LINEAR : PP_OPK_BMM;
     return PERFPRED_OK;
 }
 
@@ -495,7 +495,7 @@ static perfpred_status feat_einsum(const fctx *c, pp_node_feat *f)
     f->k = (int64_t)k;
     f->macs = macs;
     f->flops = 2 * macs;
-    f->kind = is_static(c->g, n->inputs[1]) ? PP_OPK_LINEAR : PP_OPK_BMM;
+    f->kind = pp_tensor_is_static(c->g, n->inputs[1]) ? PP_OPK_LINEAR : PP_OPK_BMM;
     return PERFPRED_OK;
 }
 
@@ -636,7 +636,8 @@ static int copy_features(pp_graph *g, int ni, int src)
     const pp_node *S = &g->nodes[src];
     if (n->feat.folded || S->feat.folded || S->feat.kind == PP_OPK_SHAPE) return 0;
     for (int i = 0; i < n->n_inputs; i++)
-        if (n->inputs[i] >= 0 && is_static(g, n->inputs[i]) != is_static(g, S->inputs[i]))
+        if (n->inputs[i] >= 0 &&
+            pp_tensor_is_static(g, n->inputs[i]) != pp_tensor_is_static(g, S->inputs[i]))
             return 0;
     for (int o = 0; o < n->n_outputs; o++) {
         int a = n->outputs[o], b = S->outputs[o];
@@ -675,7 +676,7 @@ static perfpred_status node_features_calc(pp_graph *g, int ni, pp_err *err)
         int t = n->inputs[i];
         if (t < 0) continue;
         n_in++;
-        if (!is_static(g, t)) all_static = 0;
+        if (!pp_tensor_is_static(g, t)) all_static = 0;
     }
     if (n_out > 0 && (all_const || (n_in > 0 && all_static))) folded = 1;
 
@@ -697,7 +698,7 @@ static perfpred_status node_features_calc(pp_graph *g, int ni, pp_err *err)
         int t = n->inputs[i];
         double b = 0;
         if (t < 0 || seen_before(n->inputs, i, t)) continue;
-        if (!is_static(g, t)) {
+        if (!pp_tensor_is_static(g, t)) {
             if ((st = tensor_bytes(&c, t, &b))) return st;
             f->in_bytes += b;
         } else if (is_param_input(g, t)) {

@@ -274,6 +274,9 @@ void pp_node_memo_feat_put(pp_graph *g, int ni, int folded_before);
 /* ---- features and liveness (features.c, liveness.c) ---- */
 /* Fills every node's feat and g->totals (params, macs, flops, bytes). */
 perfpred_status pp_graph_features(pp_graph *g, pp_err *err);
+/* 1 when tensor t is static (a weight, a constant, or the output of folded or shape arithmetic):
+ * a node's in_bytes leave such inputs out. */
+int pp_tensor_is_static(const pp_graph *g, int t);
 /* Peak live activation bytes over the topological order: a tensor is live from its producer until its
  * last consumer; graph inputs live from the start, graph outputs to the end; weights excluded. */
 perfpred_status pp_graph_liveness(pp_graph *g, pp_err *err);

@@ -392,8 +392,24 @@ typedef struct kernel_acc {
     pp_op_kind kind;
 } kernel_acc;
 
+/* 1 when node chain[s] reads tensor t as an input that an earlier node of the chain read from
+ * outside it, or that a node before chain[s - 1] wrote (chain[s - 1]'s output is the caller's) */
+static int chain_reread(const pp_graph *g, const int *chain, int s, int t)
+{
+    for (int e = 0; e < s; e++) {
+        const pp_node *n = &g->nodes[chain[e]];
+        for (int a = 0; a < n->n_inputs; a++)
+            if (n->inputs[a] == t) return 1;
+        if (e < s - 1)
+            for (int o = 0; o < n->n_outputs; o++)
+                if (n->outputs[o] == t) return 1;
+    }
+    return 0;
+}
+
 /* Figures of a fused chain: flops add up; bytes are what the chain reads and writes outside
- * itself (the intermediate tensors stay on chip). */
+ * itself: the intermediate tensors stay on chip, and a tensor the chain has read already is not
+ * read again (SiLU's Mul reads the x its Sigmoid read: one eager kernel reads x once). */
 static void chain_figures(const pp_graph *g, const int *chain, int len, double byte_factor,
                           kernel_acc *k)
 {
@@ -402,13 +418,23 @@ static void chain_figures(const pp_graph *g, const int *chain, int len, double b
     k->kind = f0->kind;
     k->blocks = pp_kernel_blocks(f0);
     for (int s = 0; s < len; s++) {
-        const pp_node_feat *f = &g->nodes[chain[s]].feat;
+        const pp_node *n = &g->nodes[chain[s]];
+        const pp_node_feat *f = &n->feat;
         k->flops += f->flops;
         k->bytes += f->in_bytes + f->out_bytes + f->param_bytes;
-        if (s > 0) {
-            int t = g->nodes[chain[s - 1]].outputs[0];
-            double tb = (double)pp_tensor_bytes(&g->tensors[t]);
-            if (tb > 0) k->bytes -= 2 * tb;
+        if (s == 0) continue;
+        int prev = g->nodes[chain[s - 1]].outputs[0];
+        double tb = (double)pp_tensor_bytes(&g->tensors[prev]);
+        if (tb > 0) k->bytes -= 2 * tb;
+        /* in_bytes counts each distinct non-static input once, as here */
+        for (int a = 0; a < n->n_inputs; a++) {
+            int t = n->inputs[a], dup = 0;
+            for (int b = 0; b < a && !dup; b++) dup = n->inputs[b] == t;
+            if (t < 0 || t == prev || dup || pp_tensor_is_static(g, t) ||
+                !chain_reread(g, chain, s, t))
+                continue;
+            double rb = (double)pp_tensor_bytes(&g->tensors[t]);
+            if (rb > 0) k->bytes -= rb;
         }
     }
     k->bytes *= byte_factor;

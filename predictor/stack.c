@@ -730,14 +730,18 @@ void pp_stack_reuse_kernel(pp_stack_reuse *r, const pp_graph *g, const pp_kernel
         }
         if (gi > 0) r->epi[gi] = (unsigned char)S->epilogue;
     }
+    int seen[8], n_seen = 0; /* a tensor two of its nodes read is read once (SiLU's x) */
     for (int s = 0; s < G->n; s++) {
         const pp_node *nd = &g->nodes[G->nodes[s]];
         for (int a = 0; a < nd->n_inputs; a++) {
             int t = nd->inputs[a], p = t >= 0 ? g->tensors[t].producer : -1;
             if (t < 0 || (p >= 0 && r->in_group[p] == gi)) continue; /* made inside it */
-            int root = reuse_root(g, r->in_group, t);
+            int root = reuse_root(g, r->in_group, t), dup = 0;
             int64_t e = root >= 0 ? pp_tensor_elems(&g->tensors[root]) : 0;
             if (root < 0 || r->wpos[root] < 0 || e <= 0) continue;
+            for (int j = 0; j < n_seen && !dup; j++) dup = seen[j] == root;
+            if (dup) continue;
+            if (n_seen < 8) seen[n_seen++] = root;
             double b = 4.0 * (double)e;
             reuse_add(S, b, r->traffic - r->wpos[root] + b);
         }

@@ -455,9 +455,22 @@ static void composite_ops_should_fuse_decomposed_activations_only(void **state)
     assert_int_equal(count_ops(ks, nk, "Sigmoid+Mul"), 49);
     assert_int_equal(count_ops(ks, nk, "Sigmoid"), 16);
     assert_int_equal(count_ops(ks, nk, "Mul"), 16);
+    /* one eager kernel reads x once and writes x * sigmoid(x): the stem's SiLU, 32 x 112 x 112
+     * floats, moves 2 x 4 x 401,408 bytes (its Sigmoid and Mul alone: 3 passes) */
+    int silu = -1;
+    for (int i = 0; i < nk && silu < 0; i++)
+        if (strcmp(ks[i].ops, "Sigmoid+Mul") == 0) silu = i;
+    assert_true(silu >= 0);
+    assert_rel_close(ks[silu].bytes, 3211264.0, 1e-12);
     assert_int_equal(perfpred_predict(ctx, m[1], "host-cpu", &pp, &pr, NULL, 0), PERFPRED_OK);
     assert_int_equal(count_ops(ks, nk, "Div+Erf+Add+Mul+Mul"), 18);
     assert_int_equal(count_ops(ks, nk, "Erf"), 0);
+    /* the first GELU (56 x 56 x 384 floats): x read once by its Div and its Mul, y written */
+    for (int i = 0; i < nk; i++)
+        if (strcmp(ks[i].ops, "Div+Erf+Add+Mul+Mul") == 0) {
+            assert_rel_close(ks[i].bytes, 2.0 * 4 * 56 * 56 * 384, 1e-12);
+            break;
+        }
     /* nn.Linear's bias joins the matmul only for inputs of rank <= 3 (PyTorch's addmm); convnext's
      * 36 linears (18 blocks x 2) take channels-last 4-D inputs: a MatMul and an Add each */
     assert_int_equal(count_ops(ks, nk, "MatMul+Add"), 0);
