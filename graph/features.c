@@ -586,6 +586,33 @@ static perfpred_status feat_reduce(const fctx *c, pp_node_feat *f, const op_rule
     return PERFPRED_OK;
 }
 
+/* A Transpose's copy: contiguous runs, the output's innermost extent and the stride it reads the
+ * input at (pp_node_feat.tr_*); the shape rule checked perm already */
+static perfpred_status feat_transpose(const fctx *c, pp_node_feat *f)
+{
+    const pp_node *n = &c->g->nodes[c->ni];
+    const pp_tensor *x = slot(c, 0, 0, 1);
+    if (!x) return c->err->status;
+    int r = x->rank;
+    const pp_attr *a = pp_node_attr(n, "perm");
+    int64_t perm[PP_MAX_RANK];
+    for (int k = 0; k < r; k++) {
+        perm[k] = a && a->type == PP_ATTR_INTS && a->n == r ? a->ints[k] : r - 1 - k;
+        if (perm[k] < 0) perm[k] += r;
+        if (perm[k] < 0 || perm[k] >= r) return PERFPRED_OK; /* the shape rule reports it */
+    }
+    int kept = 0;
+    while (kept < r && perm[r - 1 - kept] == r - 1 - kept) kept++;
+    f->tr_run = 1;
+    for (int k = r - kept; k < r; k++) f->tr_run *= (double)x->dims[k];
+    f->tr_inner = (double)x->dims[perm[r - 1]];
+    f->tr_stride = 1;
+    for (int k = (int)perm[r - 1] + 1; k < r; k++) f->tr_stride *= (double)x->dims[k];
+    f->tr_moved = 0;
+    for (int k = 0; k < r; k++) f->tr_moved += perm[k] != k;
+    return PERFPRED_OK;
+}
+
 static perfpred_status feat_resize(const fctx *c, pp_node_feat *f)
 {
     const pp_node *n = &c->g->nodes[c->ni];
@@ -753,7 +780,9 @@ static perfpred_status node_features_calc(pp_graph *g, int ni, pp_err *err)
         st = PERFPRED_OK;
         break;
     case C_NONE:
-    default: st = PERFPRED_OK; break;
+    default:
+        st = strcmp(n->op_type, "Transpose") == 0 ? feat_transpose(&c, f) : PERFPRED_OK;
+        break;
     }
     if (st) return st;
     double denom = f->in_bytes + f->out_bytes + f->param_bytes;

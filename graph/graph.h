@@ -123,6 +123,12 @@ typedef struct pp_node_feat {
      * speeds (an Erf against a HardSwish of the same size, a MaxPool against an AveragePool), so
      * the layer models see it; the GNN's feature vector does not. */
     uint32_t op_code;
+    /* Transpose: the elements its copy moves in contiguous runs (the product of the trailing axes
+     * perm keeps in place, 1 when the last axis moves), the output's innermost extent, the input
+     * stride (elements) read along it, and the axes perm moves; 0 for other operators. The layer
+     * models read them (pp_lm_features), the GNN's feature vector does not. */
+    double tr_run, tr_inner, tr_stride;
+    int tr_moved;
 } pp_node_feat;
 
 typedef struct pp_node {

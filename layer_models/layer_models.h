@@ -80,8 +80,12 @@ double pp_lm_torch_cpu_pool_clocks(const pp_node_feat *f);
  * for GEMM-like kernels (linear, bmm; conv as the implicit GEMM (N*Hout*Wout) x Cout x Cin*k*k/group)
  * the waves of 128x128 and 64x64 output tiles over the compute units (log2) and the last wave's
  * fill, how well M and N fill 128-, 64- and 32-wide tiles and K fills 8: what makes cuBLAS kernels
- * fast or slow beyond the roofline. Columns a kind lacks are NaN (missing for XGBoost). The last
- * column is the operator (pp_node_feat.op_code): one kind's operators differ in speed per byte. */
+ * fast or slow beyond the roofline. A Transpose (datamove) puts its copy in the first four of those
+ * columns: log2 of its contiguous runs, of the output's innermost extent and of the input stride
+ * read along it, and the axes it moves (pp_node_feat.tr_*): one shape, different permutations,
+ * 1-8x apart. Columns a kind lacks are NaN (missing for XGBoost; models fitted before a kind had
+ * them never split on them). The last column is the operator (pp_node_feat.op_code): one kind's
+ * operators differ in speed per byte. */
 #define PP_LM_N_EXTRA 16
 #define PP_LM_NFEAT (PP_FEATVEC_LEN + PP_LM_N_EXTRA)
 void pp_lm_features(const pp_node_feat *f, const pp_lm_base *b, float out[PP_LM_NFEAT]);

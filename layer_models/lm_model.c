@@ -153,6 +153,12 @@ void pp_lm_features(const pp_node_feat *f, const pp_lm_base *b, float out[PP_LM_
     double batch, rows, cols, red;
     if (!gemm_dims(f, &batch, &rows, &cols, &red)) {
         for (int i = 4; i < PP_LM_N_EXTRA - 1; i++) x[i] = NAN;
+        if (f->tr_moved > 0) { /* a Transpose's copy in the first four tile columns */
+            x[4] = (float)log2(f->tr_run);
+            x[5] = (float)log2(f->tr_inner > 0 ? f->tr_inner : 1);
+            x[6] = (float)log2(f->tr_stride);
+            x[7] = (float)f->tr_moved;
+        }
         return;
     }
     double cu = b->compute_units > 0 ? b->compute_units : 1;

@@ -544,6 +544,48 @@ static void features_should_price_norms_and_resize(void **state)
     pp_graph_free(g);
 }
 
+/* A Transpose's copy, worked by hand: x is 2 x 3 x 4 x 5 (strides 60, 20, 5, 1) */
+static void features_should_describe_a_transpose_copy(void **state)
+{
+    (void)state;
+    pp_graph *g = pp_graph_new("transpose.onnx");
+    INPUT(g, "x", 2, 3, 4, 5);
+    INPUT(g, "y", 2, 3, 4);
+    OUTPUT(g, "heads", 2, 4, 3, 5);
+    OUTPUT(g, "last", 2, 3, 5, 4);
+    OUTPUT(g, "rev", 4, 3, 2);
+    OUTPUT(g, "same", 2, 3, 4, 5);
+    int n = node(g, "heads", "Transpose", "x", "heads");
+    ATTR_INTS(g, n, "perm", 0, 2, 1, 3);
+    n = node(g, "last", "Transpose", "x", "last");
+    ATTR_INTS(g, n, "perm", 0, 1, 3, 2);
+    node(g, "rev", "Transpose", "y", "rev"); /* no perm: the axes reversed */
+    n = node(g, "same", "Transpose", "x", "same");
+    ATTR_INTS(g, n, "perm", 0, 1, 2, 3);
+    link_and_features(g);
+    /* the last axis stays: runs of 5, read at stride 1; axes 1 and 2 move */
+    const pp_node_feat *f = feat(g, "heads");
+    assert_rel_close(f->tr_run, 5, 0);
+    assert_rel_close(f->tr_inner, 5, 0);
+    assert_rel_close(f->tr_stride, 1, 0);
+    assert_int_equal(f->tr_moved, 2);
+    /* the last two axes swap: single elements, the output's inner 4 read 5 apart */
+    f = feat(g, "last");
+    assert_rel_close(f->tr_run, 1, 0);
+    assert_rel_close(f->tr_inner, 4, 0);
+    assert_rel_close(f->tr_stride, 5, 0);
+    assert_int_equal(f->tr_moved, 2);
+    /* (2, 3, 4) reversed: the output's inner axis is the input's first, 3 x 4 apart */
+    f = feat(g, "rev");
+    assert_rel_close(f->tr_run, 1, 0);
+    assert_rel_close(f->tr_inner, 2, 0);
+    assert_rel_close(f->tr_stride, 12, 0);
+    assert_int_equal(f->tr_moved, 2);
+    f = feat(g, "same");
+    assert_int_equal(f->tr_moved, 0);
+    pp_graph_free(g);
+}
+
 static void features_should_give_folded_nodes_no_cost(void **state)
 {
     pp_graph *g = pp_graph_new("fold.onnx");
@@ -1108,6 +1150,7 @@ int main(void)
         cmocka_unit_test(features_should_count_tied_weights_once),
         cmocka_unit_test(features_should_follow_documented_flop_conventions),
         cmocka_unit_test(features_should_price_norms_and_resize),
+        cmocka_unit_test(features_should_describe_a_transpose_copy),
         cmocka_unit_test(features_should_give_folded_nodes_no_cost),
         cmocka_unit_test(features_should_treat_unknown_ops_as_elementwise),
         cmocka_unit_test(liveness_should_keep_residual_skip_live_across_branch),

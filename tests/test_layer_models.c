@@ -164,6 +164,19 @@ static void base_should_follow_the_roofline_formula(void **state)
     f.kind = PP_OPK_ELEMWISE;
     pp_lm_features(&f, &b, x);
     assert_true(isnan(x[w]));
+    /* a Transpose's copy takes the first four: log2 run, log2 inner extent, log2 stride, axes
+     * moved (the runs of 64 of a (B, T, H, 64) -> (B, H, T, 64) head split); the rest stay NaN */
+    f.kind = PP_OPK_DATAMOVE;
+    f.tr_run = 64;
+    f.tr_inner = 64;
+    f.tr_stride = 1;
+    f.tr_moved = 2;
+    pp_lm_features(&f, &b, x);
+    assert_rel_close(x[w], 6, 1e-6);
+    assert_rel_close(x[w + 1], 6, 1e-6);
+    assert_true(x[w + 2] == 0);
+    assert_rel_close(x[w + 3], 2, 1e-6);
+    assert_true(isnan(x[mf]) && isnan(x[kf]));
 }
 
 static pp_node_feat conv_feat(int64_t n, int64_t cin, int64_t h, int64_t k, int64_t stride,
