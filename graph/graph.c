@@ -383,7 +383,7 @@ int64_t pp_tensor_bytes(const pp_tensor *t)
     return b;
 }
 
-/* ---- linking and topological sort (Kahn; ready nodes taken in file order) ---- */
+/* ---- linking and topological sort (an order that runs kept; else Kahn, ready nodes FIFO) ---- */
 perfpred_status pp_graph_link(pp_graph *g, pp_err *err)
 {
     int nt = g->n_tensors, nn = g->n_nodes;
@@ -419,6 +419,7 @@ perfpred_status pp_graph_link(pp_graph *g, pp_err *err)
         st = pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory while sorting", g->path);
         goto done;
     }
+    int in_order = 1; /* every input made by an earlier node */
     for (int i = 0; i < nn; i++) {
         const pp_node *n = &g->nodes[i];
         for (int k = 0; k < n->n_inputs; k++) {
@@ -426,6 +427,7 @@ perfpred_status pp_graph_link(pp_graph *g, pp_err *err)
             if (t < 0) continue;
             pp_tensor *T = &g->tensors[t];
             T->n_consumers++;
+            if (T->producer >= i) in_order = 0;
             if (T->producer < 0) {
                 if (!(T->flags & (PP_T_GRAPH_INPUT | PP_T_INITIALIZER | PP_T_CONST))) {
                     st = pp_err_set(err, PERFPRED_ERR_GRAPH,
@@ -440,6 +442,9 @@ perfpred_status pp_graph_link(pp_graph *g, pp_err *err)
             indeg[i]++;
         }
     }
+    /* nodes already in an order that runs them (an export's, or a builder's: the order the
+     * model's forward runs them in) keep it */
+    if (in_order) goto done;
     for (int i = 0; i < nn; i++) off[i + 1] += off[i];
     adj = malloc(((size_t)off[nn] + 1) * sizeof *adj);
     if (!adj) {
@@ -463,8 +468,7 @@ perfpred_status pp_graph_link(pp_graph *g, pp_err *err)
         }
         free(fill);
     }
-    /* Kahn with a min-heap on file index would be exact file order; a FIFO seeded in file order
-     * keeps exported (already sorted) graphs in their original order, which is what we need. */
+    /* Otherwise Kahn, ready nodes taken FIFO, seeded in file order. */
     int qh = 0, qt = 0, no = 0;
     for (int i = 0; i < nn; i++)
         if (indeg[i] == 0) queue[qt++] = i;
@@ -482,8 +486,7 @@ perfpred_status pp_graph_link(pp_graph *g, pp_err *err)
                         g->nodes[culprit].name, g->nodes[culprit].op_type);
         goto done;
     }
-    /* permute nodes into topological order and renumber producers (builders' graphs and
-     * exported ones usually come sorted: nothing to move then) */
+    /* permute nodes into topological order and renumber producers */
     int sorted_already = 1;
     for (int i = 0; i < nn && sorted_already; i++) sorted_already = order[i] == i;
     if (!sorted_already) {

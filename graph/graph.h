@@ -227,8 +227,9 @@ void pp_tensor_set_shape(pp_tensor *t, int32_t dtype, int rank, const int64_t *d
 int64_t pp_tensor_elems(const pp_tensor *t);   /* -1 if any dim unknown */
 int64_t pp_tensor_bytes(const pp_tensor *t);   /* -1 if unknown */
 /* Sets producers, checks dangling names (an input no one produces that is neither graph input nor
- * initializer), duplicate producers and cycles, and sorts nodes topologically (stable: file order
- * among ready nodes). Errors name g->path and the node. */
+ * initializer), duplicate producers and cycles, and sorts nodes topologically: nodes already in an
+ * order where every input is made before its node keep it, others are ordered by Kahn (FIFO, file
+ * order among ready nodes). Errors name g->path and the node. */
 perfpred_status pp_graph_link(pp_graph *g, pp_err *err);
 
 /* ---- ONNX (onnx_load.c) ---- */

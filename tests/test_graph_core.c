@@ -190,6 +190,30 @@ static void link_should_keep_a_sorted_graph_as_it_is(void **state)
     pp_graph_free(g);
 }
 
+/* Two branches as an export writes them, each run to its end before the next (conv, relu; conv,
+ * relu; then the join): the order the forward ran them in, kept. A breadth-first sort would have
+ * put both convs before either relu (and kept both convs' outputs live at once). */
+static void link_should_keep_the_order_a_forward_ran(void **state)
+{
+    pp_graph *g = pp_graph_new("branches.onnx");
+    int x = pp_graph_tensor(g, "x");
+    g->tensors[x].flags |= PP_T_GRAPH_INPUT;
+    const char *x1[] = {"x"};
+    const char *ca[] = {"ca"}, *ra[] = {"ra"}, *cb[] = {"cb"}, *rb[] = {"rb"}, *y[] = {"y"};
+    const char *join[] = {"ra", "rb"};
+    pp_graph_add_node(g, "conv_a", "Neg", "", x1, 1, ca, 1);
+    pp_graph_add_node(g, "relu_a", "Relu", "", ca, 1, ra, 1);
+    pp_graph_add_node(g, "conv_b", "Neg", "", x1, 1, cb, 1);
+    pp_graph_add_node(g, "relu_b", "Relu", "", cb, 1, rb, 1);
+    pp_graph_add_node(g, "add", "Add", "", join, 2, y, 1);
+    pp_err err = {0};
+    assert_int_equal(pp_graph_link(g, &err), PERFPRED_OK);
+    const char *want[] = {"conv_a", "relu_a", "conv_b", "relu_b", "add"};
+    for (int i = 0; i < 5; i++) assert_string_equal(g->nodes[i].name, want[i]);
+    assert_int_equal(g->tensors[pp_graph_find(g, "rb")].producer, 3);
+    pp_graph_free(g);
+}
+
 /* Attributes added one by one (the array grows by doubling) keep every earlier one; a node whose
  * array was sized exactly by its maker (cap_attrs 0, as the ONNX loader leaves it) is copied,
  * never written past its end. */
@@ -399,6 +423,7 @@ int main(void)
         cmocka_unit_test(add_node_idx_should_build_what_add_node_builds),
         cmocka_unit_test(reserve_should_keep_tensors_and_nodes_in_place),
         cmocka_unit_test(link_should_keep_a_sorted_graph_as_it_is),
+        cmocka_unit_test(link_should_keep_the_order_a_forward_ran),
         cmocka_unit_test(add_attr_should_keep_earlier_attributes_as_it_grows),
         cmocka_unit_test(tensor_bytes_should_be_unknown_until_all_dims_are),
         cmocka_unit_test(parse_dims_should_be_strict),
