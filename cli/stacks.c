@@ -20,6 +20,7 @@ static const char usage[] =
     "  --families        also leave each model family out (10 more fits per stack)\n"
     "  --max-evals N     optimiser evaluations per fit (default 4000)\n"
     "  --rows-dir DIR    write DIR/<stack>.csv: every row with its held-out prediction\n"
+    "                    (with --families, also the fit without its family's)\n"
     "  --dry-run         report only; write no artifact\n"
     "  --config-dir DIR  where artifacts/stacks/<stack>.json is written\n"
     "  --json            the report as JSON\n";

@@ -1017,23 +1017,35 @@ static perfpred_status unit_times(data *D, pp_err *err)
     return PERFPRED_OK;
 }
 
-/* Every row with what the fit that did not see its GPU predicts (write, then rename). */
-static perfpred_status write_rows(const data *D, const fit_job *jobs, const char *path,
-                                  pp_err *err)
+/* Every row with what the fit that did not see its GPU predicts, and where family folds ran
+ * (fam_jobs: the fit without fams[k] is fam_jobs[k]), the fit that did not see its family (write,
+ * then rename). */
+static perfpred_status write_rows(const data *D, const fit_job *jobs, const fit_job *fam_jobs,
+                                  const int *fams, int n_fam, const char *path, pp_err *err)
 {
     pp_strbuf b = {0};
     pp_strbuf_put(&b, "stack,device,run_folder,model,batch,latency_ms,predicted_ms,host_ms,gpu_ms,"
-                      "memory_mib,predicted_memory_mib,graph\n");
+                      "memory_mib,predicted_memory_mib,graph,family,family_predicted_ms,"
+                      "family_host_ms\n");
     for (int i = 0; i < D->n_rows; i++) {
         const row *r = &D->rows[i];
         const cfg *c = &D->cfgs[r->cfg];
         const pp_stack *s = &jobs[r->gpu + 1].s;
         double h, g;
         double p = row_latency_split(s, r, c, jobs[0].scratch, &h, &g);
-        pp_strbuf_printf(&b, "%s,%s,%d,%s,%lld,%.4f,%.4f,%.4f,%.4f,%.1f,%.1f,%d\n",
+        pp_strbuf_printf(&b, "%s,%s,%d,%s,%lld,%.4f,%.4f,%.4f,%.4f,%.1f,%.1f,%d,%s,",
                          stack_defs[D->si].name, r->dev->name, r->folder, model_map[c->model][1],
                          (long long)c->batch, r->lat_ms, p, h, g, r->mem_bytes / 1048576.0,
-                         mem_pred(s, r, c) / 1048576.0, r->graph);
+                         mem_pred(s, r, c) / 1048576.0, r->graph,
+                         family_names[model_family[c->model]]);
+        int k = 0;
+        while (k < n_fam && fams[k] != model_family[c->model]) k++;
+        if (k < n_fam) {
+            double fp = row_latency_split(&fam_jobs[k].s, r, c, jobs[0].scratch, &h, &g);
+            pp_strbuf_printf(&b, "%.4f,%.4f\n", fp, h);
+        } else {
+            pp_strbuf_put(&b, ",\n");
+        }
     }
     if (b.oom) {
         free(b.data);
@@ -1179,7 +1191,8 @@ perfpred_status pp_fit_stack_run(const pp_device_db *db, const pp_fit_stack_para
         rep->interval_coverage = NAN;
         for (int gi = 0; gi < D.n_gpus; gi++) rep->gpu[gi].interval_coverage = NAN;
         if (p->leave_one_out) st = intervals(&D, jobs, rep, err);
-        if (!st && p->rows_csv && p->leave_one_out) st = write_rows(&D, jobs, p->rows_csv, err);
+        if (!st && p->rows_csv && p->leave_one_out)
+            st = write_rows(&D, jobs, jobs + 1 + n_logo, fams, n_fam, p->rows_csv, err);
     }
     for (int j = 0; jobs && j < nj; j++) free(jobs[j].scratch);
     free(jobs);

@@ -1406,9 +1406,33 @@ static void fit_should_keep_graph_rows_apart(void **state)
     p.only_gpu_files = "v100,h200";
     p.max_evals = 60; /* a short search: the rows read and how they are judged are the point */
     p.leave_one_out = 1;
+    p.leave_family_out = 1;
+    char rows[4300];
+    snprintf(rows, sizeof rows, "%s/rows.csv", own);
+    p.rows_csv = rows;
     pp_fit_stack_report *rep = calloc(1, sizeof *rep);
     assert_non_null(rep);
     assert_int_equal(pp_fit_stack_run(db, &p, "pytorch-eager-fp32", rep, &err), PERFPRED_OK);
+    /* the rows file: every row (graph rows too), each with its family's held-out prediction */
+    FILE *f = fopen(rows, "r");
+    assert_non_null(f);
+    char line[512];
+    assert_non_null(fgets(line, sizeof line, f));
+    assert_non_null(strstr(line, ",graph,family,family_predicted_ms,family_host_ms\n"));
+    int n_lines = 0, n_vgg = 0;
+    while (fgets(line, sizeof line, f)) {
+        n_lines++;
+        const char *fam = strstr(line, ",0,vgg,");
+        if (!fam) fam = strstr(line, ",1,vgg,");
+        if (!fam) continue;
+        n_vgg++;
+        assert_true(strtod(fam + 7, NULL) > 0); /* the fit without VGG priced it */
+    }
+    fclose(f);
+    unlink(rows);
+    assert_int_equal(n_lines, rep->n_rows + 2);
+    assert_true(n_vgg >= 2);
+    assert_true(rep->n_families >= 2);
     assert_int_equal(rep->n_graph, 2);
     assert_int_equal(rep->n_gpus, 2);
     int h200 = strcmp(rep->gpu[0].device, "h200-sxm-141gb") == 0 ? 0 : 1;
