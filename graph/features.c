@@ -591,9 +591,10 @@ static perfpred_status feat_reduce(const fctx *c, pp_node_feat *f, const op_rule
 static perfpred_status feat_transpose(const fctx *c, pp_node_feat *f)
 {
     const pp_node *n = &c->g->nodes[c->ni];
-    const pp_tensor *x = slot(c, 0, 0, 1);
+    const pp_tensor *x = slot(c, 0, 0, 0);
     if (!x) return c->err->status;
     int r = x->rank;
+    if (r == 0) return PERFPRED_OK; /* a scalar: nothing moves */
     const pp_attr *a = pp_node_attr(n, "perm");
     int64_t perm[PP_MAX_RANK];
     for (int k = 0; k < r; k++) {

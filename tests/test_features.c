@@ -562,6 +562,9 @@ static void features_should_describe_a_transpose_copy(void **state)
     node(g, "rev", "Transpose", "y", "rev"); /* no perm: the axes reversed */
     n = node(g, "same", "Transpose", "x", "same");
     ATTR_INTS(g, n, "perm", 0, 1, 2, 3);
+    tens(g, "s", PP_DT_FLOAT, PP_T_GRAPH_INPUT, 0, NULL);
+    tens(g, "s_t", PP_DT_FLOAT, PP_T_GRAPH_OUTPUT, 0, NULL);
+    node(g, "scalar", "Transpose", "s", "s_t");
     link_and_features(g);
     /* the last axis stays: runs of 5, read at stride 1; axes 1 and 2 move */
     const pp_node_feat *f = feat(g, "heads");
@@ -583,6 +586,9 @@ static void features_should_describe_a_transpose_copy(void **state)
     assert_int_equal(f->tr_moved, 2);
     f = feat(g, "same");
     assert_int_equal(f->tr_moved, 0);
+    f = feat(g, "scalar"); /* rank 0: a feature like any, nothing moved */
+    assert_int_equal(f->tr_moved, 0);
+    assert_int_equal(f->kind, PP_OPK_DATAMOVE);
     pp_graph_free(g);
 }
 
