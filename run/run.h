@@ -185,6 +185,11 @@ typedef struct pp_run_cmd {
     int overflow; /* an argument did not fit: the command is unusable */
 } pp_run_cmd;
 
+/* The layers stage's timing protocol in p (warm-up ms and calls, rounds, burst: the PP_RUN_LAYER_*
+ * figures above), the other fields left as they are: the layer runner's options and the plan's
+ * pricing of its rows both read it. */
+void pp_run_layer_protocol(perfpred_runner_protocol *p);
+
 /* The command line of a runner for R's device, threads and minutes. Locally (in_bundle 0) the
  * script is the source tree's and every file is in R->work; in a bundle (in_bundle 1) both are
  * relative to the bundle's folder, where run.sh runs. The stages execute the first

@@ -49,6 +49,14 @@ static void protocol(pp_run_cmd *c, const pp_run *R, const char *opt, const char
     arg(c, "%.2f", minutes);
 }
 
+void pp_run_layer_protocol(perfpred_runner_protocol *p)
+{
+    p->warmup_ms = PP_RUN_LAYER_WARMUP_MS;
+    p->rounds = PP_RUN_LAYER_ROUNDS;
+    p->burst = PP_RUN_LAYER_BURST;
+    p->warmup_calls = PP_RUN_LAYER_WARMUP_CALLS;
+}
+
 perfpred_status pp_run_runner_cmd(const pp_run *R, pp_run_runner which, int in_bundle,
                                   pp_run_cmd *c)
 {
@@ -66,7 +74,9 @@ perfpred_status pp_run_runner_cmd(const pp_run *R, pp_run_runner which, int in_b
         arg(c, "--threads");
         arg(c, "%d", R->threads);
         break;
-    case PP_RUN_LAYER_RUNNER:
+    case PP_RUN_LAYER_RUNNER: {
+        perfpred_runner_protocol lp = {0};
+        pp_run_layer_protocol(&lp);
         c->what = "runners/layer_runner.py";
         c->budgeted = 1;
         arg(c, "%s%s%s", src, sep, c->what);
@@ -79,14 +89,15 @@ perfpred_status pp_run_runner_cmd(const pp_run *R, pp_run_runner which, int in_b
          * correction's */
         protocol(c, R, "--scrub-mb", "0", R->budget_layers);
         arg(c, "--warmup-ms");
-        arg(c, "%g", PP_RUN_LAYER_WARMUP_MS);
+        arg(c, "%g", lp.warmup_ms);
         arg(c, "--rounds");
-        arg(c, "%d", PP_RUN_LAYER_ROUNDS);
+        arg(c, "%d", lp.rounds);
         arg(c, "--burst");
-        arg(c, "%d", PP_RUN_LAYER_BURST);
+        arg(c, "%d", lp.burst);
         arg(c, "--warmup-calls");
-        arg(c, "%d", PP_RUN_LAYER_WARMUP_CALLS);
+        arg(c, "%d", lp.warmup_calls);
         break;
+    }
     case PP_RUN_TRAIN_NETWORKS:
     case PP_RUN_JUDGE_NETWORKS: {
         int judge = which == PP_RUN_JUDGE_NETWORKS;

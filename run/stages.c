@@ -376,10 +376,7 @@ static perfpred_status one_plan(pp_run *R, const char *out, double minutes, cons
     pp.config_dir = R->cfg;
     pp.models = models;
     pp.n_models = 2;
-    pp.protocol.warmup_ms = PP_RUN_LAYER_WARMUP_MS;
-    pp.protocol.rounds = PP_RUN_LAYER_ROUNDS;
-    pp.protocol.burst = PP_RUN_LAYER_BURST;
-    pp.protocol.warmup_calls = PP_RUN_LAYER_WARMUP_CALLS;
+    pp_run_layer_protocol(&pp.protocol); /* the layer runner's, as runner_args.c gives it */
     pp.exclude_families = held;
     pp.n_exclude_families = n_held;
     pp.ops = ops;
