@@ -619,11 +619,15 @@ static perfpred_status stack_figures(const pp_graph *g, const pp_device *d, cons
         : scaled_host(d)
             ? "runtime stack: host dispatch / GPU pipeline fitted on other GPUs' whole-model "
               "measurements (framework-tax-gpus, data/gpu-stacks), applied through this "
-              "descriptor's figures; the host's dispatch scaled by its host_dispatch_scale (an "
-              "estimate)"
+              "descriptor's figures; the host's dispatch scaled by its host_dispatch_scale, an "
+              "estimate no measurement made (perfpred calibrate host measures it)"
             : "runtime stack: host dispatch / GPU pipeline fitted on other GPUs' whole-model "
               "measurements (framework-tax-gpus, data/gpu-stacks), applied through this "
               "descriptor's figures";
+    /* a host whose dispatch scale nobody measured (a Jetson's Arm cores) sets the pace of every
+     * small batch: the stack's GPU side is a transfer, the whole an estimate */
+    if (!own && !mode.graph && scaled_host(d) && d->host_dispatch_source == PP_HOST_ESTIMATE)
+        out->latency_ms.prov = PERFPRED_PROV_ESTIMATE;
     if (!own && pp_stack_rate_missing(stk, d)) {
         out->latency_ms.prov = PERFPRED_PROV_ESTIMATE;
         out->latency_ms.source =

@@ -495,8 +495,8 @@ static void gpu_stacks_should_be_chosen_named_and_refused(void **state)
     assert_non_null(strstr(out_buf, "tensorrt fp16"));
     assert_int_equal(run_cli("--device a100 examples/resnet18.onnx --precision fp8"), 1);
     assert_int_equal(run_cli("--device rpi4 examples/resnet18.onnx --runtime tensorrt"), 1);
-    /* the Orin Nano's descriptor states no TF32 rate for its Ampere tensor cores, which eager
-     * fp32 runs convolutions on: an estimate, not a transfer */
+    /* the Orin Nano's host (its Arm cores) dispatches at a scale nobody measured: an estimate,
+     * not a transfer, though its GPU side is the stack's */
     j = run_json("--device jetson-orin-nano examples/resnet18.onnx --batch 1 --json");
     double orin = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "prediction"),
                                                           "latency"), "value")->valuedouble;
@@ -504,8 +504,20 @@ static void gpu_stacks_should_be_chosen_named_and_refused(void **state)
         cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "prediction"), "latency"),
                             "provenance")->valuestring,
         "estimate");
+    assert_non_null(strstr(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(j,
+                                                                                     "prediction"),
+                                                                   "latency"),
+                                               "source")->valuestring,
+                           "an estimate no measurement made"));
     cJSON_Delete(j);
     assert_true(orin > a100);
+    /* the RTX 5090's descriptor states no fp16 tensor rate: priced on the fp32 lanes, an
+     * estimate that says why */
+    j = run_json("--device rtx-5090 examples/resnet18.onnx --precision fp16 --json");
+    cJSON *lat = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "prediction"), "latency");
+    assert_string_equal(cJSON_GetObjectItem(lat, "provenance")->valuestring, "estimate");
+    assert_non_null(strstr(cJSON_GetObjectItem(lat, "source")->valuestring, "states no rate"));
+    cJSON_Delete(j);
     assert_int_equal(run_cli("devices show a100"), 0);
     assert_non_null(strstr(out_buf, "runtime stacks"));
     assert_non_null(strstr(out_buf, "tensorrt-fp32 (transferred)"));

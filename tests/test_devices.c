@@ -427,6 +427,42 @@ static void host_dispatch_source_should_be_stated_and_inherited(void **state)
     pp_devices_free(db);
 }
 
+/* The Jetsons with tensor cores state their rates, derived from the module data sheets' SMs and
+ * clocks and the architecture's dense fp16 FLOP per SM per clock: Volta 8 tensor cores x 64 FMA x
+ * 2 = 1,024, Ampere (A100-class, as Orin's INT8 figures show) 2,048; TF32 half of fp16, bf16 the
+ * same. The Orin GPUs' sparse INT8 figures (Orin Nano data sheet 40 TOPS, the AGX Orin technical
+ * brief 170) are 4x the fp16 rate. */
+static void jetson_tensor_rates_should_follow_their_sms_and_clocks(void **state)
+{
+    (void)state;
+    pp_device_db *db = load_shipped();
+    static const struct {
+        const char *name;
+        int sms;
+        double mhz, per_sm_clock, int8_sparse_tops;
+        int ampere;
+    } J[] = {{"jetson-xavier-nx", 6, 1100, 1024, 0, 0},
+             {"jetson-agx-xavier", 8, 1377, 1024, 0, 0},
+             {"jetson-orin-nano", 8, 625, 2048, 40, 1},
+             {"jetson-agx-orin", 16, 1300, 2048, 170, 1}};
+    for (size_t i = 0; i < sizeof J / sizeof *J; i++) {
+        const pp_device *d = must_find(db, J[i].name);
+        assert_int_equal(d->compute_units, J[i].sms);
+        assert_rel_close(d->clock_mhz, J[i].mhz, 1e-12);
+        double fp16 = J[i].sms * J[i].per_sm_clock * J[i].mhz * 1e-6;
+        assert_rel_close(d->peak_tflops[PP_PREC_FP16], fp16, 0.01);
+        if (J[i].int8_sparse_tops > 0)
+            assert_rel_close(4 * d->peak_tflops[PP_PREC_FP16], J[i].int8_sparse_tops, 0.03);
+        assert_rel_close(d->peak_tflops[PP_PREC_TF32], J[i].ampere ? fp16 / 2 : 0, 0.01);
+        assert_rel_close(d->peak_tflops[PP_PREC_BF16], J[i].ampere ? fp16 : 0, 0.01);
+    }
+    /* Maxwell and Pascal Tegra GPUs have no tensor cores: fp16 twice fp32 on the lanes */
+    const pp_device *tx2 = must_find(db, "jetson-tx2");
+    assert_rel_close(tx2->peak_tflops[PP_PREC_FP16], 2 * tx2->peak_tflops[PP_PREC_FP32], 0.01);
+    assert_rel_close(tx2->peak_tflops[PP_PREC_TF32], 0, 1e-12);
+    pp_devices_free(db);
+}
+
 /* GeForce whitepapers state fp16 tensor rates with fp32 accumulation at half the fp16-accumulate
  * rate: [TU-WP] RTX 2080 Ti 53.8 / 107.6, [GA102-WP] RTX 3090 71 / 142, [ADA-WP] RTX 4090 165.2 /
  * 330.3. The RTX A6000 (base: rtx-3090) runs both at 154.8 and writes its own; the RTX 5090 states
@@ -854,6 +890,7 @@ int main(void)
         cmocka_unit_test(mig_memory_should_follow_m_when_the_profile_states_none),
         cmocka_unit_test(errors_should_name_file_line_and_column),
         cmocka_unit_test(fp16_accumulate_rates_should_be_the_whitepapers_and_not_leak_to_children),
+        cmocka_unit_test(jetson_tensor_rates_should_follow_their_sms_and_clocks),
         cmocka_unit_test(stream_bandwidth_should_be_measured_or_a_share_of_the_datasheet),
         cmocka_unit_test(parser_should_be_strict),
         cmocka_unit_test(mig_tables_should_be_checked),
