@@ -43,6 +43,20 @@ static void copy_err(const pp_err *e, char *buf, size_t len)
     if (buf && len) snprintf(buf, len, "%s", e->msg);
 }
 
+static int scaled_host(const pp_device *d);
+
+/* What a prediction of stack s on d is labelled (stack_figures below): calibrated where s was fitted
+ * on d's rows; an estimate where d's host dispatches at a scale nobody measured or d states no
+ * rate for the stack's kernels; transferred otherwise. */
+static const char *stack_label(const pp_stack *s, const pp_device *d)
+{
+    if (pp_stack_trained_on(s, d)) return "calibrated";
+    if ((scaled_host(d) && d->host_dispatch_source == PP_HOST_ESTIMATE) ||
+        pp_stack_rate_missing(s, d))
+        return "estimate";
+    return "transferred";
+}
+
 /* "pytorch-eager-fp32 (calibrated), tensorrt-fp16 (transferred)" for each GPU, once per context. */
 static perfpred_status stack_texts(perfpred_ctx *ctx, pp_err *err)
 {
@@ -59,9 +73,7 @@ static perfpred_status stack_texts(perfpred_ctx *ctx, pp_err *err)
         size_t off = 0;
         for (int k = 0; k < ctx->stacks.n; k++)
             off += (size_t)snprintf(t + off, cap - off, "%s%s (%s)", k ? ", " : "",
-                                    ctx->stacks.s[k].name,
-                                    pp_stack_trained_on(&ctx->stacks.s[k], d) ? "calibrated"
-                                                                              : "transferred");
+                                    ctx->stacks.s[k].name, stack_label(&ctx->stacks.s[k], d));
         ctx->stack_text[i] = t;
     }
     return PERFPRED_OK;

@@ -1254,11 +1254,14 @@ static void prediction_should_be_host_bound_under_a_slow_host(void **state)
     pp.runtime = "pytorch-eager";
     assert_int_equal(perfpred_predict(ctx, m, "toy-cpu", &pp, &p, msg, sizeof msg),
                      PERFPRED_ERR_INVALID_ARG);
-    /* the device listing says which stacks a GPU has and how */
+    /* the device listing says which stacks a GPU has and how, as its predictions are labelled:
+     * toy-gpu's own, toy-gpu-2's an estimate (its host's scale has no source) */
     perfpred_device_info info;
+    assert_int_equal(perfpred_device_find(ctx, "toy-gpu", &info), PERFPRED_OK);
+    assert_string_equal(info.stacks, "pytorch-eager-fp32 (calibrated)");
     assert_int_equal(perfpred_device_find(ctx, "toy-gpu-2", &info), PERFPRED_OK);
     assert_non_null(info.stacks);
-    assert_string_equal(info.stacks, "pytorch-eager-fp32 (transferred)");
+    assert_string_equal(info.stacks, "pytorch-eager-fp32 (estimate)");
     perfpred_model_free(m);
     perfpred_ctx_close(ctx);
     remove(toy_fp32_stack_path());
