@@ -77,7 +77,7 @@ double pp_stack_energy_mj(const pp_stack *s, const pp_device *d, const pp_power_
                           double *dyn_mj)
 {
     const double *tc = scratch + 2 * n, *tm = scratch + 3 * n;
-    double bf = pp_stack_byte_scale(s), fp32 = d->peak_tflops[PP_PREC_FP32];
+    double bf = pp_stack_byte_scale(s);
     double room_w = pw->max_w - pw->p0_w, dyn = 0;
     int fa = pp_stack_fused_attention(s, d);
     for (int i = 0; i < n; i++) {
@@ -86,8 +86,13 @@ double pp_stack_energy_mj(const pp_stack *s, const pp_device *d, const pp_power_
         double fl, by;
         pp_stack_kernel_work(fa, &k[i], &fl, &by);
         double peak = pp_stack_peak_tflops(s, d, k[i].cls);
-        /* tensor cores: at their full rate the board reaches its power limit */
-        double pj_flop = peak > fp32 && room_w > 0 ? room_w / peak : pw->pj_per_flop;
+        /* a convolution or matrix product at the rate it reaches on its units takes the board
+         * to its power limit (its operands stream through shared memory and registers every
+         * step, where the sweep's fp32 FMAs keep theirs in registers); other kernels pay the
+         * sweep's energy per flop */
+        double reach = pp_stack_compute_reach(s, d, k[i].cls);
+        double pj_flop =
+            reach > 0 && peak > 0 && room_w > 0 ? room_w / (peak * reach) : pw->pj_per_flop;
         int fused = role == 1;
         /* pJ x 1e-9 = mJ; an epilogue computes in its producer and moves nothing of its own */
         double e = (pj_flop * fl + (fused ? 0 : pw->pj_per_byte * by * bf)) * 1e-9;

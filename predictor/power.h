@@ -10,10 +10,12 @@
  * power. A GPU the sweep did not measure takes p0 = idle_fraction x max_power_w, e_byte of its
  * DRAM family (descriptor hardware.memory_type) and e_flop from the fit, labelled transferred.
  *
- * Tensor cores: the sweep runs fp32 FMAs on the CUDA cores only. A kernel on tensor cores is
- * charged (max_power_w - p0) / tensor peak per flop: at their full rate the tensor cores take the
- * board to its power limit (dense GEMMs on the A100 run power-capped), an assumption that
- * docs/gpu-stacks.md states.
+ * Convolutions and matrix products: the sweep runs fp32 FMAs whose operands stay in registers.
+ * A GEMM-class kernel streams its operands through shared memory every step: at the rate it
+ * reaches on its units (pp_stack_compute_reach: the stack's efficiency x its share of the tensor
+ * or doubled fp32 peak) it takes the board to its power limit, so each of its flops costs
+ * (max_power_w - p0) / (peak x reach). The project's H100 and H200 drew 500-750 W running eager
+ * CNNs at batch >= 32 at a quarter of their TF32 peak (docs/gpu-stacks.md, "Energy").
  *
  * Stored as configs/artifacts/gpu-power.json (calibrate fit-power). */
 #ifndef PP_POWER_H

@@ -108,6 +108,14 @@ double pp_stack_tensor_share(const pp_stack *s, const pp_device *d, pp_stack_cla
     return e * share > 1 ? 1 / e : share;
 }
 
+double pp_stack_compute_reach(const pp_stack *s, const pp_device *d, pp_stack_class c)
+{
+    if (c == PP_SK_MEM) return 0;
+    double e = s->eff[s->one_gemm && c == PP_SK_MATMUL ? PP_SK_CONV : c] *
+               pp_stack_tensor_share(s, d, c);
+    return e > 0 && e < 1 ? e : 1;
+}
+
 double pp_stack_launch_blocks(const pp_device *d, pp_stack_class c, double blocks, double red)
 {
     if (c == PP_SK_MEM || !(red > 0) || d->compute_units <= 0 || !(blocks > 0)) return blocks;

@@ -141,6 +141,11 @@ void pp_stack_unit_ms(const pp_stack *s, const pp_device *d, pp_stack_class c, d
 /* Blocks a conv / matmul launches on d: its output tiles, times split-K slices (256 of the
  * reduction each) where the tiles alone leave SMs idle and the reduction is long enough; the
  * libraries' heuristics fill one wave that way. Other kernels: blocks unchanged. */
+/* The share of its class's peak on d (pp_stack_peak_tflops) that a convolution or matrix product
+ * under s reaches when computing is all it waits for: eff[c] x pp_stack_tensor_share (tensor
+ * cores fed at the stack's rate, doubled fp32 lanes at their share), at most 1; 0 for the memory
+ * class. power.c charges such a kernel at that rate the board's full power. */
+double pp_stack_compute_reach(const pp_stack *s, const pp_device *d, pp_stack_class c);
 double pp_stack_launch_blocks(const pp_device *d, pp_stack_class c, double blocks, double red);
 /* 1 when d lacks a rate s's kernels run at: no fp32 peak, or a GPU with tensor cores (compute
  * capability 7.0 on) whose descriptor states no tensor-core rate for s's fp16, or (8.0 on) for its

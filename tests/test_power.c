@@ -23,13 +23,16 @@ static void power_should_add_static_bytes_and_flops_and_cap_at_max(void **state)
     assert_rel_close(pp_power_w(&pw, 0, 0), 60, 1e-12);
 }
 
-/* Two kernels with calibrated times in a 1 ms call, p0 60 W, max 200 W:
- *   conv: 1e9 flops x 5 pJ + 1e8 B x 120 pJ = 5 + 12 = 17 mJ, but (200 - 60) W x 0.1 ms = 14 mJ
- *         is all the board can give: 14;
+/* Two kernels with calibrated times in a 1 ms call, p0 60 W, max 200 W (room 140 W). A conv at
+ * the rate it reaches (eff x share of its class's peak) draws the whole room, so its flop costs
+ * 140 W / (peak x reach); a memory kernel pays the sweep's 120 pJ a byte:
+ *   conv on the fp32 lanes (10 TFLOP/s, eff 1): 14 pJ x 1e9 flops + 1e8 B x 120 pJ = 14 + 12 =
+ *         26 mJ, but 140 W x 0.1 ms = 14 mJ is all the board can give: 14;
  *   copy: 1e7 B x 120 pJ = 1.2 mJ (room 7 mJ).
  *   60 W x 1 ms + 14 + 1.2 = 75.2 mJ.
- * The conv at 0.2 ms has room for its 17 mJ: 78.2. On TF32 tensor cores of 40 TFLOP/s (fp32:
- * 10) a flop costs (200 - 60) W / 40 TFLOP/s = 3.5 pJ: 3.5 + 12 = 15.5 mJ, 76.7 in all. */
+ * The conv at 0.2 ms has room (28 mJ) for its 26: 87.2. On TF32 tensor cores of 40 TFLOP/s a flop
+ * costs 140 / 40 = 3.5 pJ: 3.5 + 12 = 15.5 mJ, 76.7 in all; at eff 0.5 it reaches 20 TFLOP/s and
+ * a flop costs 7 pJ: 7 + 12 = 19, 80.2. */
 static void stack_energy_should_match_a_hand_worked_call(void **state)
 {
     (void)state;
@@ -49,16 +52,22 @@ static void stack_energy_should_match_a_hand_worked_call(void **state)
     assert_rel_close(pp_stack_energy_mj(&s, &d, &pw, k, 2, scratch, 1.0, &dyn), 75.2, 1e-12);
     assert_rel_close(dyn, 15.2, 1e-12);
     k[0].cal_ms = 0.2;
-    assert_rel_close(pp_stack_energy_mj(&s, &d, &pw, k, 2, scratch, 1.0, NULL), 78.2, 1e-12);
+    assert_rel_close(pp_stack_energy_mj(&s, &d, &pw, k, 2, scratch, 1.0, NULL), 87.2, 1e-12);
     d.peak_tflops[PP_PREC_TF32] = 40;
     s.tf32_conv = 1;
     assert_rel_close(pp_stack_energy_mj(&s, &d, &pw, k, 2, scratch, 1.0, NULL), 76.7, 1e-12);
-    /* an fp16 stack moves half the bytes: copy 0.6 mJ; the conv on fp16 tensor cores (none
-     * here: the fp32 rate) 5 + 6 = 11 mJ */
+    s.eff[PP_SK_CONV] = 0.5;
+    assert_rel_close(pp_stack_compute_reach(&s, &d, PP_SK_CONV), 0.5, 1e-12);
+    assert_rel_close(pp_stack_energy_mj(&s, &d, &pw, k, 2, scratch, 1.0, NULL), 80.2, 1e-12);
+    /* an fp16 stack moves half the bytes: copy 0.6 mJ; the conv on the fp32 lanes (no fp16 rate
+     * here) at eff 1 again: 14 + 6 = 20 mJ, within its 28 */
+    s.eff[PP_SK_CONV] = 1;
     s.precision = PP_PREC_FP16;
     s.tf32_conv = 0;
-    assert_rel_close(pp_stack_energy_mj(&s, &d, &pw, k, 2, scratch, 1.0, NULL), 60 + 11 + 0.6,
+    assert_rel_close(pp_stack_energy_mj(&s, &d, &pw, k, 2, scratch, 1.0, NULL), 60 + 20 + 0.6,
                      1e-12);
+    /* the memory class reaches no compute rate: it pays the sweep's pJ a flop */
+    assert_rel_close(pp_stack_compute_reach(&s, &d, PP_SK_MEM), 0, 1e-12);
 }
 
 static pp_power_set toy_set(void)
