@@ -8,17 +8,40 @@
 #include <string.h>
 
 /* 1 when no value of f[0..n) is a NaN or an infinity: a pass without branches (it vectorizes);
- * the loops after it look for the first bad value only when there is one. */
+ * the loops after it look for the first bad value only when there is one. Built a second time for
+ * AVX-512 (16 floats a step), picked where the CPU has it: a sample's ~10^4 features are checked
+ * before every forward. */
+#define ALL_FINITE_BODY                                                                           \
+    uint32_t bad = 0;                                                                             \
+    for (size_t i = 0; i < n; i++) {                                                              \
+        uint32_t u;                                                                               \
+        memcpy(&u, &f[i], sizeof u);                                                              \
+        bad |= (u & 0x7f800000u) == 0x7f800000u;                                                  \
+    }                                                                                             \
+    return !bad;
+
+static int all_finite_plain(const float *f, size_t n) { ALL_FINITE_BODY }
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__) && \
+    !defined(__SANITIZE_ADDRESS__)
+__attribute__((target("avx512f"))) static int all_finite_avx512(const float *f, size_t n)
+{
+    ALL_FINITE_BODY
+}
+
 static int all_finite(const float *f, size_t n)
 {
-    uint32_t bad = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t u;
-        memcpy(&u, &f[i], sizeof u);
-        bad |= (u & 0x7f800000u) == 0x7f800000u;
+    static _Atomic int wide = -1;
+    int w = wide;
+    if (w < 0) {
+        __builtin_cpu_init();
+        wide = w = __builtin_cpu_supports("avx512f") != 0;
     }
-    return !bad;
+    return w ? all_finite_avx512(f, n) : all_finite_plain(f, n);
 }
+#else
+static int all_finite(const float *f, size_t n) { return all_finite_plain(f, n); }
+#endif
 
 perfpred_status pp_gnn_graph_check(const pp_gnn_graph *s, const char *what, pp_err *err)
 {
