@@ -61,6 +61,7 @@ pp_graph *pp_graph_new(const char *path)
     }
     g->path = pp_arena_strdup(g->arena, path ? path : "<memory>");
     g->totals.peak_node = -1;
+    g->linked_nodes = g->linked_tensors = -1;
     return g;
 }
 
@@ -137,6 +138,7 @@ int pp_graph_tensor(pp_graph *g, const char *name)
     if (!t->name) return -1;
     t->rank = -1;
     t->producer = -1;
+    t->consumer = -1;
     for (int d = 0; d < PP_MAX_RANK; d++) t->dims[d] = -1;
     /* the key is the arena's copy: it lives as long as the graph */
     pp_strmap_put_at(&g->index, slot, t->name, g->n_tensors);
@@ -238,6 +240,7 @@ int pp_graph_copy_tensor_h(pp_graph *g, int src, const char *name, size_t len, u
     T->flags &= ~(uint32_t)(PP_T_GRAPH_INPUT | PP_T_GRAPH_OUTPUT);
     T->producer = -1;
     T->n_consumers = 0;
+    T->consumer = -1;
     pp_strmap_put_at(&g->index, slot, nm, t);
     return t;
 }
@@ -387,9 +390,11 @@ int64_t pp_tensor_bytes(const pp_tensor *t)
 perfpred_status pp_graph_link(pp_graph *g, pp_err *err)
 {
     int nt = g->n_tensors, nn = g->n_nodes;
+    g->linked_nodes = g->linked_tensors = -1;
     for (int i = 0; i < nt; i++) {
         g->tensors[i].producer = -1;
         g->tensors[i].n_consumers = 0;
+        g->tensors[i].consumer = -1;
     }
     for (int i = 0; i < nn; i++) {
         const pp_node *n = &g->nodes[i];
@@ -427,6 +432,7 @@ perfpred_status pp_graph_link(pp_graph *g, pp_err *err)
             if (t < 0) continue;
             pp_tensor *T = &g->tensors[t];
             T->n_consumers++;
+            T->consumer = i;
             if (T->producer >= i) in_order = 0;
             if (T->producer < 0) {
                 if (!(T->flags & (PP_T_GRAPH_INPUT | PP_T_INITIALIZER | PP_T_CONST))) {
@@ -505,11 +511,19 @@ perfpred_status pp_graph_link(pp_graph *g, pp_err *err)
             if (g->nodes[i].copy_of) g->nodes[i].copy_of = pos[g->nodes[i].copy_of - 1] + 1;
             g->nodes[i].copy_src = 0;
         }
-        for (int i = 0; i < nn; i++)
-            for (int o = 0; o < g->nodes[i].n_outputs; o++)
-                if (g->nodes[i].outputs[o] >= 0) g->tensors[g->nodes[i].outputs[o]].producer = i;
+        for (int i = 0; i < nn; i++) {
+            const pp_node *n = &g->nodes[i];
+            for (int o = 0; o < n->n_outputs; o++)
+                if (n->outputs[o] >= 0) g->tensors[n->outputs[o]].producer = i;
+            for (int k = 0; k < n->n_inputs; k++)
+                if (n->inputs[k] >= 0) g->tensors[n->inputs[k]].consumer = i;
+        }
     }
 done:
+    if (!st) {
+        g->linked_nodes = nn;
+        g->linked_tensors = nt;
+    }
     free(indeg);
     free(order);
     free(queue);

@@ -56,6 +56,9 @@ typedef struct pp_tensor {
     uint32_t flags;                       /* PP_T_* */
     int producer;                         /* index of the producing node, -1 for none */
     int n_consumers;                      /* filled by pp_graph_link */
+    int consumer;                         /* pp_graph_link: the last node reading it (in node
+                                           * order), -1 for none; the only one when n_consumers
+                                           * is 1 */
     pp_value val;                         /* valid when flags & PP_T_CONST */
 } pp_tensor;
 
@@ -175,6 +178,9 @@ typedef struct pp_graph {
     int *outputs;
     pp_graph_totals totals;
     pp_strmap index;         /* tensor name -> tensor index (keys: the tensors' names) */
+    /* nodes and tensors when pp_graph_link last succeeded (-1 before): while they are unchanged,
+     * its producers and consumers hold (nodes are never rewired once added) */
+    int linked_nodes, linked_tensors;
     /* borrowed, NULL but while a builder finishes a graph with one: shape inference and features
      * take the results of alike nodes of earlier graphs from it (node_memo.c) */
     struct pp_node_memo *memo;
