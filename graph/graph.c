@@ -368,24 +368,6 @@ void pp_tensor_set_shape(pp_tensor *t, int32_t dtype, int rank, const int64_t *d
     else t->flags &= ~(uint32_t)PP_T_SHAPE_KNOWN;
 }
 
-int64_t pp_tensor_elems(const pp_tensor *t)
-{
-    if (t->rank < 0) return -1;
-    int64_t n = 1;
-    for (int d = 0; d < t->rank; d++) {
-        if (t->dims[d] < 0 || pp_mul_overflow_i64(n, t->dims[d], &n)) return -1;
-    }
-    return n;
-}
-
-int64_t pp_tensor_bytes(const pp_tensor *t)
-{
-    int64_t n = pp_tensor_elems(t), b;
-    int sz = pp_dtype_size(t->dtype);
-    if (n < 0 || sz == 0 || pp_mul_overflow_i64(n, sz, &b)) return -1;
-    return b;
-}
-
 /* ---- linking and topological sort (an order that runs kept; else Kahn, ready nodes FIFO) ---- */
 perfpred_status pp_graph_link(pp_graph *g, pp_err *err)
 {
@@ -413,17 +395,8 @@ perfpred_status pp_graph_link(pp_graph *g, pp_err *err)
             T->producer = i;
         }
     }
-    int *indeg = calloc((size_t)nn + 1, sizeof *indeg);
-    int *order = malloc(((size_t)nn + 1) * sizeof *order);
-    int *queue = malloc(((size_t)nn + 1) * sizeof *queue);
-    /* CSR of node -> consumer nodes */
-    int *off = calloc((size_t)nn + 2, sizeof *off);
+    int *indeg = NULL, *order = NULL, *queue = NULL, *off = NULL, *adj = NULL;
     perfpred_status st = PERFPRED_OK;
-    int *adj = NULL;
-    if (!indeg || !order || !queue || !off) {
-        st = pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory while sorting", g->path);
-        goto done;
-    }
     int in_order = 1; /* every input made by an earlier node */
     for (int i = 0; i < nn; i++) {
         const pp_node *n = &g->nodes[i];
@@ -434,23 +407,35 @@ perfpred_status pp_graph_link(pp_graph *g, pp_err *err)
             T->n_consumers++;
             T->consumer = i;
             if (T->producer >= i) in_order = 0;
-            if (T->producer < 0) {
-                if (!(T->flags & (PP_T_GRAPH_INPUT | PP_T_INITIALIZER | PP_T_CONST))) {
-                    st = pp_err_set(err, PERFPRED_ERR_GRAPH,
-                                    "%s: node '%s' (%s): input '%s' is produced by no node and is "
-                                    "neither a graph input nor an initializer",
-                                    g->path, n->name, n->op_type, T->name);
-                    goto done;
-                }
-                continue;
+            if (T->producer < 0 && !(T->flags & (PP_T_GRAPH_INPUT | PP_T_INITIALIZER | PP_T_CONST))) {
+                st = pp_err_set(err, PERFPRED_ERR_GRAPH,
+                                "%s: node '%s' (%s): input '%s' is produced by no node and is "
+                                "neither a graph input nor an initializer",
+                                g->path, n->name, n->op_type, T->name);
+                goto done;
             }
-            off[T->producer + 1]++;
-            indeg[i]++;
         }
     }
     /* nodes already in an order that runs them (an export's, or a builder's: the order the
-     * model's forward runs them in) keep it */
+     * model's forward runs them in) keep it: nothing more to count */
     if (in_order) goto done;
+    indeg = calloc((size_t)nn + 1, sizeof *indeg);
+    order = malloc(((size_t)nn + 1) * sizeof *order);
+    queue = malloc(((size_t)nn + 1) * sizeof *queue);
+    off = calloc((size_t)nn + 2, sizeof *off); /* CSR of node -> consumer nodes */
+    if (!indeg || !order || !queue || !off) {
+        st = pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory while sorting", g->path);
+        goto done;
+    }
+    for (int i = 0; i < nn; i++) {
+        const pp_node *n = &g->nodes[i];
+        for (int k = 0; k < n->n_inputs; k++) {
+            int t = n->inputs[k];
+            if (t < 0 || g->tensors[t].producer < 0) continue;
+            off[g->tensors[t].producer + 1]++;
+            indeg[i]++;
+        }
+    }
     for (int i = 0; i < nn; i++) off[i + 1] += off[i];
     adj = malloc(((size_t)off[nn] + 1) * sizeof *adj);
     if (!adj) {

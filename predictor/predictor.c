@@ -224,11 +224,6 @@ typedef struct consumers {
     int *off, *idx;
 } consumers;
 
-static int graph_linked(const pp_graph *g)
-{
-    return g->linked_nodes == g->n_nodes && g->linked_tensors == g->n_tensors;
-}
-
 /* the only node reading tensor t, -1 when none or several */
 static int single_consumer(const pp_graph *g, const consumers *c, int t)
 {
@@ -367,7 +362,7 @@ perfpred_status pp_graph_kernels(const pp_graph *g, const pp_device *d, pp_kerne
     consumers c = {0};
     unsigned char *taken = calloc((size_t)g->n_nodes + 1, 1);
     pp_kernel_group *k = malloc(((size_t)g->n_nodes + 1) * sizeof *k);
-    if (!taken || !k || (!graph_linked(g) && consumers_build(g, &c))) {
+    if (!taken || !k || (!pp_graph_linked(g) && consumers_build(g, &c))) {
         free(taken);
         free(k);
         consumers_free(&c);
