@@ -489,7 +489,8 @@ static int same_bits(const float *a, const float *b, int n)
 
 /* i and j (cl[i] == cl[j]) alike one level down: the same number of slots and, slot by slot,
  * neighbours of one class (nbr: cl through slot_nb) and slots of one kind */
-static int same_next(const gnn_ws *ws, const int *nbr, int i, int j)
+static inline __attribute__((always_inline)) int same_next(const gnn_ws *ws, const int *nbr, int i,
+                                                            int j)
 {
     int si = ws->slot_ptr[i], sj = ws->slot_ptr[j], deg = ws->slot_ptr[i + 1] - si;
     if (ws->slot_ptr[j + 1] - sj != deg) return 0;
@@ -524,15 +525,24 @@ static void node_classes(gnn_ws *ws, const pp_gnn *m, const pp_gnn_graph *s)
     /* edges of equal feature bits (each edge gives two slots: hashing edges halves the work) */
     uint64_t st = htab_begin(ws);
     size_t mask = htab_mask(ws, E);
+    uint32_t last_f0 = 0;
     for (int k = 0; k < E; k++) {
         const float *f = s->edge_feat + (size_t)k * Fe;
         uint32_t f0 = 0;
         if (Fe == 1) memcpy(&f0, f, sizeof f0); /* one word (the usual): one mix, not five */
+        if (Fe == 1 && k > 0 && f0 == last_f0) { /* the edge before's bits: its class */
+            ws->edge_cls[k] = ws->edge_cls[k - 1];
+            continue;
+        }
+        last_f0 = f0;
         size_t at = (Fe == 1 ? mix32(0x811c9dc5u, f0) : hash_words(0x811c9dc5u, f, Fe)) & mask;
         int c = -1;
         for (; ws->htab[at] >> 32 == st; at = (at + 1) & mask) {
             int j = (int)(uint32_t)ws->htab[at];
-            if (same_bits(s->edge_feat + (size_t)j * Fe, f, Fe)) {
+            const float *fj = s->edge_feat + (size_t)j * Fe;
+            uint32_t fj0;
+            memcpy(&fj0, fj, sizeof fj0);
+            if (Fe == 1 ? fj0 == f0 : same_bits(fj, f, Fe)) {
                 c = ws->edge_cls[j];
                 break;
             }
