@@ -103,22 +103,20 @@ static size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
 
 #define EF_MEMO 31 /* edge sizes remembered by pp_gnn_sample_from_graph */
 
-/* where node c's (features, time) go in a table of rows computed: FNV-1a steps over the feature
- * bytes (pp_graph_features writes them all, padding included) and the time's bits, in four lanes
- * (one chain of multiplies over ~36 words was the sample's slowest loop; the hash only picks where
- * a row is looked for, rows are compared by bytes) */
+/* where node c's (features, time) go in a table of rows computed: a hash of the time's bits and
+ * the features' first words (kind, MACs, FLOPs, parameters, bytes read and written, intensity,
+ * output elements: rows that differ, differ there), in four lanes of FNV-1a steps. It only picks
+ * where a row is looked for; rows are compared by all their bytes. */
 static size_t row_hash(const pp_node_feat *f, double ms)
 {
-    enum { NW = sizeof *f / 8 };
-    uint64_t w[NW], t, a[4] = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull, 0x9e3779b97f4a7c15ull,
-                               0xc2b2ae3d27d4eb4full};
-    memcpy(w, f, sizeof w);
-    memcpy(&t, &ms, sizeof t);
-    size_t i = 0;
-    for (; i + 4 <= NW; i += 4)
+    enum { NW = 9 };
+    _Static_assert(sizeof *f >= NW * 8, "pp_node_feat holds the hashed words");
+    uint64_t w[NW + 3] = {0}, a[4] = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull,
+                                       0x9e3779b97f4a7c15ull, 0xc2b2ae3d27d4eb4full};
+    memcpy(w, f, NW * 8);
+    memcpy(&w[NW], &ms, sizeof ms);
+    for (int i = 0; i < NW + 3; i += 4)
         for (int j = 0; j < 4; j++) a[j] = (a[j] ^ w[i + j]) * 0x100000001b3ull;
-    for (; i < NW; i++) a[0] = (a[0] ^ w[i]) * 0x100000001b3ull;
-    a[1] = (a[1] ^ t) * 0x100000001b3ull;
     uint64_t h = a[0];
     for (int j = 1; j < 4; j++) h = (h ^ a[j]) * 0x100000001b3ull;
     h = (h ^ (h >> 33)) * 0xff51afd7ed558ccdull; /* the high bits into the low ones */
