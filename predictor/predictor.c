@@ -977,7 +977,8 @@ static void time_kernel(const predict_setup *P, const pp_kernel_group *G, const 
                                           runs_blas(P->g, G, k->kind, timed_on, d)) +
                 fixed_d;
     }
-    kt->roof_d = roof_ms(d, P->g, G, k, &kt->mb);
+    /* roof_ms is a function of its arguments: on the device timed, its answer above */
+    kt->roof_d = timed_on == d ? roof_src : roof_ms(d, P->g, G, k, &kt->mb);
 }
 
 /* Under a runtime stack: the stack's view of the kernel (and of a BatchNorm pass after it), and
