@@ -157,7 +157,8 @@ static int node_append(pp_graph *g, const char *name, const char *op_type, const
     pp_node *n = &g->nodes[idx];
     memset(n, 0, sizeof *n);
     n->op_type = pp_arena_strdup(g->arena, op_type ? op_type : "");
-    n->domain = pp_arena_strdup(g->arena, domain ? domain : "");
+    /* the default domain (nearly every node's) is one static "": nothing to copy */
+    n->domain = domain && *domain ? pp_arena_strdup(g->arena, domain) : "";
     if (name && *name) {
         n->name = pp_arena_strdup(g->arena, name);
     } else {

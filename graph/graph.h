@@ -137,7 +137,7 @@ typedef struct pp_node_feat {
 typedef struct pp_node {
     const char *name;        /* never NULL: "<op_type>_<index>" when the file has none */
     const char *op_type;
-    const char *domain;      /* "" for the default ONNX domain */
+    const char *domain;      /* "" for the default ONNX domain (a static ""), else the arena's */
     int n_inputs, n_outputs;
     int *inputs;             /* tensor indices; -1 for an omitted optional input ("") */
     int *outputs;
