@@ -61,6 +61,7 @@ pp_graph *pp_graph_new(const char *path)
     }
     g->path = pp_arena_strdup(g->arena, path ? path : "<memory>");
     g->totals.peak_node = -1;
+    g->linked_nodes = g->linked_tensors = -1;
     return g;
 }
 
@@ -137,6 +138,7 @@ int pp_graph_tensor(pp_graph *g, const char *name)
     if (!t->name) return -1;
     t->rank = -1;
     t->producer = -1;
+    t->consumer = -1;
     for (int d = 0; d < PP_MAX_RANK; d++) t->dims[d] = -1;
     /* the key is the arena's copy: it lives as long as the graph */
     pp_strmap_put_at(&g->index, slot, t->name, g->n_tensors);
@@ -155,7 +157,8 @@ static int node_append(pp_graph *g, const char *name, const char *op_type, const
     pp_node *n = &g->nodes[idx];
     memset(n, 0, sizeof *n);
     n->op_type = pp_arena_strdup(g->arena, op_type ? op_type : "");
-    n->domain = pp_arena_strdup(g->arena, domain ? domain : "");
+    /* the default domain (nearly every node's) is one static "": nothing to copy */
+    n->domain = domain && *domain ? pp_arena_strdup(g->arena, domain) : "";
     if (name && *name) {
         n->name = pp_arena_strdup(g->arena, name);
     } else {
@@ -238,6 +241,7 @@ int pp_graph_copy_tensor_h(pp_graph *g, int src, const char *name, size_t len, u
     T->flags &= ~(uint32_t)(PP_T_GRAPH_INPUT | PP_T_GRAPH_OUTPUT);
     T->producer = -1;
     T->n_consumers = 0;
+    T->consumer = -1;
     pp_strmap_put_at(&g->index, slot, nm, t);
     return t;
 }
@@ -365,31 +369,15 @@ void pp_tensor_set_shape(pp_tensor *t, int32_t dtype, int rank, const int64_t *d
     else t->flags &= ~(uint32_t)PP_T_SHAPE_KNOWN;
 }
 
-int64_t pp_tensor_elems(const pp_tensor *t)
-{
-    if (t->rank < 0) return -1;
-    int64_t n = 1;
-    for (int d = 0; d < t->rank; d++) {
-        if (t->dims[d] < 0 || pp_mul_overflow_i64(n, t->dims[d], &n)) return -1;
-    }
-    return n;
-}
-
-int64_t pp_tensor_bytes(const pp_tensor *t)
-{
-    int64_t n = pp_tensor_elems(t), b;
-    int sz = pp_dtype_size(t->dtype);
-    if (n < 0 || sz == 0 || pp_mul_overflow_i64(n, sz, &b)) return -1;
-    return b;
-}
-
 /* ---- linking and topological sort (an order that runs kept; else Kahn, ready nodes FIFO) ---- */
 perfpred_status pp_graph_link(pp_graph *g, pp_err *err)
 {
     int nt = g->n_tensors, nn = g->n_nodes;
+    g->linked_nodes = g->linked_tensors = -1;
     for (int i = 0; i < nt; i++) {
         g->tensors[i].producer = -1;
         g->tensors[i].n_consumers = 0;
+        g->tensors[i].consumer = -1;
     }
     for (int i = 0; i < nn; i++) {
         const pp_node *n = &g->nodes[i];
@@ -408,17 +396,8 @@ perfpred_status pp_graph_link(pp_graph *g, pp_err *err)
             T->producer = i;
         }
     }
-    int *indeg = calloc((size_t)nn + 1, sizeof *indeg);
-    int *order = malloc(((size_t)nn + 1) * sizeof *order);
-    int *queue = malloc(((size_t)nn + 1) * sizeof *queue);
-    /* CSR of node -> consumer nodes */
-    int *off = calloc((size_t)nn + 2, sizeof *off);
+    int *indeg = NULL, *order = NULL, *queue = NULL, *off = NULL, *adj = NULL;
     perfpred_status st = PERFPRED_OK;
-    int *adj = NULL;
-    if (!indeg || !order || !queue || !off) {
-        st = pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory while sorting", g->path);
-        goto done;
-    }
     int in_order = 1; /* every input made by an earlier node */
     for (int i = 0; i < nn; i++) {
         const pp_node *n = &g->nodes[i];
@@ -427,24 +406,37 @@ perfpred_status pp_graph_link(pp_graph *g, pp_err *err)
             if (t < 0) continue;
             pp_tensor *T = &g->tensors[t];
             T->n_consumers++;
+            T->consumer = i;
             if (T->producer >= i) in_order = 0;
-            if (T->producer < 0) {
-                if (!(T->flags & (PP_T_GRAPH_INPUT | PP_T_INITIALIZER | PP_T_CONST))) {
-                    st = pp_err_set(err, PERFPRED_ERR_GRAPH,
-                                    "%s: node '%s' (%s): input '%s' is produced by no node and is "
-                                    "neither a graph input nor an initializer",
-                                    g->path, n->name, n->op_type, T->name);
-                    goto done;
-                }
-                continue;
+            if (T->producer < 0 && !(T->flags & (PP_T_GRAPH_INPUT | PP_T_INITIALIZER | PP_T_CONST))) {
+                st = pp_err_set(err, PERFPRED_ERR_GRAPH,
+                                "%s: node '%s' (%s): input '%s' is produced by no node and is "
+                                "neither a graph input nor an initializer",
+                                g->path, n->name, n->op_type, T->name);
+                goto done;
             }
-            off[T->producer + 1]++;
-            indeg[i]++;
         }
     }
     /* nodes already in an order that runs them (an export's, or a builder's: the order the
-     * model's forward runs them in) keep it */
+     * model's forward runs them in) keep it: nothing more to count */
     if (in_order) goto done;
+    indeg = calloc((size_t)nn + 1, sizeof *indeg);
+    order = malloc(((size_t)nn + 1) * sizeof *order);
+    queue = malloc(((size_t)nn + 1) * sizeof *queue);
+    off = calloc((size_t)nn + 2, sizeof *off); /* CSR of node -> consumer nodes */
+    if (!indeg || !order || !queue || !off) {
+        st = pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory while sorting", g->path);
+        goto done;
+    }
+    for (int i = 0; i < nn; i++) {
+        const pp_node *n = &g->nodes[i];
+        for (int k = 0; k < n->n_inputs; k++) {
+            int t = n->inputs[k];
+            if (t < 0 || g->tensors[t].producer < 0) continue;
+            off[g->tensors[t].producer + 1]++;
+            indeg[i]++;
+        }
+    }
     for (int i = 0; i < nn; i++) off[i + 1] += off[i];
     adj = malloc(((size_t)off[nn] + 1) * sizeof *adj);
     if (!adj) {
@@ -505,11 +497,19 @@ perfpred_status pp_graph_link(pp_graph *g, pp_err *err)
             if (g->nodes[i].copy_of) g->nodes[i].copy_of = pos[g->nodes[i].copy_of - 1] + 1;
             g->nodes[i].copy_src = 0;
         }
-        for (int i = 0; i < nn; i++)
-            for (int o = 0; o < g->nodes[i].n_outputs; o++)
-                if (g->nodes[i].outputs[o] >= 0) g->tensors[g->nodes[i].outputs[o]].producer = i;
+        for (int i = 0; i < nn; i++) {
+            const pp_node *n = &g->nodes[i];
+            for (int o = 0; o < n->n_outputs; o++)
+                if (n->outputs[o] >= 0) g->tensors[n->outputs[o]].producer = i;
+            for (int k = 0; k < n->n_inputs; k++)
+                if (n->inputs[k] >= 0) g->tensors[n->inputs[k]].consumer = i;
+        }
     }
 done:
+    if (!st) {
+        g->linked_nodes = nn;
+        g->linked_tensors = nt;
+    }
     free(indeg);
     free(order);
     free(queue);

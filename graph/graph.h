@@ -56,6 +56,9 @@ typedef struct pp_tensor {
     uint32_t flags;                       /* PP_T_* */
     int producer;                         /* index of the producing node, -1 for none */
     int n_consumers;                      /* filled by pp_graph_link */
+    int consumer;                         /* pp_graph_link: the last node reading it (in node
+                                           * order), -1 for none; the only one when n_consumers
+                                           * is 1 */
     pp_value val;                         /* valid when flags & PP_T_CONST */
 } pp_tensor;
 
@@ -134,7 +137,7 @@ typedef struct pp_node_feat {
 typedef struct pp_node {
     const char *name;        /* never NULL: "<op_type>_<index>" when the file has none */
     const char *op_type;
-    const char *domain;      /* "" for the default ONNX domain */
+    const char *domain;      /* "" for the default ONNX domain (a static ""), else the arena's */
     int n_inputs, n_outputs;
     int *inputs;             /* tensor indices; -1 for an omitted optional input ("") */
     int *outputs;
@@ -175,10 +178,20 @@ typedef struct pp_graph {
     int *outputs;
     pp_graph_totals totals;
     pp_strmap index;         /* tensor name -> tensor index (keys: the tensors' names) */
+    /* nodes and tensors when pp_graph_link last succeeded (-1 before): while they are unchanged,
+     * its producers and consumers hold (nodes are never rewired once added) */
+    int linked_nodes, linked_tensors;
     /* borrowed, NULL but while a builder finishes a graph with one: shape inference and features
      * take the results of alike nodes of earlier graphs from it (node_memo.c) */
     struct pp_node_memo *memo;
 } pp_graph;
+
+/* 1 while the counts of pp_graph_link's last success hold: each tensor's producer, n_consumers
+ * and consumer are current */
+static inline int pp_graph_linked(const pp_graph *g)
+{
+    return g->linked_nodes == g->n_nodes && g->linked_tensors == g->n_tensors;
+}
 
 /* ---- building (graph.c) ---- */
 pp_graph *pp_graph_new(const char *path);
@@ -224,8 +237,27 @@ double pp_node_attr_f(const pp_node *n, const char *name, double dflt);
 const char *pp_node_attr_s(const pp_node *n, const char *name, const char *dflt);
 /* Sets a tensor's shape; rank <= PP_MAX_RANK. */
 void pp_tensor_set_shape(pp_tensor *t, int32_t dtype, int rank, const int64_t *dims);
-int64_t pp_tensor_elems(const pp_tensor *t);   /* -1 if any dim unknown */
-int64_t pp_tensor_bytes(const pp_tensor *t);   /* -1 if unknown */
+/* -1 if any dim is unknown (or the product overflows). Inline: liveness, features, kernel
+ * figures and the GNN sample ask it of ~10^3 tensors a network. */
+static inline int64_t pp_tensor_elems(const pp_tensor *t)
+{
+    if (t->rank < 0) return -1;
+    int64_t n = 1;
+    for (int d = 0; d < t->rank; d++)
+        if (t->dims[d] < 0 || pp_mul_overflow_i64(n, t->dims[d], &n)) return -1;
+    return n;
+}
+
+/* -1 if unknown */
+static inline int64_t pp_tensor_bytes(const pp_tensor *t)
+{
+    /* pp_dtype_size's table: bytes per element by PP_DT_*, 0 for unknown and strings */
+    static const unsigned char size[] = {0, 4, 1, 1, 2, 2, 4, 8, 0, 1, 2, 8, 4, 8, 8, 16, 2};
+    int64_t n = pp_tensor_elems(t), b;
+    int sz = t->dtype >= 0 && t->dtype < (int32_t)sizeof size ? size[t->dtype] : 0;
+    if (n < 0 || sz == 0 || pp_mul_overflow_i64(n, sz, &b)) return -1;
+    return b;
+}
 /* Sets producers, checks dangling names (an input no one produces that is neither graph input nor
  * initializer), duplicate producers and cycles, and sorts nodes topologically: nodes already in an
  * order where every input is made before its node keep it, others are ordered by Kahn (FIFO, file

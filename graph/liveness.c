@@ -59,16 +59,23 @@ perfpred_status pp_graph_liveness(pp_graph *g, pp_err *err)
         if (n->n_outputs < 1 || n->outputs[0] < 0 || n->n_inputs < 1 || n->inputs[0] < 0) continue;
         root[n->outputs[0]] = root[n->inputs[0]];
     }
-    /* last reader of each buffer */
-    for (int i = 0; i < nn; i++) {
-        const pp_node *n = &g->nodes[i];
-        for (int k = 0; k < n->n_inputs; k++) {
-            int t = n->inputs[k];
-            if (t < 0 || root[t] < 0) continue;
-            if (end[root[t]] < i) end[root[t]] = i;
+    /* last reader of each buffer: each tensor's last consumer where the graph's links hold */
+    int last = nn > 0 ? nn - 1 : 0;
+    if (pp_graph_linked(g)) {
+        for (int t = 0; t < nt; t++) {
+            int r = root[t], c = g->tensors[t].consumer;
+            if (r >= 0 && end[r] < c) end[r] = c;
+        }
+    } else {
+        for (int i = 0; i < nn; i++) {
+            const pp_node *n = &g->nodes[i];
+            for (int k = 0; k < n->n_inputs; k++) {
+                int t = n->inputs[k];
+                if (t < 0 || root[t] < 0) continue;
+                if (end[root[t]] < i) end[root[t]] = i;
+            }
         }
     }
-    int last = nn > 0 ? nn - 1 : 0;
     for (int t = 0; t < nt; t++)
         if ((g->tensors[t].flags & PP_T_GRAPH_OUTPUT) && root[t] >= 0) end[root[t]] = last;
 

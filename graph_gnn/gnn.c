@@ -270,7 +270,8 @@ typedef struct gnn_ws {
     unsigned char *slot_dir_of;          /* [S]: 0 in-edge, 1 out-edge */
     int *edge_cls;                       /* [E]: edge k's class of equal feature bits, 0, 1, ... */
     int *kind_slot;                      /* [2 x edge classes]: the first slot of (class, dir) */
-    int *csize;                          /* [n]: how many nodes the class led by node i holds */
+    int *prev_like;                      /* [n]: the last earlier node of i's x_like source, -1 */
+    int *last_like;                      /* [n]: scratch of node_classes */
     int cls_layers;                      /* layers the classes were computed for, -1: none */
     size_t htab_cap;
     /* forward-only: the statistics C^0's x block was standardized with in the rows of the
@@ -345,9 +346,10 @@ static perfpred_status ws_init(gnn_ws *ws, const pp_gnn *m, int cap_n, int cap_e
         ws->slot_dir_of = pp_arena_array(ws->arena, at_least_1(S), 1);
         ws->edge_cls = WS_I((size_t)cap_e);
         ws->kind_slot = WS_I(S);
-        ws->csize = WS_I(N);
+        ws->prev_like = WS_I(N);
+        ws->last_like = WS_I(N);
         ok = ok && ws->slot_key && ws->qreps && ws->slot_dir_of && ws->edge_cls &&
-             ws->kind_slot && ws->csize;
+             ws->kind_slot && ws->prev_like && ws->last_like;
         ws->cls = WS_I(levels * N);
         ws->reps = WS_I(levels * N);
         ws->nb_rep = WS_I((size_t)m->params.layers * S);
@@ -485,14 +487,15 @@ static int same_bits(const float *a, const float *b, int n)
     return memcmp(a, b, (size_t)n * sizeof *a) == 0; /* bytes, not values: -0 != 0, NaN == NaN */
 }
 
-static int same_next(const gnn_ws *ws, const int *cl, int i, int j)
+/* i and j (cl[i] == cl[j]) alike one level down: the same number of slots and, slot by slot,
+ * neighbours of one class (nbr: cl through slot_nb) and slots of one kind */
+static inline __attribute__((always_inline)) int same_next(const gnn_ws *ws, const int *nbr, int i,
+                                                            int j)
 {
     int si = ws->slot_ptr[i], sj = ws->slot_ptr[j], deg = ws->slot_ptr[i + 1] - si;
-    if (cl[i] != cl[j] || ws->slot_ptr[j + 1] - sj != deg) return 0;
+    if (ws->slot_ptr[j + 1] - sj != deg) return 0;
     for (int k = 0; k < deg; k++)
-        if (cl[ws->slot_nb[si + k]] != cl[ws->slot_nb[sj + k]] ||
-            ws->slot_key[si + k] != ws->slot_key[sj + k])
-            return 0;
+        if (nbr[si + k] != nbr[sj + k] || ws->slot_key[si + k] != ws->slot_key[sj + k]) return 0;
     return 1;
 }
 
@@ -522,15 +525,24 @@ static void node_classes(gnn_ws *ws, const pp_gnn *m, const pp_gnn_graph *s)
     /* edges of equal feature bits (each edge gives two slots: hashing edges halves the work) */
     uint64_t st = htab_begin(ws);
     size_t mask = htab_mask(ws, E);
+    uint32_t last_f0 = 0;
     for (int k = 0; k < E; k++) {
         const float *f = s->edge_feat + (size_t)k * Fe;
         uint32_t f0 = 0;
         if (Fe == 1) memcpy(&f0, f, sizeof f0); /* one word (the usual): one mix, not five */
+        if (Fe == 1 && k > 0 && f0 == last_f0) { /* the edge before's bits: its class */
+            ws->edge_cls[k] = ws->edge_cls[k - 1];
+            continue;
+        }
+        last_f0 = f0;
         size_t at = (Fe == 1 ? mix32(0x811c9dc5u, f0) : hash_words(0x811c9dc5u, f, Fe)) & mask;
         int c = -1;
         for (; ws->htab[at] >> 32 == st; at = (at + 1) & mask) {
             int j = (int)(uint32_t)ws->htab[at];
-            if (same_bits(s->edge_feat + (size_t)j * Fe, f, Fe)) {
+            const float *fj = s->edge_feat + (size_t)j * Fe;
+            uint32_t fj0;
+            memcpy(&fj0, fj, sizeof fj0);
+            if (Fe == 1 ? fj0 == f0 : same_bits(fj, f, Fe)) {
                 c = ws->edge_cls[j];
                 break;
             }
@@ -556,41 +568,75 @@ static void node_classes(gnn_ws *ws, const pp_gnn *m, const pp_gnn_graph *s)
             ws->slot_key[sl] = *first;
             ws->slot_dir_of[sl] = (unsigned char)d;
         }
-    for (int l = 0; l <= L; l++) {
-        int *cls = ws->cls + (size_t)l * N, *reps = ws->reps + (size_t)l * N, nr = 0;
-        const int *cl = l ? ws->cls + (size_t)(l - 1) * N : NULL;
+    /* level 0: rows of x of the same bits. A node the sample hints alike (a copied cell's node,
+     * a row of the same features) also notes the last earlier node of the same hint: in a chain
+     * of copied cells, the same place one cell back, its likeliest match at the levels after */
+    int *cls = ws->cls, *reps = ws->reps, nr = 0, *last = ws->last_like;
+    memset(last, 0xff, (size_t)N * sizeof *last);
+    st = htab_begin(ws);
+    mask = htab_mask(ws, N);
+    for (int i = 0; i < N; i++) {
+        const float *xi = s->x + (size_t)i * s->n_feat;
+        int like = s->x_like ? s->x_like[i] : -1;
+        ws->prev_like[i] = -1;
+        if (like >= 0 && like < i && same_bits(xi, s->x + (size_t)like * s->n_feat, s->n_feat)) {
+            cls[i] = cls[like]; /* the sample's hint, checked: the same class */
+            ws->prev_like[i] = last[like] >= 0 ? last[like] : like;
+            last[like] = i;
+            continue;
+        }
+        size_t at = hash_words(0x811c9dc5u, xi, s->n_feat) & mask;
+        cls[i] = i;
+        for (; ws->htab[at] >> 32 == st; at = (at + 1) & mask) {
+            int j = (int)(uint32_t)ws->htab[at];
+            if (same_bits(xi, s->x + (size_t)j * s->n_feat, s->n_feat)) {
+                cls[i] = j;
+                break;
+            }
+        }
+        if (cls[i] == i) {
+            ws->htab[at] = st << 32 | (uint32_t)i;
+            reps[nr++] = i;
+        }
+    }
+    ws->n_reps[0] = nr;
+    /* level l + 1 refines level l. A node first of its level-l class is first of its class here;
+     * any other is tried against the class of its hint's last node (prev_like), then against
+     * the first node of its level-l class (its class unless that one splits), and only then
+     * looked for in a table of the first nodes of the other classes */
+    for (int l = 1; l <= L; l++) {
+        const int *cl = ws->cls + (size_t)(l - 1) * N;
+        /* the slots' neighbour classes: layer l - 1's messages read P through them too */
+        int *nbr = ws->nb_rep + (size_t)(l - 1) * ws->S;
+        for (int sl = 0; sl < ws->S; sl++) nbr[sl] = cl[ws->slot_nb[sl]];
+        cls = ws->cls + (size_t)l * N;
+        reps = ws->reps + (size_t)l * N;
+        nr = 0;
         st = htab_begin(ws);
         mask = htab_mask(ws, N);
         for (int i = 0; i < N; i++) {
-            uint32_t h;
-            int like = !l && s->x_like ? s->x_like[i] : -1;
-            if (like >= 0 && like < i &&
-                same_bits(s->x + (size_t)i * s->n_feat, s->x + (size_t)like * s->n_feat,
-                          s->n_feat)) {
-                cls[i] = cls[like]; /* the sample's hint, checked: the same class */
-                continue;
-            }
-            if (l && ws->csize[cl[i]] == 1) {
-                /* alone in its class one level up, so alone here: no node can match it */
+            int r = cl[i], p = ws->prev_like[i];
+            if (r == i) {
                 cls[i] = i;
                 reps[nr++] = i;
                 continue;
             }
-            if (!l) {
-                h = hash_words(0x811c9dc5u, s->x + (size_t)i * s->n_feat, s->n_feat);
-            } else {
-                h = mix32(0x811c9dc5u, (uint32_t)cl[i]);
-                for (int sl = ws->slot_ptr[i]; sl < ws->slot_ptr[i + 1]; sl++)
-                    h = mix32(mix32(h, (uint32_t)cl[ws->slot_nb[sl]]),
-                              (uint32_t)ws->slot_key[sl]);
+            if (p >= 0 && cl[p] == r && cls[p] != r && same_next(ws, nbr, i, cls[p])) {
+                cls[i] = cls[p];
+                continue;
             }
+            if (same_next(ws, nbr, i, r)) {
+                cls[i] = r;
+                continue;
+            }
+            uint32_t h = mix32(0x811c9dc5u, (uint32_t)r);
+            for (int sl = ws->slot_ptr[i]; sl < ws->slot_ptr[i + 1]; sl++)
+                h = mix32(mix32(h, (uint32_t)nbr[sl]), (uint32_t)ws->slot_key[sl]);
             size_t at = h & mask;
             cls[i] = i;
             for (; ws->htab[at] >> 32 == st; at = (at + 1) & mask) {
                 int j = (int)(uint32_t)ws->htab[at];
-                if (l ? same_next(ws, cl, i, j) : same_bits(s->x + (size_t)i * s->n_feat,
-                                                               s->x + (size_t)j * s->n_feat,
-                                                               s->n_feat)) {
+                if (cl[j] == r && same_next(ws, nbr, i, j)) {
                     cls[i] = j;
                     break;
                 }
@@ -601,9 +647,6 @@ static void node_classes(gnn_ws *ws, const pp_gnn *m, const pp_gnn_graph *s)
             }
         }
         ws->n_reps[l] = nr;
-        /* class sizes, for the level after this one */
-        for (int r = 0; r < nr; r++) ws->csize[reps[r]] = 0;
-        for (int i = 0; i < N; i++) ws->csize[cls[i]]++;
     }
 }
 
@@ -695,9 +738,7 @@ static void gnn_forward_cls(const pp_gnn *m, gnn_ws *ws, const gnn_ws *cw, const
             pp_gnn_op_linear_rows_t(cw->n_qreps, cw->qreps, Fe + 1, H, ws->Z, Fe + 1,
                                     ws->wt + lo->we + (size_t)din * H, W + lo->be, ws->Q, H);
             /* the sample's slots and their classes: the first member's, computed once */
-            int *nb_rep = cw->nb_rep + (size_t)l * S;
-            if (cw == ws)
-                for (int sl = 0; sl < S; sl++) nb_rep[sl] = cl[ws->slot_nb[sl]];
+            const int *nb_rep = cw->nb_rep + (size_t)l * S; /* made with the classes */
             pp_gnn_aggregate_rows_t(nn, rn, H, cw->slot_ptr, nb_rep, cw->slot_key, ws->P,
                                     ws->Q, C + din, kc);
             pp_gnn_op_linear_rows_from_t(nn, rn, 2 * H, H, C + din, kc,

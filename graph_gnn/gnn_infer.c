@@ -231,14 +231,37 @@ int pp_gnn_infer_is_plain(void) { return atomic_load_explicit(&force_plain, memo
  * that ends with a zero output, or skipped nothing, is left to (or has) the fused kernels' bits:
  * such a row is recomputed by them. ReLU'd rows (layers after the first) are ~50-75% zeros.
  * It pays with AVX2 (one row's 8 accumulators, 1.33x the 3-row kernel at 65% zeros on an Intel
- * Xeon guest forced to AVX2), not with AVX-512, whose 8-row kernel is bound by its fused
- * multiply-adds and which a row at a time (or 8-row blocks skipping the columns zero in all 8)
- * did not beat: there both ops take the fused kernel. */
+ * Xeon guest forced to AVX2), not with AVX-512 on an Intel Xeon, whose 8-row kernel is bound by
+ * its fused multiply-adds and which a row at a time (or 8-row blocks skipping the columns zero in
+ * all 8) did not beat: there both ops take the fused kernel. AMD's Zen 4 runs a 512-bit
+ * multiply-add as two halves on its 256-bit pipes, so one row's 4 zmm accumulators keep them as
+ * busy as the 8-row kernel's 16: there the AVX-512 skipping kernel runs (NB201 cells on a Zen 4
+ * guest: 71% of these columns zero, CLI time 1.5% less). */
 static atomic_int sparse_mode = 1;
-void pp_gnn_infer_sparse(int mode) { atomic_store(&sparse_mode, mode < 0 ? 0 : mode > 2 ? 2 : mode); }
+void pp_gnn_infer_sparse(int mode) { atomic_store(&sparse_mode, mode < 0 ? 0 : mode > 3 ? 3 : mode); }
 
 #ifdef PP_VEC_KERNELS
+#include <cpuid.h>
+
 #define SPARSE_MAX_K 256
+
+/* 1 where AVX-512 runs a 512-bit multiply-add as two 256-bit halves: AMD family 19h (Zen 4; the
+ * family's Zen 3 parts have no AVX-512, and linear32_kernel picks AVX-512 only where it runs) */
+static int avx512_halves(void)
+{
+    static _Atomic int halves = -1;
+    int h = halves;
+    if (h < 0) {
+        unsigned a = 0, b, c, d, fam = 0;
+        __builtin_cpu_init();
+        if (__builtin_cpu_is("amd") && __get_cpuid(1, &a, &b, &c, &d)) {
+            fam = (a >> 8) & 0xf;
+            if (fam == 0xf) fam += (a >> 20) & 0xff;
+        }
+        halves = h = fam == 0x19;
+    }
+    return h;
+}
 typedef struct lin2 {
     const float *wta, *ba, *wtb, *bb;
     float *ya, *yb;
@@ -305,6 +328,54 @@ __attribute__((target("avx2,fma"))) static void linear2_sparse_avx2(int m, const
         if (_mm256_movemask_ps(zero) && n < k) lin2_dense_row(linear32_avx2, t, rows, k, x, ldx, p);
     }
 }
+
+/* 32 zmm: one row at a time, 4 accumulators (ya's and yb's 2 x 16 outputs), walking the bits of
+ * each 64 columns' nonzero mask (one loop exit to mispredict a row of <= 64 columns). Where an
+ * AVX-512 fused multiply-add takes both 256-bit pipes (AMD Zen 4), one row's 4 accumulators keep
+ * them busy: the skipped columns are time saved. */
+__attribute__((target("avx512f"))) static void linear2_sparse_avx512(int m, const int *rows,
+                                                                      int k, const float *x,
+                                                                      int ldx, const lin2 *p)
+{
+    for (int t = 0; t < m; t++) {
+        int i = rows ? rows[t] : t, n = 0;
+        const float *xr = x + (size_t)i * ldx;
+        __m512 a0 = p->ba ? _mm512_loadu_ps(p->ba) : _mm512_setzero_ps();
+        __m512 a1 = p->ba ? _mm512_loadu_ps(p->ba + 16) : _mm512_setzero_ps();
+        __m512 b0 = p->bb ? _mm512_loadu_ps(p->bb) : _mm512_setzero_ps();
+        __m512 b1 = p->bb ? _mm512_loadu_ps(p->bb + 16) : _mm512_setzero_ps();
+        for (int c0 = 0; c0 < k; c0 += 64) {
+            uint64_t mk = 0;
+            for (int g = 0; g < 4 && c0 + 16 * g < k; g++) {
+                int left = k - c0 - 16 * g;
+                __mmask16 in = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
+                /* not equal or unordered: NaN is kept; columns past k load as 0 */
+                __mmask16 nz = _mm512_cmp_ps_mask(_mm512_maskz_loadu_ps(in, xr + c0 + 16 * g),
+                                                  _mm512_setzero_ps(), _CMP_NEQ_UQ);
+                mk |= (uint64_t)nz << (16 * g);
+            }
+            n += __builtin_popcountll(mk);
+            for (; mk; mk &= mk - 1) {
+                int c = c0 + __builtin_ctzll(mk);
+                __m512 xs = _mm512_set1_ps(xr[c]);
+                const float *wa = p->wta + (size_t)c * 32, *wb = p->wtb + (size_t)c * 32;
+                a0 = _mm512_fmadd_ps(_mm512_loadu_ps(wa), xs, a0);
+                a1 = _mm512_fmadd_ps(_mm512_loadu_ps(wa + 16), xs, a1);
+                b0 = _mm512_fmadd_ps(_mm512_loadu_ps(wb), xs, b0);
+                b1 = _mm512_fmadd_ps(_mm512_loadu_ps(wb + 16), xs, b1);
+            }
+        }
+        float *ya = p->ya + (size_t)i * p->lda, *yb = p->yb + (size_t)i * p->ldb;
+        _mm512_storeu_ps(ya, a0);
+        _mm512_storeu_ps(ya + 16, a1);
+        _mm512_storeu_ps(yb, b0);
+        _mm512_storeu_ps(yb + 16, b1);
+        __m512 z = _mm512_setzero_ps();
+        __mmask16 zero = _mm512_cmp_ps_mask(a0, z, _CMP_EQ_OQ) | _mm512_cmp_ps_mask(a1, z, _CMP_EQ_OQ) |
+                         _mm512_cmp_ps_mask(b0, z, _CMP_EQ_OQ) | _mm512_cmp_ps_mask(b1, z, _CMP_EQ_OQ);
+        if (zero && n < k) lin2_dense_row(linear32_avx512, t, rows, k, x, ldx, p);
+    }
+}
 #endif
 
 void pp_gnn_op_linear2_rows_t(int m, const int *rows, int k, int n, const float *x, int ldx,
@@ -317,11 +388,16 @@ void pp_gnn_op_linear2_rows_t(int m, const int *rows, int k, int n, const float 
     if (finite_w && n == 32 && k <= SPARSE_MAX_K && m > 0 && mode &&
         !atomic_load_explicit(&force_plain, memory_order_relaxed)) {
         linear32_fn *fn = linear32_kernel();
+        lin2 p = {.wta = wta, .ba = ba, .wtb = wtb, .bb = bb, .ya = ya, .yb = yb,
+                  .lda = ldya, .ldb = ldyb};
         /* mode 2 (tests): the AVX2 kernel on an AVX-512 machine too (the same bits) */
         if (fn == linear32_avx2 || (mode == 2 && fn == linear32_avx512)) {
-            lin2 p = {.wta = wta, .ba = ba, .wtb = wtb, .bb = bb, .ya = ya, .yb = yb,
-                      .lda = ldya, .ldb = ldyb};
             linear2_sparse_avx2(m, rows, k, x, ldx, &p);
+            return;
+        }
+        /* mode 3 (tests): the AVX-512 one on every AVX-512 machine */
+        if (fn == linear32_avx512 && (mode == 3 || avx512_halves())) {
+            linear2_sparse_avx512(m, rows, k, x, ldx, &p);
             return;
         }
     }

@@ -8,17 +8,40 @@
 #include <string.h>
 
 /* 1 when no value of f[0..n) is a NaN or an infinity: a pass without branches (it vectorizes);
- * the loops after it look for the first bad value only when there is one. */
+ * the loops after it look for the first bad value only when there is one. Built a second time for
+ * AVX-512 (16 floats a step), picked where the CPU has it: a sample's ~10^4 features are checked
+ * before every forward. */
+#define ALL_FINITE_BODY                                                                           \
+    uint32_t bad = 0;                                                                             \
+    for (size_t i = 0; i < n; i++) {                                                              \
+        uint32_t u;                                                                               \
+        memcpy(&u, &f[i], sizeof u);                                                              \
+        bad |= (u & 0x7f800000u) == 0x7f800000u;                                                  \
+    }                                                                                             \
+    return !bad;
+
+static int all_finite_plain(const float *f, size_t n) { ALL_FINITE_BODY }
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__) && \
+    !defined(__SANITIZE_ADDRESS__)
+__attribute__((target("avx512f"))) static int all_finite_avx512(const float *f, size_t n)
+{
+    ALL_FINITE_BODY
+}
+
 static int all_finite(const float *f, size_t n)
 {
-    uint32_t bad = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t u;
-        memcpy(&u, &f[i], sizeof u);
-        bad |= (u & 0x7f800000u) == 0x7f800000u;
+    static _Atomic int wide = -1;
+    int w = wide;
+    if (w < 0) {
+        __builtin_cpu_init();
+        wide = w = __builtin_cpu_supports("avx512f") != 0;
     }
-    return !bad;
+    return w ? all_finite_avx512(f, n) : all_finite_plain(f, n);
 }
+#else
+static int all_finite(const float *f, size_t n) { return all_finite_plain(f, n); }
+#endif
 
 perfpred_status pp_gnn_graph_check(const pp_gnn_graph *s, const char *what, pp_err *err)
 {
@@ -80,16 +103,24 @@ static size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
 
 #define EF_MEMO 31 /* edge sizes remembered by pp_gnn_sample_from_graph */
 
-/* where node c's (features, time) go in a table of rows computed: FNV-1a over the feature bytes
- * (pp_graph_features writes them all, padding included) and the time's bits */
+/* where node c's (features, time) go in a table of rows computed: a hash of the time's bits and
+ * the features' first words (kind, MACs, FLOPs, parameters, bytes read and written, intensity,
+ * output elements: rows that differ, differ there), in four lanes of FNV-1a steps. It only picks
+ * where a row is looked for; rows are compared by all their bytes. */
 static size_t row_hash(const pp_node_feat *f, double ms)
 {
-    uint64_t w[sizeof *f / 8], h = 0xcbf29ce484222325ull, t;
-    memcpy(w, f, sizeof w);
-    memcpy(&t, &ms, sizeof t);
-    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) h = (h ^ w[i]) * 0x100000001b3ull;
-    h = (h ^ t) * 0x100000001b3ull;
-    return (size_t)(h ^ (h >> 29));
+    enum { NW = 9 };
+    _Static_assert(sizeof *f >= NW * 8, "pp_node_feat holds the hashed words");
+    uint64_t w[NW + 3] = {0}, a[4] = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull,
+                                       0x9e3779b97f4a7c15ull, 0xc2b2ae3d27d4eb4full};
+    memcpy(w, f, NW * 8);
+    memcpy(&w[NW], &ms, sizeof ms);
+    for (int i = 0; i < NW + 3; i += 4)
+        for (int j = 0; j < 4; j++) a[j] = (a[j] ^ w[i + j]) * 0x100000001b3ull;
+    uint64_t h = a[0];
+    for (int j = 1; j < 4; j++) h = (h ^ a[j]) * 0x100000001b3ull;
+    h = (h ^ (h >> 33)) * 0xff51afd7ed558ccdull; /* the high bits into the low ones */
+    return (size_t)(h ^ (h >> 33));
 }
 
 perfpred_status pp_gnn_sample_from_graph(const pp_graph *g, const double *per_node_pred_ms,

@@ -344,8 +344,9 @@ void pp_gnn_op_linear2_rows_t(int m, const int *rows, int k, int n, const float 
                               const float *wtb, const float *bb, float *yb, int ldyb,
                               int finite_w);
 /* pp_gnn_op_linear2_rows_t's zero skipping: 0 off (every column summed), 1 where it pays (the
- * default: AVX2 machines), 2 wherever AVX2 and FMA run, AVX-512 machines included (for tests:
- * the same bits). Process-wide. */
+ * default: AVX2 machines, and AVX-512 on AMD Zen 4 with its own kernel), 2 the AVX2 kernel
+ * wherever AVX2 and FMA run, AVX-512 machines included, 3 the AVX-512 kernel on every AVX-512
+ * machine (2 and 3 for tests: the same bits). Process-wide. */
 void pp_gnn_infer_sparse(int mode);
 /* pp_gnn_op_aggregate's forward without argmax (the same bits), vector kernels where h = 32. */
 void pp_gnn_aggregate_t(int n_nodes, int h, const int *slot_ptr, const int *slot_nb,

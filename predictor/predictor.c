@@ -229,10 +229,19 @@ char *perfpred_device_describe(const perfpred_ctx *ctx, const char *name)
 
 /* ------------------------------------------------------------------ kernels ---- */
 
-/* Consumers of each tensor in CSR form, built once per prediction. */
+/* Consumers of each tensor in CSR form, built once per prediction, where the graph's links
+ * (pp_graph_link: each tensor's consumer count and last consumer) do not hold: a graph changed
+ * since it was linked. Only the single consumer of a tensor is asked for. */
 typedef struct consumers {
     int *off, *idx;
 } consumers;
+
+/* the only node reading tensor t, -1 when none or several */
+static int single_consumer(const pp_graph *g, const consumers *c, int t)
+{
+    if (!c->off) return g->tensors[t].n_consumers == 1 ? g->tensors[t].consumer : -1;
+    return c->off[t + 1] - c->off[t] == 1 ? c->idx[c->off[t]] : -1;
+}
 
 static int consumers_build(const pp_graph *g, consumers *c)
 {
@@ -299,10 +308,9 @@ static int match_rule(const pp_graph *g, const consumers *c, const unsigned char
     tmp[0] = i;
     for (int s = 1; s < rule->len; s++) {
         int t = g->nodes[cur].n_outputs > 0 ? g->nodes[cur].outputs[0] : -1;
-        if (t < 0 || (g->tensors[t].flags & PP_T_GRAPH_OUTPUT) || c->off[t + 1] - c->off[t] != 1)
-            return 0;
-        int nx = c->idx[c->off[t]];
-        if (taken[nx] || g->nodes[nx].op_type[0] != rule->ops[s][0] ||
+        if (t < 0 || (g->tensors[t].flags & PP_T_GRAPH_OUTPUT)) return 0;
+        int nx = single_consumer(g, c, t);
+        if (nx < 0 || taken[nx] || g->nodes[nx].op_type[0] != rule->ops[s][0] ||
             strcmp(g->nodes[nx].op_type, rule->ops[s]) != 0)
             return 0;
         if (closed && !closed_step(g, i, nx, t)) return 0;
@@ -366,7 +374,7 @@ perfpred_status pp_graph_kernels(const pp_graph *g, const pp_device *d, pp_kerne
     consumers c = {0};
     unsigned char *taken = calloc((size_t)g->n_nodes + 1, 1);
     pp_kernel_group *k = malloc(((size_t)g->n_nodes + 1) * sizeof *k);
-    if (!taken || !k || consumers_build(g, &c)) {
+    if (!taken || !k || (!pp_graph_linked(g) && consumers_build(g, &c))) {
         free(taken);
         free(k);
         consumers_free(&c);
@@ -985,7 +993,8 @@ static void time_kernel(const predict_setup *P, const pp_kernel_group *G, const 
                                           runs_blas(P->g, G, k->kind, timed_on, d)) +
                 fixed_d;
     }
-    kt->roof_d = roof_ms(d, P->g, G, k, &kt->mb);
+    /* roof_ms is a function of its arguments: on the device timed, its answer above */
+    kt->roof_d = timed_on == d ? roof_src : roof_ms(d, P->g, G, k, &kt->mb);
 }
 
 /* Under a runtime stack: the stack's view of the kernel (and of a BatchNorm pass after it), and

@@ -299,8 +299,8 @@ static void linear_t_kernels_should_round_as_fused_multiply_adds(void **state)
  * pp_gnn_op_linear_rows_t summing every column: rows mostly zeros (+0 and -0), rows all zeros,
  * NaN and infinite inputs, starts with -0 (a start of -0 plus a skipped +0 product stays -0 where
  * the full sum gives +0: such rows must be summed again), odd row counts, widths other than
- * multiples of 8, and unfinite weights (nothing skipped). Mode 2 runs the skipping (AVX2) kernel
- * on AVX-512 machines as well. */
+ * multiples of 8, and unfinite weights (nothing skipped). Mode 2 runs the skipping AVX2 kernel
+ * on AVX-512 machines as well, mode 3 the AVX-512 one on every AVX-512 machine. */
 static void linear2_skipping_zeros_should_equal_two_full_calls(void **state)
 {
     (void)state;
@@ -333,7 +333,7 @@ static void linear2_skipping_zeros_should_equal_two_full_calls(void **state)
         if (i % 7 != 6) rows[m++] = (i * 5) % M;
     int n_cmp = 0, n_neg0 = 0;
     for (int finite = 0; finite < 2; finite++)
-        for (int sparse = 0; sparse < 2; sparse++)
+        for (int sparse = 0; sparse < 3; sparse++)
             for (int k = 0; k <= K; k += (k < 17 ? 1 : 7))
                 for (int mm = 0; mm <= m; mm += (mm < 4 ? 1 : 5))
                     for (int with_b = 0; with_b < 4; with_b++) {
@@ -341,7 +341,8 @@ static void linear2_skipping_zeros_should_equal_two_full_calls(void **state)
                         for (int i = 0; i < M * LDY; i++)
                             y1a[i] = y1b[i] = y2a[i] = y2b[i] = (float)i;
                         wa[7 * 32] = finite ? 0.5f : INFINITY;
-                        pp_gnn_infer_sparse(sparse ? 2 : 0); /* 2: the AVX2 kernel here too */
+                        /* 2: the AVX2 kernel here too; 3: the AVX-512 one wherever it runs */
+                        pp_gnn_infer_sparse(sparse ? sparse + 1 : 0);
                         pp_gnn_op_linear2_rows_t(mm, rows, k, 32, x, LDX, wa, pa, y1a, LDY, wb,
                                                  pb, y1b, LDY, finite);
                         pp_gnn_infer_sparse(1);

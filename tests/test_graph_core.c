@@ -410,11 +410,38 @@ static void strmap_should_find_every_key_across_growth(void **state)
     pp_strmap_free(&m);
 }
 
+/* pp_tensor_bytes (inline, with its own table of sizes) agrees with pp_dtype_size on every dtype,
+ * unknown ones included, and gives -1 for unknown dims, strings and products past 64 bits. */
+static void tensor_bytes_should_agree_with_dtype_size(void **state)
+{
+    (void)state;
+    pp_tensor t;
+    memset(&t, 0, sizeof t);
+    t.rank = 2;
+    t.dims[0] = 3;
+    t.dims[1] = 5;
+    for (int32_t d = -3; d < 40; d++) {
+        t.dtype = d;
+        int sz = pp_dtype_size(d);
+        assert_int_equal(pp_tensor_bytes(&t), sz > 0 ? 15 * sz : -1);
+    }
+    t.dtype = PP_DT_FLOAT;
+    assert_int_equal(pp_tensor_elems(&t), 15);
+    t.dims[1] = -1;
+    assert_int_equal(pp_tensor_bytes(&t), -1);
+    t.dims[0] = t.dims[1] = INT64_C(1) << 31;
+    assert_int_equal(pp_tensor_elems(&t), INT64_C(1) << 62);
+    assert_int_equal(pp_tensor_bytes(&t), -1); /* 2^62 x 4 bytes overflows */
+    t.rank = -1;
+    assert_int_equal(pp_tensor_bytes(&t), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(name_index_should_find_each_name_and_the_first_of_equal_names),
         cmocka_unit_test(link_should_sort_nodes_topologically),
+        cmocka_unit_test(tensor_bytes_should_agree_with_dtype_size),
         cmocka_unit_test(link_should_reject_dangling_input_naming_node),
         cmocka_unit_test(link_should_reject_cycles),
         cmocka_unit_test(link_should_reject_two_producers),

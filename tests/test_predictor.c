@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "devices/devices.h"
+#include "graph/builders.h"
 #include "graph/graph.h"
 #include "predictor/predictor.h"
 #include "util/util.h"
@@ -817,6 +819,66 @@ static void predict_should_refuse_a_non_finite_result(void **state)
     rmdir(dir);
 }
 
+/* pp_graph_kernels reads each tensor's single consumer from the graph's links; a graph changed
+ * since it was linked (here: marked so) has them counted afresh. Both give the same groups, on
+ * models with fusions, composite ops and tensors of several consumers, and on an NB201 network. */
+static void kernels_should_be_the_same_from_links_and_from_a_count(void **state)
+{
+    (void)state;
+    static const char *const models[] = {"examples/resnet18.onnx",
+                                         "tests/fixtures/models/vit_b_32.onnx",
+                                         "tests/fixtures/models/efficientnet_b0.onnx", NULL};
+    static const char *const devs[] = {"h100-sxm5-80gb", "rpi4", "rpi4-pytorch", "rpi5-onnxruntime",
+                                       "epyc-kvm-2vcpu"};
+    pp_err err = {0};
+    pp_device_db *db = NULL;
+    assert_int_equal(pp_devices_load_dir(pp_test_path("configs/devices"), &db, &err), PERFPRED_OK);
+    int n_fused = 0, n_composite = 0;
+    for (int m = 0; m <= 3; m++) {
+        pp_graph *g = NULL;
+        if (models[m]) {
+            pp_shape_opts opts = {.batch = 1};
+            assert_int_equal(pp_graph_load_full(pp_test_path(models[m]), &opts, &g, &err),
+                             PERFPRED_OK);
+        } else {
+            pp_nb201_arch a;
+            assert_int_equal(pp_nb201_parse("|nor_conv_3x3~0|+|skip_connect~0|nor_conv_1x1~1|+|"
+                                            "avg_pool_3x3~0|nor_conv_3x3~1|skip_connect~2|",
+                                            &a, &err),
+                             PERFPRED_OK);
+            pp_nb201_opts o = pp_nb201_default_opts();
+            assert_int_equal(pp_build_nb201(&a, &o, &g, &err), PERFPRED_OK);
+        }
+        assert_int_equal(g->linked_nodes, g->n_nodes);
+        for (size_t d = 0; d < sizeof devs / sizeof devs[0]; d++) {
+            const pp_device *dev = pp_devices_find(db, devs[d]);
+            assert_non_null(dev);
+            pp_kernel_group *k1 = NULL, *k2 = NULL;
+            int n1 = 0, n2 = 0;
+            assert_int_equal(pp_graph_kernels(g, dev, &k1, &n1, &err), PERFPRED_OK);
+            int linked = g->linked_nodes;
+            g->linked_nodes = -1; /* as if a node had been added since */
+            assert_int_equal(pp_graph_kernels(g, dev, &k2, &n2, &err), PERFPRED_OK);
+            g->linked_nodes = linked;
+            assert_int_equal(n1, n2);
+            for (int i = 0; i < n1; i++) {
+                assert_int_equal(k1[i].n, k2[i].n);
+                assert_memory_equal(k1[i].nodes, k2[i].nodes, sizeof(int) * (size_t)k1[i].n);
+                assert_ptr_equal(k1[i].eager_op, k2[i].eager_op);
+                n_fused += k1[i].n > 1;
+                n_composite += k1[i].eager_op != NULL;
+            }
+            free(k1);
+            free(k2);
+        }
+        pp_graph_free(g);
+    }
+    print_message("kernel groups from links and from a count: %d fused, %d composite\n", n_fused,
+                  n_composite);
+    assert_true(n_fused > 0 && n_composite > 0);
+    pp_devices_free(db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -836,6 +898,7 @@ int main(void)
         cmocka_unit_test(unknown_device_should_be_named_in_error),
         cmocka_unit_test(concurrent_predictions_should_be_identical),
         cmocka_unit_test(concurrent_first_predictions_should_match_a_single_thread),
+        cmocka_unit_test(kernels_should_be_the_same_from_links_and_from_a_count),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
