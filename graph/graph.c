@@ -370,6 +370,27 @@ void pp_tensor_set_shape(pp_tensor *t, int32_t dtype, int rank, const int64_t *d
 }
 
 /* ---- linking and topological sort (an order that runs kept; else Kahn, ready nodes FIFO) ---- */
+/* Every edge producer -> consumer node of g, an input read twice once per read: with adj NULL,
+ * counts each producer's consumers into off[p + 1] and each node's inputs into indeg[i]; else
+ * writes consumer i at adj[off[p] + fill[p]++]. */
+static void producer_edges(const pp_graph *g, int *off, int *indeg, int *adj, int *fill)
+{
+    for (int i = 0; i < g->n_nodes; i++) {
+        const pp_node *n = &g->nodes[i];
+        for (int k = 0; k < n->n_inputs; k++) {
+            int t = n->inputs[k];
+            int p = t >= 0 ? g->tensors[t].producer : -1;
+            if (p < 0) continue;
+            if (adj) {
+                adj[off[p] + fill[p]++] = i;
+            } else {
+                off[p + 1]++;
+                indeg[i]++;
+            }
+        }
+    }
+}
+
 perfpred_status pp_graph_link(pp_graph *g, pp_err *err)
 {
     int nt = g->n_tensors, nn = g->n_nodes;
@@ -428,15 +449,7 @@ perfpred_status pp_graph_link(pp_graph *g, pp_err *err)
         st = pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory while sorting", g->path);
         goto done;
     }
-    for (int i = 0; i < nn; i++) {
-        const pp_node *n = &g->nodes[i];
-        for (int k = 0; k < n->n_inputs; k++) {
-            int t = n->inputs[k];
-            if (t < 0 || g->tensors[t].producer < 0) continue;
-            off[g->tensors[t].producer + 1]++;
-            indeg[i]++;
-        }
-    }
+    producer_edges(g, off, indeg, NULL, NULL);
     for (int i = 0; i < nn; i++) off[i + 1] += off[i];
     adj = malloc(((size_t)off[nn] + 1) * sizeof *adj);
     if (!adj) {
@@ -449,15 +462,7 @@ perfpred_status pp_graph_link(pp_graph *g, pp_err *err)
             st = pp_err_set(err, PERFPRED_ERR_NOMEM, "%s: out of memory while sorting", g->path);
             goto done;
         }
-        for (int i = 0; i < nn; i++) {
-            const pp_node *n = &g->nodes[i];
-            for (int k = 0; k < n->n_inputs; k++) {
-                int t = n->inputs[k];
-                if (t < 0 || g->tensors[t].producer < 0) continue;
-                int p = g->tensors[t].producer;
-                adj[off[p] + fill[p]++] = i;
-            }
-        }
+        producer_edges(g, off, NULL, adj, fill);
         free(fill);
     }
     /* Otherwise Kahn, ready nodes taken FIFO, seeded in file order. */
