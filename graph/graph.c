@@ -8,18 +8,6 @@
 #include <string.h>
 
 /* ---- dtypes ---- */
-int pp_dtype_size(int32_t dt)
-{
-    switch (dt) {
-    case PP_DT_FLOAT: case PP_DT_INT32: case PP_DT_UINT32: return 4;
-    case PP_DT_UINT8: case PP_DT_INT8: case PP_DT_BOOL: return 1;
-    case PP_DT_UINT16: case PP_DT_INT16: case PP_DT_FLOAT16: case PP_DT_BFLOAT16: return 2;
-    case PP_DT_INT64: case PP_DT_DOUBLE: case PP_DT_UINT64: case PP_DT_COMPLEX64: return 8;
-    case PP_DT_COMPLEX128: return 16;
-    default: return 0;
-    }
-}
-
 int pp_dtype_is_float(int32_t dt)
 {
     return dt == PP_DT_FLOAT || dt == PP_DT_FLOAT16 || dt == PP_DT_DOUBLE || dt == PP_DT_BFLOAT16;

@@ -22,7 +22,15 @@ enum {
     PP_DT_FLOAT16 = 10, PP_DT_DOUBLE = 11, PP_DT_UINT32 = 12, PP_DT_UINT64 = 13,
     PP_DT_COMPLEX64 = 14, PP_DT_COMPLEX128 = 15, PP_DT_BFLOAT16 = 16
 };
-int pp_dtype_size(int32_t dtype);        /* bytes per element; 0 for unknown/string */
+/* bytes per element; 0 for unknown/string. Inline: tensor sizes ask it of ~10^3 tensors a
+ * network. */
+static inline int pp_dtype_size(int32_t dtype)
+{
+    /* by PP_DT_*: undefined, float, uint8, int8, uint16, int16, int32, int64, string, bool,
+     * float16, double, uint32, uint64, complex64, complex128, bfloat16 */
+    static const unsigned char size[] = {0, 4, 1, 1, 2, 2, 4, 8, 0, 1, 2, 8, 4, 8, 8, 16, 2};
+    return dtype >= 0 && dtype < (int32_t)sizeof size ? size[dtype] : 0;
+}
 int pp_dtype_is_float(int32_t dtype);
 const char *pp_dtype_name(int32_t dtype);
 
@@ -251,10 +259,8 @@ static inline int64_t pp_tensor_elems(const pp_tensor *t)
 /* -1 if unknown */
 static inline int64_t pp_tensor_bytes(const pp_tensor *t)
 {
-    /* pp_dtype_size's table: bytes per element by PP_DT_*, 0 for unknown and strings */
-    static const unsigned char size[] = {0, 4, 1, 1, 2, 2, 4, 8, 0, 1, 2, 8, 4, 8, 8, 16, 2};
     int64_t n = pp_tensor_elems(t), b;
-    int sz = t->dtype >= 0 && t->dtype < (int32_t)sizeof size ? size[t->dtype] : 0;
+    int sz = pp_dtype_size(t->dtype);
     if (n < 0 || sz == 0 || pp_mul_overflow_i64(n, sz, &b)) return -1;
     return b;
 }
