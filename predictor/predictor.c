@@ -43,7 +43,7 @@ static void copy_err(const pp_err *e, char *buf, size_t len)
     if (buf && len) snprintf(buf, len, "%s", e->msg);
 }
 
-static int scaled_host(const pp_device *d);
+static int host_estimated(const pp_device *d);
 
 /* What a prediction of stack s on d is labelled (stack_figures below): calibrated where s was fitted
  * on d's rows; an estimate where d's host dispatches at a scale nobody measured or d states no
@@ -51,7 +51,7 @@ static int scaled_host(const pp_device *d);
 static const char *stack_label(const pp_stack *s, const pp_device *d)
 {
     if (pp_stack_trained_on(s, d)) return "calibrated";
-    if ((scaled_host(d) && d->host_dispatch_source == PP_HOST_ESTIMATE) ||
+    if (host_estimated(d) ||
         pp_stack_rate_missing(s, d))
         return "estimate";
     return "transferred";
@@ -569,6 +569,12 @@ static int scaled_host(const pp_device *d)
     return d->host_dispatch_scale > 0 && d->host_dispatch_scale != 1;
 }
 
+/* d's host dispatches at a scale of its own that no measurement made (a Jetson's Arm cores) */
+static int host_estimated(const pp_device *d)
+{
+    return scaled_host(d) && d->host_dispatch_source == PP_HOST_ESTIMATE;
+}
+
 /* How a prediction runs a fitted stack otherwise than it was fitted: under autocast (its fp16
  * stack with autocast's casts), in bfloat16 (the fp16 stack at the bf16 rate), or replayed as a
  * CUDA graph (the eager stack with no host dispatch). */
@@ -646,7 +652,7 @@ static perfpred_status stack_figures(const pp_graph *g, const pp_device *d, cons
               "descriptor's figures";
     /* a host whose dispatch scale nobody measured (a Jetson's Arm cores) sets the pace of every
      * small batch: the stack's GPU side is a transfer, the whole an estimate */
-    if (!own && !mode.graph && scaled_host(d) && d->host_dispatch_source == PP_HOST_ESTIMATE)
+    if (!own && !mode.graph && host_estimated(d))
         out->latency_ms.prov = PERFPRED_PROV_ESTIMATE;
     if (!own && pp_stack_rate_missing(stk, d)) {
         out->latency_ms.prov = PERFPRED_PROV_ESTIMATE;
@@ -1132,7 +1138,7 @@ static void stack_interval(const pp_device *d, const pp_stack *stk, stack_mode m
         pp_interval_none(&out->latency_interval,
                          "no interval: one GPU's CUDA-graph replays (the H200's) are too few to "
                          "judge a replayed stack on GPUs it did not see");
-    else if (scaled_host(d) && d->host_dispatch_source == PP_HOST_ESTIMATE &&
+    else if (host_estimated(d) &&
         out->latency_ms.prov != PERFPRED_PROV_CALIBRATED) /* not a GPU the stack saw */
         pp_interval_none(&out->latency_interval,
                          "no interval: the host's dispatch scale is an estimate, and no "
