@@ -14,8 +14,8 @@
  * A GEMM-class kernel streams its operands through shared memory every step: at the rate it
  * reaches on its units (pp_stack_compute_reach: the stack's efficiency x its share of the tensor
  * or doubled fp32 peak) it takes the board to its power limit, so each of its flops costs
- * (max_power_w - p0) / (peak x reach). The project's H100 and H200 drew 500-750 W running eager
- * CNNs at batch >= 32 at a quarter of their TF32 peak (docs/gpu-stacks.md, "Energy").
+ * (max_power_w - p0) / (peak x reach). The project's H100 drew up to 750 W (its limit: 700)
+ * running eager CNNs at batch >= 32 at a quarter of its TF32 peak (docs/gpu-stacks.md, "Energy").
  *
  * Stored as configs/artifacts/gpu-power.json (calibrate fit-power). */
 #ifndef PP_POWER_H
