@@ -85,12 +85,12 @@ double pp_stack_energy_mj(const pp_stack *s, const pp_device *d, const pp_power_
         if (role == 0) continue;
         double fl, by;
         pp_stack_kernel_work(fa, &k[i], &fl, &by);
-        double peak = pp_stack_peak_tflops(s, d, k[i].cls);
+        double peak = pp_stack_kernel_peak_tflops(s, d, &k[i]);
         /* a convolution or matrix product at the rate it reaches on its units takes the board
          * to its power limit (its operands stream through shared memory and registers every
          * step, where the sweep's fp32 FMAs keep theirs in registers); other kernels pay the
          * sweep's energy per flop */
-        double reach = pp_stack_compute_reach(s, d, k[i].cls);
+        double reach = pp_stack_compute_reach(s, d, &k[i]);
         double pj_flop =
             reach > 0 && peak > 0 && room_w > 0 ? room_w / (peak * reach) : pw->pj_per_flop;
         int fused = role == 1;
@@ -99,9 +99,8 @@ double pp_stack_energy_mj(const pp_stack *s, const pp_device *d, const pp_power_
         if (!fused && room_w > 0) {
             double t = isfinite(k[i].cal_ms) ? k[i].cal_ms
                                              : pp_stack_time_from_units(
-                                                   s, k[i].cls,
-                                                   pp_stack_tensor_share(s, d, k[i].cls), tc[i],
-                                                   tm[i], pp_stack_kernel_need(s, d, &k[i]));
+                                                   s, k[i].cls, pp_stack_kernel_share(s, d, &k[i]),
+                                                   tc[i], tm[i], pp_stack_kernel_need(s, d, &k[i]));
             if (e > room_w * t) e = room_w * t; /* W x ms = mJ: the board throttles above max */
         }
         dyn += e;

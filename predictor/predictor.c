@@ -493,6 +493,9 @@ static void stack_kernel_of(const pp_graph *g, const pp_kernel_group *G, const k
                      ? (double)f->k
                      : (double)(f->group > 0 ? f->cin / f->group : f->cin) * (double)f->kernel[0] *
                            (double)(f->kernel[1] > 0 ? f->kernel[1] : 1);
+    S->cin_g = S->cls == PP_SK_CONV || S->cls == PP_SK_CONV3
+                   ? (int)(f->group > 0 ? f->cin / f->group : f->cin)
+                   : 0;
     S->cal_ms = NAN;
     S->attn = PP_ATTN_NONE;
     S->attn_flops = S->attn_bytes = 0;
@@ -1042,7 +1045,7 @@ static void stack_time(const predict_setup *P, const pp_kernel_group *G, const k
      * a convolution the stack runs on TF32 tensor cores: the stack's model does */
     int tf32_conv = P->stack_cal && (S->cls == PP_SK_CONV || S->cls == PP_SK_CONV3) &&
                     P->src->runtime_precision == PP_PREC_FP32 &&
-                    pp_stack_peak_tflops(stk, d, S->cls) > d->peak_tflops[PP_PREC_FP32];
+                    pp_stack_kernel_peak_tflops(stk, d, S) > d->peak_tflops[PP_PREC_FP32];
     /* a fused attention's kernels are not the operators the layer models timed */
     int keep = P->stack_cal && kt->calibrated && !tf32_conv &&
                S->attn == PP_ATTN_NONE;
@@ -1065,9 +1068,8 @@ static void stack_time(const predict_setup *P, const pp_kernel_group *G, const k
         kt->t = pp_stack_role(stk, sums->attn != NULL, S) != 2
                     ? 0 /* no kernel of its own: a view or part of the fused attention, a
                            concatenation its producers write, an epilogue */
-                    : pp_stack_gpu_ms(stk, d, S->cls, fl,
-                                      pp_stack_dram_bytes(stk, d, S, by * sbf, sbf), S->blocks,
-                                      S->red);
+                    : pp_stack_kernel_gpu_ms(stk, d, S, fl,
+                                             pp_stack_dram_bytes(stk, d, S, by * sbf, sbf));
         kt->calibrated = 0;
     }
     sums->roof_sum_ms += fmin(kt->roof_d, kt->t);

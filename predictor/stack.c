@@ -108,11 +108,31 @@ double pp_stack_tensor_share(const pp_stack *s, const pp_device *d, pp_stack_cla
     return e * share > 1 ? 1 / e : share;
 }
 
-double pp_stack_compute_reach(const pp_stack *s, const pp_device *d, pp_stack_class c)
+int pp_stack_off_tensor_cores(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k)
 {
-    if (c == PP_SK_MEM) return 0;
-    double e = s->eff[s->one_gemm && c == PP_SK_MATMUL ? PP_SK_CONV : c] *
-               pp_stack_tensor_share(s, d, c);
+    if ((k->cls != PP_SK_CONV && k->cls != PP_SK_CONV3) || k->cin_g <= 0 ||
+        strcmp(s->framework, "tensorrt") == 0 || !pp_stack_on_tensor_cores(s, d, k->cls))
+        return 0;
+    return k->cin_g % (s->precision == PP_PREC_FP32 ? 4 : 8) != 0;
+}
+
+double pp_stack_kernel_peak_tflops(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k)
+{
+    return pp_stack_off_tensor_cores(s, d, k) ? d->peak_tflops[PP_PREC_FP32]
+                                              : pp_stack_peak_tflops(s, d, k->cls);
+}
+
+double pp_stack_kernel_share(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k)
+{
+    if (!pp_stack_off_tensor_cores(s, d, k)) return pp_stack_tensor_share(s, d, k->cls);
+    return pp_stack_fp32_doubled(d) && s->fp32_dual_eff > 0 ? s->fp32_dual_eff : 1.0;
+}
+
+double pp_stack_compute_reach(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k)
+{
+    if (k->cls == PP_SK_MEM) return 0;
+    double e = s->eff[s->one_gemm && k->cls == PP_SK_MATMUL ? PP_SK_CONV : k->cls] *
+               pp_stack_kernel_share(s, d, k);
     return e > 0 && e < 1 ? e : 1;
 }
 
@@ -136,16 +156,23 @@ static double kernel_stream_gbs(const pp_device *d, double lb, int res, double *
     return *active > 0 ? fmin(bw, pp_device_sm_stream_gbs(d) * *active) : bw;
 }
 
-void pp_stack_unit_ms(const pp_stack *s, const pp_device *d, pp_stack_class c, double flops,
-                      double bytes, double blocks, double red, double *tc_ms, double *tm_ms)
+/* pp_stack_unit_ms at a peak of peak_tflops */
+static void unit_ms_at(const pp_device *d, pp_stack_class c, double peak_tflops, double flops,
+                       double bytes, double blocks, double red, double *tc_ms, double *tm_ms)
 {
-    double peak = pp_stack_peak_tflops(s, d, c) * 1e12, active;
+    double peak = peak_tflops * 1e12, active;
     double lb = pp_stack_launch_blocks(d, c, blocks, red);
     int res = pp_stack_resident(c);
     double wf = pp_wave_factor(lb, d->compute_units, res);
     *tc_ms = c != PP_SK_MEM && peak > 0 ? flops / peak * wf * 1e3 : 0;
     double sbw = kernel_stream_gbs(d, lb, res, &active) * 1e9;
     *tm_ms = sbw > 0 ? bytes / sbw * 1e3 : 0;
+}
+
+void pp_stack_unit_ms(const pp_stack *s, const pp_device *d, pp_stack_class c, double flops,
+                      double bytes, double blocks, double red, double *tc_ms, double *tm_ms)
+{
+    unit_ms_at(d, c, pp_stack_peak_tflops(s, d, c), flops, bytes, blocks, red, tc_ms, tm_ms);
 }
 
 double pp_stack_sm_need(const pp_device *d, pp_stack_class c, double blocks, double red)
@@ -171,10 +198,18 @@ double pp_stack_kernel_need(const pp_stack *s, const pp_device *d, const pp_stac
 double pp_stack_gpu_ms(const pp_stack *s, const pp_device *d, pp_stack_class c, double flops,
                        double bytes, double blocks, double red)
 {
+    pp_stack_kernel k = {.cls = c, .blocks = blocks, .red = red};
+    return pp_stack_kernel_gpu_ms(s, d, &k, flops, bytes);
+}
+
+double pp_stack_kernel_gpu_ms(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k,
+                              double flops, double bytes)
+{
     double tc, tm;
-    pp_stack_unit_ms(s, d, c, flops, bytes, blocks, red, &tc, &tm);
-    double need = s->mem_feed > 0 ? pp_stack_sm_need(d, c, blocks, red) : 0;
-    return pp_stack_time_from_units(s, c, pp_stack_tensor_share(s, d, c), tc, tm, need);
+    unit_ms_at(d, k->cls, pp_stack_kernel_peak_tflops(s, d, k), flops, bytes, k->blocks, k->red,
+               &tc, &tm);
+    double need = s->mem_feed > 0 ? pp_stack_sm_need(d, k->cls, k->blocks, k->red) : 0;
+    return pp_stack_time_from_units(s, k->cls, pp_stack_kernel_share(s, d, k), tc, tm, need);
 }
 
 /* One call of the pipeline from host clock *h and GPU clock *g (both ms). */
@@ -232,8 +267,10 @@ double pp_stack_latency_units_ms(const pp_stack *s, const pp_device *d, const pp
         if (fa && k[i].attn == PP_ATTN_CORE) host[m] += s->host_us[PP_SK_MEM] * hs;
         double need =
             need_bpc && s->mem_feed > 0 ? need_bpc[i] : pp_stack_kernel_need(s, d, &k[i]);
+        double sh = pp_stack_off_tensor_cores(s, d, &k[i]) ? pp_stack_kernel_share(s, d, &k[i])
+                                                            : share[k[i].cls];
         gpu[m] = isfinite(k[i].cal_ms) ? k[i].cal_ms
-                                       : pp_stack_time_from_units(s, k[i].cls, share[k[i].cls],
+                                       : pp_stack_time_from_units(s, k[i].cls, sh,
                                                                   tc_ms[i], tm_ms[i], need);
         hsum += host[m];
         gsum += gpu[m];
@@ -665,8 +702,9 @@ void pp_stack_kernel_units(const pp_stack *s, const pp_device *d, const pp_stack
     int fa = pp_stack_fused_attention(s, d);
     for (int i = 0; i < n; i++) {
         pp_stack_kernel_work(fa, &k[i], &fl, &by);
-        pp_stack_unit_ms(s, d, k[i].cls, fl, pp_stack_dram_bytes(s, d, &k[i], by * bf, bf),
-                         k[i].blocks, k[i].red, &tc[i], &tm[i]);
+        unit_ms_at(d, k[i].cls, pp_stack_kernel_peak_tflops(s, d, &k[i]), fl,
+                   pp_stack_dram_bytes(s, d, &k[i], by * bf, bf), k[i].blocks, k[i].red, &tc[i],
+                   &tm[i]);
     }
 }
 

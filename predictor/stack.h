@@ -141,11 +141,6 @@ void pp_stack_unit_ms(const pp_stack *s, const pp_device *d, pp_stack_class c, d
 /* Blocks a conv / matmul launches on d: its output tiles, times split-K slices (256 of the
  * reduction each) where the tiles alone leave SMs idle and the reduction is long enough; the
  * libraries' heuristics fill one wave that way. Other kernels: blocks unchanged. */
-/* The share of its class's peak on d (pp_stack_peak_tflops) that a convolution or matrix product
- * under s reaches when computing is all it waits for: eff[c] x pp_stack_tensor_share (tensor
- * cores fed at the stack's rate, doubled fp32 lanes at their share), at most 1; 0 for the memory
- * class. power.c charges such a kernel at that rate the board's full power. */
-double pp_stack_compute_reach(const pp_stack *s, const pp_device *d, pp_stack_class c);
 double pp_stack_launch_blocks(const pp_device *d, pp_stack_class c, double blocks, double red);
 /* 1 when d lacks a rate s's kernels run at: no fp32 peak, or a GPU with tensor cores (compute
  * capability 7.0 on) whose descriptor states no tensor-core rate for s's fp16, or (8.0 on) for its
@@ -230,6 +225,7 @@ typedef struct pp_stack_kernel {
                                 ATen's Convolution.cpp), one more kernel inside the conv's op */
     double flops, bytes, blocks, cal_ms;
     double red;              /* reduction length of a conv / matmul (Cin kh kw, or K); 0 else */
+    int cin_g;               /* a dense convolution's input channels per group; 0 else */
     int attn;                /* PP_ATTN_*: its part in an attention a runtime may fuse */
     double attn_flops, attn_bytes; /* a PP_ATTN_CORE's work when fused (bytes at fp32) */
     /* the two largest activations it reads that kernels before it wrote (pp_stack_mark_reuse):
@@ -238,6 +234,25 @@ typedef struct pp_stack_kernel {
     double in_bytes[2], in_dist[2];
     int cast;                /* autocast's fp32 -> fp16 copy of an operand (pp_stack_cast_kernel) */
 } pp_stack_kernel;
+
+/* 1 when kernel k, a convolution whose class runs on tensor cores on d under s, runs off them:
+ * cuDNN's tensor-core kernels need input channels in multiples of 4 (TF32) or 8 (fp16, bf16)
+ * (NVIDIA's deep-learning performance guide: a network's first layer, 3 channels, is the usual
+ * case), and PyTorch passes its tensors unpadded, so such a convolution runs on the fp32 lanes.
+ * TensorRT's builder pads the channels (its reformatting layers): 0 there. */
+int pp_stack_off_tensor_cores(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k);
+/* The peak (TFLOP/s) and pp_stack_tensor_share that kernel k runs at on d: its class's, or the
+ * fp32 lanes' where pp_stack_off_tensor_cores */
+double pp_stack_kernel_peak_tflops(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k);
+double pp_stack_kernel_share(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k);
+/* pp_stack_gpu_ms of kernel k (its flops and DRAM bytes as given), at its own peak and share */
+double pp_stack_kernel_gpu_ms(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k,
+                              double flops, double bytes);
+/* The share of its peak on d (pp_stack_kernel_peak_tflops) that a convolution or matrix product k
+ * under s reaches when computing is all it waits for: eff[class] x pp_stack_kernel_share (tensor
+ * cores fed at the stack's rate, doubled fp32 lanes at their share), at most 1; 0 for the memory
+ * class. power.c charges such a kernel at that rate the board's full power. */
+double pp_stack_compute_reach(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k);
 
 /* Attention as the export writes it: Q K^T (a matrix product of two activations), a scale or
  * mask, softmax, times V, with the views and copies that split the heads off the projection and

@@ -57,7 +57,7 @@ static void stack_energy_should_match_a_hand_worked_call(void **state)
     s.tf32_conv = 1;
     assert_rel_close(pp_stack_energy_mj(&s, &d, &pw, k, 2, scratch, 1.0, NULL), 76.7, 1e-12);
     s.eff[PP_SK_CONV] = 0.5;
-    assert_rel_close(pp_stack_compute_reach(&s, &d, PP_SK_CONV), 0.5, 1e-12);
+    assert_rel_close(pp_stack_compute_reach(&s, &d, &k[0]), 0.5, 1e-12);
     assert_rel_close(pp_stack_energy_mj(&s, &d, &pw, k, 2, scratch, 1.0, NULL), 80.2, 1e-12);
     /* an fp16 stack moves half the bytes: copy 0.6 mJ; the conv on the fp32 lanes (no fp16 rate
      * here) at eff 1 again: 14 + 6 = 20 mJ, within its 28 */
@@ -67,7 +67,7 @@ static void stack_energy_should_match_a_hand_worked_call(void **state)
     assert_rel_close(pp_stack_energy_mj(&s, &d, &pw, k, 2, scratch, 1.0, NULL), 60 + 20 + 0.6,
                      1e-12);
     /* the memory class reaches no compute rate: it pays the sweep's pJ a flop */
-    assert_rel_close(pp_stack_compute_reach(&s, &d, PP_SK_MEM), 0, 1e-12);
+    assert_rel_close(pp_stack_compute_reach(&s, &d, &k[1]), 0, 1e-12);
 }
 
 static pp_power_set toy_set(void)

@@ -15,6 +15,7 @@
 #include "graph/builders.h"
 #include "graph/graph.h"
 #include "predictor/predictor.h"
+#include "predictor/stack.h"
 #include "util/util.h"
 
 #include <cjson/cJSON.h>
@@ -879,6 +880,57 @@ static void kernels_should_be_the_same_from_links_and_from_a_count(void **state)
     pp_devices_free(db);
 }
 
+/* A convolution whose input channels per group are not a multiple of 4 (TF32) or 8 (fp16) runs
+ * off the tensor cores under PyTorch (cuDNN's tensor-core kernels need them; a first layer has 3),
+ * on the fp32 lanes; TensorRT pads them and keeps its tensor cores. Device: fp32 10, TF32 40, fp16
+ * 80 TFLOP/s, 80 SMs (1,600 blocks: 10 whole waves); efficiencies 1, no feed (share 1): 1 GFLOP
+ * takes 0.1 ms on the lanes, 0.025 on TF32, 0.0125 on fp16. */
+static void misaligned_channels_should_run_off_the_tensor_cores(void **state)
+{
+    (void)state;
+    pp_stack s = {0};
+    s.precision = PP_PREC_FP32;
+    s.tf32_conv = 1;
+    for (int c = 0; c < PP_SK__COUNT; c++) s.eff[c] = 1;
+    pp_stack_set_framework(&s, "pytorch-eager");
+    pp_device d = {0};
+    d.peak_tflops[PP_PREC_FP32] = 10;
+    d.peak_tflops[PP_PREC_TF32] = 40;
+    d.peak_tflops[PP_PREC_FP16] = 80;
+    d.memory_bandwidth_gbs = 1e9;
+    d.compute_units = 80;
+    d.compute_capability = 8.0;
+    pp_stack_kernel k = {.cls = PP_SK_CONV, .blocks = 1600, .red = 147, .cin_g = 3};
+    assert_true(pp_stack_off_tensor_cores(&s, &d, &k));
+    assert_rel_close(pp_stack_kernel_peak_tflops(&s, &d, &k), 10, 1e-12);
+    assert_rel_close(pp_stack_kernel_gpu_ms(&s, &d, &k, 1e9, 1), 0.1, 1e-9);
+    k.cin_g = 64;
+    assert_false(pp_stack_off_tensor_cores(&s, &d, &k));
+    assert_rel_close(pp_stack_kernel_gpu_ms(&s, &d, &k, 1e9, 1), 0.025, 1e-9);
+    /* TensorRT pads a 3-channel input */
+    k.cin_g = 3;
+    pp_stack_set_framework(&s, "tensorrt");
+    assert_false(pp_stack_off_tensor_cores(&s, &d, &k));
+    assert_rel_close(pp_stack_kernel_gpu_ms(&s, &d, &k, 1e9, 1), 0.025, 1e-9);
+    /* fp16 needs 8: 4 channels run on the lanes, 8 on the tensor cores */
+    pp_stack_set_framework(&s, "pytorch-eager");
+    s.precision = PP_PREC_FP16;
+    k.cin_g = 4;
+    assert_true(pp_stack_off_tensor_cores(&s, &d, &k));
+    assert_rel_close(pp_stack_kernel_gpu_ms(&s, &d, &k, 1e9, 1), 0.1, 1e-9);
+    k.cin_g = 8;
+    assert_rel_close(pp_stack_kernel_gpu_ms(&s, &d, &k, 1e9, 1), 0.0125, 1e-9);
+    /* no tensor cores for the stack (TF32 off): nothing to run off; a matrix product or a
+     * memory pass is never a convolution's case */
+    s.precision = PP_PREC_FP32;
+    s.tf32_conv = 0;
+    k.cin_g = 3;
+    assert_false(pp_stack_off_tensor_cores(&s, &d, &k));
+    s.tf32_conv = 1;
+    k.cls = PP_SK_MATMUL;
+    assert_false(pp_stack_off_tensor_cores(&s, &d, &k));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -899,6 +951,7 @@ int main(void)
         cmocka_unit_test(concurrent_predictions_should_be_identical),
         cmocka_unit_test(concurrent_first_predictions_should_match_a_single_thread),
         cmocka_unit_test(kernels_should_be_the_same_from_links_and_from_a_count),
+        cmocka_unit_test(misaligned_channels_should_run_off_the_tensor_cores),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
