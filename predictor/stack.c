@@ -111,9 +111,9 @@ double pp_stack_tensor_share(const pp_stack *s, const pp_device *d, pp_stack_cla
 int pp_stack_off_tensor_cores(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k)
 {
     if ((k->cls != PP_SK_CONV && k->cls != PP_SK_CONV3) || k->cin_g <= 0 ||
-        strcmp(s->framework, "tensorrt") == 0 || !pp_stack_on_tensor_cores(s, d, k->cls))
-        return 0;
-    return k->cin_g % (s->precision == PP_PREC_FP32 ? 4 : 8) != 0;
+        k->cin_g % (s->precision == PP_PREC_FP32 ? 4 : 8) == 0)
+        return 0; /* the cheap tests first: the fit asks this of every kernel it times */
+    return strcmp(s->framework, "tensorrt") != 0 && pp_stack_on_tensor_cores(s, d, k->cls);
 }
 
 double pp_stack_kernel_peak_tflops(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k)
