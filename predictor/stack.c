@@ -95,16 +95,19 @@ double pp_stack_sm_gclocks(const pp_device *d)
     return fp32 > 0 ? fp32 * 1e3 / (2.0 * (pp_stack_fp32_doubled(d) ? 128 : 64)) : 0;
 }
 
+/* a compute kernel's share on d's fp32 lanes: fp32_dual_eff where d doubled them, else 1 */
+static double lanes_share(const pp_stack *s, const pp_device *d)
+{
+    return pp_stack_fp32_doubled(d) && s->fp32_dual_eff > 0 ? s->fp32_dual_eff : 1.0;
+}
+
 double pp_stack_tensor_share(const pp_stack *s, const pp_device *d, pp_stack_class c)
 {
-    if (!pp_stack_on_tensor_cores(s, d, c))
-        return c != PP_SK_MEM && pp_stack_fp32_doubled(d) && s->fp32_dual_eff > 0
-                   ? s->fp32_dual_eff
-                   : 1.0;
+    if (!pp_stack_on_tensor_cores(s, d, c)) return c != PP_SK_MEM ? lanes_share(s, d) : 1.0;
     double gclk = pp_stack_sm_gclocks(d), share = 1.0;
     if (s->tc_feed > 0 && gclk > 0)
         share = 1.0 / (1.0 + pp_stack_peak_tflops(s, d, c) * 1e3 / gclk / s->tc_feed);
-    double e = s->eff[s->one_gemm && c == PP_SK_MATMUL ? PP_SK_CONV : c];
+    double e = pp_stack_class_eff(s, c);
     return e * share > 1 ? 1 / e : share;
 }
 
@@ -124,15 +127,14 @@ double pp_stack_kernel_peak_tflops(const pp_stack *s, const pp_device *d, const 
 
 double pp_stack_kernel_share(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k)
 {
-    if (!pp_stack_off_tensor_cores(s, d, k)) return pp_stack_tensor_share(s, d, k->cls);
-    return pp_stack_fp32_doubled(d) && s->fp32_dual_eff > 0 ? s->fp32_dual_eff : 1.0;
+    return pp_stack_off_tensor_cores(s, d, k) ? lanes_share(s, d)
+                                              : pp_stack_tensor_share(s, d, k->cls);
 }
 
 double pp_stack_compute_reach(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k)
 {
     if (k->cls == PP_SK_MEM) return 0;
-    double e = s->eff[s->one_gemm && k->cls == PP_SK_MATMUL ? PP_SK_CONV : k->cls] *
-               pp_stack_kernel_share(s, d, k);
+    double e = pp_stack_class_eff(s, k->cls) * pp_stack_kernel_share(s, d, k);
     return e > 0 && e < 1 ? e : 1;
 }
 
@@ -267,8 +269,7 @@ double pp_stack_latency_units_ms(const pp_stack *s, const pp_device *d, const pp
         if (fa && k[i].attn == PP_ATTN_CORE) host[m] += s->host_us[PP_SK_MEM] * hs;
         double need =
             need_bpc && s->mem_feed > 0 ? need_bpc[i] : pp_stack_kernel_need(s, d, &k[i]);
-        double sh = pp_stack_off_tensor_cores(s, d, &k[i]) ? pp_stack_kernel_share(s, d, &k[i])
-                                                            : share[k[i].cls];
+        double sh = pp_stack_off_tensor_cores(s, d, &k[i]) ? lanes_share(s, d) : share[k[i].cls];
         gpu[m] = isfinite(k[i].cal_ms) ? k[i].cal_ms
                                        : pp_stack_time_from_units(s, k[i].cls, sh,
                                                                   tc_ms[i], tm_ms[i], need);

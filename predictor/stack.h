@@ -168,10 +168,16 @@ double pp_stack_tensor_share(const pp_stack *s, const pp_device *d, pp_stack_cla
 /* t = max(tc / (eff[c] x share), tm / eff[memory] + tm x need / mem_feed) + gpu_min, share
  * from pp_stack_tensor_share, need from pp_stack_sm_need (no second term where mem_feed is 0);
  * a matrix product takes eff[conv] where the stack has one_gemm */
+/* eff[c] of s, a matrix product's being the convolution's where the stack has one_gemm */
+static inline double pp_stack_class_eff(const pp_stack *s, pp_stack_class c)
+{
+    return s->eff[s->one_gemm && c == PP_SK_MATMUL ? PP_SK_CONV : c];
+}
+
 static inline double pp_stack_time_from_units(const pp_stack *s, pp_stack_class c, double share,
                                               double tc_ms, double tm_ms, double need)
 {
-    double e = s->eff[s->one_gemm && c == PP_SK_MATMUL ? PP_SK_CONV : c] * share;
+    double e = pp_stack_class_eff(s, c) * share;
     double a = c != PP_SK_MEM ? tc_ms / e : 0, b = tm_ms / s->eff[PP_SK_MEM];
     if (s->mem_feed > 0) b += tm_ms * need / s->mem_feed;
     return (a > b ? a : b) + s->gpu_min_us * 1e-3;
