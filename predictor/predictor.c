@@ -487,15 +487,14 @@ static void stack_kernel_of(const pp_graph *g, const pp_kernel_group *G, const k
     S->flops = k->flops;
     S->bytes = k->bytes / bf;
     S->blocks = pp_stack_blocks(f);
+    int64_t cin_g = f->group > 0 ? f->cin / f->group : f->cin;
     S->red = 0;
     if (S->cls != PP_SK_MEM)
         S->red = f->kind == PP_OPK_LINEAR || f->kind == PP_OPK_BMM
                      ? (double)f->k
-                     : (double)(f->group > 0 ? f->cin / f->group : f->cin) * (double)f->kernel[0] *
+                     : (double)cin_g * (double)f->kernel[0] *
                            (double)(f->kernel[1] > 0 ? f->kernel[1] : 1);
-    S->cin_g = S->cls == PP_SK_CONV || S->cls == PP_SK_CONV3
-                   ? (int)(f->group > 0 ? f->cin / f->group : f->cin)
-                   : 0;
+    S->cin_g = S->cls == PP_SK_CONV || S->cls == PP_SK_CONV3 ? (int)cin_g : 0;
     S->cal_ms = NAN;
     S->attn = PP_ATTN_NONE;
     S->attn_flops = S->attn_bytes = 0;
