@@ -365,11 +365,13 @@ static void age(const char *path, time_t t)
     assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
 }
 
-/* A temp folder as the cache, and a copy of one shipped regressor in another. */
-static void cache_setup(char *cache, char *ubj, const char *kind_file, size_t cap)
+/* A temp folder (its path into root) holding the cache folder and a copy of one shipped
+ * regressor; cache_teardown removes it. */
+static void cache_setup(char *root, char *cache, char *ubj, const char *kind_file, size_t cap)
 {
     char tmpl[] = "/tmp/pp_lm_cache_XXXXXX";
     assert_non_null(mkdtemp(tmpl));
+    snprintf(root, cap, "%s", tmpl);
     snprintf(cache, cap, "%s/cache", tmpl);
     snprintf(ubj, cap, "%s/%s", tmpl, kind_file);
     setenv("PERFPRED_CACHE_DIR", cache, 1);
@@ -384,6 +386,14 @@ static void cache_setup(char *cache, char *ubj, const char *kind_file, size_t ca
     assert_int_equal(pp_write_file_atomic(ubj, buf, len, &err), PERFPRED_OK);
     free(buf);
     age(ubj, 1500000000);
+}
+
+static void cache_teardown(const char *root)
+{
+    setenv("PERFPRED_CACHE_DIR", "off", 1);
+    char cmd[1100];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    assert_int_equal(system(cmd), 0);
 }
 
 /* The one file in the cache folder (its path into out). */
@@ -449,10 +459,10 @@ static void predict_rows(pp_lm_model *m, const pp_node_feat *rows, int n, double
 static void tree_cache_should_be_read_validated_and_rebuilt(void **state)
 {
     (void)state;
-    char cache[1024], ubj[1024], cf[1600];
+    char root[1024], cache[1024], ubj[1024], cf[1600];
     char conv_name[256];
     snprintf(conv_name, sizeof conv_name, "%s", host_file("conv"));
-    cache_setup(cache, ubj, conv_name, sizeof cache);
+    cache_setup(root, cache, ubj, conv_name, sizeof cache);
     int n = 0;
     pp_node_feat *rows = real_rows(&n);
     double *want = malloc((size_t)n * sizeof *want), *got = malloc((size_t)n * sizeof *got);
@@ -528,7 +538,7 @@ static void tree_cache_should_be_read_validated_and_rebuilt(void **state)
     assert_int_equal(pp_lm_flat_deserialize(buf, len, &id, &stale, &err), PERFPRED_OK);
     pp_lm_flat_free(stale);
     free(buf);
-    setenv("PERFPRED_CACHE_DIR", "off", 1);
+    cache_teardown(root);
     free(want);
     free(got);
     free(rows);
