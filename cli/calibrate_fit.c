@@ -22,9 +22,10 @@ static void gated_take(const perfpred_netfit_target *t, char *out, size_t n)
 {
     if (t->n_fallback_fit > 0)
         snprintf(out, n, "the overhead correction refitted on the %d rows outside the held-out "
-                 "ones: %.3f x layer sum + %.2f us per kernel + %.2f us per MB",
-                 t->n_fallback_fit, t->fallback_scale, t->fallback_per_kernel_us,
-                 t->fallback_per_mb_us);
+                 "ones: %.3f x layer sum + %.2f us per kernel + %.2f us per MB + %.2f us per MB "
+                 "of cold weights", t->n_fallback_fit, t->fallback_scale,
+                 t->fallback_per_kernel_us, t->fallback_per_mb_us,
+                 t->fallback_per_cold_weight_mb_us);
     else
         snprintf(out, n, "the layer sum");
 }
@@ -55,6 +56,7 @@ static void add_gate_json(cJSON *j, const perfpred_netfit_target *t)
         cJSON_AddNumberToObject(g, "scale", t->fallback_scale);
         cJSON_AddNumberToObject(g, "per_kernel_us", t->fallback_per_kernel_us);
         cJSON_AddNumberToObject(g, "per_mb_us", t->fallback_per_mb_us);
+        cJSON_AddNumberToObject(g, "per_cold_weight_mb_us", t->fallback_per_cold_weight_mb_us);
     } else if (g) {
         cJSON_AddStringToObject(g, "what", "the layer sum");
     }
@@ -348,6 +350,8 @@ static int fit_overhead(const perfpred_overhead_params *params, int json)
             cJSON_AddItemToObject(j, "scale", cli_json_num(f->scale));
             cJSON_AddItemToObject(j, "per_kernel_us", cli_json_num(f->per_kernel_us));
             cJSON_AddItemToObject(j, "per_mb_us", cli_json_num(f->per_mb_us));
+            cJSON_AddItemToObject(j, "per_cold_weight_mb_us",
+                                  cli_json_num(f->per_cold_weight_mb_us));
             cJSON_AddItemToArray(folds, j);
         }
         cJSON_AddItemToObject(o, "pooled_layer_sum_mape_pct",
@@ -357,6 +361,7 @@ static int fit_overhead(const perfpred_overhead_params *params, int json)
         cJSON_AddItemToObject(o, "scale", cli_json_num(r.scale));
         cJSON_AddItemToObject(o, "per_kernel_us", cli_json_num(r.per_kernel_us));
         cJSON_AddItemToObject(o, "per_mb_us", cli_json_num(r.per_mb_us));
+        cJSON_AddItemToObject(o, "per_cold_weight_mb_us", cli_json_num(r.per_cold_weight_mb_us));
         cJSON_AddBoolToObject(o, "written", r.written);
         cJSON_AddStringToObject(o, "artifact", r.path);
         cJSON_AddItemToObject(o, "intervals", cli_intervals(P.heldout, r.device, p->config_dir,
@@ -369,19 +374,22 @@ static int fit_overhead(const perfpred_overhead_params *params, int json)
            p->networks_csv, r.n_used, r.n_failed);
     if (r.n_failed) printf("first failure: %s\n", r.first_failure);
     printf("\nlatency = a x layer sum + c x kernels + d x MB moved (10^6 bytes the kernels read and "
-           "write);\nMAPE %% on each fold's held-out families (a, c, d fitted on the other rows):\n");
-    printf("  %-56s %6s %10s %10s %7s %7s %7s\n", "held-out families", "rows", "layer sum",
-           "corrected", "a", "c us", "d us/MB");
+           "write)\n          + e x MB of cold weights (all weights where they and the peak live "
+           "activations exceed\n          the last-level cache);\nMAPE %% on each fold's held-out "
+           "families (a, c, d, e fitted on the other rows):\n");
+    printf("  %-48s %6s %10s %10s %7s %7s %7s %7s\n", "held-out families", "rows", "layer sum",
+           "corrected", "a", "c us", "d us/MB", "e us/MB");
     for (int k = 0; k < r.n_folds; k++) {
         const perfpred_overhead_fold *f = &r.folds[k];
-        printf("  %-56.56s %6d %10.2f %10.2f %7.3f %7.1f %7.2f\n", f->families, f->n_rows,
+        printf("  %-48.48s %6d %10.2f %10.2f %7.3f %7.1f %7.2f %7.2f\n", f->families, f->n_rows,
                f->layer_sum_mape_pct, f->corrected_mape_pct, f->scale, f->per_kernel_us,
-               f->per_mb_us);
+               f->per_mb_us, f->per_cold_weight_mb_us);
     }
-    printf("  %-56s %6d %10.2f %10.2f\n", "pooled", r.n_pooled, r.pooled_layer_sum_mape_pct,
+    printf("  %-48s %6d %10.2f %10.2f\n", "pooled", r.n_pooled, r.pooled_layer_sum_mape_pct,
            r.pooled_corrected_mape_pct);
-    printf("\nfitted on every row: a = %.4f, c = %.2f us per kernel, d = %.2f us per MB\n", r.scale,
-           r.per_kernel_us, r.per_mb_us);
+    printf("\nfitted on every row: a = %.4f, c = %.2f us per kernel, d = %.2f us per MB, e = %.2f us "
+           "per MB of cold weights\n", r.scale, r.per_kernel_us, r.per_mb_us,
+           r.per_cold_weight_mb_us);
     if (r.written)
         printf("written: %s (applied where the device has no GNN correction)\n", r.path);
     else if (p->dry_run)

@@ -164,6 +164,7 @@ static perfpred_status eval_layers(eval_ctx *E, pp_err *err)
         pt->prov = pred.n_calibrated_kernels > 0 ? PERFPRED_PROV_CALIBRATED : pred.latency_ms.prov;
         pt->n_kernels = 1;
         pt->kernel_bytes = pred.kernel_bytes;
+        pt->cold_weight_bytes = pred.cold_weight_bytes;
         if (!pt->label) {
             st = pp_err_set(err, PERFPRED_ERR_NOMEM, "eval: out of memory");
             break;
@@ -328,6 +329,7 @@ static perfpred_status eval_networks(eval_ctx *E, pp_err *err)
         pt->prov = pred.latency_ms.prov;
         pt->n_kernels = pred.n_kernels;
         pt->kernel_bytes = pred.kernel_bytes;
+        pt->cold_weight_bytes = pred.cold_weight_bytes;
         if (!pt->label || !pt->group) {
             st = pp_err_set(err, PERFPRED_ERR_NOMEM, "eval: out of memory");
             break;

@@ -13,6 +13,7 @@
 #include "eval/eval.h"
 #include "graph_gnn/graph_gnn.h"
 #include "measure/measure.h"
+#include "predictor/calib.h"
 #include "predictor/power.h"
 #include "predictor/stack.h"
 
@@ -82,10 +83,12 @@ perfpred_status pp_fit_neusight(const char *neusight_root, const char *gpu, cons
 
 /* The in-network overhead correction's least squares (fit/fit_overhead.c): scale, per-kernel
  * ms and per-MB ms minimising sum_i (x_i . w - 1)^2 over the points with use[i] (use NULL: all),
- * x_i = (layer sum, kernels, 10^6 bytes moved) / measured, with the per-kernel and per-MB terms >= 0:
- * the least-squares fit over each subset of those two terms (the scale always in), the best of
- * those whose terms are all >= 0. 0 ok, -1 too few rows. */
-int pp_fit_overhead_rows(const perfpred_eval_point *pt, const int *use, int n, double w_out[3]);
+ * x_i = (layer sum, kernels, 10^6 bytes moved, 10^6 bytes of cold weights) / measured, with the
+ * terms after the scale >= 0: the least-squares fit over each subset of those three terms (the
+ * scale always in), the best of those whose terms are all >= 0 (predictor/calib.h,
+ * pp_overhead_latency_ms). 0 ok, -1 too few rows. */
+int pp_fit_overhead_rows(const perfpred_eval_point *pt, const int *use, int n,
+                         double w_out[PP_OVERHEAD_TERMS]);
 
 /* --------------------------------------------- the graph correction (fit_networks.c) ---- */
 
@@ -95,7 +98,7 @@ int pp_fit_overhead_rows(const perfpred_eval_point *pt, const int *use, int n, d
 /* What one uncorrected prediction sums: the layer sum, its energy (NaN when the descriptor has no
  * power model), and the kernels and the bytes they move (the overhead correction's terms). */
 typedef struct pp_fit_net_sums {
-    double layer_ms, layer_mj, kernel_bytes;
+    double layer_ms, layer_mj, kernel_bytes, cold_weight_bytes;
     int n_kernels;
 } pp_fit_net_sums;
 
@@ -198,7 +201,8 @@ typedef struct pp_fit_net_target_report {
     double spread_gate;       /* the gate (pp_gnn.spread_gate, log units); 0: none */
     int n_fallback_fit;       /* latency: rows the gated rows' overhead correction was fitted on
                                  (the device's rows outside the held-out ones); 0: layer sum */
-    double fallback_w[3];     /* its scale, ms per kernel, ms per 10^6 bytes moved */
+    double fallback_w[PP_OVERHEAD_TERMS]; /* its scale, ms per kernel, per 10^6 bytes moved and per
+                                             10^6 bytes of cold weights */
 } pp_fit_net_target_report;
 
 typedef struct pp_fit_net_report {

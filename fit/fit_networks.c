@@ -52,6 +52,7 @@ perfpred_status pp_fit_net_layer_times(const perfpred_ctx *ctx, const perfpred_m
     sums->layer_mj = pr.energy_mj.value;
     sums->n_kernels = pr.n_kernels;
     sums->kernel_bytes = pr.kernel_bytes;
+    sums->cold_weight_bytes = pr.cold_weight_bytes;
     return PERFPRED_OK;
 }
 
@@ -282,6 +283,7 @@ static perfpred_status fit_gated_fallback(const perfpred_ctx *ctx, const perfpre
         pt[n].predicted_ms = E->sum.layer_ms;
         pt[n].n_kernels = E->sum.n_kernels;
         pt[n].kernel_bytes = E->sum.kernel_bytes;
+        pt[n].cold_weight_bytes = E->sum.cold_weight_bytes;
         n++;
     }
     const double *w = lt->fallback_w;
@@ -293,8 +295,8 @@ static perfpred_status fit_gated_fallback(const perfpred_ctx *ctx, const perfpre
             for (int i = 0; i < n_samp; i++) {
                 const pp_fit_net_sums *s = &c->e[ent_of_samp[i]].sum;
                 (*fallback)[i] =
-                    pp_overhead_latency_ms(w[0], w[1], w[2], s->layer_ms, s->n_kernels,
-                                           s->kernel_bytes);
+                    pp_overhead_latency_ms(w, s->layer_ms, s->n_kernels, s->kernel_bytes,
+                                           s->cold_weight_bytes);
             }
         }
     }
@@ -380,6 +382,7 @@ static perfpred_status write_eval(const char *path, const char *device,
                 cJSON_AddNumberToObject(fb, "scale", tr->fallback_w[0]);
                 cJSON_AddNumberToObject(fb, "per_kernel_ms", tr->fallback_w[1]);
                 cJSON_AddNumberToObject(fb, "per_mb_ms", tr->fallback_w[2]);
+                cJSON_AddNumberToObject(fb, "per_cold_weight_mb_ms", tr->fallback_w[3]);
             } else if (fb) {
                 cJSON_AddStringToObject(fb, "what", "the layer sum");
             }

@@ -1,5 +1,6 @@
 /* fit/fit_overhead.c: the in-network overhead correction, latency = scale x layer sum +
- * per_kernel x kernels + per_mb x megabytes moved (include/perfpred_calibrate.h,
+ * per_kernel x kernels + per_mb x megabytes moved + per_cold_weight_mb x megabytes of weights
+ * beyond the last-level cache (include/perfpred_calibrate.h,
  * perfpred_calibrate_fit_overhead). The layer sums, kernel counts and kernel bytes of the rows are
  * eval's (perfpred_eval, layer sums only); held-out folds of model families judge it before it is
  * fitted on every row and written. */
@@ -19,37 +20,42 @@ perfpred_overhead_params perfpred_overhead_default_params(void)
     return p;
 }
 
-/* The three columns of a row, each divided by the measured time: the relative error of
- * x . (scale, per_kernel_ms, per_mb_ms) is x . w - 1. */
-static void row_terms(const perfpred_eval_point *p, double x[3])
+enum { NT = PP_OVERHEAD_TERMS };
+
+/* The columns of a row, each divided by the measured time: the relative error of x . (scale,
+ * per_kernel_ms, per_mb_ms, per_cold_weight_mb_ms) is x . w - 1. */
+static void row_terms(const perfpred_eval_point *p, double x[NT])
 {
     x[0] = p->predicted_ms / p->measured_ms;
     x[1] = p->n_kernels / p->measured_ms;
     x[2] = p->kernel_bytes * 1e-6 / p->measured_ms;
+    x[3] = p->cold_weight_bytes * 1e-6 / p->measured_ms;
 }
 
-int pp_fit_overhead_rows(const perfpred_eval_point *pt, const int *use, int n, double w_out[3])
+int pp_fit_overhead_rows(const perfpred_eval_point *pt, const int *use, int n,
+                         double w_out[PP_OVERHEAD_TERMS])
 {
-    double G[3][3] = {{0}}, g[3] = {0};
+    double G[NT][NT] = {{0}}, g[NT] = {0};
     int m = 0;
     for (int i = 0; i < n; i++) {
         if (use && !use[i]) continue;
-        double x[3];
+        double x[NT];
         row_terms(&pt[i], x);
-        for (int a = 0; a < 3; a++) {
+        for (int a = 0; a < NT; a++) {
             g[a] += x[a];
-            for (int b = 0; b < 3; b++) G[a][b] += x[a] * x[b];
+            for (int b = 0; b < NT; b++) G[a][b] += x[a] * x[b];
         }
         m++;
     }
     if (m < 2 || !(G[0][0] > 0)) return -1;
     double best = INFINITY;
-    for (int mask = 0; mask < 4; mask++) { /* bit 0: per-kernel term, bit 1: per-MB term */
-        int idx[3] = {0}, k = 1;
-        if (mask & 1) idx[k++] = 1;
-        if (mask & 2) idx[k++] = 2;
+    /* every subset of the optional terms (bit t - 1: term t) whose figures come out >= 0 */
+    for (int mask = 0; mask < 1 << (NT - 1); mask++) {
+        int idx[NT] = {0}, k = 1;
+        for (int t = 1; t < NT; t++)
+            if (mask >> (t - 1) & 1) idx[k++] = t;
         if (k > m) continue;
-        double A[9], b[3], v[3], w[3] = {0};
+        double A[NT * NT], b[NT], v[NT], w[NT] = {0};
         for (int r = 0; r < k; r++) {
             b[r] = g[idx[r]];
             for (int c = 0; c < k; c++) A[r * k + c] = G[idx[r]][idx[c]];
@@ -63,9 +69,9 @@ int pp_fit_overhead_rows(const perfpred_eval_point *pt, const int *use, int n, d
         if (!ok) continue;
         /* sum (x.w - 1)^2 = w'Gw - 2 g.w + m */
         double sse = m;
-        for (int a = 0; a < 3; a++) {
+        for (int a = 0; a < NT; a++) {
             sse -= 2 * g[a] * w[a];
-            for (int b2 = 0; b2 < 3; b2++) sse += w[a] * G[a][b2] * w[b2];
+            for (int b2 = 0; b2 < NT; b2++) sse += w[a] * G[a][b2] * w[b2];
         }
         if (sse < best) {
             best = sse;
@@ -75,19 +81,27 @@ int pp_fit_overhead_rows(const perfpred_eval_point *pt, const int *use, int n, d
     return isfinite(best) ? 0 : -1;
 }
 
-static double rel_err(const perfpred_eval_point *p, const double w[3])
+/* x . w */
+static double dot(const double x[NT], const double w[NT])
 {
-    double x[3];
+    double s = 0;
+    for (int t = 0; t < NT; t++) s += x[t] * w[t];
+    return s;
+}
+
+static double rel_err(const perfpred_eval_point *p, const double w[NT])
+{
+    double x[NT];
     row_terms(p, x);
-    return fabs(x[0] * w[0] + x[1] * w[1] + x[2] * w[2] - 1);
+    return fabs(dot(x, w) - 1);
 }
 
 /* What the correction w answers on row p (row_terms are the terms over the measurement). */
-static double corrected_ms(const perfpred_eval_point *p, const double w[3])
+static double corrected_ms(const perfpred_eval_point *p, const double w[NT])
 {
-    double x[3];
+    double x[NT];
     row_terms(p, x);
-    return p->measured_ms * (x[0] * w[0] + x[1] * w[1] + x[2] * w[2]);
+    return p->measured_ms * dot(x, w);
 }
 
 /* The held-out residuals: the layer sum on every row (layer models never see a whole network),
@@ -115,13 +129,16 @@ static perfpred_status write_artifact(const perfpred_overhead_params *p,
         return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
     }
     cJSON_AddStringToObject(o, "format", "perfpred-overhead");
-    cJSON_AddNumberToObject(o, "version", 2);
+    cJSON_AddNumberToObject(o, "version", 3);
     cJSON_AddStringToObject(o, "device", r->device);
     cJSON_AddStringToObject(o, "formula", "latency = scale x layer sum + per_kernel_ms x kernels + "
-                            "per_mb_ms x 10^6 bytes the kernels move");
+                            "per_mb_ms x 10^6 bytes the kernels move + per_cold_weight_mb_ms x "
+                            "10^6 bytes of weights, where weights and peak live activations "
+                            "exceed the last-level cache");
     cJSON_AddNumberToObject(o, "scale", r->scale);
     cJSON_AddNumberToObject(o, "per_kernel_ms", r->per_kernel_us * 1e-3);
     cJSON_AddNumberToObject(o, "per_mb_ms", r->per_mb_us * 1e-3);
+    cJSON_AddNumberToObject(o, "per_cold_weight_mb_ms", r->per_cold_weight_mb_us * 1e-3);
     cJSON_AddStringToObject(o, "data", p->networks_csv);
     cJSON_AddNumberToObject(o, "rows", n_rows);
     cJSON_AddItemToObject(o, "heldout_folds", folds);
@@ -217,7 +234,7 @@ perfpred_status perfpred_calibrate_fit_overhead(const perfpred_overhead_params *
                             out->device);
             goto done;
         }
-        double w[3];
+        double w[NT];
         if (pp_fit_overhead_rows(pt, use, n, w)) {
             st = pp_err_set(&err, PERFPRED_ERR_INVALID_ARG, "fold '%.*s': too few rows to fit",
                             (int)len, f);
@@ -236,6 +253,7 @@ perfpred_status perfpred_calibrate_fit_overhead(const perfpred_overhead_params *
         F->scale = w[0];
         F->per_kernel_us = w[1] * 1e3;
         F->per_mb_us = w[2] * 1e3;
+        F->per_cold_weight_mb_us = w[3] * 1e3;
         sum_base += eb;
         sum_corr += ec;
         out->n_pooled += n_test;
@@ -245,7 +263,7 @@ perfpred_status perfpred_calibrate_fit_overhead(const perfpred_overhead_params *
     out->pooled_layer_sum_mape_pct = 100 * sum_base / out->n_pooled;
     out->pooled_corrected_mape_pct = 100 * sum_corr / out->n_pooled;
     for (int i = 0; i < n; i++) use[i] = 1;
-    double w[3];
+    double w[NT];
     if (pp_fit_overhead_rows(pt, use, n, w)) {
         st = pp_err_set(&err, PERFPRED_ERR_INVALID_ARG, "too few rows to fit");
         goto done;
@@ -253,10 +271,12 @@ perfpred_status perfpred_calibrate_fit_overhead(const perfpred_overhead_params *
     out->scale = w[0];
     out->per_kernel_us = w[1] * 1e3;
     out->per_mb_us = w[2] * 1e3;
+    out->per_cold_weight_mb_us = w[3] * 1e3;
     /* what the predictor would refuse to read is not written (a descriptor far from the machine
      * the networks ran on puts the scale there) */
     out->out_of_range = !(w[0] >= PP_OVERHEAD_SCALE_MIN && w[0] <= PP_OVERHEAD_SCALE_MAX &&
-                          w[1] <= PP_OVERHEAD_TERM_MAX_MS && w[2] <= PP_OVERHEAD_TERM_MAX_MS);
+                          w[1] <= PP_OVERHEAD_TERM_MAX_MS && w[2] <= PP_OVERHEAD_TERM_MAX_MS &&
+                          w[3] <= PP_OVERHEAD_TERM_MAX_MS);
     int ships = out->pooled_corrected_mape_pct < out->pooled_layer_sum_mape_pct &&
                 !out->out_of_range;
     if ((st = collect_heldout(p->heldout, pt, n, ovh_ms, ships, &err))) goto done;

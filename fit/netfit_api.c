@@ -52,6 +52,7 @@ static void copy_target(perfpred_netfit_target *o, const pp_fit_net_target_repor
     o->fallback_scale = t->fallback_w[0];
     o->fallback_per_kernel_us = t->fallback_w[1] * 1e3;
     o->fallback_per_mb_us = t->fallback_w[2] * 1e3;
+    o->fallback_per_cold_weight_mb_us = t->fallback_w[3] * 1e3;
 }
 
 perfpred_status perfpred_calibrate_fit_networks(const perfpred_netfit_params *p,

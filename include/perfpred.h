@@ -215,6 +215,9 @@ typedef struct perfpred_prediction {
     int fits_in_memory;
     int n_kernels, n_calibrated_kernels;
     double kernel_bytes;     /* bytes the kernels read and write (inputs, outputs, weights), summed */
+    double cold_weight_bytes; /* outside a runtime stack: the weights a pass reads from beyond the
+                                device's last-level cache (all of them where weights and peak live
+                                activations exceed it, else 0; the in-network correction's term) */
     int correction_members;  /* GNNs whose corrections were averaged into latency_ms (0: none) */
     double latency_members_lo_ms, latency_members_hi_ms; /* with more than one: the lowest and
                                 the highest latency a single member would give (how much they

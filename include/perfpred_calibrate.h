@@ -357,6 +357,7 @@ typedef struct perfpred_eval_point {
     perfpred_provenance prov;      /* of the prediction */
     int n_kernels;                 /* networks: kernels the prediction summed; layers: 1 */
     double kernel_bytes;           /* the bytes those kernels move (perfpred_prediction) */
+    double cold_weight_bytes;      /* weights beyond the last-level cache (perfpred_prediction) */
 } perfpred_eval_point;
 
 typedef struct perfpred_eval_group {
@@ -641,7 +642,8 @@ typedef struct perfpred_netfit_target {
                                     validation rows; 0: no gate (a single GNN) */
     int n_fallback_fit;          /* latency: rows that overhead correction was fitted on (the
                                     device's rows outside the held-out ones); 0: layer sum */
-    double fallback_scale, fallback_per_kernel_us, fallback_per_mb_us;
+    double fallback_scale, fallback_per_kernel_us, fallback_per_mb_us,
+        fallback_per_cold_weight_mb_us;
 } perfpred_netfit_target;
 
 typedef struct perfpred_netfit_report {
@@ -686,7 +688,8 @@ typedef struct perfpred_overhead_fold {
     char families[256];
     int n_rows;
     double layer_sum_mape_pct, corrected_mape_pct;
-    double scale, per_kernel_us, per_mb_us; /* fitted on the other folds' rows */
+    double scale, per_kernel_us, per_mb_us, per_cold_weight_mb_us; /* fitted on the other
+                                                                       folds' rows */
 } perfpred_overhead_fold;
 
 typedef struct perfpred_overhead_report {
@@ -697,7 +700,7 @@ typedef struct perfpred_overhead_report {
     perfpred_overhead_fold folds[PERFPRED_MAX_FOLDS];
     int n_pooled;
     double pooled_layer_sum_mape_pct, pooled_corrected_mape_pct;
-    double scale, per_kernel_us, per_mb_us; /* fitted on every row */
+    double scale, per_kernel_us, per_mb_us, per_cold_weight_mb_us; /* fitted on every row */
     int written;                       /* 0: dry run, the folds did not beat the layer sum, or
                                           out_of_range */
     int out_of_range;                  /* the fit's figures lie outside what a correction may

@@ -32,7 +32,7 @@ typedef struct calib_gnn {
 
 /* A device's in-network overhead correction (overhead-latency.json) and its provenance text. */
 typedef struct calib_overhead {
-    double scale, per_kernel_ms, per_mb_ms;
+    double w[PP_OVERHEAD_TERMS];
     char *text;
 } calib_overhead;
 
@@ -156,30 +156,36 @@ static perfpred_status load_overheads(pp_calib *c, const char *config_dir, pp_er
         free(buf);
         const cJSON *fmt = j ? cJSON_GetObjectItemCaseSensitive(j, "format") : NULL;
         const cJSON *data = j ? cJSON_GetObjectItemCaseSensitive(j, "data") : NULL;
-        /* version 1 had no per-megabyte term */
-        double ver = j ? json_num_in(j, "version", 1, 2) : NAN;
+        /* version 1 had no per-megabyte term, version 2 none for cold weights */
+        double ver = j ? json_num_in(j, "version", 1, 3) : NAN;
         double sc =
             j ? json_num_in(j, "scale", PP_OVERHEAD_SCALE_MIN, PP_OVERHEAD_SCALE_MAX) : NAN;
         double pk = j ? json_num_in(j, "per_kernel_ms", 0, PP_OVERHEAD_TERM_MAX_MS) : NAN;
         double pm =
             ver == 1 ? 0 : j ? json_num_in(j, "per_mb_ms", 0, PP_OVERHEAD_TERM_MAX_MS) : NAN;
+        double pw = ver < 3 ? 0
+                    : j     ? json_num_in(j, "per_cold_weight_mb_ms", 0, PP_OVERHEAD_TERM_MAX_MS)
+                            : NAN;
         double rows = j ? json_num_in(j, "rows", 2, 1e9) : NAN;
         if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, "perfpred-overhead") != 0 ||
             !cJSON_IsString(data) || isnan(ver) || isnan(sc) || isnan(pk) || isnan(pm) ||
-            isnan(rows)) {
+            isnan(pw) || isnan(rows)) {
             cJSON_Delete(j);
             return pp_err_set(err, PERFPRED_ERR_MODEL,
-                              "%s: not a perfpred-overhead version 1 or 2 file (format, version, "
-                              "scale in [0.05, 20], per_kernel_ms and (version 2) per_mb_ms in "
-                              "[0, 100], rows, data)", path);
+                              "%s: not a perfpred-overhead version 1 to 3 file (format, version, "
+                              "scale in [0.05, 20], per_kernel_ms, (version 2 on) per_mb_ms and "
+                              "(version 3) per_cold_weight_mb_ms in [0, 100], rows, data)", path);
         }
-        char text[1024], mb[64] = "";
+        char text[1024], mb[64] = "", cw[128] = "";
         if (pm > 0) snprintf(mb, sizeof mb, " + %.1f us per MB moved", pm * 1e3);
+        if (pw > 0)
+            snprintf(cw, sizeof cw, " + %.1f us per MB of weights where they and the activations "
+                     "exceed the %g MiB last-level cache", pw * 1e3, d->l2_mb);
         snprintf(text, sizeof text,
-                 "layer sum x %.3f + %.1f us per kernel%s (in-network overhead of %s, fitted on "
-                 "%.0f rows of %s)", sc, pk * 1e3, mb, d->name, rows, data->valuestring);
+                 "layer sum x %.3f + %.1f us per kernel%s%s (in-network overhead of %s, fitted on "
+                 "%.0f rows of %s)", sc, pk * 1e3, mb, cw, d->name, rows, data->valuestring);
         cJSON_Delete(j);
-        c->ovh[i] = (calib_overhead){sc, pk, pm, strdup(text)};
+        c->ovh[i] = (calib_overhead){{sc, pk, pm, pw}, strdup(text)};
         if (!c->ovh[i].text)
             return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
     }
@@ -361,19 +367,24 @@ const struct pp_layer_models *pp_calib_own_models(const pp_calib *c, const pp_de
     return e ? e->lm : NULL;
 }
 
-const char *pp_calib_overhead(const pp_calib *c, const pp_device *d, double *scale,
-                              double *per_kernel_ms, double *per_mb_ms)
+const char *pp_calib_overhead(const pp_calib *c, const pp_device *d, double *w)
 {
     int i = c && c->ovh ? device_index(c, d) : -1;
     if (i < 0 || !c->ovh[i].text) return NULL;
-    if (scale) *scale = c->ovh[i].scale;
-    if (per_kernel_ms) *per_kernel_ms = c->ovh[i].per_kernel_ms;
-    if (per_mb_ms) *per_mb_ms = c->ovh[i].per_mb_ms;
+    if (w) memcpy(w, c->ovh[i].w, sizeof c->ovh[i].w);
     return c->ovh[i].text;
 }
 
-double pp_overhead_latency_ms(double scale, double per_kernel_ms, double per_mb_ms, double layer_ms,
-                              int n_kernels, double kernel_bytes)
+double pp_overhead_cold_weight_bytes(const pp_device *d, double weights_bytes,
+                                     double activations_bytes)
 {
-    return scale * layer_ms + per_kernel_ms * n_kernels + per_mb_ms * kernel_bytes * 1e-6;
+    double llc = d ? d->l2_mb * 1048576.0 : 0;
+    return llc > 0 && weights_bytes + activations_bytes > llc ? weights_bytes : 0;
+}
+
+double pp_overhead_latency_ms(const double *w, double layer_ms, int n_kernels, double kernel_bytes,
+                              double cold_weight_bytes)
+{
+    return w[0] * layer_ms + w[1] * n_kernels + (w[2] * kernel_bytes + w[3] * cold_weight_bytes) *
+                                                    1e-6;
 }

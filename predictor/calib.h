@@ -54,15 +54,21 @@ perfpred_status pp_calib_gnn(const pp_calib *c, const pp_device *d, const struct
 #define PP_OVERHEAD_SCALE_MAX 20
 #define PP_OVERHEAD_TERM_MAX_MS 100
 
-/* d's in-network overhead correction: its provenance text (NULL when it has none), and where
- * not NULL its scale, per-kernel and per-megabyte times (latency = scale x layer sum +
- * per_kernel_ms x kernels + per_mb_ms x 10^6 bytes the kernels move). */
-const char *pp_calib_overhead(const pp_calib *c, const pp_device *d, double *scale,
-                              double *per_kernel_ms, double *per_mb_ms);
-/* That correction's latency: scale x layer_ms + per_kernel_ms x n_kernels + per_mb_ms x
- * kernel_bytes / 10^6. */
-double pp_overhead_latency_ms(double scale, double per_kernel_ms, double per_mb_ms, double layer_ms,
-                              int n_kernels, double kernel_bytes);
+/* The terms of an in-network overhead correction: latency = w[0] x layer sum + w[1] ms x kernels
+ * + w[2] ms x 10^6 bytes the kernels move + w[3] ms x 10^6 bytes of cold weights. */
+enum { PP_OVERHEAD_TERMS = 4 };
+/* d's in-network overhead correction: its provenance text (NULL when it has none), and where w is
+ * not NULL its PP_OVERHEAD_TERMS figures. */
+const char *pp_calib_overhead(const pp_calib *c, const pp_device *d, double *w);
+/* The weights a forward pass reads from beyond d's last-level cache (l2_mb), which a layer timed
+ * alone, back to back, found in it: every weight byte where the pass's working set (weights and
+ * peak live activations) exceeds that cache, else 0 (also where d states no cache). */
+double pp_overhead_cold_weight_bytes(const pp_device *d, double weights_bytes,
+                                     double activations_bytes);
+/* That correction's latency: w[0] x layer_ms + w[1] x n_kernels + (w[2] x kernel_bytes + w[3] x
+ * cold_weight_bytes) / 10^6. */
+double pp_overhead_latency_ms(const double *w, double layer_ms, int n_kernels, double kernel_bytes,
+                              double cold_weight_bytes);
 /* A context's calibrations (predictor/predictor.c). */
 const pp_calib *pp_ctx_calib(const perfpred_ctx *ctx);
 /* A context's device descriptors and its config folder (predictor/predictor.c). */

@@ -196,7 +196,7 @@ static void fill_info(const perfpred_ctx *ctx, const pp_device *d, perfpred_devi
         o->calibrated_energy = gnn_targets > 1;
         if (!o->calibration_source) o->calibration_source = gsrc;
     }
-    o->overhead_correction = pp_calib_overhead(ctx->calib, d, NULL, NULL, NULL) != NULL;
+    o->overhead_correction = pp_calib_overhead(ctx->calib, d, NULL) != NULL;
     for (int i = 0; ctx->stack_text && i < pp_devices_count(ctx->db); i++)
         if (pp_devices_at(ctx->db, i) == d) o->stacks = ctx->stack_text[i];
 }
@@ -1177,7 +1177,7 @@ static perfpred_status gnn_correct(const pp_graph *g, const pp_device *d, const 
 
 /* The latency outside a runtime stack: the layer sum, corrected by the GNN or else by the
  * in-network overhead correction where the device has one; unavailable where no roofline timed
- * a kernel. Returns the overhead correction's source, NULL where it did not answer. */
+ * a kernel. Reads out's weights and activations (layer_sum_memory). Returns the overhead correction's source, NULL where it did not answer. */
 static const char *layer_sum_latency(const predict_setup *P, const kernel_sums *sums,
                                      const gnn_corr *gc, perfpred_prediction *out)
 {
@@ -1189,16 +1189,18 @@ static const char *layer_sum_latency(const predict_setup *P, const kernel_sums *
      * MIG slice's parent is the same chip) */
     int borrowed = P->src && P->src != d && !(d->is_mig && d->parent == P->src);
     perfpred_provenance all_cal = borrowed ? PERFPRED_PROV_TRANSFERRED : PERFPRED_PROV_CALIBRATED;
-    /* else the in-network overhead correction: scale x layer sum + a fixed time per kernel and per
-     * megabyte moved, fitted on whole-network measurements of this device against this same sum */
-    double ovh_scale = 1, ovh_kernel_ms = 0, ovh_mb_ms = 0;
-    const char *ovh_src =
-        corrected || P->pp->layer_sum_only || untimed || ncal == 0
-            ? NULL
-            : pp_calib_overhead(P->ctx->calib, d, &ovh_scale, &ovh_kernel_ms, &ovh_mb_ms);
+    /* else the in-network overhead correction: scale x layer sum + a fixed time per kernel, per
+     * megabyte moved and per megabyte of weights the pass finds beyond the last-level cache,
+     * fitted on whole-network measurements of this device against this same sum */
+    double ovh[PP_OVERHEAD_TERMS] = {1, 0, 0, 0};
+    const char *ovh_src = corrected || P->pp->layer_sum_only || untimed || ncal == 0
+                              ? NULL
+                              : pp_calib_overhead(P->ctx->calib, d, ovh);
 
     out->n_kernels = nk;
     out->kernel_bytes = sums->total_bytes;
+    out->cold_weight_bytes =
+        pp_overhead_cold_weight_bytes(d, out->weights_bytes, out->activations_bytes);
     out->latency_members_lo_ms = out->latency_members_hi_ms = NAN;
     if (corrected || out->correction_gated) {
         out->correction_members = pp_gnn_members(gc->gnn);
@@ -1219,8 +1221,8 @@ static const char *layer_sum_latency(const predict_setup *P, const kernel_sums *
         out->latency_ms.prov = PERFPRED_PROV_CALIBRATED;
         out->latency_ms.source = gc->src;
     } else if (ovh_src) {
-        out->latency_ms.value = pp_overhead_latency_ms(ovh_scale, ovh_kernel_ms, ovh_mb_ms,
-                                                       total_ms, nk, sums->total_bytes);
+        out->latency_ms.value = pp_overhead_latency_ms(ovh, total_ms, nk, sums->total_bytes,
+                                                       out->cold_weight_bytes);
         out->latency_ms.prov = ncal == nk ? all_cal : PERFPRED_PROV_MIXED;
         out->latency_ms.source = ovh_src;
     } else if (ncal == 0) {
@@ -1361,9 +1363,9 @@ static perfpred_status predict_set_up(const predict_setup *P, gnn_corr *gc,
         }
     }
     free(sums.node_ms);
+    layer_sum_memory(g, d, P->bf, out); /* before the latency: its cold-weight term reads it */
     const char *ovh_src = layer_sum_latency(P, &sums, gc, out);
     layer_sum_energy(d, &sums, gc, out);
-    layer_sum_memory(g, d, P->bf, out);
     pp_interval_attach(ctx->intervals, d, out->latency_ms.prov, gc->corrected,
                        out->correction_gated, ovh_src != NULL, out->latency_ms.value,
                        &out->latency_interval);

@@ -681,12 +681,16 @@ static const char *const ovh_files[OVH_NM] = {MODELS "/alexnet.onnx",
                                               MODELS "/mnasnet0_5.onnx"};
 static const char *const ovh_family[OVH_NM] = {"alexnet", "mobilenet", "mnasnet"};
 
-/* The public API's layer sum, kernel count and megabytes moved of every (model, batch) above on
- * host-cpu, and, where path is not NULL, a network CSV there whose rows measure
- * scale x sum + per_kernel_ms x kernels + per_mb_ms x MB. */
-static void overhead_rows(perfpred_ctx *ctx, const char *path, double scale, double per_kernel_ms,
-                          double per_mb_ms, double sum[OVH_NM][3], int nk[OVH_NM][3],
-                          double mb[OVH_NM][3])
+/* What the public API gives every (model, batch) above on host-cpu: the layer sum, kernels,
+ * megabytes moved and megabytes of cold weights. */
+typedef struct ovh_figs {
+    double sum[OVH_NM][3], mb[OVH_NM][3], cw[OVH_NM][3];
+    int nk[OVH_NM][3];
+} ovh_figs;
+
+/* Fills *o and, where path is not NULL, writes a network CSV there whose rows measure
+ * w[0] x sum + w[1] x kernels + w[2] x MB + w[3] x MB of cold weights. */
+static void overhead_rows(perfpred_ctx *ctx, const char *path, const double w[4], ovh_figs *o)
 {
     char text[8192], err[1024];
     perfpred_status st;
@@ -703,12 +707,13 @@ static void overhead_rows(perfpred_ctx *ctx, const char *path, double scale, dou
             assert_int_equal(perfpred_predict(ctx, m, "host-cpu", &pp, &pred, err, sizeof err),
                              PERFPRED_OK);
             perfpred_model_free(m);
-            sum[f][b - 1] = pred.latency_ms.value;
-            nk[f][b - 1] = pred.n_kernels;
-            mb[f][b - 1] = pred.kernel_bytes * 1e-6;
-            assert_true(mb[f][b - 1] > 0);
-            double meas = scale * sum[f][b - 1] + per_kernel_ms * nk[f][b - 1] +
-                          per_mb_ms * mb[f][b - 1];
+            o->sum[f][b - 1] = pred.latency_ms.value;
+            o->nk[f][b - 1] = pred.n_kernels;
+            o->mb[f][b - 1] = pred.kernel_bytes * 1e-6;
+            o->cw[f][b - 1] = pred.cold_weight_bytes * 1e-6;
+            assert_true(o->mb[f][b - 1] > 0);
+            double meas = w[0] * o->sum[f][b - 1] + w[1] * o->nk[f][b - 1] +
+                          w[2] * o->mb[f][b - 1] + w[3] * o->cw[f][b - 1];
             off += snprintf(text + off, sizeof text - (size_t)off,
                             "%s,%s,host-cpu,pytorch-eager,,fp32,%d,,%.17g,,,,,test,2026-01-01\n",
                             ovh_files[f], ovh_family[f], b, meas);
@@ -738,13 +743,12 @@ static void fit_overhead_should_recover_scale_and_per_kernel_time(void **state)
     perfpred_status st;
     enum { NM = OVH_NM };
     const char *const *files = ovh_files;
-    double sum[NM][3], mb[NM][3];
-    int nk[NM][3];
+    ovh_figs o;
     for (int sign = 0; sign < 2; sign++) {
         path_in(path, sizeof path, "overhead_networks.csv");
         /* sign 1: a per-kernel time of -0.01 ms, which the fit must not keep */
-        if (sign) overhead_rows(ctx, path, 1.25, -0.01, 0, sum, nk, mb);
-        else overhead_rows(ctx, path, 1.25, 0.5, 0.02, sum, nk, mb);
+        static const double neg[4] = {1.25, -0.01, 0, 0}, pos[4] = {1.25, 0.5, 0.02, 0};
+        overhead_rows(ctx, path, sign ? neg : pos, &o);
         perfpred_overhead_params op = ovh_params(path, cfg);
         op.dry_run = sign;
         perfpred_overhead_report r;
@@ -762,6 +766,7 @@ static void fit_overhead_should_recover_scale_and_per_kernel_time(void **state)
             assert_rel_close(r.scale, 1.25, 1e-6);
             assert_rel_close(r.per_kernel_us, 500, 1e-6);
             assert_rel_close(r.per_mb_us, 20, 1e-6);
+            assert_true(fabs(r.per_cold_weight_mb_us) < 1e-6);
             assert_int_equal(r.written, 1);
             assert_int_equal(access(r.path, R_OK), 0);
         } else {
@@ -780,7 +785,8 @@ static void fit_overhead_should_recover_scale_and_per_kernel_time(void **state)
     {
         char odir[1600], opath[1700];
         path_in(path, sizeof path, "overhead_far.csv");
-        overhead_rows(ctx, path, 0.02, 0, 0, sum, nk, mb);
+        static const double far[4] = {0.02, 0, 0, 0};
+        overhead_rows(ctx, path, far, &o);
         path_in(odir, sizeof odir, "overhead_far_out");
         perfpred_overhead_params op = ovh_params(path, cfg);
         op.out_dir = odir;
@@ -808,15 +814,15 @@ static void fit_overhead_should_recover_scale_and_per_kernel_time(void **state)
         perfpred_prediction pred, raw;
         assert_int_equal(perfpred_predict(ctx, m, "host-cpu", NULL, &pred, err, sizeof err),
                          PERFPRED_OK);
-        assert_rel_close(pred.latency_ms.value, 1.25 * sum[f][1] + 0.5 * nk[f][1] + 0.02 * mb[f][1],
-                         1e-6);
+        assert_rel_close(pred.latency_ms.value,
+                         1.25 * o.sum[f][1] + 0.5 * o.nk[f][1] + 0.02 * o.mb[f][1], 1e-6);
         assert_non_null(strstr(pred.latency_ms.source, "us per MB moved"));
         assert_non_null(strstr(pred.latency_ms.source, "in-network overhead of host-cpu"));
         perfpred_predict_params pp = perfpred_predict_default_params();
         pp.layer_sum_only = 1;
         assert_int_equal(perfpred_predict(ctx, m, "host-cpu", &pp, &raw, err, sizeof err),
                          PERFPRED_OK);
-        assert_rel_close(raw.latency_ms.value, sum[f][1], 1e-12);
+        assert_rel_close(raw.latency_ms.value, o.sum[f][1], 1e-12);
         perfpred_model_free(m);
     }
     perfpred_ctx_close(ctx);
@@ -854,6 +860,12 @@ static void fit_overhead_should_recover_scale_and_per_kernel_time(void **state)
                              "\"per_kernel_ms\": 0.01, \"rows\": 9, \"data\": \"x.csv\"}");
     assert_null(perfpred_ctx_open(&cp, &st, err, sizeof err));
     assert_non_null(strstr(err, "per_mb_ms"));
+    /* version 3 needs its cold-weight term */
+    pp_test_write_text(path, "{\"format\": \"perfpred-overhead\", \"version\": 3, \"scale\": 1.1, "
+                             "\"per_kernel_ms\": 0.01, \"per_mb_ms\": 0, \"rows\": 9, "
+                             "\"data\": \"x.csv\"}");
+    assert_null(perfpred_ctx_open(&cp, &st, err, sizeof err));
+    assert_non_null(strstr(err, "per_cold_weight_mb_ms"));
     pp_test_write_text(path, "{\"format\": \"perfpred-overhead\", \"version\": 1, \"scale\": 1.1, "
                              "\"per_kernel_ms\": 0.01, \"rows\": 9, \"data\": \"x.csv\"}");
     ctx = perfpred_ctx_open(&cp, &st, err, sizeof err);
@@ -864,9 +876,67 @@ static void fit_overhead_should_recover_scale_and_per_kernel_time(void **state)
     assert_non_null(m);
     perfpred_prediction pred;
     assert_int_equal(perfpred_predict(ctx, m, "host-cpu", NULL, &pred, err, sizeof err), PERFPRED_OK);
-    assert_rel_close(pred.latency_ms.value, 1.1 * sum[0][1] + 0.01 * nk[0][1], 1e-9);
+    assert_rel_close(pred.latency_ms.value, 1.1 * o.sum[0][1] + 0.01 * o.nk[0][1], 1e-9);
     assert_null(strstr(pred.latency_ms.source, "per MB"));
     perfpred_model_free(m);
+    perfpred_ctx_close(ctx);
+}
+
+/* Weights past the last-level cache: host-cpu states 105 MiB of it; AlexNet's 61,100,840 fp32
+ * weights (244.4 MB) are past it at every batch, MobileNetV3-Small's and MnasNet 0.5's few MB with
+ * their activations are not. Rows that pay 0.05 ms per cold MB on top of the other terms: the fit
+ * on every row finds all four figures, the fold that holds AlexNet out has no cold row to learn
+ * the term from and leaves it out, and a new context charges it. */
+static void fit_overhead_should_recover_cold_weights_past_the_last_level_cache(void **state)
+{
+    (void)state;
+    if (!has_models()) skip();
+    char cfg[1300], dir[1400], err[1024], path[1500];
+    perfpred_ctx_params cp;
+    perfpred_ctx *ctx = host_cpu_layers_config("cfg_overhead_cold", cfg, dir, &cp);
+    ovh_figs o;
+    path_in(path, sizeof path, "overhead_cold.csv");
+    static const double w[4] = {1.25, 0.5, 0.02, 0.05};
+    overhead_rows(ctx, path, w, &o);
+    perfpred_ctx_close(ctx);
+    for (int b = 0; b < 3; b++) {
+        assert_rel_close(o.cw[0][b], 61100840 * 4e-6, 1e-12);
+        assert_true(o.cw[1][b] == 0 && o.cw[2][b] == 0);
+    }
+    perfpred_overhead_params op = ovh_params(path, cfg);
+    perfpred_overhead_report r;
+    assert_int_equal(perfpred_calibrate_fit_overhead(&op, &r, err, sizeof err), PERFPRED_OK);
+    assert_rel_close(r.scale, 1.25, 1e-6);
+    assert_rel_close(r.per_kernel_us, 500, 1e-6);
+    assert_rel_close(r.per_mb_us, 20, 1e-6);
+    assert_rel_close(r.per_cold_weight_mb_us, 50, 1e-6);
+    assert_int_equal(r.written, 1);
+    assert_true(r.folds[0].per_cold_weight_mb_us == 0);
+    assert_true(r.folds[0].corrected_mape_pct > 0.1);
+    for (int k = 1; k < 3; k++) {
+        assert_rel_close(r.folds[k].per_cold_weight_mb_us, 50, 1e-6);
+        assert_true(r.folds[k].corrected_mape_pct < 1e-6);
+    }
+    perfpred_status st;
+    ctx = perfpred_ctx_open(&cp, &st, err, sizeof err);
+    assert_non_null(ctx);
+    for (int f = 0; f < OVH_NM; f++) {
+        perfpred_model_params mp = perfpred_model_default_params();
+        mp.batch = 2;
+        perfpred_model *m = perfpred_model_load(ovh_files[f], &mp, &st, err, sizeof err);
+        assert_non_null(m);
+        perfpred_prediction pred;
+        assert_int_equal(perfpred_predict(ctx, m, "host-cpu", NULL, &pred, err, sizeof err),
+                         PERFPRED_OK);
+        assert_rel_close(pred.latency_ms.value,
+                         1.25 * o.sum[f][1] + 0.5 * o.nk[f][1] + 0.02 * o.mb[f][1] +
+                             0.05 * o.cw[f][1],
+                         1e-6);
+        assert_non_null(strstr(pred.latency_ms.source,
+                               "50.0 us per MB of weights where they and the activations exceed "
+                               "the 105 MiB last-level cache"));
+        perfpred_model_free(m);
+    }
     perfpred_ctx_close(ctx);
 }
 
@@ -882,10 +952,10 @@ static void gated_rows_should_take_the_overhead_correction_refitted_without_them
     char cfg[1300], dir[1400], err[1024], path[1500], gdir[1500], man[1600], off[1700];
     perfpred_ctx_params cp;
     perfpred_ctx *ctx = host_cpu_layers_config("cfg_gated", cfg, dir, &cp);
-    double sum[OVH_NM][3], mb[OVH_NM][3];
-    int nk[OVH_NM][3];
+    ovh_figs o;
     path_in(path, sizeof path, "gated_networks.csv");
-    overhead_rows(ctx, path, 1.25, 0.5, 0.02, sum, nk, mb);
+    static const double w[4] = {1.25, 0.5, 0.02, 0};
+    overhead_rows(ctx, path, w, &o);
     perfpred_ctx_close(ctx);
     perfpred_overhead_params op = ovh_params(path, cfg);
     perfpred_overhead_report orep;
@@ -1184,6 +1254,7 @@ int main(void)
         cmocka_unit_test(eval_networks_should_predict_like_the_public_api),
         cmocka_unit_test(eval_networks_should_flag_rows_of_another_machine),
         cmocka_unit_test(fit_overhead_should_recover_scale_and_per_kernel_time),
+        cmocka_unit_test(fit_overhead_should_recover_cold_weights_past_the_last_level_cache),
         cmocka_unit_test(gated_rows_should_take_the_overhead_correction_refitted_without_them),
         cmocka_unit_test(eval_should_name_the_file_and_line_of_bad_input),
         cmocka_unit_test(eval_plot_should_draw_an_svg),
