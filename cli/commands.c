@@ -203,6 +203,9 @@ static void print_prediction(const perfpred_prediction *p, const perfpred_device
     else
         printf("  %-12s %d kernels, %d calibrated\n", "kernels", p->n_kernels,
                p->n_calibrated_kernels);
+    if (p->stack && p->n_launched_kernels != p->n_kernels)
+        printf("  %-12s %d kernels a call under %s (BatchNorm passes, casts: in their ops' rows)\n",
+               "launched", p->n_launched_kernels, p->stack);
     if (p->stack)
         printf("  %-12s host issues the ops in %.3f ms/call, the GPU runs them in %.3f ms: %s\n",
                "pipeline", p->host_ms, p->gpu_ms,

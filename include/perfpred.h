@@ -214,6 +214,9 @@ typedef struct perfpred_prediction {
     double memory_capacity_bytes;
     int fits_in_memory;
     int n_kernels, n_calibrated_kernels;
+    int n_launched_kernels;  /* under a runtime stack: the kernels it launches per call (eager's
+                                BatchNorm passes and autocast's casts in, epilogues, views and
+                                fused-away ops out); elsewhere n_kernels */
     double kernel_bytes;     /* bytes the kernels read and write (inputs, outputs, weights), summed */
     double cold_weight_bytes; /* outside a runtime stack: the weights a pass reads from beyond the
                                 device's last-level cache (all of them where weights and peak live

@@ -109,6 +109,7 @@ cJSON *pp_json_prediction(const perfpred_prediction *p)
         cJSON *s = cJSON_AddObjectToObject(o, "stack");
         cJSON_AddStringToObject(s, "name", p->stack);
         cJSON_AddNumberToObject(s, "host_ms", p->host_ms);
+        cJSON_AddNumberToObject(s, "launched_kernels", p->n_launched_kernels);
         cJSON_AddNumberToObject(s, "gpu_ms", p->gpu_ms);
         cJSON_AddNumberToObject(mb, "allocator_peak_bytes", p->allocator_peak_bytes);
     }

@@ -840,6 +840,7 @@ typedef struct gnn_corr {
  * pipeline's scratch beside it) and its time on its first node, which the GNN reads (node_ms). */
 typedef struct kernel_sums {
     pp_stack_kernel *sk;
+    int *sk_group;  /* where the breakdown is asked under a stack: the kernel group of each sk */
     int *attn;      /* where the stack runs attention fused on d: each kernel's part in one */
     double *attn_fl; /* a core's fused flops [n_groups], then its bytes (fp32) */
     int n_groups, cur; /* the kernels, and the one being timed */
@@ -1018,9 +1019,12 @@ static void stack_time(const predict_setup *P, const pp_kernel_group *G, const k
          * product the fused attention absorbs: its softmax never leaves the kernel) */
         int ct[PP_STACK_MAX_CASTS];
         int nc = pp_stack_autocast_casts(g, P->amp32, G->nodes[0], ct);
-        for (int c = 0; c < nc; c++)
+        for (int c = 0; c < nc; c++) {
+            if (sums->sk_group) sums->sk_group[sums->n_sk] = sums->cur;
             pp_stack_cast_kernel(pp_tensor_elems(&g->tensors[ct[c]]), &sums->sk[sums->n_sk++]);
+        }
     }
+    if (sums->sk_group) sums->sk_group[sums->n_sk] = sums->cur;
     pp_stack_kernel *S = &sums->sk[sums->n_sk++];
     stack_kernel_of(g, G, k, P->bf, S);
     /* under autocast a memory kernel that writes fp32 (an fp32 op's, or promoted by an fp32
@@ -1080,6 +1084,7 @@ static void stack_time(const predict_setup *P, const pp_kernel_group *G, const k
         double rb = pp_roofline_ms(d, PP_OPK_ELEMWISE, B->flops, B->bytes * P->bf, &bmb);
         B->cal_ms = NAN;
         if (stk->bn_kernel) sums->roof_sum_ms += rb;
+        if (sums->sk_group) sums->sk_group[sums->n_sk] = sums->cur;
         sums->n_sk++;
     }
 }
@@ -1197,7 +1202,7 @@ static const char *layer_sum_latency(const predict_setup *P, const kernel_sums *
                               ? NULL
                               : pp_calib_overhead(P->ctx->calib, d, ovh);
 
-    out->n_kernels = nk;
+    out->n_kernels = out->n_launched_kernels = nk;
     out->kernel_bytes = sums->total_bytes;
     out->cold_weight_bytes =
         pp_overhead_cold_weight_bytes(d, out->weights_bytes, out->activations_bytes);
@@ -1301,6 +1306,29 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
     return rst;
 }
 
+/* A stack prediction's kernels as it launches them (out->n_launched_kernels) and, where the
+ * breakdown is asked, each row's time as the pipeline ran it: a kernel's own, with the BatchNorm
+ * pass eager runs after a convolution and the casts autocast runs before an op, so that the rows
+ * add up to out->gpu_ms. */
+static void stack_breakdown(const pp_device *d, const pp_stack *stk, const kernel_sums *sums,
+                            const perfpred_predict_params *pp, perfpred_prediction *out)
+{
+    double *t = malloc(((size_t)sums->n_sk + 1) * sizeof *t);
+    if (!t) { /* the rows keep the kernels' own times */
+        out->n_launched_kernels = out->n_kernels;
+        return;
+    }
+    out->n_launched_kernels = pp_stack_kernel_gpu_times(stk, d, sums->sk, sums->n_sk,
+                                                        sums->scratch, t);
+    int nrec = sums->nk < pp->kernels_cap ? sums->nk : pp->kernels_cap;
+    if (pp->kernels && sums->sk_group) {
+        for (int i = 0; i < nrec; i++) pp->kernels[i].latency_ms = 0;
+        for (int i = 0; i < sums->n_sk; i++)
+            if (sums->sk_group[i] < nrec) pp->kernels[sums->sk_group[i]].latency_ms += t[i];
+    }
+    free(t);
+}
+
 /* The prediction P sets up, into out. */
 static perfpred_status predict_set_up(const predict_setup *P, gnn_corr *gc,
                                       perfpred_prediction *out, pp_err *err)
@@ -1323,14 +1351,19 @@ static perfpred_status predict_set_up(const predict_setup *P, gnn_corr *gc,
     size_t per = 2 + (P->mode.amp ? PP_STACK_MAX_CASTS : 0);
     sums.sk = stk ? malloc(((size_t)n_groups * per + 1) * sizeof *sums.sk) : NULL;
     sums.scratch = stk ? malloc(((size_t)n_groups * per + 1) * 4 * sizeof *sums.scratch) : NULL;
+    sums.sk_group = stk && pp->kernels
+                        ? malloc(((size_t)n_groups * per + 1) * sizeof *sums.sk_group)
+                        : NULL;
     sums.n_groups = n_groups;
     int attn_fail = stk && pp_stack_fused_attention(stk, d) &&
                     attention_of(g, kernels, n_groups, &sums.attn, &sums.attn_fl);
-    if ((gc->gnn && !sums.node_ms) || (stk && (!sums.sk || !sums.scratch)) || attn_fail) {
+    if ((gc->gnn && !sums.node_ms) || (stk && (!sums.sk || !sums.scratch)) ||
+        (stk && pp->kernels && !sums.sk_group) || attn_fail) {
         free(kernels);
         free(sums.node_ms);
         free(sums.sk);
         free(sums.scratch);
+        free(sums.sk_group);
         return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
     }
     /* no room for the copies' shortcut is no error: every kernel asks its models then */
@@ -1348,6 +1381,8 @@ static perfpred_status predict_set_up(const predict_setup *P, gnn_corr *gc,
         perfpred_status sst = stack_figures(g, d, stk, P->mode, &ctx->power, n_groups, sums.sk,
                                             sums.n_sk, sums.scratch, sums.roof_sum_ms, sums.ncal,
                                             out, err);
+        if (!sst) stack_breakdown(d, stk, &sums, pp, out);
+        free(sums.sk_group);
         free(sums.sk);
         free(sums.scratch);
         free(sums.node_ms);

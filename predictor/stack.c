@@ -833,6 +833,15 @@ double pp_stack_latency_ms(const pp_stack *s, const pp_device *d, const pp_stack
     return pp_stack_latency_units_ms(s, d, k, tc, tm, NULL, n, scratch, host_ms, gpu_ms);
 }
 
+int pp_stack_kernel_gpu_times(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k,
+                              int n, const double *scratch, double *out)
+{
+    /* pp_stack_latency_units_ms keeps the launched kernels' GPU times, in order, at scratch + n */
+    int fa = pp_stack_fused_attention(s, d), m = 0;
+    for (int i = 0; i < n; i++) out[i] = pp_stack_role(s, fa, &k[i]) == 2 ? scratch[n + m++] : 0;
+    return m;
+}
+
 double pp_stack_cublas_bytes(double cc)
 {
     return cc >= 9.0 ? 4096.0 * 8 * 1024 : 4096.0 * 1024 * 2 + 16.0 * 1024 * 8;

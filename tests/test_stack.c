@@ -1325,6 +1325,49 @@ static void calibrated_kernels_should_drop_the_timing_floor_under_a_stack(void *
     perfpred_ctx_close(ctx);
 }
 
+/* ResNet-18 (20 convolutions each with a BatchNorm, 17 ReLUs, 8 residual adds, a max pool, an
+ * average pool, a linear layer: 48 kernels of the graph) as each stack launches it: eager 68 (a
+ * BatchNorm pass after every convolution), under autocast 23 casts more (20 conv weights, the
+ * linear layer's weight and bias, the image), TensorRT 23 (ReLU and add in the convolutions'
+ * epilogues, BatchNorm folded). The breakdown's rows add up to the GPU's time however many. */
+static void a_stack_breakdown_should_add_up_to_what_it_launches(void **state)
+{
+    (void)state;
+    char msg[1024];
+    perfpred_model *m;
+    perfpred_ctx *ctx = ctx_and_resnet18(pp_test_path("configs"), &m);
+    static const struct {
+        const char *runtime, *precision;
+        int launched;
+    } c[] = {{"pytorch-eager", "fp32", 68}, {"pytorch-eager", "fp16", 68},
+             {"pytorch-eager", "amp", 91},  {"tensorrt", "fp32", 23}};
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        perfpred_kernel ks[64];
+        int nk = 0;
+        perfpred_predict_params pp = perfpred_predict_default_params();
+        pp.kernels = ks;
+        pp.kernels_cap = 64;
+        pp.n_kernels = &nk;
+        pp.runtime = c[i].runtime;
+        pp.precision = c[i].precision;
+        perfpred_prediction p;
+        assert_int_equal(perfpred_predict(ctx, m, "a100-pcie-40gb", &pp, &p, msg, sizeof msg), 0);
+        assert_non_null(p.stack);
+        assert_int_equal(nk, 48);
+        assert_int_equal(p.n_kernels, 48);
+        assert_int_equal(p.n_launched_kernels, c[i].launched);
+        double sum = 0;
+        for (int k = 0; k < nk; k++) sum += ks[k].latency_ms;
+        assert_rel_close(sum, p.gpu_ms, 1e-9);
+    }
+    /* a prediction without the breakdown counts the same */
+    perfpred_prediction p;
+    assert_int_equal(perfpred_predict(ctx, m, "a100-pcie-40gb", NULL, &p, msg, sizeof msg), 0);
+    assert_int_equal(p.n_launched_kernels, 68);
+    perfpred_model_free(m);
+    perfpred_ctx_close(ctx);
+}
+
 /* The framework-tax-gpus folder and the fixtures' models into dd and models; 0 (the test is
  * skipped by the caller) when ../shared is not beside the tree. */
 static int framework_tax_paths(char *dd, size_t n_dd, char *models, size_t n_models)
@@ -1486,6 +1529,7 @@ int main(void)
         cmocka_unit_test(bf16_should_take_the_fp16_stack_at_its_own_rate),
         cmocka_unit_test(a_cuda_graph_should_leave_the_kernels_alone),
         cmocka_unit_test(calibrated_kernels_should_drop_the_timing_floor_under_a_stack),
+        cmocka_unit_test(a_stack_breakdown_should_add_up_to_what_it_launches),
         cmocka_unit_test(fit_should_read_every_mapped_row_of_framework_tax),
         cmocka_unit_test(fit_should_keep_graph_rows_apart),
     };
