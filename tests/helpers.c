@@ -171,3 +171,12 @@ int pp_test_run_cli(const char *args, char *out, size_t cap, const char *tag)
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 #endif
+
+perfpred_predict_params pp_test_kernels_into(perfpred_kernel *ks, int cap, int *nk)
+{
+    perfpred_predict_params pp = perfpred_predict_default_params();
+    pp.kernels = ks;
+    pp.kernels_cap = cap;
+    pp.n_kernels = nk;
+    return pp;
+}

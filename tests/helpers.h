@@ -70,4 +70,6 @@ void pp_test_limit_address_space(size_t extra);
  * source tree, its stdout and stderr into out (NUL-terminated, at most cap - 1 bytes) through
  * <build>/<tag>_out.txt; returns the exit code, -1 if it did not exit. */
 int pp_test_run_cli(const char *args, char *out, size_t cap, const char *tag);
+/* Default predict parameters that list the kernels into ks (at most cap; their count into *nk). */
+perfpred_predict_params pp_test_kernels_into(perfpred_kernel *ks, int cap, int *nk);
 #endif

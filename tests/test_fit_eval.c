@@ -721,6 +721,18 @@ static void overhead_rows(perfpred_ctx *ctx, const char *path, const double w[4]
     if (path) pp_test_write_text(path, text);
 }
 
+/* A private config folder `name` with host-cpu's layer models (its path into cfg, its artifacts
+ * folder into dir, the context's parameters into *cp) and overhead_rows' network CSV `csv` in the
+ * build folder (into path). */
+static void overhead_networks(const char *name, const char *csv, const double w[4], char cfg[1300],
+                              char dir[1400], char path[1500], perfpred_ctx_params *cp, ovh_figs *o)
+{
+    perfpred_ctx *ctx = host_cpu_layers_config(name, cfg, dir, cp);
+    path_in(path, 1500, csv);
+    overhead_rows(ctx, path, w, o);
+    perfpred_ctx_close(ctx);
+}
+
 /* The in-network correction's fit over overhead_rows' networks at path: host-cpu's layer models in
  * cfg, one fold per family of ovh_family. */
 static perfpred_overhead_params ovh_params(const char *path, const char *cfg)
@@ -893,12 +905,9 @@ static void fit_overhead_should_recover_cold_weights_past_the_last_level_cache(v
     if (!has_models()) skip();
     char cfg[1300], dir[1400], err[1024], path[1500];
     perfpred_ctx_params cp;
-    perfpred_ctx *ctx = host_cpu_layers_config("cfg_overhead_cold", cfg, dir, &cp);
     ovh_figs o;
-    path_in(path, sizeof path, "overhead_cold.csv");
     static const double w[4] = {1.25, 0.5, 0.02, 0.05};
-    overhead_rows(ctx, path, w, &o);
-    perfpred_ctx_close(ctx);
+    overhead_networks("cfg_overhead_cold", "overhead_cold.csv", w, cfg, dir, path, &cp, &o);
     for (int b = 0; b < 3; b++) {
         assert_rel_close(o.cw[0][b], 61100840 * 4e-6, 1e-12);
         assert_true(o.cw[1][b] == 0 && o.cw[2][b] == 0);
@@ -918,7 +927,7 @@ static void fit_overhead_should_recover_cold_weights_past_the_last_level_cache(v
         assert_true(r.folds[k].corrected_mape_pct < 1e-6);
     }
     perfpred_status st;
-    ctx = perfpred_ctx_open(&cp, &st, err, sizeof err);
+    perfpred_ctx *ctx = perfpred_ctx_open(&cp, &st, err, sizeof err);
     assert_non_null(ctx);
     for (int f = 0; f < OVH_NM; f++) {
         perfpred_model_params mp = perfpred_model_default_params();
@@ -951,12 +960,9 @@ static void gated_rows_should_take_the_overhead_correction_refitted_without_them
     if (!has_models()) skip();
     char cfg[1300], dir[1400], err[1024], path[1500], gdir[1500], man[1600], off[1700];
     perfpred_ctx_params cp;
-    perfpred_ctx *ctx = host_cpu_layers_config("cfg_gated", cfg, dir, &cp);
     ovh_figs o;
-    path_in(path, sizeof path, "gated_networks.csv");
     static const double w[4] = {1.25, 0.5, 0.02, 0};
-    overhead_rows(ctx, path, w, &o);
-    perfpred_ctx_close(ctx);
+    overhead_networks("cfg_gated", "gated_networks.csv", w, cfg, dir, path, &cp, &o);
     perfpred_overhead_params op = ovh_params(path, cfg);
     perfpred_overhead_report orep;
     assert_int_equal(perfpred_calibrate_fit_overhead(&op, &orep, err, sizeof err), PERFPRED_OK);

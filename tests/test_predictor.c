@@ -280,16 +280,6 @@ static int count_ops(const perfpred_kernel *ks, int n, const char *ops)
     return c;
 }
 
-/* Predict parameters that list the kernels into ks (at most cap; their count into *nk). */
-static perfpred_predict_params kernels_into(perfpred_kernel *ks, int cap, int *nk)
-{
-    perfpred_predict_params pp = perfpred_predict_default_params();
-    pp.kernels = ks;
-    pp.kernels_cap = cap;
-    pp.n_kernels = nk;
-    return pp;
-}
-
 /* A model of tests/fixtures/models at batch 1. */
 static perfpred_model *fixture_b1(const char *file)
 {
@@ -449,7 +439,7 @@ static void composite_ops_should_fuse_decomposed_activations_only(void **state)
     assert_non_null(ctx);
     static perfpred_kernel ks[1024];
     int nk = 0;
-    perfpred_predict_params pp = kernels_into(ks, 1024, &nk);
+    perfpred_predict_params pp = pp_test_kernels_into(ks, 1024, &nk);
     perfpred_model *m[3] = {fixture_b1("efficientnet_b0.onnx"), fixture_b1("convnext_tiny.onnx"),
                             fixture_b1("vit_b_32.onnx")};
     perfpred_prediction pr;
@@ -503,7 +493,7 @@ static void composite_op_should_be_timed_as_its_one_operator(void **state)
     assert_non_null(ctx);
     static perfpred_kernel ks[1024];
     int nk = 0;
-    perfpred_predict_params pp = kernels_into(ks, 1024, &nk);
+    perfpred_predict_params pp = pp_test_kernels_into(ks, 1024, &nk);
     char err[512];
     perfpred_model *m = fixture_b1("convnext_tiny.onnx");
     perfpred_prediction pr;
@@ -519,7 +509,7 @@ static void composite_op_should_be_timed_as_its_one_operator(void **state)
     perfpred_model *gelu = unary_model("Gelu", 4, dims);
     perfpred_kernel one[2];
     int n1 = 0;
-    perfpred_predict_params p1 = kernels_into(one, 2, &n1);
+    perfpred_predict_params p1 = pp_test_kernels_into(one, 2, &n1);
     perfpred_prediction pg;
     assert_int_equal(perfpred_predict(ctx, gelu, "a100-pcie-40gb", &p1, &pg, err, sizeof err),
                      PERFPRED_OK);

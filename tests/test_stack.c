@@ -1297,10 +1297,7 @@ static void calibrated_kernels_should_drop_the_timing_floor_under_a_stack(void *
     perfpred_ctx *ctx = ctx_and_resnet18(pp_test_path("configs"), &m);
     perfpred_kernel ks[64];
     int nk = 0;
-    perfpred_predict_params pp = perfpred_predict_default_params();
-    pp.kernels = ks;
-    pp.kernels_cap = 64;
-    pp.n_kernels = &nk;
+    perfpred_predict_params pp = pp_test_kernels_into(ks, 64, &nk);
     perfpred_prediction p;
     assert_int_equal(perfpred_predict(ctx, m, "a100-pcie-40gb", &pp, &p, msg, sizeof msg), 0);
     assert_non_null(p.stack);
@@ -1344,10 +1341,7 @@ static void a_stack_breakdown_should_add_up_to_what_it_launches(void **state)
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
         perfpred_kernel ks[64];
         int nk = 0;
-        perfpred_predict_params pp = perfpred_predict_default_params();
-        pp.kernels = ks;
-        pp.kernels_cap = 64;
-        pp.n_kernels = &nk;
+        perfpred_predict_params pp = pp_test_kernels_into(ks, 64, &nk);
         pp.runtime = c[i].runtime;
         pp.precision = c[i].precision;
         perfpred_prediction p;
