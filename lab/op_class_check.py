@@ -4,9 +4,10 @@
 Reads lab/op_host_profile.py's CSV (data/gpu-stacks/studies/2026_1127-h200-op-host-profile.csv:
 per model and batch, each aten op's CUDA time per call on the H200) and predicts the same models
 through the CLI (`--runtime pytorch-eager --layers ... --json`), then sums both by op class:
-convolutions (cuDNN), depthwise convolutions (PyTorch's own kernel), ReLU, residual adds, SiLU
-and concatenations. The BatchNorm passes are not in the per-kernel list (they follow their
-convolution inside the stack), so they are printed measured only.
+convolutions with their BatchNorm (cuDNN's and PyTorch's depthwise kernel, and the BatchNorm
+pass eager runs after each: since 2026-11-30 a convolution's row of the breakdown holds its pass;
+a BatchNorm the export could not fold, DenseNet's before its ReLU, is a row of its own), ReLU,
+residual adds, SiLU and concatenations.
 
 Printed per model: predicted / measured microseconds per call for each class. It measures
 nothing; it says where the stack's per-kernel GPU times go wrong while their sum may not
@@ -29,16 +30,15 @@ PROFILE = os.path.join(ROOT, "data/gpu-stacks/studies/2026_1127-h200-op-host-pro
 
 # class -> the aten ops whose CUDA time it is (the leaf op of each eager call)
 MEASURED = {
-    "conv": ["aten::cudnn_convolution"],
-    "dwconv": ["aten::_conv_depthwise2d"],
+    "conv+bn": ["aten::cudnn_convolution", "aten::_conv_depthwise2d", "aten::cudnn_batch_norm"],
     "relu": ["aten::relu_"],
     "add": ["aten::add_", "aten::add"],
     "silu": ["aten::silu_"],
     "cat": ["aten::cat"],
-    "bn": ["aten::cudnn_batch_norm"],
 }
 # a kernel of the prediction -> its class (ONNX ops as the export writes them)
-PREDICTED_OPS = {"Relu": "relu", "Add": "add", "Sigmoid+Mul": "silu", "Concat": "cat"}
+PREDICTED_OPS = {"Relu": "relu", "Add": "add", "Sigmoid+Mul": "silu", "Concat": "cat",
+                 "BatchNormalization": "conv+bn"}
 
 
 def predicted_classes(kernels):
@@ -46,7 +46,7 @@ def predicted_classes(kernels):
     for k in kernels:
         cls = PREDICTED_OPS.get(k["ops"])
         if cls is None and k["kind"] in ("conv", "dwconv"):
-            cls = k["kind"]
+            cls = "conv+bn"
         if cls:
             out[cls] += k["latency_ms"] * 1000.0
     return out
@@ -85,10 +85,7 @@ def main(argv=None):
         cells = []
         for cls, ops in MEASURED.items():
             meas = sum(measured[(m, op)] for op in ops)
-            if cls == "bn":
-                if meas:
-                    cells.append("bn -/%.0f" % meas)
-            elif meas or pred.get(cls):
+            if meas or pred.get(cls):
                 cells.append("%s %.0f/%.0f" % (cls, pred.get(cls, 0.0), meas))
         print("  %-16s %s" % (m, "  ".join(cells)))
     return 0
