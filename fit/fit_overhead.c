@@ -81,27 +81,16 @@ int pp_fit_overhead_rows(const perfpred_eval_point *pt, const int *use, int n,
     return isfinite(best) ? 0 : -1;
 }
 
-/* x . w */
-static double dot(const double x[NT], const double w[NT])
+/* What the correction w answers on row p, as the predictor applies it. */
+static double corrected_ms(const perfpred_eval_point *p, const double w[NT])
 {
-    double s = 0;
-    for (int t = 0; t < NT; t++) s += x[t] * w[t];
-    return s;
+    return pp_overhead_latency_ms(w, p->predicted_ms, p->n_kernels, p->kernel_bytes,
+                                  p->cold_weight_bytes);
 }
 
 static double rel_err(const perfpred_eval_point *p, const double w[NT])
 {
-    double x[NT];
-    row_terms(p, x);
-    return fabs(dot(x, w) - 1);
-}
-
-/* What the correction w answers on row p (row_terms are the terms over the measurement). */
-static double corrected_ms(const perfpred_eval_point *p, const double w[NT])
-{
-    double x[NT];
-    row_terms(p, x);
-    return p->measured_ms * dot(x, w);
+    return fabs(corrected_ms(p, w) / p->measured_ms - 1);
 }
 
 /* The held-out residuals: the layer sum on every row (layer models never see a whole network),

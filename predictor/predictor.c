@@ -1313,19 +1313,16 @@ static perfpred_status predict_graph(const perfpred_ctx *ctx, const pp_graph *g,
 static void stack_breakdown(const pp_device *d, const pp_stack *stk, const kernel_sums *sums,
                             const perfpred_predict_params *pp, perfpred_prediction *out)
 {
-    double *t = malloc(((size_t)sums->n_sk + 1) * sizeof *t);
-    if (!t) { /* the rows keep the kernels' own times */
-        out->n_launched_kernels = out->n_kernels;
-        return;
-    }
-    out->n_launched_kernels = pp_stack_kernel_gpu_times(stk, d, sums->sk, sums->n_sk,
-                                                        sums->scratch, t);
+    double *t = pp->kernels && sums->sk_group
+                    ? malloc(((size_t)sums->n_sk + 1) * sizeof *t)
+                    : NULL; /* none asked, or none to spare: the rows keep their kernels' own times */
+    out->n_launched_kernels =
+        pp_stack_kernel_gpu_times(stk, d, sums->sk, sums->n_sk, sums->scratch, t);
+    if (!t) return;
     int nrec = sums->nk < pp->kernels_cap ? sums->nk : pp->kernels_cap;
-    if (pp->kernels && sums->sk_group) {
-        for (int i = 0; i < nrec; i++) pp->kernels[i].latency_ms = 0;
-        for (int i = 0; i < sums->n_sk; i++)
-            if (sums->sk_group[i] < nrec) pp->kernels[sums->sk_group[i]].latency_ms += t[i];
-    }
+    for (int i = 0; i < nrec; i++) pp->kernels[i].latency_ms = 0;
+    for (int i = 0; i < sums->n_sk; i++)
+        if (sums->sk_group[i] < nrec) pp->kernels[sums->sk_group[i]].latency_ms += t[i];
     free(t);
 }
 

@@ -838,7 +838,10 @@ int pp_stack_kernel_gpu_times(const pp_stack *s, const pp_device *d, const pp_st
 {
     /* pp_stack_latency_units_ms keeps the launched kernels' GPU times, in order, at scratch + n */
     int fa = pp_stack_fused_attention(s, d), m = 0;
-    for (int i = 0; i < n; i++) out[i] = pp_stack_role(s, fa, &k[i]) == 2 ? scratch[n + m++] : 0;
+    for (int i = 0; i < n; i++) {
+        double t = pp_stack_role(s, fa, &k[i]) == 2 ? scratch[n + m++] : 0;
+        if (out) out[i] = t;
+    }
     return m;
 }
 

@@ -381,9 +381,9 @@ perfpred_status pp_graph_stack_kernels(const pp_graph *g, const pp_device *d,
 double pp_stack_latency_ms(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k, int n,
                            double *scratch, double *host_ms, double *gpu_ms);
 /* After pp_stack_latency_ms(s, d, k, n, scratch, ...), with the scratch as it left it: each
- * kernel's GPU time in that pipeline into out[0..n), 0 for one that launches nothing (folded,
- * fused into an epilogue or an attention, an elided concatenation). Returns the kernels that
- * launch. */
+ * kernel's GPU time in that pipeline into out[0..n) (out NULL: none), 0 for one that launches
+ * nothing (folded, fused into an epilogue or an attention, an elided concatenation). Returns the
+ * kernels that launch. */
 int pp_stack_kernel_gpu_times(const pp_stack *s, const pp_device *d, const pp_stack_kernel *k,
                               int n, const double *scratch, double *out);
 /* The unit times (pp_stack_unit_ms) of n kernels under s on d, each at the work it does there
