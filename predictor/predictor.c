@@ -1006,6 +1006,13 @@ static void time_kernel(const predict_setup *P, const pp_kernel_group *G, const 
     kt->roof_d = timed_on == d ? roof_src : roof_ms(d, P->g, G, k, &kt->mb);
 }
 
+/* The next entry of the stack's kernels, taken, as part of the kernel group being timed. */
+static pp_stack_kernel *push_sk(kernel_sums *sums)
+{
+    if (sums->sk_group) sums->sk_group[sums->n_sk] = sums->cur;
+    return &sums->sk[sums->n_sk++];
+}
+
 /* Under a runtime stack: the stack's view of the kernel (and of a BatchNorm pass after it), and
  * the kernel's time as the stack runs it, which replaces kt->t. */
 static void stack_time(const predict_setup *P, const pp_kernel_group *G, const kernel_acc *k,
@@ -1019,13 +1026,10 @@ static void stack_time(const predict_setup *P, const pp_kernel_group *G, const k
          * product the fused attention absorbs: its softmax never leaves the kernel) */
         int ct[PP_STACK_MAX_CASTS];
         int nc = pp_stack_autocast_casts(g, P->amp32, G->nodes[0], ct);
-        for (int c = 0; c < nc; c++) {
-            if (sums->sk_group) sums->sk_group[sums->n_sk] = sums->cur;
-            pp_stack_cast_kernel(pp_tensor_elems(&g->tensors[ct[c]]), &sums->sk[sums->n_sk++]);
-        }
+        for (int c = 0; c < nc; c++)
+            pp_stack_cast_kernel(pp_tensor_elems(&g->tensors[ct[c]]), push_sk(sums));
     }
-    if (sums->sk_group) sums->sk_group[sums->n_sk] = sums->cur;
-    pp_stack_kernel *S = &sums->sk[sums->n_sk++];
+    pp_stack_kernel *S = push_sk(sums);
     stack_kernel_of(g, G, k, P->bf, S);
     /* under autocast a memory kernel that writes fp32 (an fp32 op's, or promoted by an fp32
      * operand: layer_norm, softmax, the residual stream after an fp32 embedding) moves fp32 bytes,
@@ -1084,8 +1088,7 @@ static void stack_time(const predict_setup *P, const pp_kernel_group *G, const k
         double rb = pp_roofline_ms(d, PP_OPK_ELEMWISE, B->flops, B->bytes * P->bf, &bmb);
         B->cal_ms = NAN;
         if (stk->bn_kernel) sums->roof_sum_ms += rb;
-        if (sums->sk_group) sums->sk_group[sums->n_sk] = sums->cur;
-        sums->n_sk++;
+        push_sk(sums);
     }
 }
 
@@ -1182,7 +1185,8 @@ static perfpred_status gnn_correct(const pp_graph *g, const pp_device *d, const 
 
 /* The latency outside a runtime stack: the layer sum, corrected by the GNN or else by the
  * in-network overhead correction where the device has one; unavailable where no roofline timed
- * a kernel. Reads out's weights and activations (layer_sum_memory). Returns the overhead correction's source, NULL where it did not answer. */
+ * a kernel. Reads out's weights and activations (layer_sum_memory). Returns the overhead
+ * correction's source, NULL where it did not answer. */
 static const char *layer_sum_latency(const predict_setup *P, const kernel_sums *sums,
                                      const gnn_corr *gc, perfpred_prediction *out)
 {
