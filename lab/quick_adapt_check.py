@@ -129,7 +129,8 @@ def main():
                 print("%-22s %-22s %-18s %-16s %9.1f%% %9.1f%% %7.0f%% %12s" % (
                     src, dst, train.split(":")[0], judge, before, after, w10, what))
     print()
-    print("transfer: the source's models scaled by the two descriptors' figures, no correction;")
+    print("transfer: the source's models and its in-network correction (where it has one),")
+    print("scaled by the two descriptors' figures, nothing fitted on the target;")
     print("quick: with the correction fitted on the training file (written only where it beats")
     print("the layer sum on the held-out folds), as calibrate run --quick installs it: where the")
     print("transfer alone is closer on the judging rows, it stays (kept: the correction's figure)")

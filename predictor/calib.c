@@ -30,10 +30,12 @@ typedef struct calib_gnn {
     pp_err err;
 } calib_gnn;
 
-/* A device's in-network overhead correction (overhead-latency.json) and its provenance text. */
+/* A device's in-network overhead correction (overhead-latency.json) and its provenance text; or
+ * (transferred) the one of the device whose layer models it borrows, scaled to it. */
 typedef struct calib_overhead {
     double w[PP_OVERHEAD_TERMS];
-    char *text;
+    char *text, *whose; /* whose: whose correction it is and what it was fitted on */
+    int transferred;
 } calib_overhead;
 
 struct pp_calib {
@@ -48,7 +50,21 @@ struct pp_calib {
     calib_overhead *ovh; /* in-network overhead correction per device: text NULL when none */
 };
 
+/* The provenance text of correction w: its terms, then whose it is and what it was fitted on. */
+static char *overhead_text(const double *w, const pp_device *d, const char *whose)
+{
+    char text[2048], mb[64] = "", cw[160] = "";
+    if (w[2] > 0) snprintf(mb, sizeof mb, " + %.1f us per MB moved", w[2] * 1e3);
+    if (w[3] > 0)
+        snprintf(cw, sizeof cw, " + %.1f us per MB of weights where they and the activations "
+                 "exceed the %g MiB last-level cache", w[3] * 1e3, d->l2_mb);
+    snprintf(text, sizeof text, "layer sum x %.3f + %.1f us per kernel%s%s (%s)", w[0], w[1] * 1e3,
+             mb, cw, whose);
+    return strdup(text);
+}
+
 static const calib_entry *entry_of(const pp_calib *c, const pp_device *d);
+static int device_index(const pp_calib *c, const pp_device *d);
 
 /* Whose layer models answer for d: d itself, its MIG parent, or the descriptor it names in
  * calibration_from (for a slice: its parent's calibration_from). */
@@ -176,20 +192,49 @@ static perfpred_status load_overheads(pp_calib *c, const char *config_dir, pp_er
                               "scale in [0.05, 20], per_kernel_ms, (version 2 on) per_mb_ms and "
                               "(version 3) per_cold_weight_mb_ms in [0, 100], rows, data)", path);
         }
-        char text[1024], mb[64] = "", cw[128] = "";
-        if (pm > 0) snprintf(mb, sizeof mb, " + %.1f us per MB moved", pm * 1e3);
-        if (pw > 0)
-            snprintf(cw, sizeof cw, " + %.1f us per MB of weights where they and the activations "
-                     "exceed the %g MiB last-level cache", pw * 1e3, d->l2_mb);
-        snprintf(text, sizeof text,
-                 "layer sum x %.3f + %.1f us per kernel%s%s (in-network overhead of %s, fitted on "
-                 "%.0f rows of %s)", sc, pk * 1e3, mb, cw, d->name, rows, data->valuestring);
+        char whose[1200];
+        snprintf(whose, sizeof whose, "in-network overhead of %s, fitted on %.0f rows of %s",
+                 d->name, rows, data->valuestring);
         cJSON_Delete(j);
-        c->ovh[i] = (calib_overhead){{sc, pk, pm, pw}, strdup(text)};
+        c->ovh[i] = (calib_overhead){{sc, pk, pm, pw}, NULL, strdup(whose), 0};
+        if (c->ovh[i].whose) c->ovh[i].text = overhead_text(c->ovh[i].w, d, whose);
         if (!c->ovh[i].text)
             return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
     }
     return PERFPRED_OK;
+}
+
+void pp_overhead_transfer(const double *w, const pp_device *from, const pp_device *to,
+                          double *out)
+{
+    out[0] = w[0];
+    out[1] = w[1];
+    if (from->launch_overhead_us > 0 && to->launch_overhead_us > 0)
+        out[1] *= to->launch_overhead_us / from->launch_overhead_us;
+    double bw = from->memory_bandwidth_gbs > 0 && to->memory_bandwidth_gbs > 0
+                    ? from->memory_bandwidth_gbs / to->memory_bandwidth_gbs
+                    : 1.0;
+    out[2] = w[2] * bw;
+    out[3] = w[3] * bw;
+}
+
+/* d (at index i), which borrows the layer models of s and has no in-network correction of its
+ * own, takes s's, scaled by the two descriptors (pp_overhead_transfer): the correction maps those
+ * models' layers, timed alone on s, to a whole pass on s, and goes with them. A MIG slice answers
+ * through its parent. -1 on OOM. */
+static int transfer_overhead(pp_calib *c, const pp_device *d, const pp_device *s, int i)
+{
+    int si = device_index(c, s);
+    if (s == d || d->is_mig || si < 0 || c->ovh[i].text || !c->ovh[si].text) return 0;
+    calib_overhead *o = &c->ovh[i];
+    pp_overhead_transfer(c->ovh[si].w, s, d, o->w);
+    char whose[2400];
+    snprintf(whose, sizeof whose,
+             "%s; scaled to this device: per kernel by the hosts' cost per op, %g -> %g us, per "
+             "MB by memory bandwidth, %g -> %g GB/s", c->ovh[si].whose, s->launch_overhead_us,
+             d->launch_overhead_us, s->memory_bandwidth_gbs, d->memory_bandwidth_gbs);
+    o->transferred = 1;
+    return (o->text = overhead_text(o->w, d, whose)) ? 0 : -1;
 }
 
 perfpred_status pp_calib_open(const pp_device_db *db, const char *config_dir, pp_calib **out,
@@ -251,7 +296,7 @@ perfpred_status pp_calib_open(const pp_device_db *db, const char *config_dir, pp
             snprintf(buf, sizeof buf,
                      "layer models of %s (%s), scaled to %s by Habitat's rule", s->name, data,
                      d->is_mig ? "this MIG slice" : "this device");
-        if (!(c->text[i] = strdup(buf))) {
+        if (!(c->text[i] = strdup(buf)) || transfer_overhead(c, d, s, i)) {
             pp_calib_close(c);
             return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
         }
@@ -273,7 +318,10 @@ void pp_calib_close(pp_calib *c)
     }
     free(c->gnn);
     pthread_mutex_destroy(&c->gnn_lock);
-    for (int i = 0; c->ovh && i < pp_devices_count(c->db); i++) free(c->ovh[i].text);
+    for (int i = 0; c->ovh && i < pp_devices_count(c->db); i++) {
+        free(c->ovh[i].text);
+        free(c->ovh[i].whose);
+    }
     free(c->ovh);
     free(c->text);
     free(c->src);
@@ -367,12 +415,20 @@ const struct pp_layer_models *pp_calib_own_models(const pp_calib *c, const pp_de
     return e ? e->lm : NULL;
 }
 
-const char *pp_calib_overhead(const pp_calib *c, const pp_device *d, double *w)
+const char *pp_calib_overhead_answer(const pp_calib *c, const pp_device *d, double *w,
+                                     int *transferred)
 {
     int i = c && c->ovh ? device_index(c, d) : -1;
     if (i < 0 || !c->ovh[i].text) return NULL;
     if (w) memcpy(w, c->ovh[i].w, sizeof c->ovh[i].w);
+    if (transferred) *transferred = c->ovh[i].transferred;
     return c->ovh[i].text;
+}
+
+const char *pp_calib_overhead(const pp_calib *c, const pp_device *d, double *w)
+{
+    int i = c && c->ovh ? device_index(c, d) : -1;
+    return i >= 0 && !c->ovh[i].transferred ? pp_calib_overhead_answer(c, d, w, NULL) : NULL;
 }
 
 double pp_overhead_cold_weight_bytes(const pp_device *d, double weights_bytes,

@@ -57,9 +57,20 @@ perfpred_status pp_calib_gnn(const pp_calib *c, const pp_device *d, const struct
 /* The terms of an in-network overhead correction: latency = w[0] x layer sum + w[1] ms x kernels
  * + w[2] ms x 10^6 bytes the kernels move + w[3] ms x 10^6 bytes of cold weights. */
 enum { PP_OVERHEAD_TERMS = 4 };
-/* d's in-network overhead correction: its provenance text (NULL when it has none), and where w is
- * not NULL its PP_OVERHEAD_TERMS figures. */
+/* d's own in-network overhead correction: its provenance text (NULL when it has none), and where
+ * w is not NULL its PP_OVERHEAD_TERMS figures. */
 const char *pp_calib_overhead(const pp_calib *c, const pp_device *d, double *w);
+/* The correction that answers for d: its own, else (*transferred = 1) that of the device whose
+ * layer models d borrows (calibration_from), scaled by pp_overhead_transfer; NULL when neither
+ * has one. */
+const char *pp_calib_overhead_answer(const pp_calib *c, const pp_device *d, double *w,
+                                     int *transferred);
+/* Correction w of device `from` for a device `to` that borrows from's layer models: the scale as
+ * it is, the time per kernel (host work between ops) x to's / from's launch_overhead_us, the
+ * times per MB (memory traffic) x from's / to's memory_bandwidth_gbs; a figure either descriptor
+ * lacks leaves its term unscaled. */
+void pp_overhead_transfer(const double *w, const pp_device *from, const pp_device *to,
+                          double *out);
 /* The weights a forward pass reads from beyond d's last-level cache (l2_mb), which a layer timed
  * alone, back to back, found in it: every weight byte where the pass's working set (weights and
  * peak live activations) exceeds that cache, else 0 (also where d states no cache). */

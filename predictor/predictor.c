@@ -1200,11 +1200,12 @@ static const char *layer_sum_latency(const predict_setup *P, const kernel_sums *
     perfpred_provenance all_cal = borrowed ? PERFPRED_PROV_TRANSFERRED : PERFPRED_PROV_CALIBRATED;
     /* else the in-network overhead correction: scale x layer sum + a fixed time per kernel, per
      * megabyte moved and per megabyte of weights the pass finds beyond the last-level cache,
-     * fitted on whole-network measurements of this device against this same sum */
+     * fitted on whole-network measurements of this device against this same sum; for a device
+     * that borrows another's layer models and has none of its own, that device's, scaled */
     double ovh[PP_OVERHEAD_TERMS] = {1, 0, 0, 0};
     const char *ovh_src = corrected || P->pp->layer_sum_only || untimed || ncal == 0
                               ? NULL
-                              : pp_calib_overhead(P->ctx->calib, d, ovh);
+                              : pp_calib_overhead_answer(P->ctx->calib, d, ovh, NULL);
 
     out->n_kernels = out->n_launched_kernels = nk;
     out->kernel_bytes = sums->total_bytes;

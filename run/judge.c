@@ -497,8 +497,8 @@ static void before_what(pp_run *R, char *out, size_t n)
     if (access(man, F_OK) == 0 || access(corr, F_OK) == 0)
         snprintf(out, n, "the device's previous calibration");
     else if (R->out->borrowed_from[0])
-        snprintf(out, n, "transferred: %s's models, scaled by the two descriptors' figures",
-                 R->out->borrowed_from);
+        snprintf(out, n, "transferred: %.63s's models and correction, scaled by the two "
+                 "descriptors' figures", R->out->borrowed_from);
     else snprintf(out, n, "the descriptor's roofline (an estimate)");
 }
 

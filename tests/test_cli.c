@@ -688,6 +688,84 @@ static void transfer_should_swap_conv_calls_only_where_both_state_one(void **sta
     unlink(path);
 }
 
+/* The latency and its provenance and source of a --json prediction. */
+static double json_latency_src(const char *args, char *prov, char *src, size_t n)
+{
+    cJSON *j = run_json(args);
+    const cJSON *lat = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "prediction"), "latency");
+    double v = cJSON_GetObjectItem(lat, "value")->valuedouble;
+    snprintf(prov, n, "%s", cJSON_GetStringValue(cJSON_GetObjectItem(lat, "provenance")));
+    snprintf(src, n, "%s", cJSON_GetStringValue(cJSON_GetObjectItem(lat, "source")));
+    cJSON_Delete(j);
+    return v;
+}
+
+/* A CPU that borrows another's layer models (calibration_from) and has no in-network correction
+ * of its own takes the source's, scaled: latency = a x layer sum + c' x kernels + d' x MB moved +
+ * e' x MB of cold weights, c' = c x the target's / source's launch_overhead_us, d' and e' = d and
+ * e x the source's / target's memory_bandwidth_gbs. The figures a, c come from the shipped
+ * epyc-zen4-kvm-2vcpu artifact itself. ResNet-18's 44.6 MB of weights exceed its 32 MiB L3, so
+ * every term counts. A copy with the source's figures answers as the source does, labelled
+ * transferred; a host twice as slow per op adds c x kernels once more; half the bandwidth doubles
+ * the per-MB terms (read as what is left of each latency past a x layer sum and c x kernels). */
+static void transfer_should_carry_the_source_overhead_correction_scaled(void **state)
+{
+    (void)state;
+    char path[2048], args[8192], prov[4096], src[4096];
+    snprintf(path, sizeof path, "%s/test_cli_ovhxfer.yaml", PP_BINARY_DIR);
+    pp_test_write_text(path, "name: zen4-borrow\ndescription: a copy\nbase: epyc-zen4-kvm-2vcpu\n"
+                             "calibration_from: epyc-zen4-kvm-2vcpu\n"
+                             "---\nname: zen4-slowhost\ndescription: a copy\n"
+                             "base: epyc-zen4-kvm-2vcpu\ncalibration_from: epyc-zen4-kvm-2vcpu\n"
+                             "runtime:\n  launch_overhead_us: 2.12\n"
+                             "---\nname: zen4-halfbw\ndescription: a copy\n"
+                             "base: epyc-zen4-kvm-2vcpu\ncalibration_from: epyc-zen4-kvm-2vcpu\n"
+                             "hardware:\n  memory_bandwidth_gbs: 17.55\n");
+    char *text = pp_test_read_text(
+        pp_test_path("configs/artifacts/epyc-zen4-kvm-2vcpu/overhead-latency.json"));
+    assert_non_null(text);
+    cJSON *art = cJSON_Parse(text);
+    free(text);
+    assert_non_null(art);
+    double a = cJSON_GetObjectItem(art, "scale")->valuedouble;
+    double c = cJSON_GetObjectItem(art, "per_kernel_ms")->valuedouble;
+    cJSON_Delete(art);
+    const char *model = "tests/fixtures/models/resnet18.onnx";
+    snprintf(args, sizeof args, "--device epyc-zen4-kvm-2vcpu %s --json", model);
+    double own = json_latency_src(args, prov, src, sizeof prov);
+    assert_string_equal(prov, "calibrated");
+    /* per device: the latency, the layer sum, the kernels */
+    const char *dev[3] = {"zen4-borrow", "zen4-slowhost", "zen4-halfbw"};
+    double lat[3], sum[3], rest[3];
+    int nk = 0;
+    for (int i = 0; i < 3; i++) {
+        snprintf(args, sizeof args, "--device %s %s --json --device-file '%s'", dev[i], model,
+                 path);
+        lat[i] = json_latency_src(args, prov, src, sizeof prov);
+        assert_string_equal(prov, "transferred");
+        assert_non_null(strstr(src, "in-network overhead of epyc-zen4-kvm-2vcpu"));
+        assert_non_null(strstr(src, "scaled to this device"));
+        snprintf(args, sizeof args, "--device %s %s --json --layer-sum-only --device-file '%s'",
+                 dev[i], model, path);
+        int n = 0;
+        sum[i] = json_latency_kernels(args, "conv", &n, NULL, NULL);
+        cJSON *j = run_json(args);
+        nk = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "prediction"), "kernels")->valueint;
+        cJSON_Delete(j);
+        /* what the per-MB terms add */
+        rest[i] = lat[i] - a * sum[i] - c * nk * (i == 1 ? 2 : 1);
+    }
+    if (fabs(lat[0] - own) > 1e-9 * own) print_error("borrowed %.9f, own %.9f\n", lat[0], own);
+    assert_true(fabs(lat[0] - own) <= 1e-9 * own);
+    assert_true(nk > 0 && rest[0] > 0.01 * lat[0]);
+    if (fabs(rest[1] - rest[0]) > 1e-6 * lat[0] || fabs(rest[2] - 2 * rest[0]) > 1e-6 * lat[0])
+        print_error("per-MB terms: %.9f, slow host %.9f, half bandwidth %.9f\n", rest[0], rest[1],
+                    rest[2]);
+    assert_true(fabs(rest[1] - rest[0]) <= 1e-6 * lat[0]);
+    assert_true(fabs(rest[2] - 2 * rest[0]) <= 1e-6 * lat[0]);
+    unlink(path);
+}
+
 /* The numbers of a `calibrate host --json` report. */
 static double host_report(const char *args, double *descriptor_scale, int *n_rows)
 {
@@ -808,6 +886,7 @@ int main(void)
         cmocka_unit_test(mig_should_take_a_runtime_stack),
         cmocka_unit_test(device_file_should_add_a_descriptor_for_any_command),
         cmocka_unit_test(transfer_should_swap_conv_calls_only_where_both_state_one),
+        cmocka_unit_test(transfer_should_carry_the_source_overhead_correction_scaled),
     };
     return cmocka_run_group_tests(tests, NULL, remove_small_networks);
 }
