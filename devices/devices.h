@@ -182,6 +182,12 @@ double pp_device_sm_stream_gbs(const pp_device *d);
 /* 1 when d is a CPU whose runtime stack is eager PyTorch (the runners' stack): what the CPU
  * calibration (`calibrate run`), its BLAS convolutions and their transfer assume. */
 int pp_device_is_eager_pytorch_cpu(const pp_device *d);
+/* How far apart two CPUs are for borrowing one's layer models for the other: |ln| of the ratio of
+ * their compute per core plus |ln| of the ratio of their bandwidth per core (INFINITY where a
+ * figure is missing). Compute per core is the GEMM rate the runtime reaches (gemm_gflops) where
+ * both state it, else the fp32 peak per core. */
+double pp_cpu_figure_distance(double core_a, double bw_core_a, double core_b, double bw_core_b);
+double pp_device_cpu_distance(const pp_device *a, const pp_device *b);
 /* malloc'd YAML text of the resolved descriptor (every field, inherited ones included). */
 char *pp_device_to_yaml(const pp_device *d);
 

@@ -14,6 +14,7 @@
 #include "graph_gnn/graph_gnn.h"
 #include "layer_models/layer_models.h"
 #include "predictor/calib.h"
+#include "predictor/predictor.h"
 
 typedef struct calib_entry {
     const pp_device *dev;
@@ -65,6 +66,30 @@ static char *overhead_text(const double *w, const pp_device *d, const char *whos
 
 static const calib_entry *entry_of(const pp_calib *c, const pp_device *d);
 static int device_index(const pp_calib *c, const pp_device *d);
+
+/* For an eager-PyTorch CPU calibrated in no way (no layer models, graph-level or in-network
+ * correction of its own) that names no calibration_from: the calibrated CPU of the same runtime
+ * and precision nearest to its figures (pp_device_cpu_distance), NULL where none is or its
+ * descriptor lacks the figures. i: d's index. */
+static const pp_device *nearest_cpu(const pp_calib *c, const pp_device *d, int i)
+{
+    if (d->is_mig || d->calibration_from || !pp_device_is_eager_pytorch_cpu(d) ||
+        entry_of(c, d) || c->gnn[i].bin || c->ovh[i].text)
+        return NULL;
+    const pp_device *best = NULL;
+    double best_d = INFINITY;
+    for (int k = 0; k < c->n; k++) {
+        const pp_device *s = c->e[k].dev;
+        if (!pp_device_is_eager_pytorch_cpu(s) || s->runtime_precision != d->runtime_precision)
+            continue;
+        double dist = pp_device_cpu_distance(d, s);
+        if (dist < best_d) {
+            best_d = dist;
+            best = s;
+        }
+    }
+    return best;
+}
 
 /* Whose layer models answer for d: d itself, its MIG parent, or the descriptor it names in
  * calibration_from (for a slice: its parent's calibration_from). */
@@ -211,9 +236,7 @@ void pp_overhead_transfer(const double *w, const pp_device *from, const pp_devic
     out[1] = w[1];
     if (from->launch_overhead_us > 0 && to->launch_overhead_us > 0)
         out[1] *= to->launch_overhead_us / from->launch_overhead_us;
-    double bw = from->memory_bandwidth_gbs > 0 && to->memory_bandwidth_gbs > 0
-                    ? from->memory_bandwidth_gbs / to->memory_bandwidth_gbs
-                    : 1.0;
+    double bw = pp_bandwidth_ratio(from, to);
     out[2] = w[2] * bw;
     out[3] = w[3] * bw;
 }
@@ -286,12 +309,18 @@ perfpred_status pp_calib_open(const pp_device_db *db, const char *config_dir, pp
     }
     for (int i = 0; i < nd; i++) {
         const pp_device *d = pp_devices_at(db, i);
-        const pp_device *s = resolve_source(c, d);
+        const pp_device *s = resolve_source(c, d), *near = s ? NULL : nearest_cpu(c, d, i);
+        if (near) s = near;
         c->src[i] = s;
         if (!s) continue;
         const char *data = pp_layer_models_source(entry_of(c, s)->lm);
         char buf[1024];
         if (s == d) snprintf(buf, sizeof buf, "layer models of %s (%s)", d->name, data);
+        else if (near)
+            snprintf(buf, sizeof buf,
+                     "layer models of %s (%s), the calibrated CPU nearest to this descriptor's "
+                     "figures (it names no calibration_from), scaled to this device per core by "
+                     "Habitat's rule", s->name, data);
         else
             snprintf(buf, sizeof buf,
                      "layer models of %s (%s), scaled to %s by Habitat's rule", s->name, data,

@@ -994,9 +994,12 @@ static void time_kernel(const predict_setup *P, const pp_kernel_group *G, const 
         /* scale the kernel's work, not its fixed time: each device adds its own. A oneDNN call's
          * cost is swapped only where both descriptors state one: a source that states none has it
          * inside its models' times, which then scale with the rest */
-        int calls = (timed_on->conv_call_us > 0) == (d->conv_call_us > 0);
+        /* a CPU whose descriptor states no cost per op keeps the source's: the same runtime's
+         * dispatch, which no roofline figure prices */
+        const pp_device *fd = d->kind == PP_DEV_CPU && !(d->launch_overhead_us > 0) ? timed_on : d;
+        int calls = (timed_on->conv_call_us > 0) == (fd->conv_call_us > 0);
         double fixed_src = fixed_ms(timed_on, P->g, G, calls);
-        double fixed_d = fixed_ms(d, P->g, G, calls);
+        double fixed_d = fixed_ms(fd, P->g, G, calls);
         double work = kt->t > fixed_src ? kt->t - fixed_src : 0;
         kt->t = pp_scale_kernel_time_blas(work, timed_on, d, k->ai, k->blocks,
                                           runs_blas(P->g, G, k->kind, timed_on, d)) +

@@ -30,6 +30,10 @@ double pp_scale_kernel_time_blas(double t, const pp_device *from, const pp_devic
                                  double blocks, int blas);
 double pp_scale_kernel_time(double t, const pp_device *from, const pp_device *to, double ai,
                             double blocks);
+/* The bandwidth ratio a memory-bound kernel scales by from `from` to `to` (from's / to's): per
+ * core between two CPUs (both state compute_units), whose layer models time one thread; else the
+ * devices' bandwidths; 1 where either lacks one. */
+double pp_bandwidth_ratio(const pp_device *from, const pp_device *to);
 
 /* Thread blocks a kernel launches, estimated from its shape (128x128 output tiles for GEMM-like
  * kernels, 1024 elements per block otherwise). */

@@ -78,6 +78,21 @@ double pp_kernel_blocks(const pp_node_feat *f)
     }
 }
 
+/* Between two CPUs a kernel's figures go per core: the CPU layer models time one thread (the
+ * runners' protocol), whatever cores either machine has. */
+static int per_core(const pp_device *from, const pp_device *to)
+{
+    return from->kind == PP_DEV_CPU && to->kind == PP_DEV_CPU && from->compute_units > 0 &&
+           to->compute_units > 0;
+}
+
+double pp_bandwidth_ratio(const pp_device *from, const pp_device *to)
+{
+    if (!(to->memory_bandwidth_gbs > 0) || !(from->memory_bandwidth_gbs > 0)) return 1.0;
+    double r = from->memory_bandwidth_gbs / to->memory_bandwidth_gbs;
+    return per_core(from, to) ? r * to->compute_units / from->compute_units : r;
+}
+
 /* t scaled from `from` to `to` as a kernel of arithmetic intensity ai: its memory-bound share g
  * (against from's ridge) by the bandwidth ratio, the rest by c_ratio. */
 static double scale_by(double t, const pp_device *from, const pp_device *to, double ai,
@@ -85,10 +100,7 @@ static double scale_by(double t, const pp_device *from, const pp_device *to, dou
 {
     double pf = from->peak_tflops[PP_PREC_FP32], bw = from->memory_bandwidth_gbs * 1e9;
     double g = pp_memory_boundness(ai, bw > 0 && pf > 0 ? pf * 1e12 / bw : 0);
-    double bw_ratio = (to->memory_bandwidth_gbs > 0 && from->memory_bandwidth_gbs > 0)
-                          ? from->memory_bandwidth_gbs / to->memory_bandwidth_gbs
-                          : 1.0;
-    return t * pow(bw_ratio, g) * pow(c_ratio, 1.0 - g);
+    return t * pow(pp_bandwidth_ratio(from, to), g) * pow(c_ratio, 1.0 - g);
 }
 
 double pp_scale_kernel_time_blas(double t, const pp_device *from, const pp_device *to, double ai,
@@ -111,7 +123,9 @@ double pp_scale_kernel_time(double t, const pp_device *from, const pp_device *to
      * which SMs x clock misses (docs/scaling.md: H100 GEMMs 68 % off with SMs x clock, 19 % with
      * FLOP/s). Without FLOP/s figures there is no ridge either: g = 1, bandwidth alone. */
     double c_ratio = 1.0;
-    if (pf > 0 && pt > 0) {
+    if (pf > 0 && pt > 0 && per_core(from, to)) {
+        c_ratio = (pf / from->compute_units) / (pt / to->compute_units);
+    } else if (pf > 0 && pt > 0) {
         c_ratio = pf / pt;
         /* waves, not a continuous SM ratio: the kernel's blocks (one per SM at a time, 128x128
          * GEMM tiles) run in ceil(blocks / SMs) waves on each device, each wave at the per-SM

@@ -226,9 +226,10 @@ perfpred_status pp_run_quick_source(pp_run *R, char *from, size_t n, int *own)
     perfpred_ctx_close(ctx);
     if (!src)
         return pp_run_fail(R, PERFPRED_ERR_INVALID_ARG,
-                           "--quick: %s has no layer models to correct: none of its own (%s) and "
-                           "no calibrated CPU named by its descriptor's calibration_from; "
-                           "calibrate it without --quick",
+                           "--quick: %s has no layer models to correct: none of its own (%s), "
+                           "no calibrated CPU named by its descriptor's calibration_from, and "
+                           "none nearest to its figures (an eager-PyTorch CPU's fp32 peak, "
+                           "memory bandwidth and cores pick one); calibrate it without --quick",
                            R->device, R->art);
     return PERFPRED_OK;
 }

@@ -382,8 +382,8 @@ const char *pp_run_nearest_cpu(const perfpred_ctx *ctx, const pp_run_figures *f)
             core = d->gemm_gflops;
             mine = f->gemm_gflops;
         }
-        if (core <= 0 || bw <= 0 || mine <= 0 || my_bw <= 0) continue;
-        double dist = fabs(log(core / mine)) + fabs(log(bw / my_bw));
+        double dist = pp_cpu_figure_distance(core, bw, mine, my_bw);
+        if (!isfinite(dist)) continue;
         if (dist < best_d) {
             best_d = dist;
             best = d->name;

@@ -637,11 +637,12 @@ static void test_quick_run_should_fit_only_the_correction(void **state)
     assert_true(exists(E.cfg, "artifacts/.new-cpu2.new/overhead-latency.json"));
     unsetenv("PP_FAKE_SLOW");
 
-    /* a CPU with no models of its own and none to borrow: refused before anything is timed */
+    /* a CPU with no models of its own and none to borrow (no calibration_from, and no bandwidth
+     * to find the nearest calibrated CPU by): refused before anything is timed */
     snprintf(cmd, sizeof cmd,
              "sed -e 's/^name: epyc-kvm-2vcpu$/name: lonely-cpu/' -e '/^aliases:/d' "
-             "-e '/^calibration_from:/d' '%s/devices/epyc-kvm-2vcpu.yaml' > "
-             "'%s/devices/lonely-cpu.yaml'",
+             "-e '/^calibration_from:/d' -e '/memory_bandwidth_gbs:/d' "
+             "'%s/devices/epyc-kvm-2vcpu.yaml' > '%s/devices/lonely-cpu.yaml'",
              E.cfg, E.cfg);
     assert_int_equal(system(cmd), 0);
     int probes = calls(&E, "host_probe.py");

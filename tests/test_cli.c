@@ -766,6 +766,57 @@ static void transfer_should_carry_the_source_overhead_correction_scaled(void **s
     unlink(path);
 }
 
+/* An eager-PyTorch CPU calibrated in no way and naming no calibration_from borrows the calibrated
+ * CPU nearest to its figures per core, scaled per core (the CPU layer models time one thread):
+ * an 18-core machine whose every figure per core is xeon-kvm-2vcpu's (x 9 the guest's 2 cores),
+ * stating no cost per op (so the source's stays), answers as xeon-kvm-2vcpu does, labelled
+ * transferred and naming it; one per core like host-cpu borrows host-cpu; one without a
+ * bandwidth borrows nothing. */
+static void uncalibrated_cpu_should_borrow_the_nearest_per_core(void **state)
+{
+    (void)state;
+    char path[2048], args[8192], prov[4096], src[4096];
+    snprintf(path, sizeof path, "%s/test_cli_nearest.yaml", PP_BINARY_DIR);
+    const char *rt = "runtime:\n  framework: pytorch-eager\n  precision: fp32\n"
+                     "  fusion: [{ops: [MatMul, Add], max_input_rank: 3}]\n"
+                     "  composite_ops: [[Div, Erf, Add, Mul, Mul], [Sigmoid, Mul], "
+                     "[HardSigmoid, Mul]]\n";
+    char text[4096];
+    snprintf(text, sizeof text,
+             "name: xeon-x9\ndescription: 18 cores\nvendor: Intel\nkind: cpu\nhardware:\n"
+             "  peak_tflops:\n    fp32: 3.1356\n  memory_bandwidth_gbs: 245.7\n"
+             "  compute_units: 18\n  l2_mb: 260\n  memory_gb: 64\n%s"
+             "---\nname: host-x4\ndescription: 8 cores\nvendor: Intel\nkind: cpu\nhardware:\n"
+             "  peak_tflops:\n    fp32: 1.024\n  memory_bandwidth_gbs: 102.4\n"
+             "  compute_units: 8\n  memory_gb: 64\n%s"
+             "---\nname: no-bw\ndescription: no bandwidth\nvendor: Intel\nkind: cpu\nhardware:\n"
+             "  peak_tflops:\n    fp32: 1.024\n  compute_units: 8\n%s",
+             rt, rt, rt);
+    pp_test_write_text(path, text);
+    const char *models[2] = {"tests/fixtures/models/resnet18.onnx",
+                             "tests/fixtures/models/mobilenet_v2.onnx"};
+    for (int m = 0; m < 2; m++) {
+        snprintf(args, sizeof args, "--device xeon-kvm-2vcpu %s --json", models[m]);
+        double own = json_latency_src(args, prov, src, sizeof prov);
+        /* another device's models: "transferred" where the source's own answer is calibrated */
+        const char *want = strcmp(prov, "calibrated") == 0 ? "transferred" : "mixed";
+        snprintf(args, sizeof args, "--device xeon-x9 %s --json --device-file '%s'", models[m],
+                 path);
+        double x9 = json_latency_src(args, prov, src, sizeof prov);
+        assert_string_equal(prov, want);
+        assert_non_null(strstr(src, "in-network overhead of xeon-kvm-2vcpu"));
+        if (fabs(x9 - own) > 1e-9 * own) print_error("%s: xeon-x9 %.9f, own %.9f\n", models[m], x9, own);
+        assert_true(fabs(x9 - own) <= 1e-9 * own);
+    }
+    snprintf(args, sizeof args, "--device host-x4 %s --device-file '%s'", models[0], path);
+    assert_int_equal(run_cli(args), 0);
+    assert_non_null(strstr(out_buf, "timed by host-cpu's layer models (transferred)"));
+    snprintf(args, sizeof args, "--device no-bw %s --json --device-file '%s'", models[0], path);
+    json_latency_src(args, prov, src, sizeof prov);
+    assert_string_not_equal(prov, "transferred");
+    unlink(path);
+}
+
 /* The numbers of a `calibrate host --json` report. */
 static double host_report(const char *args, double *descriptor_scale, int *n_rows)
 {
@@ -887,6 +938,7 @@ int main(void)
         cmocka_unit_test(device_file_should_add_a_descriptor_for_any_command),
         cmocka_unit_test(transfer_should_swap_conv_calls_only_where_both_state_one),
         cmocka_unit_test(transfer_should_carry_the_source_overhead_correction_scaled),
+        cmocka_unit_test(uncalibrated_cpu_should_borrow_the_nearest_per_core),
     };
     return cmocka_run_group_tests(tests, NULL, remove_small_networks);
 }
