@@ -251,11 +251,19 @@ static int transfer_overhead(pp_calib *c, const pp_device *d, const pp_device *s
     if (s == d || d->is_mig || si < 0 || c->ovh[i].text || !c->ovh[si].text) return 0;
     calib_overhead *o = &c->ovh[i];
     pp_overhead_transfer(c->ovh[si].w, s, d, o->w);
-    char whose[2400];
-    snprintf(whose, sizeof whose,
-             "%s; scaled to this device: per kernel by the hosts' cost per op, %g -> %g us, per "
-             "MB by memory bandwidth, %g -> %g GB/s", c->ovh[si].whose, s->launch_overhead_us,
-             d->launch_overhead_us, s->memory_bandwidth_gbs, d->memory_bandwidth_gbs);
+    char whose[2400], pk[160], pm[160];
+    if (s->launch_overhead_us > 0 && d->launch_overhead_us > 0)
+        snprintf(pk, sizeof pk, "per kernel by the hosts' cost per op, %g -> %g us",
+                 s->launch_overhead_us, d->launch_overhead_us);
+    else
+        snprintf(pk, sizeof pk, "per kernel as it is (a descriptor states no cost per op)");
+    double r = pp_bandwidth_ratio(s, d);
+    if (r != 1.0 || (s->memory_bandwidth_gbs > 0 && d->memory_bandwidth_gbs > 0))
+        snprintf(pm, sizeof pm, "per MB by memory bandwidth%s, x %.3g",
+                 s->kind == PP_DEV_CPU && d->kind == PP_DEV_CPU ? " per core" : "", r);
+    else
+        snprintf(pm, sizeof pm, "per MB as it is (a descriptor states no bandwidth)");
+    snprintf(whose, sizeof whose, "%s; scaled to this device: %s, %s", c->ovh[si].whose, pk, pm);
     o->transferred = 1;
     return (o->text = overhead_text(o->w, d, whose)) ? 0 : -1;
 }

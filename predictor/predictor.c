@@ -1275,19 +1275,25 @@ static void layer_sum_energy(const pp_device *d, const kernel_sums *sums, const 
 }
 
 /* The peak memory outside a runtime stack: the descriptor's runtime figures on top of the
- * graph's weights and peak live activations. */
-static void layer_sum_memory(const pp_graph *g, const pp_device *d, double bf,
-                             perfpred_prediction *out)
+ * graph's weights and peak live activations. A CPU whose descriptor states no runtime memory
+ * takes that of the CPU whose layer models it borrows (src): the same runtime's resident set. */
+static void layer_sum_memory(const pp_graph *g, const pp_device *d, const pp_device *src,
+                             double bf, perfpred_prediction *out)
 {
+    int borrow = d->kind == PP_DEV_CPU && !(d->runtime_memory_overhead_mb > 0) && src &&
+                 src != d && src->kind == PP_DEV_CPU && src->runtime_memory_overhead_mb > 0;
     out->weights_bytes = (double)g->totals.param_bytes * bf;
     out->activations_bytes = (double)g->totals.peak_activation_bytes * bf;
     out->workspace_bytes = d->workspace_mb * 1048576.0;
-    out->runtime_bytes = d->runtime_memory_overhead_mb * 1048576.0;
+    out->runtime_bytes = (borrow ? src : d)->runtime_memory_overhead_mb * 1048576.0;
     out->peak_memory_bytes.value =
         out->weights_bytes + out->activations_bytes + out->workspace_bytes + out->runtime_bytes;
     out->peak_memory_bytes.prov = PERFPRED_PROV_ESTIMATE;
     out->peak_memory_bytes.source =
-        "weights + peak live activations + runtime workspace and overhead (uncalibrated)";
+        borrow ? "weights + peak live activations + runtime workspace and overhead, the "
+                 "runtime's own resident memory that of the CPU whose layer models it borrows "
+                 "(uncalibrated)"
+               : "weights + peak live activations + runtime workspace and overhead (uncalibrated)";
 }
 
 static perfpred_status predict_set_up(const predict_setup *P, gnn_corr *gc,
@@ -1403,7 +1409,7 @@ static perfpred_status predict_set_up(const predict_setup *P, gnn_corr *gc,
         }
     }
     free(sums.node_ms);
-    layer_sum_memory(g, d, P->bf, out); /* before the latency: its cold-weight term reads it */
+    layer_sum_memory(g, d, P->src, P->bf, out); /* before the latency: its cold-weight term reads it */
     const char *ovh_src = layer_sum_latency(P, &sums, gc, out);
     layer_sum_energy(d, &sums, gc, out);
     pp_interval_attach(ctx->intervals, d, out->latency_ms.prov, gc->corrected,

@@ -688,6 +688,16 @@ static void transfer_should_swap_conv_calls_only_where_both_state_one(void **sta
     unlink(path);
 }
 
+/* The peak memory of a --json prediction. */
+static double json_peak_memory(const char *args)
+{
+    cJSON *j = run_json(args);
+    const cJSON *m = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "prediction"), "peak_memory");
+    double v = cJSON_GetObjectItem(m, "value")->valuedouble;
+    cJSON_Delete(j);
+    return v;
+}
+
 /* The latency and its provenance and source of a --json prediction. */
 static double json_latency_src(const char *args, char *prov, char *src, size_t n)
 {
@@ -808,6 +818,11 @@ static void uncalibrated_cpu_should_borrow_the_nearest_per_core(void **state)
         if (fabs(x9 - own) > 1e-9 * own) print_error("%s: xeon-x9 %.9f, own %.9f\n", models[m], x9, own);
         assert_true(fabs(x9 - own) <= 1e-9 * own);
     }
+    /* no runtime memory stated: the source's PyTorch resident set (xeon-kvm-2vcpu's 233 MB) */
+    snprintf(args, sizeof args, "--device xeon-kvm-2vcpu %s --json", models[0]);
+    double mem_own = json_peak_memory(args);
+    snprintf(args, sizeof args, "--device xeon-x9 %s --json --device-file '%s'", models[0], path);
+    assert_true(mem_own > 233e6 && json_peak_memory(args) == mem_own);
     snprintf(args, sizeof args, "--device host-x4 %s --device-file '%s'", models[0], path);
     assert_int_equal(run_cli(args), 0);
     assert_non_null(strstr(out_buf, "timed by host-cpu's layer models (transferred)"));
