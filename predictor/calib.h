@@ -85,6 +85,8 @@ const pp_calib *pp_ctx_calib(const perfpred_ctx *ctx);
 /* A context's device descriptors and its config folder (predictor/predictor.c). */
 const pp_device_db *pp_ctx_db(const perfpred_ctx *ctx);
 const char *pp_ctx_config_dir(const perfpred_ctx *ctx);
+/* The runtime stacks d has and their provenance, in words (NULL: none; predictor/predictor.c). */
+const char *pp_ctx_stack_text(const perfpred_ctx *ctx, const pp_device *d);
 /* The layer models of the device named like d, its own (not a parent's or calibration_from's),
  * or NULL. */
 const struct pp_layer_models *pp_calib_own_models(const pp_calib *c, const pp_device *d);

@@ -31,6 +31,12 @@ const pp_calib *pp_ctx_calib(const perfpred_ctx *ctx) { return ctx ? ctx->calib 
 const pp_device_db *pp_ctx_db(const perfpred_ctx *ctx) { return ctx ? ctx->db : NULL; }
 const char *pp_ctx_config_dir(const perfpred_ctx *ctx) { return ctx ? ctx->config_dir : NULL; }
 const pp_reuse *pp_ctx_reuse(const perfpred_ctx *ctx) { return ctx ? ctx->reuse : NULL; }
+const char *pp_ctx_stack_text(const perfpred_ctx *ctx, const pp_device *d)
+{
+    for (int i = 0; ctx && ctx->stack_text && i < pp_devices_count(ctx->db); i++)
+        if (pp_devices_at(ctx->db, i) == d) return ctx->stack_text[i];
+    return NULL;
+}
 
 perfpred_ctx_params perfpred_ctx_default_params(void)
 {
@@ -155,76 +161,6 @@ perfpred_predict_params perfpred_predict_default_params(void)
 {
     perfpred_predict_params p = {0};
     return p;
-}
-
-/* ------------------------------------------------------------------ devices ---- */
-
-static int mig_max_instances(const pp_device *d)
-{
-    if (!d->is_mig || d->mig_compute_slices <= 0 || d->mig_memory_slices <= 0) return 0;
-    int a = d->mig_total_compute / d->mig_compute_slices;
-    int b = d->mig_total_memory / d->mig_memory_slices;
-    return a < b ? a : b;
-}
-
-static void fill_info(const perfpred_ctx *ctx, const pp_device *d, perfpred_device_info *o)
-{
-    memset(o, 0, sizeof *o);
-    o->name = d->name;
-    o->description = d->description;
-    o->kind = pp_device_kind_name(d->kind);
-    o->parent = d->parent ? d->parent->name : NULL;
-    o->mig_profile = d->mig_profile;
-    o->mig_compute_slices = d->mig_compute_slices;
-    o->mig_memory_slices = d->mig_memory_slices;
-    o->mig_max_instances = mig_max_instances(d);
-    o->memory_gb = d->memory_gb;
-    double tf = d->peak_tflops[d->runtime_precision];
-    o->peak_tflops = tf > 0 ? tf : d->peak_tflops[PP_PREC_FP32];
-    o->memory_bandwidth_gbs = d->memory_bandwidth_gbs;
-    o->runtime = d->runtime_framework;
-    o->precision = pp_precision_name(d->runtime_precision);
-    const char *src = NULL;
-    const pp_device *cs = pp_calib_source_device(ctx->calib, d, &src);
-    o->calibrated_latency = cs != NULL;
-    o->calibration_source = cs ? src : NULL;
-    o->calibration_device = cs ? cs->name : NULL;
-    const char *gsrc = NULL;
-    int gnn_targets = 0;
-    if (pp_calib_has_gnn(ctx->calib, d, &gsrc, &gnn_targets)) {
-        o->graph_correction = 1;
-        o->calibrated_energy = gnn_targets > 1;
-        if (!o->calibration_source) o->calibration_source = gsrc;
-    }
-    o->overhead_correction = pp_calib_overhead(ctx->calib, d, NULL) != NULL;
-    for (int i = 0; ctx->stack_text && i < pp_devices_count(ctx->db); i++)
-        if (pp_devices_at(ctx->db, i) == d) o->stacks = ctx->stack_text[i];
-}
-
-int perfpred_device_count(const perfpred_ctx *ctx) { return ctx ? pp_devices_count(ctx->db) : 0; }
-
-perfpred_status perfpred_device_at(const perfpred_ctx *ctx, int i, perfpred_device_info *out)
-{
-    if (!ctx || !out || i < 0 || i >= pp_devices_count(ctx->db)) return PERFPRED_ERR_INVALID_ARG;
-    fill_info(ctx, pp_devices_at(ctx->db, i), out);
-    return PERFPRED_OK;
-}
-
-perfpred_status perfpred_device_find(const perfpred_ctx *ctx, const char *name,
-                                     perfpred_device_info *out)
-{
-    if (!ctx || !name || !out) return PERFPRED_ERR_INVALID_ARG;
-    const pp_device *d = pp_devices_find(ctx->db, name);
-    if (!d) return PERFPRED_ERR_DEVICE;
-    fill_info(ctx, d, out);
-    return PERFPRED_OK;
-}
-
-char *perfpred_device_describe(const perfpred_ctx *ctx, const char *name)
-{
-    if (!ctx || !name) return NULL;
-    const pp_device *d = pp_devices_find(ctx->db, name);
-    return d ? pp_device_to_yaml(d) : NULL;
 }
 
 /* ------------------------------------------------------------------ kernels ---- */
@@ -1497,7 +1433,10 @@ perfpred_status perfpred_mig_advise_params(const perfpred_ctx *ctx, const perfpr
         if (!d->is_mig || d->parent != parent) continue;
         if (out->n_options == (int)(sizeof out->options / sizeof out->options[0])) break;
         perfpred_mig_option *o = &out->options[out->n_options];
-        fill_info(ctx, d, &o->device);
+        if ((st = perfpred_device_find(ctx, d->name, &o->device))) {
+            pp_err_set(&err, st, "device '%s' not found", d->name);
+            goto done;
+        }
         perfpred_predict_params p = perfpred_predict_default_params();
         if (params) {
             p.runtime = params->runtime;
@@ -1507,7 +1446,7 @@ perfpred_status perfpred_mig_advise_params(const perfpred_ctx *ctx, const perfpr
         if (st) goto done;
         o->fits = o->pred.fits_in_memory;
         o->meets_slo = o->fits && (slo_ms <= 0 || o->pred.latency_ms.value <= slo_ms);
-        o->instances = o->fits ? mig_max_instances(d) : 0;
+        o->instances = o->fits ? o->device.mig_max_instances : 0;
         out->n_options++;
     }
     if (out->n_options == 0) {
