@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -506,6 +507,19 @@ double pp_device_cpu_distance(const pp_device *a, const pp_device *b)
     }
     return pp_cpu_figure_distance(ca, a->memory_bandwidth_gbs / na, cb,
                                   b->memory_bandwidth_gbs / nb);
+}
+
+int pp_cpu_vendor_family(const char *vendor)
+{
+    if (!vendor) return 0;
+    char v[64];
+    size_t n = 0;
+    for (; vendor[n] && n + 1 < sizeof v; n++) v[n] = (char)tolower((unsigned char)vendor[n]);
+    v[n] = 0;
+    if (strstr(v, "intel")) return 1;
+    if (strstr(v, "amd")) return 2;
+    if (strstr(v, "arm") || strstr(v, "raspberry")) return 3;
+    return 0;
 }
 
 const char *pp_default_config_dir(void)

@@ -188,6 +188,11 @@ int pp_device_is_eager_pytorch_cpu(const pp_device *d);
  * both state it, else the fp32 peak per core. */
 double pp_cpu_figure_distance(double core_a, double bw_core_a, double core_b, double bw_core_b);
 double pp_device_cpu_distance(const pp_device *a, const pp_device *b);
+/* The CPU maker a vendor string names, for preferring a borrowed CPU of the same one (its
+ * libraries take the same code paths): 1 Intel ("Intel", "GenuineIntel"), 2 AMD ("AMD",
+ * "AuthenticAMD"), 3 Arm (an "ARM" vendor_id, or a board maker such as "Raspberry Pi"), 0 unknown
+ * or NULL. Case-insensitive. */
+int pp_cpu_vendor_family(const char *vendor);
 /* malloc'd YAML text of the resolved descriptor (every field, inherited ones included). */
 char *pp_device_to_yaml(const pp_device *d);
 

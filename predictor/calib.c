@@ -69,23 +69,27 @@ static int device_index(const pp_calib *c, const pp_device *d);
 
 /* For an eager-PyTorch CPU calibrated in no way (no layer models, graph-level or in-network
  * correction of its own) that names no calibration_from: the calibrated CPU of the same runtime
- * and precision nearest to its figures (pp_device_cpu_distance), NULL where none is or its
- * descriptor lacks the figures. i: d's index. */
+ * and precision nearest to its figures (pp_device_cpu_distance), of the same maker where one is
+ * (pp_cpu_vendor_family); NULL where none is or its descriptor lacks the figures. i: d's index. */
 static const pp_device *nearest_cpu(const pp_calib *c, const pp_device *d, int i)
 {
     if (d->is_mig || d->calibration_from || !pp_device_is_eager_pytorch_cpu(d) ||
         entry_of(c, d) || c->gnn[i].bin || c->ovh[i].text)
         return NULL;
     const pp_device *best = NULL;
-    double best_d = INFINITY;
-    for (int k = 0; k < c->n; k++) {
-        const pp_device *s = c->e[k].dev;
-        if (!pp_device_is_eager_pytorch_cpu(s) || s->runtime_precision != d->runtime_precision)
-            continue;
-        double dist = pp_device_cpu_distance(d, s);
-        if (dist < best_d) {
-            best_d = dist;
-            best = s;
+    int fam = pp_cpu_vendor_family(d->vendor);
+    for (int pass = fam ? 0 : 1; pass < 2 && !best; pass++) {
+        double best_d = INFINITY;
+        for (int k = 0; k < c->n; k++) {
+            const pp_device *s = c->e[k].dev;
+            if (!pp_device_is_eager_pytorch_cpu(s) || s->runtime_precision != d->runtime_precision ||
+                (pass == 0 && pp_cpu_vendor_family(s->vendor) != fam))
+                continue;
+            double dist = pp_device_cpu_distance(d, s);
+            if (dist < best_d) {
+                best_d = dist;
+                best = s;
+            }
         }
     }
     return best;

@@ -362,7 +362,9 @@ double pp_run_fma_gflops(int trials, const char **isa_used)
 
 /* ---- the descriptor ---- */
 
-const char *pp_run_nearest_cpu(const perfpred_ctx *ctx, const pp_run_figures *f)
+/* The calibrated CPU nearest to f's figures, of maker fam only (pp_cpu_vendor_family) unless fam
+ * is 0; NULL where none is. */
+static const char *nearest_of(const perfpred_ctx *ctx, const pp_run_figures *f, int fam)
 {
     const pp_device_db *db = pp_ctx_db(ctx);
     const pp_calib *cal = pp_ctx_calib(ctx);
@@ -372,7 +374,8 @@ const char *pp_run_nearest_cpu(const perfpred_ctx *ctx, const pp_run_figures *f)
     double best_d = INFINITY;
     for (int i = 0; db && i < pp_devices_count(db); i++) {
         const pp_device *d = pp_devices_at(db, i);
-        if (d->kind != PP_DEV_CPU || d->is_mig || pp_calib_source_device(cal, d, NULL) != d)
+        if (d->kind != PP_DEV_CPU || d->is_mig || pp_calib_source_device(cal, d, NULL) != d ||
+            (fam && pp_cpu_vendor_family(d->vendor) != fam))
             continue;
         int n = d->compute_units > 0 ? d->compute_units : 1;
         double core = d->peak_tflops[PP_PREC_FP32] * 1e3 / n, bw = d->memory_bandwidth_gbs / n;
@@ -390,6 +393,14 @@ const char *pp_run_nearest_cpu(const perfpred_ctx *ctx, const pp_run_figures *f)
         }
     }
     return best;
+}
+
+const char *pp_run_nearest_cpu(const perfpred_ctx *ctx, const pp_run_figures *f)
+{
+    /* of the same maker where one is calibrated: its libraries take the same code paths */
+    int fam = pp_cpu_vendor_family(f->cpu.vendor);
+    const char *best = fam ? nearest_of(ctx, f, fam) : NULL;
+    return best ? best : nearest_of(ctx, f, 0);
 }
 
 void pp_run_descriptor_yaml(pp_strbuf *b, const char *name, const pp_run_figures *f,
