@@ -490,7 +490,7 @@ int pp_device_is_eager_pytorch_cpu(const pp_device *d)
            strcmp(d->runtime_framework, "pytorch-eager") == 0;
 }
 
-double pp_cpu_figure_distance(double core_a, double bw_core_a, double core_b, double bw_core_b)
+static double figure_distance(double core_a, double bw_core_a, double core_b, double bw_core_b)
 {
     if (!(core_a > 0) || !(bw_core_a > 0) || !(core_b > 0) || !(bw_core_b > 0)) return INFINITY;
     return fabs(log(core_a / core_b)) + fabs(log(bw_core_a / bw_core_b));
@@ -500,13 +500,13 @@ double pp_device_cpu_distance(const pp_device *a, const pp_device *b)
 {
     int na = a->compute_units > 0 ? a->compute_units : 1;
     int nb = b->compute_units > 0 ? b->compute_units : 1;
-    double ca = a->peak_tflops[PP_PREC_FP32] * 1e3 / na, cb = b->peak_tflops[PP_PREC_FP32] * 1e3 / nb;
+    double ca = a->peak_tflops[PP_PREC_FP32] * 1e3 / na;
+    double cb = b->peak_tflops[PP_PREC_FP32] * 1e3 / nb;
     if (a->gemm_gflops > 0 && b->gemm_gflops > 0) {
         ca = a->gemm_gflops;
         cb = b->gemm_gflops;
     }
-    return pp_cpu_figure_distance(ca, a->memory_bandwidth_gbs / na, cb,
-                                  b->memory_bandwidth_gbs / nb);
+    return figure_distance(ca, a->memory_bandwidth_gbs / na, cb, b->memory_bandwidth_gbs / nb);
 }
 
 int pp_cpu_vendor_family(const char *vendor)

@@ -186,7 +186,6 @@ int pp_device_is_eager_pytorch_cpu(const pp_device *d);
  * their compute per core plus |ln| of the ratio of their bandwidth per core (INFINITY where a
  * figure is missing). Compute per core is the GEMM rate the runtime reaches (gemm_gflops) where
  * both state it, else the fp32 peak per core. */
-double pp_cpu_figure_distance(double core_a, double bw_core_a, double core_b, double bw_core_b);
 double pp_device_cpu_distance(const pp_device *a, const pp_device *b);
 /* The CPU maker a vendor string names, for preferring a borrowed CPU of the same one (its
  * libraries take the same code paths): 1 Intel ("Intel", "GenuineIntel"), 2 AMD ("AMD",

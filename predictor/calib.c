@@ -76,13 +76,19 @@ static const pp_device *nearest_cpu(const pp_calib *c, const pp_device *d, int i
     if (d->is_mig || d->calibration_from || !pp_device_is_eager_pytorch_cpu(d) ||
         entry_of(c, d) || c->gnn[i].bin || c->ovh[i].text)
         return NULL;
+    return pp_calib_nearest_cpu(c, d);
+}
+
+const pp_device *pp_calib_nearest_cpu(const pp_calib *c, const pp_device *d)
+{
     const pp_device *best = NULL;
     int fam = pp_cpu_vendor_family(d->vendor);
-    for (int pass = fam ? 0 : 1; pass < 2 && !best; pass++) {
+    for (int pass = fam ? 0 : 1; c && pass < 2 && !best; pass++) {
         double best_d = INFINITY;
         for (int k = 0; k < c->n; k++) {
             const pp_device *s = c->e[k].dev;
-            if (!pp_device_is_eager_pytorch_cpu(s) || s->runtime_precision != d->runtime_precision ||
+            if (s == d || !pp_device_is_eager_pytorch_cpu(s) ||
+                s->runtime_precision != d->runtime_precision ||
                 (pass == 0 && pp_cpu_vendor_family(s->vendor) != fam))
                 continue;
             double dist = pp_device_cpu_distance(d, s);
@@ -261,10 +267,10 @@ static int transfer_overhead(pp_calib *c, const pp_device *d, const pp_device *s
                  s->launch_overhead_us, d->launch_overhead_us);
     else
         snprintf(pk, sizeof pk, "per kernel as it is (a descriptor states no cost per op)");
-    double r = pp_bandwidth_ratio(s, d);
-    if (r != 1.0 || (s->memory_bandwidth_gbs > 0 && d->memory_bandwidth_gbs > 0))
+    if (s->memory_bandwidth_gbs > 0 && d->memory_bandwidth_gbs > 0)
         snprintf(pm, sizeof pm, "per MB by memory bandwidth%s, x %.3g",
-                 s->kind == PP_DEV_CPU && d->kind == PP_DEV_CPU ? " per core" : "", r);
+                 s->kind == PP_DEV_CPU && d->kind == PP_DEV_CPU ? " per core" : "",
+                 pp_bandwidth_ratio(s, d));
     else
         snprintf(pm, sizeof pm, "per MB as it is (a descriptor states no bandwidth)");
     snprintf(whose, sizeof whose, "%s; scaled to this device: %s, %s", c->ovh[si].whose, pk, pm);
@@ -456,20 +462,18 @@ const struct pp_layer_models *pp_calib_own_models(const pp_calib *c, const pp_de
     return e ? e->lm : NULL;
 }
 
-const char *pp_calib_overhead_answer(const pp_calib *c, const pp_device *d, double *w,
-                                     int *transferred)
+const char *pp_calib_overhead_answer(const pp_calib *c, const pp_device *d, double *w)
 {
     int i = c && c->ovh ? device_index(c, d) : -1;
     if (i < 0 || !c->ovh[i].text) return NULL;
     if (w) memcpy(w, c->ovh[i].w, sizeof c->ovh[i].w);
-    if (transferred) *transferred = c->ovh[i].transferred;
     return c->ovh[i].text;
 }
 
 const char *pp_calib_overhead(const pp_calib *c, const pp_device *d, double *w)
 {
     int i = c && c->ovh ? device_index(c, d) : -1;
-    return i >= 0 && !c->ovh[i].transferred ? pp_calib_overhead_answer(c, d, w, NULL) : NULL;
+    return i >= 0 && !c->ovh[i].transferred ? pp_calib_overhead_answer(c, d, w) : NULL;
 }
 
 double pp_overhead_cold_weight_bytes(const pp_device *d, double weights_bytes,

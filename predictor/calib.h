@@ -60,11 +60,15 @@ enum { PP_OVERHEAD_TERMS = 4 };
 /* d's own in-network overhead correction: its provenance text (NULL when it has none), and where
  * w is not NULL its PP_OVERHEAD_TERMS figures. */
 const char *pp_calib_overhead(const pp_calib *c, const pp_device *d, double *w);
-/* The correction that answers for d: its own, else (*transferred = 1) that of the device whose
- * layer models d borrows (calibration_from), scaled by pp_overhead_transfer; NULL when neither
- * has one. */
-const char *pp_calib_overhead_answer(const pp_calib *c, const pp_device *d, double *w,
-                                     int *transferred);
+/* The correction that answers for d: its own, else that of the device whose layer models d
+ * borrows (calibration_from, or the nearest CPU), scaled by pp_overhead_transfer; NULL when
+ * neither has one. */
+const char *pp_calib_overhead_answer(const pp_calib *c, const pp_device *d, double *w);
+/* The calibrated eager-PyTorch CPU (own layer models, d's precision) a CPU described by d would
+ * borrow: of d's maker first (pp_cpu_vendor_family), then of any, the nearest by
+ * pp_device_cpu_distance; NULL where none is or d lacks the figures. Also for a descriptor not in
+ * the context (calibrate run's probe). */
+const pp_device *pp_calib_nearest_cpu(const pp_calib *c, const pp_device *d);
 /* Correction w of device `from` for a device `to` that borrows from's layer models: the scale as
  * it is, the time per kernel (host work between ops) x to's / from's launch_overhead_us, the
  * times per MB (memory traffic) x from's / to's memory_bandwidth_gbs; a figure either descriptor

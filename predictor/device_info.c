@@ -48,11 +48,15 @@ static void fill_info(const perfpred_ctx *ctx, const pp_device *d, perfpred_devi
     o->stacks = pp_ctx_stack_text(ctx, d);
 }
 
-int perfpred_device_count(const perfpred_ctx *ctx) { return ctx ? pp_devices_count(pp_ctx_db(ctx)) : 0; }
+int perfpred_device_count(const perfpred_ctx *ctx)
+{
+    return ctx ? pp_devices_count(pp_ctx_db(ctx)) : 0;
+}
 
 perfpred_status perfpred_device_at(const perfpred_ctx *ctx, int i, perfpred_device_info *out)
 {
-    if (!ctx || !out || i < 0 || i >= pp_devices_count(pp_ctx_db(ctx))) return PERFPRED_ERR_INVALID_ARG;
+    if (!ctx || !out || i < 0 || i >= pp_devices_count(pp_ctx_db(ctx)))
+        return PERFPRED_ERR_INVALID_ARG;
     fill_info(ctx, pp_devices_at(pp_ctx_db(ctx), i), out);
     return PERFPRED_OK;
 }

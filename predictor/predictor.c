@@ -1144,7 +1144,7 @@ static const char *layer_sum_latency(const predict_setup *P, const kernel_sums *
     double ovh[PP_OVERHEAD_TERMS] = {1, 0, 0, 0};
     const char *ovh_src = corrected || P->pp->layer_sum_only || untimed || ncal == 0
                               ? NULL
-                              : pp_calib_overhead_answer(P->ctx->calib, d, ovh, NULL);
+                              : pp_calib_overhead_answer(P->ctx->calib, d, ovh);
 
     out->n_kernels = out->n_launched_kernels = nk;
     out->kernel_bytes = sums->total_bytes;

@@ -362,45 +362,22 @@ double pp_run_fma_gflops(int trials, const char **isa_used)
 
 /* ---- the descriptor ---- */
 
-/* The calibrated CPU nearest to f's figures, of maker fam only (pp_cpu_vendor_family) unless fam
- * is 0; NULL where none is. */
-static const char *nearest_of(const perfpred_ctx *ctx, const pp_run_figures *f, int fam)
-{
-    const pp_device_db *db = pp_ctx_db(ctx);
-    const pp_calib *cal = pp_ctx_calib(ctx);
-    int cores = f->cpu.logical_cpus > 0 ? f->cpu.logical_cpus : 1;
-    double my_core = f->core_gflops, my_bw = f->triad_gbs / cores;
-    const char *best = NULL;
-    double best_d = INFINITY;
-    for (int i = 0; db && i < pp_devices_count(db); i++) {
-        const pp_device *d = pp_devices_at(db, i);
-        if (d->kind != PP_DEV_CPU || d->is_mig || pp_calib_source_device(cal, d, NULL) != d ||
-            (fam && pp_cpu_vendor_family(d->vendor) != fam))
-            continue;
-        int n = d->compute_units > 0 ? d->compute_units : 1;
-        double core = d->peak_tflops[PP_PREC_FP32] * 1e3 / n, bw = d->memory_bandwidth_gbs / n;
-        double mine = my_core;
-        /* compute as the runtime reaches it where both sides measured it */
-        if (d->gemm_gflops > 0 && f->gemm_gflops > 0) {
-            core = d->gemm_gflops;
-            mine = f->gemm_gflops;
-        }
-        double dist = pp_cpu_figure_distance(core, bw, mine, my_bw);
-        if (!isfinite(dist)) continue;
-        if (dist < best_d) {
-            best_d = dist;
-            best = d->name;
-        }
-    }
-    return best;
-}
-
 const char *pp_run_nearest_cpu(const perfpred_ctx *ctx, const pp_run_figures *f)
 {
-    /* of the same maker where one is calibrated: its libraries take the same code paths */
-    int fam = pp_cpu_vendor_family(f->cpu.vendor);
-    const char *best = fam ? nearest_of(ctx, f, fam) : NULL;
-    return best ? best : nearest_of(ctx, f, 0);
+    /* this machine as a descriptor of its measured figures, eager PyTorch on one thread */
+    pp_device me;
+    memset(&me, 0, sizeof me);
+    int cores = f->cpu.logical_cpus > 0 ? f->cpu.logical_cpus : 1;
+    me.kind = PP_DEV_CPU;
+    me.vendor = f->cpu.vendor;
+    me.runtime_framework = "pytorch-eager";
+    me.runtime_precision = PP_PREC_FP32;
+    me.compute_units = cores;
+    me.peak_tflops[PP_PREC_FP32] = f->core_gflops * cores * 1e-3;
+    me.memory_bandwidth_gbs = f->triad_gbs;
+    me.gemm_gflops = f->gemm_gflops;
+    const pp_device *s = pp_calib_nearest_cpu(pp_ctx_calib(ctx), &me);
+    return s ? s->name : NULL;
 }
 
 void pp_run_descriptor_yaml(pp_strbuf *b, const char *name, const pp_run_figures *f,

@@ -61,9 +61,9 @@ typedef struct pp_run_figures {
     char src_conv[256];
 } pp_run_figures;
 
-/* The nearest calibrated CPU descriptor to these figures (of the same maker first,
- * pp_cpu_vendor_family; then the closest per-core FLOP/s and bandwidth in log space,
- * pp_cpu_figure_distance), or NULL when no CPU has layer models. */
+/* The calibrated CPU descriptor nearest to these figures (pp_calib_nearest_cpu: of the same maker
+ * first, then the closest per-core FLOP/s and bandwidth in log space), or NULL when no CPU has
+ * layer models. */
 const char *pp_run_nearest_cpu(const perfpred_ctx *ctx, const pp_run_figures *f);
 
 /* The YAML text of a descriptor named `name` from f: every figure with its source in a comment,
