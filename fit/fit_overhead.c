@@ -129,6 +129,7 @@ static perfpred_status write_artifact(const perfpred_overhead_params *p,
     cJSON_AddNumberToObject(o, "per_mb_ms", r->per_mb_us * 1e-3);
     cJSON_AddNumberToObject(o, "per_cold_weight_mb_ms", r->per_cold_weight_mb_us * 1e-3);
     cJSON_AddStringToObject(o, "data", p->networks_csv);
+    if (r->layer_models_of[0]) cJSON_AddStringToObject(o, "layer_models_of", r->layer_models_of);
     cJSON_AddNumberToObject(o, "rows", n_rows);
     cJSON_AddItemToObject(o, "heldout_folds", folds);
     for (int k = 0; k < r->n_folds; k++) {
@@ -179,6 +180,16 @@ perfpred_status perfpred_calibrate_fit_overhead(const perfpred_overhead_params *
         goto done;
     }
     snprintf(out->device, sizeof out->device, "%s", ev.device);
+    /* whose layer models the eval summed: the correction goes over them and no others */
+    perfpred_ctx_params cp = perfpred_ctx_default_params();
+    cp.config_dir = p->config_dir;
+    perfpred_ctx *ctx = perfpred_ctx_open(&cp, NULL, NULL, 0);
+    perfpred_device_info info;
+    if (ctx && perfpred_device_find(ctx, ev.device, &info) == PERFPRED_OK &&
+        info.calibration_device)
+        snprintf(out->layer_models_of, sizeof out->layer_models_of, "%s",
+                 info.calibration_device);
+    perfpred_ctx_close(ctx);
     out->n_rows_read = ev.n_points + ev.n_failed;
     out->n_used = ev.n_points;
     out->n_failed = ev.n_failed;

@@ -707,6 +707,10 @@ typedef struct perfpred_overhead_report {
                                           state (scale 0.05 to 20, per kernel and per MB 0 to 100
                                           ms): the layer models are far from these networks */
     char path[1024];                   /* the artifact (written or not) */
+    char layer_models_of[64];          /* the device whose layer models summed the rows (the
+                                          device itself, or the CPU it borrows from); the
+                                          artifact records it, so that the correction stays over
+                                          those models */
 } perfpred_overhead_report;
 
 perfpred_overhead_params perfpred_overhead_default_params(void);

@@ -36,6 +36,7 @@ typedef struct calib_gnn {
 typedef struct calib_overhead {
     double w[PP_OVERHEAD_TERMS];
     char *text, *whose; /* whose: whose correction it is and what it was fitted on */
+    char *over;         /* layer_models_of: whose layer models its rows were summed with */
     int transferred;
 } calib_overhead;
 
@@ -67,15 +68,19 @@ static char *overhead_text(const double *w, const pp_device *d, const char *whos
 static const calib_entry *entry_of(const pp_calib *c, const pp_device *d);
 static int device_index(const pp_calib *c, const pp_device *d);
 
-/* For an eager-PyTorch CPU calibrated in no way (no layer models, graph-level or in-network
- * correction of its own) that names no calibration_from: the calibrated CPU of the same runtime
- * and precision nearest to its figures (pp_device_cpu_distance), of the same maker where one is
- * (pp_cpu_vendor_family); NULL where none is or its descriptor lacks the figures. i: d's index. */
+/* For an eager-PyTorch CPU without layer models or a graph-level correction of its own that names
+ * no calibration_from: the calibrated CPU its own in-network correction was fitted over, else the
+ * one of the same runtime and precision nearest to its figures (pp_calib_nearest_cpu); NULL where
+ * none is or its descriptor lacks the figures. i: d's index. */
 static const pp_device *nearest_cpu(const pp_calib *c, const pp_device *d, int i)
 {
     if (d->is_mig || d->calibration_from || !pp_device_is_eager_pytorch_cpu(d) ||
-        entry_of(c, d) || c->gnn[i].bin || c->ovh[i].text)
+        entry_of(c, d) || c->gnn[i].bin)
         return NULL;
+    /* a correction of its own, fitted over a calibrated CPU's layer sums (`calibrate run
+     * --quick` on it), stays over that CPU's models */
+    const pp_device *over = c->ovh[i].over ? pp_devices_find(c->db, c->ovh[i].over) : NULL;
+    if (over && entry_of(c, over) && pp_device_is_eager_pytorch_cpu(over)) return over;
     return pp_calib_nearest_cpu(c, d);
 }
 
@@ -218,6 +223,7 @@ static perfpred_status load_overheads(pp_calib *c, const char *config_dir, pp_er
                     : j     ? json_num_in(j, "per_cold_weight_mb_ms", 0, PP_OVERHEAD_TERM_MAX_MS)
                             : NAN;
         double rows = j ? json_num_in(j, "rows", 2, 1e9) : NAN;
+        const cJSON *over = j ? cJSON_GetObjectItemCaseSensitive(j, "layer_models_of") : NULL;
         if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, "perfpred-overhead") != 0 ||
             !cJSON_IsString(data) || isnan(ver) || isnan(sc) || isnan(pk) || isnan(pm) ||
             isnan(pw) || isnan(rows)) {
@@ -230,10 +236,11 @@ static perfpred_status load_overheads(pp_calib *c, const char *config_dir, pp_er
         char whose[1200];
         snprintf(whose, sizeof whose, "in-network overhead of %s, fitted on %.0f rows of %s",
                  d->name, rows, data->valuestring);
+        c->ovh[i] = (calib_overhead){{sc, pk, pm, pw}, NULL, strdup(whose), NULL, 0};
+        int over_ok = !cJSON_IsString(over) || (c->ovh[i].over = strdup(over->valuestring));
         cJSON_Delete(j);
-        c->ovh[i] = (calib_overhead){{sc, pk, pm, pw}, NULL, strdup(whose), 0};
         if (c->ovh[i].whose) c->ovh[i].text = overhead_text(c->ovh[i].w, d, whose);
-        if (!c->ovh[i].text)
+        if (!c->ovh[i].text || !over_ok)
             return pp_err_set(err, PERFPRED_ERR_NOMEM, "out of memory");
     }
     return PERFPRED_OK;
@@ -368,6 +375,7 @@ void pp_calib_close(pp_calib *c)
     for (int i = 0; c->ovh && i < pp_devices_count(c->db); i++) {
         free(c->ovh[i].text);
         free(c->ovh[i].whose);
+        free(c->ovh[i].over);
     }
     free(c->ovh);
     free(c->text);

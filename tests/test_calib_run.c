@@ -653,6 +653,67 @@ static void test_quick_run_should_fit_only_the_correction(void **state)
     assert_non_null(strstr(eb, "lonely-cpu has no layer models"));
     assert_int_equal(calls(&E, "host_probe.py"), probes);
 
+    /* a known CPU that names no calibration_from borrows the calibrated CPU nearest to its figures
+     * (a copy of epyc-kvm-2vcpu's: epyc-kvm-2vcpu); its quick run's correction records whose
+     * layer models summed its rows, and that record, not the nearest rule, keeps it on them */
+    snprintf(cmd, sizeof cmd,
+             "sed -e 's/^name: epyc-kvm-2vcpu$/name: near-cpu/' -e '/^aliases:/d' "
+             "-e '/^calibration_from:/d' '%s/devices/epyc-kvm-2vcpu.yaml' > "
+             "'%s/devices/near-cpu.yaml'",
+             E.cfg, E.cfg);
+    assert_int_equal(system(cmd), 0);
+    setenv("PP_FAKE_SLOW_NETS", "1", 1);
+    snprintf(E.work, sizeof E.work, "%s/work-near", E.root);
+    p = env_params(&E, "near-cpu");
+    p.quick = 1;
+    st = perfpred_calibrate_run(&p, r, eb, sizeof eb);
+    unsetenv("PP_FAKE_SLOW_NETS");
+    if (st != PERFPRED_OK) fail_msg("%s", eb);
+    assert_non_null(strstr(r->before_what, "transferred: epyc-kvm-2vcpu's"));
+    assert_int_equal(r->correction_written, 1);
+    snprintf(ovh, sizeof ovh, "%s/artifacts/near-cpu/overhead-latency.json", E.cfg);
+    char *near = slurp(ovh);
+    assert_non_null(near);
+    assert_non_null(strstr(near, "\"layer_models_of\":\t\"epyc-kvm-2vcpu\""));
+    /* a second calibrated CPU, far from near-cpu's figures (a tenth of the bandwidth) */
+    char twin[4096];
+    snprintf(twin, sizeof twin,
+             "sed -e 's/^name: epyc-kvm-2vcpu$/name: twin-cpu/' -e '/^aliases:/d' "
+             "-e '/^calibration_from:/d' -e 's/memory_bandwidth_gbs: 33.8/memory_bandwidth_gbs: "
+             "3.38/' '%s/devices/epyc-kvm-2vcpu.yaml' > '%s/devices/twin-cpu.yaml' && "
+             "cp -r '%s/artifacts/epyc-kvm-2vcpu' '%s/artifacts/twin-cpu'",
+             E.cfg, E.cfg, E.cfg, E.cfg);
+    assert_int_equal(system(twin), 0);
+    const char *src_of[2];
+    char *pinned = NULL;
+    for (int k = 0; k < 2; k++) {
+        perfpred_ctx_params cp = perfpred_ctx_default_params();
+        cp.config_dir = E.cfg;
+        perfpred_ctx *ctx = perfpred_ctx_open(&cp, &st, eb, sizeof eb);
+        if (!ctx) fail_msg("%s", eb);
+        perfpred_device_info info;
+        assert_int_equal(perfpred_device_find(ctx, "near-cpu", &info), PERFPRED_OK);
+        assert_int_equal(info.overhead_correction, 1);
+        src_of[k] = !info.calibration_device                           ? "none"
+                    : !strcmp(info.calibration_device, "twin-cpu")       ? "twin-cpu"
+                    : !strcmp(info.calibration_device, "epyc-kvm-2vcpu") ? "epyc-kvm-2vcpu"
+                                                                         : "other";
+        perfpred_ctx_close(ctx);
+        if (k == 0) { /* the record names another calibrated CPU: that one answers */
+            char *at = strstr(near, "epyc-kvm-2vcpu\"");
+            assert_non_null(at);
+            size_t pre = (size_t)(at - near);
+            pinned = malloc(strlen(near) + 16);
+            assert_non_null(pinned);
+            sprintf(pinned, "%.*stwin-cpu%s", (int)pre, near, at + strlen("epyc-kvm-2vcpu"));
+            pp_test_write_text(ovh, pinned);
+        }
+    }
+    assert_string_equal(src_of[0], "epyc-kvm-2vcpu");
+    assert_string_equal(src_of[1], "twin-cpu");
+    free(near);
+    free(pinned);
+
     /* a new device: its descriptor written from this machine's figures, naming the nearest
      * calibrated CPU, whose models the correction goes over (how close they come depends on this
      * machine, so only where the parts go is checked) */
