@@ -68,14 +68,14 @@ static char *overhead_text(const double *w, const pp_device *d, const char *whos
 static const calib_entry *entry_of(const pp_calib *c, const pp_device *d);
 static int device_index(const pp_calib *c, const pp_device *d);
 
-/* For an eager-PyTorch CPU without layer models or a graph-level correction of its own that names
- * no calibration_from: the calibrated CPU its own in-network correction was fitted over, else the
- * one of the same runtime and precision nearest to its figures (pp_calib_nearest_cpu); NULL where
- * none is or its descriptor lacks the figures. i: d's index. */
+/* For an eager-PyTorch CPU without layer models of its own that names no calibration_from: the
+ * calibrated CPU its own in-network correction was fitted over, else the one of the same runtime
+ * and precision nearest to its figures (pp_calib_nearest_cpu); NULL where none is or its
+ * descriptor lacks the figures. A correction of its own (in-network or graph-level) was fitted
+ * over the layer sums it borrowed, so it does not stop the borrowing. i: d's index. */
 static const pp_device *nearest_cpu(const pp_calib *c, const pp_device *d, int i)
 {
-    if (d->is_mig || d->calibration_from || !pp_device_is_eager_pytorch_cpu(d) ||
-        entry_of(c, d) || c->gnn[i].bin)
+    if (d->is_mig || d->calibration_from || !pp_device_is_eager_pytorch_cpu(d) || entry_of(c, d))
         return NULL;
     /* a correction of its own, fitted over a calibrated CPU's layer sums (`calibrate run
      * --quick` on it), stays over that CPU's models */
