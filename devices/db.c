@@ -490,11 +490,8 @@ int pp_device_is_eager_pytorch_cpu(const pp_device *d)
            strcmp(d->runtime_framework, "pytorch-eager") == 0;
 }
 
-static double figure_distance(double core_a, double bw_core_a, double core_b, double bw_core_b)
-{
-    if (!(core_a > 0) || !(bw_core_a > 0) || !(core_b > 0) || !(bw_core_b > 0)) return INFINITY;
-    return fabs(log(core_a / core_b)) + fabs(log(bw_core_a / bw_core_b));
-}
+/* |ln(x / y)|, or 0 where either is not stated */
+static double log_gap(double x, double y) { return x > 0 && y > 0 ? fabs(log(x / y)) : 0; }
 
 double pp_device_cpu_distance(const pp_device *a, const pp_device *b)
 {
@@ -502,11 +499,11 @@ double pp_device_cpu_distance(const pp_device *a, const pp_device *b)
     int nb = b->compute_units > 0 ? b->compute_units : 1;
     double ca = a->peak_tflops[PP_PREC_FP32] * 1e3 / na;
     double cb = b->peak_tflops[PP_PREC_FP32] * 1e3 / nb;
-    if (a->gemm_gflops > 0 && b->gemm_gflops > 0) {
-        ca = a->gemm_gflops;
-        cb = b->gemm_gflops;
-    }
-    return figure_distance(ca, a->memory_bandwidth_gbs / na, cb, b->memory_bandwidth_gbs / nb);
+    double ba = a->memory_bandwidth_gbs / na, bb = b->memory_bandwidth_gbs / nb;
+    if (!(ca > 0) || !(cb > 0) || !(ba > 0) || !(bb > 0)) return INFINITY;
+    /* every ratio a transfer scales by: the fewer and smaller, the less it extrapolates */
+    return log_gap(ca, cb) + log_gap(ba, bb) + log_gap(a->gemm_gflops, b->gemm_gflops) +
+           log_gap(a->launch_overhead_us, b->launch_overhead_us);
 }
 
 int pp_cpu_vendor_family(const char *vendor)

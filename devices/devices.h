@@ -182,10 +182,10 @@ double pp_device_sm_stream_gbs(const pp_device *d);
 /* 1 when d is a CPU whose runtime stack is eager PyTorch (the runners' stack): what the CPU
  * calibration (`calibrate run`), its BLAS convolutions and their transfer assume. */
 int pp_device_is_eager_pytorch_cpu(const pp_device *d);
-/* How far apart two CPUs are for borrowing one's layer models for the other: |ln| of the ratio of
- * their compute per core plus |ln| of the ratio of their bandwidth per core (INFINITY where a
- * figure is missing). Compute per core is the GEMM rate the runtime reaches (gemm_gflops) where
- * both state it, else the fp32 peak per core. */
+/* How far apart two CPUs are for borrowing one's layer models for the other: the sum of |ln| of
+ * the ratios a transfer scales by, their fp32 peak per core and memory bandwidth per core
+ * (INFINITY where either lacks one), and where both state them their runtime's GEMM rate
+ * (gemm_gflops) and cost per op (launch_overhead_us). */
 double pp_device_cpu_distance(const pp_device *a, const pp_device *b);
 /* The CPU maker a vendor string names, for preferring a borrowed CPU of the same one (its
  * libraries take the same code paths): 1 Intel ("Intel", "GenuineIntel"), 2 AMD ("AMD",
