@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "eval/eval.h"
+#include "graph/builders.h"
 #include "predictor/calib.h"
 #include "predictor/predictor.h"
 
@@ -279,7 +280,8 @@ static perfpred_status eval_networks(eval_ctx *E, pp_err *err)
             continue;
         }
         char path[8200];
-        if (r->model[0] == '/') snprintf(path, sizeof path, "%s", r->model);
+        if (r->model[0] == '/' || pp_net_ref_is_builtin(r->model))
+            snprintf(path, sizeof path, "%.8000s", r->model);
         else snprintf(path, sizeof path, "%s/%.4000s", dir, r->model);
         perfpred_input_override ov[16];
         int n_ov = parse_shapes(r->input_shapes, E->a, ov, 16);

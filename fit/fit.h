@@ -85,8 +85,10 @@ perfpred_status pp_fit_neusight(const char *neusight_root, const char *gpu, cons
  * ms and per-MB ms minimising sum_i (x_i . w - 1)^2 over the points with use[i] (use NULL: all),
  * x_i = (layer sum, kernels, 10^6 bytes moved, 10^6 bytes of cold weights) / measured, with the
  * terms after the scale >= 0: the least-squares fit over each subset of those three terms (the
- * scale always in), the best of those whose terms are all >= 0 (predictor/calib.h,
- * pp_overhead_latency_ms). 0 ok, -1 too few rows. */
+ * scale always in), the best of those whose terms are all >= 0 and within what a correction may
+ * state (PP_OVERHEAD_SCALE_MIN..MAX, terms up to PP_OVERHEAD_TERM_MAX_MS; where none is, the best
+ * of the others, which the caller finds out of range) (predictor/calib.h, pp_overhead_latency_ms).
+ * 0 ok, -1 too few rows. */
 int pp_fit_overhead_rows(const perfpred_eval_point *pt, const int *use, int n,
                          double w_out[PP_OVERHEAD_TERMS]);
 

@@ -48,7 +48,9 @@ int pp_fit_overhead_rows(const perfpred_eval_point *pt, const int *use, int n,
         m++;
     }
     if (m < 2 || !(G[0][0] > 0)) return -1;
-    double best = INFINITY;
+    /* the best subset whose figures a correction may state (predictor/calib.h's bounds), else
+     * the best of any: the caller then finds it out of range and writes nothing */
+    double best = INFINITY, best_any = INFINITY, w_any[NT] = {0};
     /* every subset of the optional terms (bit t - 1: term t) whose figures come out >= 0 */
     for (int mask = 0; mask < 1 << (NT - 1); mask++) {
         int idx[NT] = {0}, k = 1;
@@ -73,12 +75,19 @@ int pp_fit_overhead_rows(const perfpred_eval_point *pt, const int *use, int n,
             sse -= 2 * g[a] * w[a];
             for (int b2 = 0; b2 < NT; b2++) sse += w[a] * G[a][b2] * w[b2];
         }
-        if (sse < best) {
+        int stated = w[0] >= PP_OVERHEAD_SCALE_MIN && w[0] <= PP_OVERHEAD_SCALE_MAX;
+        for (int t = 1; t < NT; t++) stated &= w[t] <= PP_OVERHEAD_TERM_MAX_MS;
+        if (stated && sse < best) {
             best = sse;
             memcpy(w_out, w, sizeof w);
         }
+        if (sse < best_any) {
+            best_any = sse;
+            memcpy(w_any, w, sizeof w);
+        }
     }
-    return isfinite(best) ? 0 : -1;
+    if (!isfinite(best) && isfinite(best_any)) memcpy(w_out, w_any, sizeof w_any);
+    return isfinite(best_any) ? 0 : -1;
 }
 
 /* What the correction w answers on row p, as the predictor applies it. */

@@ -1,6 +1,7 @@
 /* graph/model.c: the public model handle of include/perfpred.h: load (parse, shapes, features,
  * liveness) with parameter checks and logging, totals, the per-layer table and the input list.
  * A perfpred_model is immutable once loaded, so any number of threads may read it. */
+#include "graph/builders.h"
 #include "graph/graph.h"
 
 #include <stdatomic.h>
@@ -98,7 +99,10 @@ perfpred_model *perfpred_model_load(const char *path, const perfpred_model_param
     pp_log(&lg, PERFPRED_LOG_DEBUG, "%s: loading (batch %lld, %d input overrides%s)", path,
            (long long)p->batch, p->n_inputs, p->allow_unknown ? ", unknown ops allowed" : "");
     pp_shape_opts so = {p->batch, p->inputs, p->n_inputs, p->allow_unknown, NULL};
-    if ((st = pp_graph_load_full(path, &so, &g, &err))) goto fail;
+    /* a search-space architecture (nb201:, fbnet:, ofa:) is built, a file is read */
+    if ((st = pp_net_ref_is_builtin(path) ? pp_net_graph_from_ref(path, &so, &g, &err)
+                                          : pp_graph_load_full(path, &so, &g, &err)))
+        goto fail;
     m = calloc(1, sizeof *m);
     if (!m) {
         pp_graph_free(g);

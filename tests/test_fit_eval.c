@@ -964,6 +964,29 @@ static void fit_overhead_should_recover_cold_weights_past_the_last_level_cache(v
  * that measure exactly 1.25 x sum + 0.5 ms x kernels + 0.02 ms x MB give back those terms from the
  * two other families' six rows; with a gate that every row passes the corrected figure is then the
  * refitted correction's (no error), and with the overhead artifact gone it is the layer sum's. */
+/* The least squares keeps to what a correction may state: rows whose times are 0.05 ms a kernel
+ * less half the layer sum (L alternating 1 and 3 ms on 40 and 80 kernels: 1.5 and 2.5 ms) fit
+ * a = -0.5 and c = 0.05 ms exactly, a scale no correction may state (below 0.05); the best subset
+ * that may be stated is then the scale alone, a = sum(x) / sum(x^2) with x = L / measured: 1 /
+ * 1.5 and 3 / 2.5 here, so a = (2/3 + 6/5) / (4/9 + 36/25). */
+static void overhead_fit_should_keep_to_stated_figures(void **state)
+{
+    (void)state;
+    perfpred_eval_point pt[4];
+    memset(pt, 0, sizeof pt);
+    for (int i = 0; i < 4; i++) {
+        pt[i].n_kernels = i % 2 ? 80 : 40;
+        pt[i].predicted_ms = i % 2 ? 3.0 : 1.0;
+        pt[i].measured_ms = 0.05 * pt[i].n_kernels - 0.5 * pt[i].predicted_ms;
+    }
+    double w[4];
+    assert_int_equal(pp_fit_overhead_rows(pt, NULL, 4, w), 0);
+    double want = (2.0 / 3.0 + 6.0 / 5.0) / (4.0 / 9.0 + 36.0 / 25.0);
+    if (fabs(w[0] - want) > 1e-12 || w[1] != 0 || w[2] != 0 || w[3] != 0)
+        print_error("a %.15f (want %.15f), c %g, d %g, e %g\n", w[0], want, w[1], w[2], w[3]);
+    assert_true(fabs(w[0] - want) <= 1e-12 && w[1] == 0 && w[2] == 0 && w[3] == 0);
+}
+
 static void gated_rows_should_take_the_overhead_correction_refitted_without_them(void **state)
 {
     (void)state;
@@ -1273,6 +1296,7 @@ int main(void)
         cmocka_unit_test(eval_networks_should_flag_rows_of_another_machine),
         cmocka_unit_test(fit_overhead_should_recover_scale_and_per_kernel_time),
         cmocka_unit_test(fit_overhead_should_recover_cold_weights_past_the_last_level_cache),
+        cmocka_unit_test(overhead_fit_should_keep_to_stated_figures),
         cmocka_unit_test(gated_rows_should_take_the_overhead_correction_refitted_without_them),
         cmocka_unit_test(eval_should_name_the_file_and_line_of_bad_input),
         cmocka_unit_test(eval_plot_should_draw_an_svg),

@@ -16,8 +16,13 @@ TITAN Xp, TITAN RTX; PyTorch; NAS-Bench-201 at batch 1 / 32 / 256, FBNet at 1 / 
 their descriptors' runtime stack, eager fp32: the stacks were fitted on framework-tax's
 torchvision rows of the first three, never on these search spaces, and never on the two TITANs.
 
-Run from the repository root:  /usr/bin/python3 tools/help_check.py [--gpus]
-    [--perfpred PATH] [--config-dir DIR] [--threads N] [--limit N]
+--adapt N (CPUs) first fits each CPU's in-network correction on N architectures of the search
+space it is then judged on (seeded; `perfpred calibrate fit --networks ... --overhead`, four folds,
+in a copy of the config folder, over the layer models the CPU borrows), as a user with a small
+measured table of a new machine would, then judges every other architecture of that space.
+
+Run from the repository root:  /usr/bin/python3 tools/help_check.py [--gpus | --adapt N]
+    [--perfpred PATH] [--config-dir DIR] [--threads N] [--limit N] [--seed N]
 Prints, per device, search space and batch, the rows, MAPE, the share within +-10 %, the mean log
 ratio (predicted / measured) and Spearman's rank correlation, and exits 0.
 """
@@ -25,6 +30,8 @@ import argparse
 import csv
 import math
 import os
+import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -96,6 +103,32 @@ def predict(pp, device, space, items, tmp, threads, config_dir, batches):
     return out
 
 
+NET_HEADER = ("model,family,device,runtime,runtime_version,precision,batch,input_shapes,latency_ms,"
+              "latency_spread_ms,repetitions,energy_j,peak_memory_bytes,source,date")
+
+
+def adapt(pp, device, col, picks, tmp, config_dir):
+    """Fits device's in-network correction on picks [(space, item, ms)] in a copy of the config
+    folder; returns that folder."""
+    cfg = os.path.join(tmp, "configs")
+    if not os.path.isdir(cfg):
+        shutil.copytree(config_dir or "configs", cfg, symlinks=True)
+    path = os.path.join(tmp, "adapt-%s.csv" % device)
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(NET_HEADER.split(","))
+        for k, (space, item, ms) in enumerate(picks):
+            ref = "nb201:%s@cifar10" % item if space == "nb201" else item
+            w.writerow([ref, "f%d" % (k % 4), device, "pytorch", "HELP", "fp32", 1, "", ms, "", "",
+                        "", "", "HELP's %s table, column %s_ms" % (space, col), "2021-01-01"])
+    r = subprocess.run([pp, "calibrate", "fit", "--device", device, "--networks", path,
+                        "--overhead", "--heldout-families", "f0;f1;f2;f3", "--config-dir", cfg],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit("perfpred calibrate fit failed (%d): %s" % (r.returncode, r.stderr[-2000:]))
+    return cfg
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--gpus", action="store_true", help="HELP's desktop GPUs, not its CPUs")
@@ -103,7 +136,12 @@ def main():
     ap.add_argument("--config-dir", default=None)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--limit", type=int, default=0, help="the first N architectures of each space")
+    ap.add_argument("--adapt", type=int, default=0,
+                    help="fit each CPU's correction on N architectures of each space first")
+    ap.add_argument("--seed", type=int, default=1, help="which architectures --adapt takes")
     a = ap.parse_args()
+    if a.adapt and a.gpus:
+        ap.error("--adapt fits a CPU's in-network correction; not with --gpus")
     devices = GPUS if a.gpus else CPUS
     print("HELP's %s (PyTorch), predicted by %s; no fit saw these rows" % (
         "desktop GPUs" if a.gpus else "server CPUs", a.perfpred))
@@ -111,16 +149,32 @@ def main():
                                                         "<=10 %", "mean log", "Spearman",
                                                         "provenance"))
     with tempfile.TemporaryDirectory() as tmp:
+        spaces = {}
         for space in ("nb201", "fbnet"):
             batches = BATCHES[space] if a.gpus else [1]
             cols = ["%s_%d" % (c, b) if a.gpus else c for _, c in devices for b in batches]
-            rows, order = measured(space, cols, a.limit)
+            spaces[space] = measured(space, cols, a.limit)
+        held, cfg = set(), {}
+        for space in ("nb201", "fbnet") if a.adapt else ():
+            rows, order = spaces[space]
+            picks = random.Random(a.seed).sample(order, a.adapt)
+            held.update(picks)
             for device, col in devices:
-                pred = predict(a.perfpred, device, space, order, tmp, a.threads, a.config_dir,
-                               batches)
+                cfg[(device, space)] = adapt(a.perfpred, device, col,
+                                             [(space, k, rows[k][col]) for k in picks],
+                                             os.path.join(tmp, space, device), a.config_dir)
+        if a.adapt:
+            print("each CPU's correction fitted on %d architectures of the space (seed %d), "
+                  "judged on its others" % (a.adapt, a.seed))
+        for space in ("nb201", "fbnet"):
+            batches = BATCHES[space] if a.gpus else [1]
+            rows, order = spaces[space]
+            for device, col in devices:
+                pred = predict(a.perfpred, device, space, order, tmp, a.threads,
+                               cfg.get((device, space), a.config_dir), batches)
                 for b in batches:
                     c = "%s_%d" % (col, b) if a.gpus else col
-                    keys = [k for k in order if (k, b) in pred and rows[k][c] > 0]
+                    keys = [k for k in order if (k, b) in pred and rows[k][c] > 0 and k not in held]
                     p = [pred[(k, b)][0] for k in keys]
                     m = [rows[k][c] for k in keys]
                     err = [x / y - 1 for x, y in zip(p, m)]
