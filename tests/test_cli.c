@@ -842,6 +842,42 @@ static void uncalibrated_cpu_should_borrow_the_nearest_per_core(void **state)
     unlink(path);
 }
 
+/* A search-space ref goes wherever a model path does: the CLI predicts a NAS-Bench-201 cell as
+ * predict-many does, and a network CSV row naming one is evaluated (its folder not prefixed). */
+static void nas_refs_should_load_like_files(void **state)
+{
+    (void)state;
+    const char *cell = "|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|"
+                       "nor_conv_3x3~1|skip_connect~2|";
+    char args[4096], path[2048], prov[256], src[4096];
+    snprintf(args, sizeof args, "--device xeon-kvm-2vcpu 'nb201:%s@cifar10' --json", cell);
+    double one = json_latency_src(args, prov, src, sizeof prov);
+    snprintf(path, sizeof path, "%s/test_cli_cell.txt", PP_BINARY_DIR);
+    char text[512];
+    snprintf(text, sizeof text, "%s\n", cell);
+    pp_test_write_text(path, text);
+    snprintf(args, sizeof args, "predict-many --device xeon-kvm-2vcpu --nb201 '%s' --csv", path);
+    assert_int_equal(run_cli(args), 0);
+    const char *row = strstr(out_buf, ",xeon-kvm-2vcpu,1,");
+    assert_non_null(row);
+    double many = strtod(row + strlen(",xeon-kvm-2vcpu,1,"), NULL);
+    if (fabs(one - many) > 1e-6 * many) print_error("CLI %.9f, predict-many %.9f\n", one, many);
+    assert_true(fabs(one - many) <= 1e-6 * many);
+    /* a network CSV row: measured at twice the prediction, so the row's error reads +-50 % */
+    snprintf(path, sizeof path, "%s/test_cli_cellnet.csv", PP_BINARY_DIR);
+    char csv_text[2048];
+    snprintf(csv_text, sizeof csv_text,
+             "model,family,device,runtime,runtime_version,precision,batch,input_shapes,latency_ms,"
+             "latency_spread_ms,repetitions,energy_j,peak_memory_bytes,source,date\n"
+             "nb201:%s@cifar10,nb201,xeon-kvm-2vcpu,pytorch-eager,torch,fp32,1,,%.9f,,,,,"
+             "test,2026-11-30\n", cell, 2 * one);
+    pp_test_write_text(path, csv_text);
+    snprintf(args, sizeof args, "eval --device xeon-kvm-2vcpu --networks '%s'", path);
+    assert_int_equal(run_cli(args), 0);
+    assert_non_null(strstr(out_buf, "-50.0"));
+    unlink(path);
+}
+
 /* The numbers of a `calibrate host --json` report. */
 static double host_report(const char *args, double *descriptor_scale, int *n_rows)
 {
@@ -964,6 +1000,7 @@ int main(void)
         cmocka_unit_test(transfer_should_swap_conv_calls_only_where_both_state_one),
         cmocka_unit_test(transfer_should_carry_the_source_overhead_correction_scaled),
         cmocka_unit_test(uncalibrated_cpu_should_borrow_the_nearest_per_core),
+        cmocka_unit_test(nas_refs_should_load_like_files),
     };
     return cmocka_run_group_tests(tests, NULL, remove_small_networks);
 }
