@@ -27,6 +27,8 @@ static const char usage_text[] =
     "                        [--precision P]   (docs/predict-many.md)\n"
     "  perfpred calibrate plan|fit|import ...   (see perfpred calibrate --help)\n"
     "  perfpred eval --device DEV --layers|--networks FILE.csv [--plot out.png]\n"
+    "model.onnx may also name a search-space network perfpred builds: nb201:CELL@cifar10,\n"
+    "fbnet:BLOCKS@cifar100, ofa:ks=..;e=..;d=..;r=.. (docs/networks.md)\n"
     "\n"
     "options:\n"
     "  --device LIST       device name or alias (a100, a100-mig-3g, jetson-orin-nano, rpi4, ...);\n"
