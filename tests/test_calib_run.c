@@ -505,6 +505,19 @@ static void repeat_should_scale_by_the_minutes_canary_level(void **state)
     free(dir);
 }
 
+/* configs/devices/NAME.yaml in E's config folder: epyc-kvm-2vcpu's descriptor under another name,
+ * without aliases or calibration_from, edited further by the sed expressions in extra ("" none). */
+static void copy_descriptor(const run_env *E, const char *name, const char *extra)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "sed -e 's/^name: epyc-kvm-2vcpu$/name: %s/' -e '/^aliases:/d' "
+             "-e '/^calibration_from:/d' %s '%s/devices/epyc-kvm-2vcpu.yaml' > "
+             "'%s/devices/%s.yaml'",
+             name, extra, E->cfg, E->cfg, name);
+    assert_int_equal(system(cmd), 0);
+}
+
 /* --quick times no layer: the layer models the device answers with stay (another CPU's through
  * its descriptor's calibration_from, or its own) and only the in-network correction is fitted over
  * them. "new-cpu" here is epyc-kvm-2vcpu's descriptor under another name, borrowing its models (a
@@ -639,12 +652,7 @@ static void test_quick_run_should_fit_only_the_correction(void **state)
 
     /* a CPU with no models of its own and none to borrow (no calibration_from, and no bandwidth
      * to find the nearest calibrated CPU by): refused before anything is timed */
-    snprintf(cmd, sizeof cmd,
-             "sed -e 's/^name: epyc-kvm-2vcpu$/name: lonely-cpu/' -e '/^aliases:/d' "
-             "-e '/^calibration_from:/d' -e '/memory_bandwidth_gbs:/d' "
-             "'%s/devices/epyc-kvm-2vcpu.yaml' > '%s/devices/lonely-cpu.yaml'",
-             E.cfg, E.cfg);
-    assert_int_equal(system(cmd), 0);
+    copy_descriptor(&E, "lonely-cpu", "-e '/memory_bandwidth_gbs:/d'");
     int probes = calls(&E, "host_probe.py");
     snprintf(E.work, sizeof E.work, "%s/work-lonely", E.root);
     p = env_params(&E, "lonely-cpu");
@@ -656,12 +664,7 @@ static void test_quick_run_should_fit_only_the_correction(void **state)
     /* a known CPU that names no calibration_from borrows the calibrated CPU nearest to its figures
      * (a copy of epyc-kvm-2vcpu's: epyc-kvm-2vcpu); its quick run's correction records whose
      * layer models summed its rows, and that record, not the nearest rule, keeps it on them */
-    snprintf(cmd, sizeof cmd,
-             "sed -e 's/^name: epyc-kvm-2vcpu$/name: near-cpu/' -e '/^aliases:/d' "
-             "-e '/^calibration_from:/d' '%s/devices/epyc-kvm-2vcpu.yaml' > "
-             "'%s/devices/near-cpu.yaml'",
-             E.cfg, E.cfg);
-    assert_int_equal(system(cmd), 0);
+    copy_descriptor(&E, "near-cpu", "");
     setenv("PP_FAKE_SLOW_NETS", "1", 1);
     snprintf(E.work, sizeof E.work, "%s/work-near", E.root);
     p = env_params(&E, "near-cpu");
@@ -676,14 +679,11 @@ static void test_quick_run_should_fit_only_the_correction(void **state)
     assert_non_null(near);
     assert_non_null(strstr(near, "\"layer_models_of\":\t\"epyc-kvm-2vcpu\""));
     /* a second calibrated CPU, far from near-cpu's figures (a tenth of the bandwidth) */
-    char twin[4096];
-    snprintf(twin, sizeof twin,
-             "sed -e 's/^name: epyc-kvm-2vcpu$/name: twin-cpu/' -e '/^aliases:/d' "
-             "-e '/^calibration_from:/d' -e 's/memory_bandwidth_gbs: 33.8/memory_bandwidth_gbs: "
-             "3.38/' '%s/devices/epyc-kvm-2vcpu.yaml' > '%s/devices/twin-cpu.yaml' && "
-             "cp -r '%s/artifacts/epyc-kvm-2vcpu' '%s/artifacts/twin-cpu'",
-             E.cfg, E.cfg, E.cfg, E.cfg);
-    assert_int_equal(system(twin), 0);
+    copy_descriptor(&E, "twin-cpu",
+                    "-e 's/memory_bandwidth_gbs: 33.8/memory_bandwidth_gbs: 3.38/'");
+    snprintf(cmd, sizeof cmd, "cp -r '%s/artifacts/epyc-kvm-2vcpu' '%s/artifacts/twin-cpu'", E.cfg,
+             E.cfg);
+    assert_int_equal(system(cmd), 0);
     const char *src_of[2];
     char *pinned = NULL;
     for (int k = 0; k < 2; k++) {
