@@ -474,6 +474,8 @@ perfpred_status perfpred_eval(const perfpred_eval_params *p, perfpred_eval_repor
     copy_trunc(out->source, sizeof out->source,
                info.calibrated_latency && info.calibration_source ? info.calibration_source
                                                                    : "uncalibrated (roofline)");
+    copy_trunc(out->source_device, sizeof out->source_device,
+               info.calibration_device ? info.calibration_device : "");
     if (!(out->store = E.a = pp_arena_new())) {
         st = pp_err_set(&err, PERFPRED_ERR_NOMEM, "eval: out of memory");
         goto done;

@@ -190,15 +190,7 @@ perfpred_status perfpred_calibrate_fit_overhead(const perfpred_overhead_params *
     }
     snprintf(out->device, sizeof out->device, "%s", ev.device);
     /* whose layer models the eval summed: the correction goes over them and no others */
-    perfpred_ctx_params cp = perfpred_ctx_default_params();
-    cp.config_dir = p->config_dir;
-    perfpred_ctx *ctx = perfpred_ctx_open(&cp, NULL, NULL, 0);
-    perfpred_device_info info;
-    if (ctx && perfpred_device_find(ctx, ev.device, &info) == PERFPRED_OK &&
-        info.calibration_device)
-        snprintf(out->layer_models_of, sizeof out->layer_models_of, "%s",
-                 info.calibration_device);
-    perfpred_ctx_close(ctx);
+    snprintf(out->layer_models_of, sizeof out->layer_models_of, "%s", ev.source_device);
     out->n_rows_read = ev.n_points + ev.n_failed;
     out->n_used = ev.n_points;
     out->n_failed = ev.n_failed;

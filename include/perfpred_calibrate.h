@@ -372,6 +372,7 @@ typedef struct perfpred_eval_group {
 typedef struct perfpred_eval_report {
     char device[64];
     char source[256];              /* calibration source, or "uncalibrated (roofline)" */
+    char source_device[64];        /* the device whose layer models answered ("" none) */
     int networks;                  /* 1: network rows */
     int n_rows_read, n_bad_rows, n_other_device, n_failed;
     int n_groups;
