@@ -231,6 +231,7 @@ static void print_eval_json(const perfpred_eval_report *r, const char *file, int
     cJSON_AddStringToObject(o, "rows_file", file);
     cJSON_AddStringToObject(o, "rows", r->networks ? "networks" : "layers");
     cJSON_AddStringToObject(o, "calibration_source", r->source);
+    if (r->source_device[0]) cJSON_AddStringToObject(o, "calibration_device", r->source_device);
     cJSON_AddNumberToObject(o, "rows_read", r->n_rows_read);
     cJSON_AddNumberToObject(o, "bad_rows", r->n_bad_rows);
     cJSON_AddNumberToObject(o, "other_device_rows", r->n_other_device);
