@@ -343,9 +343,11 @@ perfpred_status pp_calib_open(const pp_device_db *db, const char *config_dir, pp
         if (s == d) snprintf(buf, sizeof buf, "layer models of %s (%s)", d->name, data);
         else if (near)
             snprintf(buf, sizeof buf,
-                     "layer models of %s (%s), the calibrated CPU nearest to this descriptor's "
-                     "figures (it names no calibration_from), scaled to this device per core by "
-                     "Habitat's rule", s->name, data);
+                     "layer models of %s (%s), %s (it names no calibration_from), scaled to this "
+                     "device per core by Habitat's rule", s->name, data,
+                     c->ovh[i].over && !strcmp(c->ovh[i].over, s->name)
+                         ? "the calibrated CPU its own in-network correction was fitted over"
+                         : "the calibrated CPU nearest to this descriptor's figures");
         else
             snprintf(buf, sizeof buf,
                      "layer models of %s (%s), scaled to %s by Habitat's rule", s->name, data,
