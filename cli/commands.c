@@ -196,13 +196,17 @@ static void print_prediction(const perfpred_prediction *p, const perfpred_device
         printf("  %-12s %s %.2f GiB of device memory\n", "", p->fits_in_memory ? "fits in" : "DOES NOT FIT in",
                d->memory_gb);
     /* a CPU borrowing another's layer models (calibration_from): their kernels are transferred */
+    char cover[96] = "";
+    if (p->n_covered_kernels > 0)
+        snprintf(cover, sizeof cover, ", %d by other calibrated CPUs' models (transferred)",
+                 p->n_covered_kernels);
     if (!p->stack && !d->mig_profile && d->calibration_device && d->name &&
         strcmp(d->calibration_device, d->name) != 0)
-        printf("  %-12s %d kernels, %d timed by %s's layer models (transferred)\n", "kernels",
-               p->n_kernels, p->n_calibrated_kernels, d->calibration_device);
+        printf("  %-12s %d kernels, %d timed by %s's layer models (transferred)%s\n", "kernels",
+               p->n_kernels, p->n_calibrated_kernels, d->calibration_device, cover);
     else
-        printf("  %-12s %d kernels, %d calibrated\n", "kernels", p->n_kernels,
-               p->n_calibrated_kernels);
+        printf("  %-12s %d kernels, %d calibrated%s\n", "kernels", p->n_kernels,
+               p->n_calibrated_kernels, cover);
     if (p->stack && p->n_launched_kernels != p->n_kernels)
         printf("  %-12s %d kernels a call under %s (BatchNorm passes, casts: in their ops' rows)\n",
                "launched", p->n_launched_kernels, p->stack);

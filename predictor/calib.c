@@ -106,6 +106,39 @@ const pp_device *pp_calib_nearest_cpu(const pp_calib *c, const pp_device *d)
     return best;
 }
 
+int pp_calib_cover_cpus(const pp_calib *c, const pp_device *d, const pp_device *src,
+                        const pp_device **out, int max)
+{
+    if (!c || d->is_mig || !pp_device_is_eager_pytorch_cpu(d)) return 0;
+    int n = 0, fam = pp_cpu_vendor_family(d->vendor);
+    double dist[PP_CALIB_MAX_COVER];
+    if (max > PP_CALIB_MAX_COVER) max = PP_CALIB_MAX_COVER;
+    for (int pass = fam ? 0 : 1; pass < 2; pass++) {
+        int first = n; /* this pass's entries sort among themselves, after the pass before */
+        for (int k = 0; k < c->n; k++) {
+            const pp_device *s = c->e[k].dev;
+            if (s == d || s == src || !pp_device_is_eager_pytorch_cpu(s) ||
+                s->runtime_precision != d->runtime_precision ||
+                (pass == 0) != (fam && pp_cpu_vendor_family(s->vendor) == fam))
+                continue;
+            double x = pp_device_cpu_distance(d, s);
+            if (!isfinite(x)) continue;
+            int at = n;
+            while (at > first && dist[at - 1] > x) at--;
+            if (at >= max) continue;
+            int last = n < max ? n : max - 1;
+            for (int j = last; j > at; j--) {
+                out[j] = out[j - 1];
+                dist[j] = dist[j - 1];
+            }
+            out[at] = s;
+            dist[at] = x;
+            if (n < max) n++;
+        }
+    }
+    return n;
+}
+
 /* Whose layer models answer for d: d itself, its MIG parent, or the descriptor it names in
  * calibration_from (for a slice: its parent's calibration_from). */
 static const pp_device *resolve_source(const pp_calib *c, const pp_device *d)

@@ -69,6 +69,15 @@ const char *pp_calib_overhead_answer(const pp_calib *c, const pp_device *d, doub
  * pp_device_cpu_distance; NULL where none is or d lacks the figures. Also for a descriptor not in
  * the context (calibrate run's probe). */
 const pp_device *pp_calib_nearest_cpu(const pp_calib *c, const pp_device *d);
+/* Where the layer models answering for CPU d (src: d's own, or those it borrows) do not cover a
+ * kernel (an operator, kernel size, stride, dilation or group they never saw), the other calibrated
+ * eager-PyTorch CPUs of d's precision that may time it, scaled to d through the two descriptors as
+ * a borrowed model is (a datasheet roofline prices a CPU convolution at its FMA peak, 2-5x fast):
+ * up to max of them into out, of d's maker first, then of any, each group nearest first
+ * (pp_device_cpu_distance); src and d left out. 0 for other devices. */
+#define PP_CALIB_MAX_COVER 4
+int pp_calib_cover_cpus(const pp_calib *c, const pp_device *d, const pp_device *src,
+                        const pp_device **out, int max);
 /* Correction w of device `from` for a device `to` that borrows from's layer models: the scale as
  * it is, the time per kernel (host work between ops) x to's / from's launch_overhead_us, the
  * times per MB (memory traffic) x from's / to's memory_bandwidth_gbs; a figure either descriptor

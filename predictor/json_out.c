@@ -105,6 +105,8 @@ cJSON *pp_json_prediction(const perfpred_prediction *p)
     cJSON_AddBoolToObject(o, "fits_in_memory", p->fits_in_memory);
     cJSON_AddNumberToObject(o, "kernels", p->n_kernels);
     cJSON_AddNumberToObject(o, "calibrated_kernels", p->n_calibrated_kernels);
+    if (p->n_covered_kernels > 0)
+        cJSON_AddNumberToObject(o, "covered_kernels", p->n_covered_kernels);
     if (p->stack) {
         cJSON *s = cJSON_AddObjectToObject(o, "stack");
         cJSON_AddStringToObject(s, "name", p->stack);

@@ -786,6 +786,10 @@ typedef struct kernel_sums {
     pp_stack_reuse reuse; /* what the L2 may hold of the kernels' outputs so far */
     double roof_sum_ms, total_ms, energy_mj, total_bytes;
     int nk, ncal, untimed;
+    /* CPUs: other calibrated CPUs that time the kernels src's models do not cover (looked up at
+     * the first such kernel), and how many kernels they timed */
+    const pp_device *cover[PP_CALIB_MAX_COVER];
+    int n_cover, cover_known, ncover;
 } kernel_sums;
 
 /* One kernel's time t on d as it is worked out, the layer models' own figure cal_ms, its
@@ -793,6 +797,7 @@ typedef struct kernel_sums {
 typedef struct kernel_time {
     double t, cal_ms, roof_d;
     int mb, calibrated, as_eager;
+    int covered; /* calibrated by another CPU's models (kernel_sums.cover), not src's */
 } kernel_time;
 
 /* The source device, the runtime stack and the GNN a prediction on d uses; errors where the
@@ -905,8 +910,29 @@ static double roof_ms(const pp_device *dev, const pp_graph *g, const pp_kernel_g
            dev->launch_overhead_us * 1e-3 + fixed_ms(dev, g, G, 1);
 }
 
+/* A kernel src's models do not cover, timed by the nearest other calibrated CPU whose models do
+ * (pp_calib_cover_cpus; a composite first as its one operator): that CPU, else NULL. */
+static const pp_device *cover_kernel(const predict_setup *P, const pp_kernel_group *G,
+                                     kernel_sums *sums, kernel_time *kt)
+{
+    if (!sums->cover_known) {
+        sums->n_cover = pp_calib_cover_cpus(pp_ctx_calib(P->ctx), P->d, P->src, sums->cover,
+                                            PP_CALIB_MAX_COVER);
+        sums->cover_known = 1;
+    }
+    for (int c = 0; c < sums->n_cover; c++) {
+        const pp_device *s = sums->cover[c];
+        kt->as_eager = eager_kernel_ms(P->ctx, s, P->g, G, &kt->cal_ms);
+        if (kt->as_eager ||
+            pp_calib_node_ms(pp_ctx_calib(P->ctx), s, &P->g->nodes[G->nodes[0]].feat, &kt->cal_ms))
+            return s;
+    }
+    return NULL;
+}
+
 /* A kernel's time outside any stack: src's layer model where one answers (a composite first as
- * the one operator the runtime runs), else timed_on's roofline; then scaled to d. */
+ * the one operator the runtime runs), on a CPU else the model of the nearest other calibrated CPU
+ * that covers it, else timed_on's roofline; then scaled to d. */
 static void time_kernel(const predict_setup *P, const pp_kernel_group *G, const kernel_acc *k,
                         kernel_sums *sums, kernel_time *kt)
 {
@@ -915,7 +941,7 @@ static void time_kernel(const predict_setup *P, const pp_kernel_group *G, const 
     double roof_src = roof_ms(timed_on, P->g, G, k, &kt->mb);
     kt->t = roof_src;
     kt->cal_ms = 0;
-    kt->calibrated = kt->as_eager = 0;
+    kt->calibrated = kt->as_eager = kt->covered = 0;
     if (P->src && eager_kernel_ms(P->ctx, P->src, P->g, G, &kt->cal_ms)) {
         /* a composite op, timed as the one operator the runtime runs */
         kt->t = kt->cal_ms;
@@ -924,6 +950,15 @@ static void time_kernel(const predict_setup *P, const pp_kernel_group *G, const 
         /* fused followers of a calibrated kernel ride along in its epilogue */
         kt->t = kt->cal_ms;
         kt->calibrated = 1;
+    } else if (P->src && !P->stk) {
+        const pp_device *s = cover_kernel(P, G, sums, kt);
+        if (s) {
+            timed_on = s;
+            kt->t = kt->cal_ms;
+            kt->calibrated = kt->covered = 1;
+        } else {
+            kt->as_eager = 0;
+        }
     }
     if (!kt->calibrated && !P->can_roof) sums->untimed++;
     if (timed_on != d) {
@@ -932,7 +967,8 @@ static void time_kernel(const predict_setup *P, const pp_kernel_group *G, const 
          * inside its models' times, which then scale with the rest */
         /* a CPU whose descriptor states no cost per op keeps the source's: the same runtime's
          * dispatch, which no roofline figure prices */
-        const pp_device *fd = d->kind == PP_DEV_CPU && !(d->launch_overhead_us > 0) ? timed_on : d;
+        const pp_device *fd =
+            d->kind == PP_DEV_CPU && !(d->launch_overhead_us > 0) ? P->timed_on : d;
         int calls = (timed_on->conv_call_us > 0) == (fd->conv_call_us > 0);
         double fixed_src = fixed_ms(timed_on, P->g, G, calls);
         double fixed_d = fixed_ms(fd, P->g, G, calls);
@@ -942,7 +978,7 @@ static void time_kernel(const predict_setup *P, const pp_kernel_group *G, const 
                 fixed_d;
     }
     /* roof_ms is a function of its arguments: on the device timed, its answer above */
-    kt->roof_d = timed_on == d ? roof_src : roof_ms(d, P->g, G, k, &kt->mb);
+    kt->roof_d = P->timed_on == d ? roof_src : roof_ms(d, P->g, G, k, &kt->mb);
 }
 
 /* The next entry of the stack's kernels, taken, as part of the kernel group being timed. */
@@ -1049,7 +1085,9 @@ static void record_kernel(const pp_graph *g, const pp_kernel_group *G, const ker
     K->flops = k->flops;
     K->bytes = k->bytes;
     K->memory_bound = kt->mb;
-    K->prov = kt->calibrated ? PERFPRED_PROV_CALIBRATED : PERFPRED_PROV_ESTIMATE;
+    K->prov = kt->covered      ? PERFPRED_PROV_TRANSFERRED
+              : kt->calibrated ? PERFPRED_PROV_CALIBRATED
+                               : PERFPRED_PROV_ESTIMATE;
 }
 
 /* Times every kernel group in order and sums time, energy and bytes over them. */
@@ -1073,7 +1111,8 @@ static void run_kernels(const predict_setup *P, const pp_kernel_group *kernels, 
         if (pp->kernels && sums->nk < pp->kernels_cap)
             record_kernel(P->g, G, &k, &kt, &pp->kernels[sums->nk]);
         sums->nk++;
-        sums->ncal += kt.calibrated;
+        sums->ncal += kt.calibrated && !kt.covered;
+        sums->ncover += kt.covered;
     }
 }
 
@@ -1131,11 +1170,14 @@ static const char *layer_sum_latency(const predict_setup *P, const kernel_sums *
 {
     const pp_device *d = P->d;
     double total_ms = sums->total_ms;
-    int nk = sums->nk, ncal = sums->ncal, untimed = sums->untimed, corrected = gc->corrected;
-    /* every kernel from the layer models of another device (calibration_from), scaled to this
-     * one: transferred, also where an in-network correction of this device's own follows (a
-     * MIG slice's parent is the same chip) */
-    int borrowed = P->src && P->src != d && !(d->is_mig && d->parent == P->src);
+    int nk = sums->nk, ncal = sums->ncal + sums->ncover, untimed = sums->untimed;
+    int corrected = gc->corrected;
+    /* every kernel from the layer models of another device (calibration_from, or for the
+     * kernels those do not cover another calibrated CPU's), scaled to this one: transferred,
+     * also where an in-network correction of this device's own follows (a MIG slice's parent is
+     * the same chip) */
+    int borrowed = sums->ncover > 0 ||
+                   (P->src && P->src != d && !(d->is_mig && d->parent == P->src));
     perfpred_provenance all_cal = borrowed ? PERFPRED_PROV_TRANSFERRED : PERFPRED_PROV_CALIBRATED;
     /* else the in-network overhead correction: scale x layer sum + a fixed time per kernel, per
      * megabyte moved and per megabyte of weights the pass finds beyond the last-level cache,
@@ -1158,7 +1200,8 @@ static const char *layer_sum_latency(const predict_setup *P, const kernel_sums *
             out->latency_members_hi_ms = total_ms * exp(gc->hi[0]);
         }
     }
-    out->n_calibrated_kernels = ncal;
+    out->n_calibrated_kernels = sums->ncal;
+    out->n_covered_kernels = sums->ncover;
     out->latency_ms.value = total_ms;
     if (untimed) {
         out->latency_ms.value = NAN;

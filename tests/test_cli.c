@@ -776,6 +776,87 @@ static void transfer_should_carry_the_source_overhead_correction_scaled(void **s
     unlink(path);
 }
 
+/* A kernel the layer models answering for a CPU do not cover (an operator, kernel size or group
+ * they never saw) is timed by the nearest other calibrated CPU's models that do, scaled to the
+ * CPU, where it took the datasheet roofline before: a descriptor with every figure of host-cpu's,
+ * borrowing xeon-kvm-2vcpu's models (whose rows hold few of MobileNetV2's depthwise
+ * convolutions' channel counts), times those kernels as host-cpu's own models do (the same figures: the scaling
+ * is 1), each labelled transferred, and the JSON counts them; the kernels xeon's models cover keep
+ * xeon's times. */
+static void uncovered_kernels_should_take_the_nearest_cpu_that_covers_them(void **state)
+{
+    (void)state;
+    char path[2048], args[8192];
+    snprintf(path, sizeof path, "%s/test_cli_cover.yaml", PP_BINARY_DIR);
+    pp_test_write_text(path,
+                       "name: intel-twin\ndescription: host-cpu's figures\nvendor: Intel\n"
+                       "kind: cpu\ncalibration_from: xeon-kvm-2vcpu\nhardware:\n"
+                       "  peak_tflops:\n    fp32: 0.256\n  memory_bandwidth_gbs: 25.6\n"
+                       "  memory_gb: 23.5\n  compute_units: 2\n  clock_mhz: 2000\n  l2_mb: 105\n"
+                       "runtime:\n  framework: pytorch-eager\n  precision: fp32\n"
+                       "  launch_overhead_us: 2.5\n  runtime_memory_overhead_mb: 233\n"
+                       "  gemm_gflops: 113.7\n"
+                       "  fusion: [{ops: [MatMul, Add], max_input_rank: 3}]\n"
+                       "  composite_ops: [[Div, Erf, Add, Mul, Mul], [Sigmoid, Mul], "
+                       "[HardSigmoid, Mul]]\n");
+    const char *model = "tests/fixtures/models/mobilenet_v2.onnx";
+    snprintf(args, sizeof args, "--device intel-twin %s --json --layers 1000 --device-file '%s'",
+             model, path);
+    cJSON *twin = run_json(args);
+    snprintf(args, sizeof args, "--device host-cpu %s --json --layers 1000", model);
+    cJSON *host = run_json(args);
+    snprintf(args, sizeof args, "--device xeon-kvm-2vcpu %s --json --layers 1000", model);
+    cJSON *xeon = run_json(args);
+    const cJSON *kt = cJSON_GetObjectItem(twin, "kernels"), *kh = cJSON_GetObjectItem(host, "kernels");
+    const cJSON *kx = cJSON_GetObjectItem(xeon, "kernels");
+    int n = cJSON_GetArraySize(kt), covered = 0, dw = 0, hc = 0;
+    assert_true(n > 0 && n == cJSON_GetArraySize(kh) && n == cJSON_GetArraySize(kx));
+    for (int i = 0; i < n; i++) {
+        const cJSON *a = cJSON_GetArrayItem(kt, i), *h = cJSON_GetArrayItem(kh, i);
+        const cJSON *x = cJSON_GetArrayItem(kx, i);
+        assert_string_equal(cJSON_GetObjectItem(a, "name")->valuestring,
+                            cJSON_GetObjectItem(h, "name")->valuestring);
+        const char *prov = cJSON_GetObjectItem(a, "provenance")->valuestring;
+        double t = cJSON_GetObjectItem(a, "latency_ms")->valuedouble;
+        double th = cJSON_GetObjectItem(h, "latency_ms")->valuedouble;
+        if (strcmp(cJSON_GetObjectItem(a, "kind")->valuestring, "dwconv") == 0 &&
+            strcmp(prov, "transferred") == 0)
+            dw++;
+        if (strcmp(prov, "transferred") == 0) {
+            /* host-cpu's models, or (MobileNetV2's ReLU6 Clips, which neither Intel guest timed)
+             * the same AMD guest's for both, the nearest to the same figures */
+            const char *ph = cJSON_GetObjectItem(h, "provenance")->valuestring;
+            covered++;
+            hc += strcmp(ph, "calibrated") == 0;
+            assert_true(strcmp(ph, "calibrated") == 0 || strcmp(ph, "transferred") == 0);
+            if (fabs(t - th) > 1e-9 * th) print_error("kernel %d: twin %.9f, host-cpu %.9f\n", i, t, th);
+            assert_true(fabs(t - th) <= 1e-9 * th);
+        } else {
+            /* xeon's models answer: the same work as on xeon-kvm-2vcpu, scaled; never host's */
+            assert_string_equal(prov, "calibrated");
+            assert_string_equal(cJSON_GetObjectItem(x, "provenance")->valuestring, "calibrated");
+        }
+    }
+    assert_true(dw >= 4 && hc >= dw && covered >= hc && covered < n);
+    const cJSON *pred = cJSON_GetObjectItem(twin, "prediction");
+    assert_int_equal(cJSON_GetObjectItem(pred, "covered_kernels")->valueint, covered);
+    assert_int_equal(cJSON_GetObjectItem(pred, "calibrated_kernels")->valueint, n - covered);
+    assert_string_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(pred, "latency"), "provenance")->valuestring,
+        "transferred");
+    cJSON_Delete(twin);
+    cJSON_Delete(host);
+    cJSON_Delete(xeon);
+
+    /* the CLI says how many kernels other CPUs' models timed */
+    snprintf(args, sizeof args, "--device intel-twin %s --device-file '%s'", model, path);
+    assert_int_equal(run_cli(args), 0);
+    char want[128];
+    snprintf(want, sizeof want, ", %d by other calibrated CPUs' models (transferred)", covered);
+    assert_non_null(strstr(out_buf, want));
+    unlink(path);
+}
+
 /* An eager-PyTorch CPU calibrated in no way and naming no calibration_from borrows the calibrated
  * CPU nearest to its figures per core, scaled per core (the CPU layer models time one thread):
  * an 18-core machine whose every figure per core is xeon-kvm-2vcpu's (x 9 the guest's 2 cores),
@@ -812,8 +893,11 @@ static void uncalibrated_cpu_should_borrow_the_nearest_per_core(void **state)
     for (int m = 0; m < 2; m++) {
         snprintf(args, sizeof args, "--device xeon-kvm-2vcpu %s --json", models[m]);
         double own = json_latency_src(args, prov, src, sizeof prov);
-        /* another device's models: "transferred" where the source's own answer is calibrated */
-        const char *want = strcmp(prov, "calibrated") == 0 ? "transferred" : "mixed";
+        /* another device's models: "transferred" where the source's own answer came from layer
+         * models (its own, or for kernels they do not cover another CPU's: transferred) */
+        const char *want =
+            strcmp(prov, "calibrated") == 0 || strcmp(prov, "transferred") == 0 ? "transferred"
+                                                                                : "mixed";
         snprintf(args, sizeof args, "--device xeon-x9 %s --json --device-file '%s'", models[m],
                  path);
         double x9 = json_latency_src(args, prov, src, sizeof prov);
@@ -1000,6 +1084,7 @@ int main(void)
         cmocka_unit_test(transfer_should_swap_conv_calls_only_where_both_state_one),
         cmocka_unit_test(transfer_should_carry_the_source_overhead_correction_scaled),
         cmocka_unit_test(uncalibrated_cpu_should_borrow_the_nearest_per_core),
+        cmocka_unit_test(uncovered_kernels_should_take_the_nearest_cpu_that_covers_them),
         cmocka_unit_test(nas_refs_should_load_like_files),
     };
     return cmocka_run_group_tests(tests, NULL, remove_small_networks);
