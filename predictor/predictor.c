@@ -587,7 +587,9 @@ static perfpred_status stack_figures(const pp_graph *g, const pp_device *d, cons
               "estimate no measurement made (perfpred calibrate host measures it)"
             : "runtime stack: host dispatch / GPU pipeline fitted on other GPUs' whole-model "
               "measurements (framework-tax-gpus, data/gpu-stacks), applied through this "
-              "descriptor's figures";
+              "descriptor's figures; the host dispatches as the 2022 desktop hosts those rows "
+              "came from (the descriptor states no host_dispatch_scale: perfpred calibrate host "
+              "measures yours)";
     /* a host whose dispatch scale nobody measured (a Jetson's Arm cores) sets the pace of every
      * small batch: the stack's GPU side is a transfer, the whole an estimate */
     if (!own && !mode.graph && host_estimated(d))
