@@ -129,7 +129,8 @@ typedef enum perfpred_provenance {
     PERFPRED_PROV_UNAVAILABLE = 0, /* the device descriptor lacks what the figure needs */
     PERFPRED_PROV_ESTIMATE = 1,    /* analytic (roofline, power model): uncalibrated */
     PERFPRED_PROV_CALIBRATED = 2,  /* trained on measurements of this device (or its parent) */
-    PERFPRED_PROV_MIXED = 3,       /* a sum whose parts are partly calibrated, partly estimated */
+    PERFPRED_PROV_MIXED = 3,       /* a sum whose parts are partly calibrated, partly estimated
+                                      (or, on a CPU, timed by another CPU's layer models) */
     PERFPRED_PROV_TRANSFERRED = 4  /* fitted on measurements of other devices of the same kind
                                       (a runtime stack fitted on other GPUs), not this one */
 } perfpred_provenance;

@@ -1174,13 +1174,14 @@ static const char *layer_sum_latency(const predict_setup *P, const kernel_sums *
     double total_ms = sums->total_ms;
     int nk = sums->nk, ncal = sums->ncal + sums->ncover, untimed = sums->untimed;
     int corrected = gc->corrected;
-    /* every kernel from the layer models of another device (calibration_from, or for the
-     * kernels those do not cover another calibrated CPU's), scaled to this one: transferred,
-     * also where an in-network correction of this device's own follows (a MIG slice's parent is
-     * the same chip) */
-    int borrowed = sums->ncover > 0 ||
-                   (P->src && P->src != d && !(d->is_mig && d->parent == P->src));
-    perfpred_provenance all_cal = borrowed ? PERFPRED_PROV_TRANSFERRED : PERFPRED_PROV_CALIBRATED;
+    /* every kernel from the layer models of another device (calibration_from; the kernels those
+     * do not cover from another calibrated CPU's), scaled to this one: transferred, also where
+     * an in-network correction of this device's own follows (a MIG slice's parent is the same
+     * chip); a device's own models with some kernels from another CPU's: mixed */
+    int borrowed = P->src && P->src != d && !(d->is_mig && d->parent == P->src);
+    perfpred_provenance all_cal = borrowed          ? PERFPRED_PROV_TRANSFERRED
+                                  : sums->ncover > 0 ? PERFPRED_PROV_MIXED
+                                                     : PERFPRED_PROV_CALIBRATED;
     /* else the in-network overhead correction: scale x layer sum + a fixed time per kernel, per
      * megabyte moved and per megabyte of weights the pass finds beyond the last-level cache,
      * fitted on whole-network measurements of this device against this same sum; for a device

@@ -782,7 +782,8 @@ static void transfer_should_carry_the_source_overhead_correction_scaled(void **s
  * borrowing xeon-kvm-2vcpu's models (whose rows hold few of MobileNetV2's depthwise
  * convolutions' channel counts), times those kernels as host-cpu's own models do (the same figures: the scaling
  * is 1), each labelled transferred, and the JSON counts them; the kernels xeon's models cover keep
- * xeon's times. */
+ * xeon's times. xeon-kvm-2vcpu's own answer, with some kernels from another CPU's models, is
+ * mixed. */
 static void uncovered_kernels_should_take_the_nearest_cpu_that_covers_them(void **state)
 {
     (void)state;
@@ -844,6 +845,17 @@ static void uncovered_kernels_should_take_the_nearest_cpu_that_covers_them(void 
     assert_string_equal(
         cJSON_GetObjectItem(cJSON_GetObjectItem(pred, "latency"), "provenance")->valuestring,
         "transferred");
+    /* a device's own models with some kernels from another CPU's: mixed, and counted */
+    const cJSON *px = cJSON_GetObjectItem(xeon, "prediction");
+    int xc = 0;
+    for (int i = 0; i < n; i++)
+        xc += strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(kx, i), "provenance")->valuestring,
+                     "transferred") == 0;
+    assert_true(xc > 0);
+    assert_int_equal(cJSON_GetObjectItem(px, "covered_kernels")->valueint, xc);
+    assert_string_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(px, "latency"), "provenance")->valuestring,
+        "mixed");
     cJSON_Delete(twin);
     cJSON_Delete(host);
     cJSON_Delete(xeon);
@@ -893,11 +905,16 @@ static void uncalibrated_cpu_should_borrow_the_nearest_per_core(void **state)
     for (int m = 0; m < 2; m++) {
         snprintf(args, sizeof args, "--device xeon-kvm-2vcpu %s --json", models[m]);
         double own = json_latency_src(args, prov, src, sizeof prov);
-        /* another device's models: "transferred" where the source's own answer came from layer
-         * models (its own, or for kernels they do not cover another CPU's: transferred) */
+        /* another device's models: "transferred" where layer models timed every kernel of the
+         * source's own answer (its own, or another CPU's where they do not cover one) */
+        cJSON *oj = run_json(args);
+        const cJSON *op = cJSON_GetObjectItem(oj, "prediction");
+        const cJSON *cov = cJSON_GetObjectItem(op, "covered_kernels");
+        int timed = cJSON_GetObjectItem(op, "calibrated_kernels")->valueint +
+                    (cov ? cov->valueint : 0);
         const char *want =
-            strcmp(prov, "calibrated") == 0 || strcmp(prov, "transferred") == 0 ? "transferred"
-                                                                                : "mixed";
+            timed == cJSON_GetObjectItem(op, "kernels")->valueint ? "transferred" : "mixed";
+        cJSON_Delete(oj);
         snprintf(args, sizeof args, "--device xeon-x9 %s --json --device-file '%s'", models[m],
                  path);
         double x9 = json_latency_src(args, prov, src, sizeof prov);
