@@ -74,7 +74,9 @@ const pp_device *pp_calib_nearest_cpu(const pp_calib *c, const pp_device *d);
  * eager-PyTorch CPUs of d's precision that may time it, scaled to d through the two descriptors as
  * a borrowed model is (a datasheet roofline prices a CPU convolution at its FMA peak, 2-5x fast):
  * up to max of them into out, of d's maker first, then of any, each group nearest first
- * (pp_device_cpu_distance); src and d left out. 0 for other devices. */
+ * (pp_device_cpu_distance); src and d left out. 0 for other devices. Their regressors are read
+ * when a kernel first asks (pp_calib_node_ms); one whose files fail to read answers nothing,
+ * and a prediction on that device itself reports the error. */
 #define PP_CALIB_MAX_COVER 4
 int pp_calib_cover_cpus(const pp_calib *c, const pp_device *d, const pp_device *src,
                         const pp_device **out, int max);
