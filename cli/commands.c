@@ -284,9 +284,15 @@ int cmd_predict(const cli_opts *o)
             printf("%s on %s (%s), batch %lld, runtime stack %s\n", o->model, dev.name,
                    dev.description ? dev.description : "", (long long)p.batch, p.stack);
         else
-            printf("%s on %s (%s), batch %lld, runtime %s %s\n", o->model, dev.name,
+            printf("%s on %s (%s), batch %lld, runtime %s %s%s\n", o->model, dev.name,
                    dev.description ? dev.description : "", (long long)p.batch,
-                   dev.runtime ? dev.runtime : "-", dev.precision ? dev.precision : "");
+                   dev.runtime ? dev.runtime : "-", dev.precision ? dev.precision : "",
+                   /* the CPU layer models time one thread (the runners' protocol) */
+                   strcmp(dev.kind, "cpu") == 0 && dev.runtime &&
+                           strcmp(dev.runtime, "pytorch-eager") == 0 &&
+                           p.n_calibrated_kernels + p.n_covered_kernels > 0
+                       ? ", one thread"
+                       : "");
         print_prediction(&p, &dev);
         list_unknown_ops(m, stdout);
         if (o->layers) {

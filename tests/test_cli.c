@@ -866,6 +866,8 @@ static void uncovered_kernels_should_take_the_nearest_cpu_that_covers_them(void 
     char want[128];
     snprintf(want, sizeof want, ", %d by other calibrated CPUs' models (transferred)", covered);
     assert_non_null(strstr(out_buf, want));
+    /* and that the answer is one thread's, as the CPU layer models were timed */
+    assert_non_null(strstr(out_buf, "batch 1, runtime pytorch-eager fp32, one thread\n"));
     unlink(path);
 }
 
