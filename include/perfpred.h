@@ -241,8 +241,8 @@ typedef struct perfpred_prediction {
     double gpu_ms;           /* the kernels' time on the GPU per call */
     double allocator_peak_bytes; /* the allocator's peak in use (torch max_memory_allocated) */
     perfpred_interval latency_interval; /* how sure latency_ms is (n = 0: no interval) */
-    int n_covered_kernels;   /* CPUs: kernels the layer models answering for the device do not
-                                cover (an operator or kernel size they never saw), timed by the
+    int n_covered_kernels;   /* CPUs: compute-bound kernels the layer models answering for the
+                                device do not cover (a kernel size they never saw), timed by the
                                 nearest other calibrated CPU's models that do, scaled through the
                                 two descriptors (transferred); not in n_calibrated_kernels */
 } perfpred_prediction;

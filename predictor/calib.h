@@ -70,9 +70,10 @@ const char *pp_calib_overhead_answer(const pp_calib *c, const pp_device *d, doub
  * the context (calibrate run's probe). */
 const pp_device *pp_calib_nearest_cpu(const pp_calib *c, const pp_device *d);
 /* Where the layer models answering for CPU d (src: d's own, or those it borrows) do not cover a
- * kernel (an operator, kernel size, stride, dilation or group they never saw), the other calibrated
- * eager-PyTorch CPUs of d's precision that may time it, scaled to d through the two descriptors as
- * a borrowed model is (a datasheet roofline prices a CPU convolution at its FMA peak, 2-5x fast):
+ * compute-bound kernel (an operator, kernel size, stride, dilation or group they never saw), the
+ * other calibrated eager-PyTorch CPUs of d's precision that may time it, scaled to d through the
+ * two descriptors as a borrowed model is (a datasheet roofline prices a CPU convolution at every
+ * core's FMA peak, 2-5x fast; the predictor asks only for kernels its roofline prices so):
  * up to max of them into out, of d's maker first, then of any, each group nearest first
  * (pp_device_cpu_distance); src and d left out. 0 for other devices. Their regressors are read
  * when a kernel first asks (pp_calib_node_ms); one whose files fail to read answers nothing,

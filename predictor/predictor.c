@@ -764,8 +764,12 @@ static const pp_device *cover_kernel(const predict_setup *P, const pp_kernel_gro
 }
 
 /* A kernel's time outside any stack: src's layer model where one answers (a composite first as
- * the one operator the runtime runs), on a CPU else the model of the nearest other calibrated CPU
- * that covers it, else timed_on's roofline; then scaled to d. */
+ * the one operator the runtime runs), on a CPU else, for a kernel its roofline prices
+ * compute-bound, the model of the nearest other calibrated CPU that covers it, else timed_on's
+ * roofline; then scaled to d. A CPU roofline's compute side is every core at the FMA peak, where
+ * the layer models time one thread at what oneDNN reaches (2-5x off); its memory side (bandwidth
+ * and cost per op) is near what one thread sees, while another CPU's memory-bound rows carry that
+ * CPU's cache state (warm or scrubbed), which its own correction, not this CPU's, absorbs. */
 static void time_kernel(const predict_setup *P, const pp_kernel_group *G, const kernel_acc *k,
                         kernel_sums *sums, kernel_time *kt)
 {
@@ -783,7 +787,7 @@ static void time_kernel(const predict_setup *P, const pp_kernel_group *G, const 
         /* fused followers of a calibrated kernel ride along in its epilogue */
         kt->t = kt->cal_ms;
         kt->calibrated = 1;
-    } else if (P->src && !P->stk) {
+    } else if (P->src && !P->stk && !kt->mb) {
         const pp_device *s = cover_kernel(P, G, sums, kt);
         if (s) {
             timed_on = s;
