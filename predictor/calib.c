@@ -58,8 +58,8 @@ static char *overhead_text(const double *w, const pp_device *d, const char *whos
     char text[2048], mb[64] = "", cw[160] = "";
     if (w[2] > 0) snprintf(mb, sizeof mb, " + %.1f us per MB moved", w[2] * 1e3);
     if (w[3] > 0)
-        snprintf(cw, sizeof cw, " + %.1f us per MB of weights where they and the activations "
-                 "exceed the %g MiB last-level cache", w[3] * 1e3, d->l2_mb);
+        snprintf(cw, sizeof cw, " + %.1f us per MB of weights of layers that fit the %g MiB "
+                 "last-level cache alone, where the pass does not", w[3] * 1e3, d->l2_mb);
     snprintf(text, sizeof text, "layer sum x %.3f + %.1f us per kernel%s%s (%s)", w[0], w[1] * 1e3,
              mb, cw, whose);
     return strdup(text);

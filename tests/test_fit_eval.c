@@ -955,8 +955,8 @@ static void fit_overhead_should_recover_cold_weights_past_the_last_level_cache(v
                              0.05 * o.cw[f][1],
                          1e-6);
         assert_non_null(strstr(pred.latency_ms.source,
-                               "50.0 us per MB of weights where they and the activations exceed "
-                               "the 105 MiB last-level cache"));
+                               "50.0 us per MB of weights of layers that fit the 105 MiB "
+                               "last-level cache alone, where the pass does not"));
         perfpred_model_free(m);
     }
     perfpred_ctx_close(ctx);
