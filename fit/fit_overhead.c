@@ -131,8 +131,8 @@ static perfpred_status write_artifact(const perfpred_overhead_params *p,
     cJSON_AddStringToObject(o, "device", r->device);
     cJSON_AddStringToObject(o, "formula", "latency = scale x layer sum + per_kernel_ms x kernels + "
                             "per_mb_ms x 10^6 bytes the kernels move + per_cold_weight_mb_ms x "
-                            "10^6 bytes of weights, where weights and peak live activations "
-                            "exceed the last-level cache");
+                            "10^6 bytes of weights of the layers that fit the last-level cache "
+                            "alone, where weights and peak live activations exceed it");
     cJSON_AddNumberToObject(o, "scale", r->scale);
     cJSON_AddNumberToObject(o, "per_kernel_ms", r->per_kernel_us * 1e-3);
     cJSON_AddNumberToObject(o, "per_mb_ms", r->per_mb_us * 1e-3);
