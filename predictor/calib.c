@@ -519,17 +519,11 @@ const char *pp_calib_overhead(const pp_calib *c, const pp_device *d, double *w)
     return i >= 0 && !c->ovh[i].transferred ? pp_calib_overhead_answer(c, d, w) : NULL;
 }
 
-double pp_overhead_cold_weight_bytes(const pp_device *d, double weights_bytes,
-                                     double activations_bytes, double warm_alone_bytes)
-{
-    double llc = d ? d->l2_mb * 1048576.0 : 0;
-    return llc > 0 && weights_bytes + activations_bytes > llc ? warm_alone_bytes : 0;
-}
-
-double pp_overhead_warm_alone_bytes(const pp_device *d, const pp_graph *g, double bf)
+double pp_overhead_cold_weight_bytes(const pp_device *d, const pp_graph *g, double bf,
+                                     double weights_bytes, double activations_bytes)
 {
     double llc = d ? d->l2_mb * 1048576.0 : 0, s = 0;
-    if (!(llc > 0)) return 0;
+    if (!(llc > 0) || weights_bytes + activations_bytes <= llc) return 0;
     for (int i = 0; i < g->n_nodes; i++) {
         const pp_node_feat *f = &g->nodes[i].feat;
         if (f->param_bytes > 0 && (f->param_bytes + f->in_bytes + f->out_bytes) * bf <= llc)

@@ -87,17 +87,14 @@ int pp_calib_cover_cpus(const pp_calib *c, const pp_device *d, const pp_device *
  * lacks leaves its term unscaled. */
 void pp_overhead_transfer(const double *w, const pp_device *from, const pp_device *to,
                           double *out);
-/* The weights a forward pass reads from beyond d's last-level cache (l2_mb), which a layer timed
- * alone, back to back, found in it: where the pass's working set (weights and peak live
- * activations) exceeds that cache, the weights of the layers whose own working set (weights,
- * inputs, outputs) fits it (warm_alone_bytes: pp_overhead_warm_alone_bytes), else 0 (also where d
- * states no cache). A layer whose working set alone exceeds the cache streamed its weights from
- * memory when timed alone too: its time already holds them. */
-double pp_overhead_cold_weight_bytes(const pp_device *d, double weights_bytes,
-                                     double activations_bytes, double warm_alone_bytes);
-/* The weight bytes of g's nodes whose own working set (weights, inputs and outputs, x bf, the
- * bytes per element against fp32) fits d's last-level cache; 0 where d states none. */
-double pp_overhead_warm_alone_bytes(const pp_device *d, const pp_graph *g, double bf);
+/* The weights a forward pass of g reads from beyond d's last-level cache (l2_mb), which a layer
+ * timed alone, back to back, found in it: where the pass's working set (weights_bytes and peak live
+ * activations_bytes) exceeds that cache, the weights of the nodes whose own working set (weights,
+ * inputs, outputs, x bf, the bytes per element against fp32) fits it, else 0 (also where d states
+ * no cache). A layer whose working set alone exceeds the cache streamed its weights from memory
+ * when timed alone too: its time already holds them. */
+double pp_overhead_cold_weight_bytes(const pp_device *d, const pp_graph *g, double bf,
+                                     double weights_bytes, double activations_bytes);
 /* That correction's latency: w[0] x layer_ms + w[1] x n_kernels + (w[2] x kernel_bytes + w[3] x
  * cold_weight_bytes) / 10^6. */
 double pp_overhead_latency_ms(const double *w, double layer_ms, int n_kernels, double kernel_bytes,

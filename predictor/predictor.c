@@ -1028,9 +1028,8 @@ static const char *layer_sum_latency(const predict_setup *P, const kernel_sums *
 
     out->n_kernels = out->n_launched_kernels = nk;
     out->kernel_bytes = sums->total_bytes;
-    out->cold_weight_bytes =
-        pp_overhead_cold_weight_bytes(d, out->weights_bytes, out->activations_bytes,
-                                      pp_overhead_warm_alone_bytes(d, P->g, P->bf));
+    out->cold_weight_bytes = pp_overhead_cold_weight_bytes(d, P->g, P->bf, out->weights_bytes,
+                                                           out->activations_bytes);
     out->latency_members_lo_ms = out->latency_members_hi_ms = NAN;
     if (corrected || out->correction_gated) {
         out->correction_members = pp_gnn_members(gc->gnn);
