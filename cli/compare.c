@@ -127,7 +127,7 @@ static void fmt_num(double v, const char *f, char *buf, size_t n)
 static void print_compare(const cli_opts *o, const cJSON *ans)
 {
     const cJSON *rows = cJSON_GetObjectItemCaseSensitive(ans, "rows");
-    int nr = cJSON_GetArraySize(rows), undecided = 0;
+    int nr = cJSON_GetArraySize(rows), undecided = 0, one_thread = 0;
     printf("%s: %d predictions, sorted by latency; * = Pareto-optimal in (latency, energy, "
            "memory)\n\n", o->model, nr);
     printf("  %-34s %6s %11s %-21s %10s %11s %11s %-4s %-11s %s\n", "device", "batch", "latency ms",
@@ -145,6 +145,11 @@ static void print_compare(const cli_opts *o, const cJSON *ans)
         fmt_num(num_at(r, "throughput_per_s", NULL), "%.1f", thr, sizeof thr);
         fmt_num(num_at(p, "energy", "value"), "%.3f", e, sizeof e);
         cli_fmt_bytes(num_at(p, "peak_memory", "value"), mem, sizeof mem);
+        /* an eager-PyTorch CPU answered by layer models: one thread's, as they were timed */
+        one_thread += strcmp(str_at(r, "device", "kind"), "cpu") == 0 &&
+                      strcmp(str_at(r, "device", "runtime"), "pytorch-eager") == 0 &&
+                      (num_at(p, "calibrated_kernels", NULL) > 0 ||
+                       num_at(p, "covered_kernels", NULL) > 0);
         const cJSON *rk = cJSON_GetObjectItemCaseSensitive(r, "ranking");
         const char *vs = "";
         if (cJSON_IsObject(rk)) {
@@ -168,6 +173,8 @@ static void print_compare(const cli_opts *o, const cJSON *ans)
     printf("energy and memory carry their own provenance (--json); memory on GPUs with a runtime "
            "stack is device memory in use (NVML), elsewhere an estimate; '-' = not available (the "
            "descriptor lacks the figures: see perfpred devices show NAME)\n");
+    if (one_thread)
+        printf("eager-PyTorch CPU rows are one thread's, as the CPU layer models were timed\n");
 }
 
 /* A --plot path that cannot work fails before any prediction: its suffix, and its folder. */

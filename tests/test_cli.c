@@ -877,6 +877,12 @@ static void uncovered_kernels_should_take_the_nearest_cpu_that_covers_them(void 
     assert_non_null(strstr(out_buf, want));
     assert_non_null(strstr(out_buf, "batch 1, runtime pytorch-eager fp32, one thread\n"));
     unlink(path);
+    /* compare says so under a table with such a CPU in it, and only there */
+    static const char *line = "eager-PyTorch CPU rows are one thread's";
+    assert_int_equal(run_cli("compare --device epyc-zen4-kvm-2vcpu,rpi4 examples/resnet18.onnx"), 0);
+    assert_non_null(strstr(out_buf, line));
+    assert_int_equal(run_cli("compare --device rpi4,a100 examples/resnet18.onnx"), 0);
+    assert_null(strstr(out_buf, line));
 }
 
 /* An eager-PyTorch CPU calibrated in no way and naming no calibration_from borrows the calibrated
