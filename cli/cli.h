@@ -57,6 +57,9 @@ void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *cli_fmt_count(double v, char *buf, size_t n);
 const char *cli_fmt_bytes(double v, char *buf, size_t n);
 void cli_print_json(cJSON *root); /* prints and deletes */
+/* 1 for an answer on an eager-PyTorch CPU (device kind, runtime) that layer models timed
+ * (layer_kernels: its calibrated and covered kernels): one thread's, as they were timed */
+int cli_one_thread(const char *kind, const char *runtime, double layer_kernels);
 
 perfpred_model *cli_load_model(const cli_opts *o, int64_t batch, int *exit_code);
 perfpred_ctx *cli_open_ctx(const cli_opts *o, int *exit_code);

@@ -19,6 +19,12 @@ const char *cli_fmt_count(double v, char *buf, size_t n)
     return buf;
 }
 
+int cli_one_thread(const char *kind, const char *runtime, double layer_kernels)
+{
+    return kind && strcmp(kind, "cpu") == 0 && runtime && strcmp(runtime, "pytorch-eager") == 0 &&
+           layer_kernels > 0;
+}
+
 const char *cli_fmt_bytes(double v, char *buf, size_t n)
 {
     if (!isfinite(v)) snprintf(buf, n, "-");
@@ -287,10 +293,8 @@ int cmd_predict(const cli_opts *o)
             printf("%s on %s (%s), batch %lld, runtime %s %s%s\n", o->model, dev.name,
                    dev.description ? dev.description : "", (long long)p.batch,
                    dev.runtime ? dev.runtime : "-", dev.precision ? dev.precision : "",
-                   /* the CPU layer models time one thread (the runners' protocol) */
-                   strcmp(dev.kind, "cpu") == 0 && dev.runtime &&
-                           strcmp(dev.runtime, "pytorch-eager") == 0 &&
-                           p.n_calibrated_kernels + p.n_covered_kernels > 0
+                   cli_one_thread(dev.kind, dev.runtime,
+                                  p.n_calibrated_kernels + p.n_covered_kernels)
                        ? ", one thread"
                        : "");
         print_prediction(&p, &dev);

@@ -145,11 +145,10 @@ static void print_compare(const cli_opts *o, const cJSON *ans)
         fmt_num(num_at(r, "throughput_per_s", NULL), "%.1f", thr, sizeof thr);
         fmt_num(num_at(p, "energy", "value"), "%.3f", e, sizeof e);
         cli_fmt_bytes(num_at(p, "peak_memory", "value"), mem, sizeof mem);
-        /* an eager-PyTorch CPU answered by layer models: one thread's, as they were timed */
-        one_thread += strcmp(str_at(r, "device", "kind"), "cpu") == 0 &&
-                      strcmp(str_at(r, "device", "runtime"), "pytorch-eager") == 0 &&
-                      (num_at(p, "calibrated_kernels", NULL) > 0 ||
-                       num_at(p, "covered_kernels", NULL) > 0);
+        double cov = num_at(p, "covered_kernels", NULL); /* absent where none */
+        one_thread += cli_one_thread(str_at(r, "device", "kind"), str_at(r, "device", "runtime"),
+                                     num_at(p, "calibrated_kernels", NULL) +
+                                         (isfinite(cov) ? cov : 0));
         const cJSON *rk = cJSON_GetObjectItemCaseSensitive(r, "ranking");
         const char *vs = "";
         if (cJSON_IsObject(rk)) {

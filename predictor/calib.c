@@ -87,23 +87,7 @@ static const pp_device *nearest_cpu(const pp_calib *c, const pp_device *d, int i
 const pp_device *pp_calib_nearest_cpu(const pp_calib *c, const pp_device *d)
 {
     const pp_device *best = NULL;
-    int fam = pp_cpu_vendor_family(d->vendor);
-    for (int pass = fam ? 0 : 1; c && pass < 2 && !best; pass++) {
-        double best_d = INFINITY;
-        for (int k = 0; k < c->n; k++) {
-            const pp_device *s = c->e[k].dev;
-            if (s == d || !pp_device_is_eager_pytorch_cpu(s) ||
-                s->runtime_precision != d->runtime_precision ||
-                (pass == 0 && pp_cpu_vendor_family(s->vendor) != fam))
-                continue;
-            double dist = pp_device_cpu_distance(d, s);
-            if (dist < best_d) {
-                best_d = dist;
-                best = s;
-            }
-        }
-    }
-    return best;
+    return pp_calib_cover_cpus(c, d, NULL, &best, 1) ? best : NULL;
 }
 
 int pp_calib_cover_cpus(const pp_calib *c, const pp_device *d, const pp_device *src,

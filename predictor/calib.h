@@ -66,8 +66,9 @@ const char *pp_calib_overhead(const pp_calib *c, const pp_device *d, double *w);
 const char *pp_calib_overhead_answer(const pp_calib *c, const pp_device *d, double *w);
 /* The calibrated eager-PyTorch CPU (own layer models, d's precision) a CPU described by d would
  * borrow: of d's maker first (pp_cpu_vendor_family), then of any, the nearest by
- * pp_device_cpu_distance; NULL where none is or d lacks the figures. Also for a descriptor not in
- * the context (calibrate run's probe). */
+ * pp_device_cpu_distance (the first of pp_calib_cover_cpus with no source); NULL where none is,
+ * d is no eager-PyTorch CPU or lacks the figures. Also for a descriptor not in the context
+ * (calibrate run's probe). */
 const pp_device *pp_calib_nearest_cpu(const pp_calib *c, const pp_device *d);
 /* Where the layer models answering for CPU d (src: d's own, or those it borrows) do not cover a
  * compute-bound kernel (an operator, kernel size, stride, dilation or group they never saw), the
